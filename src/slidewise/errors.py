@@ -1,0 +1,59 @@
+"""One error hierarchy for everything a user can get wrong.
+
+Every user-facing error carries a one-line ``message``, an optional
+``location`` (file:line, query line:column, stream name) and an optional
+``hint`` telling how to fix it. The CLI prints ``str(error)`` and exits
+non-zero; it never shows a traceback for a :class:`SlidewiseError`.
+"""
+
+from __future__ import annotations
+
+
+class SlidewiseError(Exception):
+    """Base class of all errors slidewise reports to users."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, location: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = f"{self.location}: {self.message}" if self.location else self.message
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+
+class QueryError(SlidewiseError):
+    """The query text cannot be parsed; carries line, column and a caret excerpt."""
+
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None,
+                 excerpt: str | None = None, hint: str | None = None):
+        loc = f"query line {line}, column {column}" if line is not None else None
+        super().__init__(message, location=loc, hint=hint)
+        self.line, self.column, self.excerpt = line, column, excerpt
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.excerpt:
+            text += "\n" + self.excerpt
+        return text
+
+
+class PlanError(SlidewiseError):
+    """The query parses but cannot be planned (unknown stream, unsupported combination)."""
+
+
+class SourceError(SlidewiseError):
+    """An input file or source is missing, unreadable or of the wrong shape."""
+
+
+class ExecutionError(SlidewiseError):
+    """A run failed for a reason that is not the user's input (should be rare)."""
+
+
+class OptionError(SlidewiseError):
+    """A command-line or API option has a bad value."""

@@ -1,0 +1,1 @@
+"""Stream operators; one module per algorithm family."""

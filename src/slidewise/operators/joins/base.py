@@ -1,0 +1,112 @@
+"""The contract every multi-way window join operator implements.
+
+An operator is built for one :class:`~slidewise.plan.query.JoinQuery`. The
+engine feeds it consecutive *chunks* of arrivals — one
+:class:`~slidewise.model.batch.StreamBatch` per stream, together covering a
+contiguous range of global positions — via :meth:`JoinOperator.process`, and
+calls :meth:`JoinOperator.finish` once at the end of the input. Both return a
+:class:`~slidewise.model.batch.ResultBatch`.
+
+Semantics (DESIGN §1): a result is one tuple per stream; its origin is the
+member with the greatest ``pos``; it is produced iff all predicates hold and
+every other member is in its window at the origin's time. Eager operators
+produce it when the origin is processed; lazy operators (``query.slide = D``)
+at the evaluation instant ``ceil(origin.ts / D) * D``, or at :meth:`finish`.
+
+Every operator counts ``comparisons``: attribute comparisons made while
+probing (the papers' cost unit; timestamp checks are not counted).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+
+from slidewise.errors import PlanError
+from slidewise.model.batch import ResultBatch, StreamBatch, Tup
+from slidewise.plan.query import JoinQuery
+
+
+class JoinOperator(ABC):
+    """Base class: hosts one multi-way window join; subclasses implement an algorithm."""
+
+    #: registry name used by ``--algorithm``
+    name: ClassVar[str] = ""
+    #: one line for ``--help`` and explain
+    summary: ClassVar[str] = ""
+
+    def __init__(self, query: JoinQuery, *, order: list[int] | None = None,
+                 negatives: bool = False, **options) -> None:
+        self.check(query)
+        self.query = query
+        self.n = query.n
+        self.order = list(order) if order is not None else list(range(query.n))
+        if sorted(self.order) != list(range(query.n)):
+            raise PlanError(f"join order {self.order} is not a permutation of the {query.n} streams",
+                            hint="list every stream of FROM once, e.g. --order S2,S1,S3")
+        self.negatives = negatives
+        self.options = options
+        self.comparisons = 0
+
+    @classmethod
+    def check(cls, query: JoinQuery) -> None:
+        """Raise :class:`PlanError` if this algorithm cannot evaluate ``query``."""
+
+    @abstractmethod
+    def process(self, chunk: list[StreamBatch]) -> ResultBatch:
+        """Consume one chunk of arrivals; return the results produced by it."""
+
+    def finish(self) -> ResultBatch:
+        """End of input: return results still pending (lazy evaluation)."""
+        return ResultBatch.empty(self.n)
+
+    @abstractmethod
+    def state_tuples(self) -> int:
+        """Number of tuples currently held in window state (for memory stats)."""
+
+    def origin_order(self, origin: int) -> list[int]:
+        """Probe order for tuples arriving on ``origin``: the origin first, then the global order."""
+        return [origin] + [s for s in self.order if s != origin]
+
+
+class ResultBuilder:
+    """Collects per-tuple results and builds a columnar :class:`ResultBatch`.
+
+    ``members`` are :class:`Tup` objects indexed by stream. ``ts`` defaults to
+    the origin's (greatest ``pos``) timestamp and ``exp`` to the minimum member
+    expiration under each stream's window.
+    """
+
+    def __init__(self, query: JoinQuery):
+        self.query = query
+        self.windows = [s.window for s in query.streams]
+        self.rows: list[tuple[list[Tup], int, int, int]] = []
+
+    def add(self, members: list[Tup], sign: int = 1, ts: int | None = None) -> None:
+        if ts is None:
+            ts = max(members, key=lambda t: t.pos).ts
+        exp = min(w.exp(m.ts) for w, m in zip(self.windows, members))
+        self.rows.append((members, ts, exp, sign))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def build(self) -> ResultBatch:
+        n = self.query.n
+        if not self.rows:
+            return ResultBatch.empty(n)
+        members = np.array([[m.pos for m in r[0]] for r in self.rows], dtype=np.int64)
+        cols: dict[str, np.ndarray] = {}
+        for i, ref in enumerate(self.query.streams):
+            tups = [r[0][i] for r in self.rows]
+            cols[f"{ref.alias}.ts"] = np.array([t.ts for t in tups], dtype=np.int64)
+            for attr in tups[0].vals:
+                cols[f"{ref.alias}.{attr}"] = np.array([t.vals[attr] for t in tups])
+        out = ResultBatch(members,
+                          np.array([r[1] for r in self.rows], dtype=np.int64),
+                          np.array([r[2] for r in self.rows], dtype=np.int64),
+                          np.array([r[3] for r in self.rows], dtype=np.int8), cols)
+        self.rows = []
+        return out
