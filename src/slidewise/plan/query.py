@@ -115,7 +115,9 @@ class JoinQuery:
 
     ``equalities`` are the cross-stream ``=`` conjuncts of WHERE; ``filters``
     every other conjunct (single-stream selections and theta predicates).
-    ``select=None`` means ``SELECT *``.
+    ``select=None`` means ``SELECT *``. With lazy evaluation (a ``SLIDE``),
+    ``restore=True`` (``ISTREAM_RESTORE``) asks for every eager result, later;
+    ``restore=False`` omits the short-lived results (DESIGN §1).
     """
 
     streams: tuple[StreamRef, ...]
@@ -123,6 +125,7 @@ class JoinQuery:
     filters: tuple[Expr, ...] = ()
     select: tuple[SelectItem, ...] | None = None
     output: str = "istream"
+    restore: bool = False
     text: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
