@@ -19,15 +19,16 @@ __all__ = ["JoinOperator", "ResultBuilder", "algorithms", "get_algorithm"]
 
 #: the default algorithm: the columnar batch equi-join
 DEFAULT = "columnar"
+#: operators outside this package that the engine hosts like joins
+EXTRA_MODULES = ("slidewise.operators.select",)
 
 
 def algorithms() -> dict[str, type[JoinOperator]]:
     """All registered join algorithms by name."""
     found: dict[str, type[JoinOperator]] = {}
-    for info in pkgutil.iter_modules(__path__):
-        if info.name == "base":
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+    names = [f"{__name__}.{i.name}" for i in pkgutil.iter_modules(__path__) if i.name != "base"]
+    for module_name in [*names, *EXTRA_MODULES]:
+        module = importlib.import_module(module_name)
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, JoinOperator) and cls.name and not inspect.isabstract(cls):
                 found[cls.name] = cls

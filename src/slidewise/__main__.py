@@ -1,0 +1,5 @@
+import sys
+
+from slidewise.cli import main
+
+sys.exit(main())

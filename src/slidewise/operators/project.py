@@ -1,0 +1,54 @@
+"""Projection of join results onto the SELECT list (DESIGN §4 "Result rows").
+
+``SELECT *`` keeps every member column (``<stream>.ts``, ``<stream>.<attr>``);
+a select item is evaluated on the member columns and named by its alias or its
+text (``S1.a``). ``ts``, ``exp`` and ``sign`` are always appended.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from slidewise.model.batch import ResultBatch
+from slidewise.plan.expr import Col, evaluate
+from slidewise.plan.query import JoinQuery
+
+
+def output_columns(query: JoinQuery, results: ResultBatch) -> dict[str, np.ndarray]:
+    """The output columns of ``results`` for ``query``, in output order."""
+    aliases = query.aliases
+
+    def get(stream: int, attr: str):
+        return results.cols[f"{aliases[stream]}.{attr}"]
+
+    if query.select is None:
+        out = dict(results.cols)
+    else:
+        out = {}
+        for item in query.select:
+            if isinstance(item.expr, Col) and item.expr.attr == "*":
+                prefix = f"{aliases[item.expr.stream]}."
+                out.update({k: v for k, v in results.cols.items() if k.startswith(prefix)})
+                continue
+            value = evaluate(item.expr, get)
+            out[item.name] = np.broadcast_to(np.asarray(value), (len(results),)).copy() \
+                if np.ndim(value) == 0 else value
+    out["ts"] = results.ts
+    out["exp"] = results.exp
+    out["sign"] = results.sign
+    return out
+
+
+def output_names(query: JoinQuery, schemas: list[list[str]]) -> list[str]:
+    """Output column names, known before any result exists (for file headers)."""
+    aliases = query.aliases
+    names: list[str] = []
+    star = [Col(i, "*", a) for i, a in enumerate(aliases)] if query.select is None else None
+    for item in star or [i.expr if isinstance(i.expr, Col) and i.expr.attr == "*" else i
+                         for i in query.select]:
+        if isinstance(item, Col):
+            names += [f"{aliases[item.stream]}.ts"] + [f"{aliases[item.stream]}.{c}"
+                                                        for c in schemas[item.stream]]
+        else:
+            names.append(item.name)
+    return names + ["ts", "exp", "sign"]
