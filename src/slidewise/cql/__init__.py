@@ -1,0 +1,64 @@
+"""The CQL dialect of slidewise, part 1: select–project–join queries over windows.
+
+A query names its output operator, a select list, windowed stream references
+and a condition::
+
+    SELECT [ISTREAM | RSTREAM | DSTREAM | ISTREAM_RESTORE | RSTREAM_RESTORE] select_list
+    FROM NAME [window] [INTERNAL] [AS alias] [, ...]
+    [WHERE condition] [;]
+
+Also accepted: the CQL forms ``SELECT ISTREAM(select_list) FROM ...`` and
+``ISTREAM(SELECT ... FROM ...)``. ``ISTREAM(`` directly followed by a
+parenthesis always means this wrapper, never a parenthesised select item.
+
+Keywords are case-insensitive and ``--`` starts a comment that runs to the end
+of the line. Keywords are reserved only where the grammar could accept them,
+so ``S1.range`` or ``S1.rows`` are ordinary attributes.
+
+Output: none given means ``ISTREAM``; ``ISTREAM_RESTORE`` is
+``output="istream", restore=True`` (likewise ``RSTREAM_RESTORE``).
+
+Select list: ``*`` (``JoinQuery.select is None``) or items: expressions with an
+optional ``AS name``, and ``S1.*``, kept as ``SelectItem(Col(i, "*", "S1"))``
+for the planner to expand once the schema is known.
+
+Windows (per reference; alias defaults to NAME; a reference without a window
+is ``[UNBOUNDED]``)::
+
+    [RANGE n [unit]]   [RANGE n [unit] SLIDE m [unit]]   [ROWS n]
+    [PARTITION BY attr ROWS n]   [UNBOUNDED]   [NOW]
+
+``INTERNAL`` inside the brackets (``[RANGE 5 INTERNAL]``) or after them marks an
+internal window. Units: ``ms``/``millisecond(s)``, ``s``/``second(s)``,
+``min``/``minute(s)``, ``h``/``hour(s)``, ``d``/``day(s)``, any case, with or
+without a space (``10s``). A size with a unit is converted to milliseconds,
+the unit of timestamps of ISO and epoch sources; a bare number is in the
+source's own timestamp units. The parser cannot tell whether a source's
+timestamps are milliseconds, so mixing both forms is the user's business.
+
+Conditions: ``AND``, ``OR``, ``NOT``, parentheses; comparisons
+``= != <> < <= > >=`` (``<>`` is stored as ``!=``); arithmetic ``+ - * / %``
+and unary minus (``-3`` is ``Lit(-3)``, ``-S1.a`` is ``BinOp('-', Lit(0), S1.a)``);
+the functions of :data:`slidewise.plan.expr.FUNCTIONS` (``ABS``); integer,
+float and single-quoted string literals (``'it''s'``); columns ``alias.attr``,
+including ``alias.ts``. An unqualified column is allowed only when FROM has
+one stream. Column references become ``Col(index in FROM, attr, alias)``.
+
+The top-level ``AND`` of WHERE is split into conjuncts: ``A.x = B.y`` between
+two different streams becomes an :class:`~slidewise.plan.query.Equality`, every
+other conjunct a filter, in source order.
+
+Every mistake raises :class:`~slidewise.errors.QueryError` with line, column,
+the offending line with a caret under the spot, and a hint.
+
+>>> q = parse("SELECT * FROM S1 [RANGE 10 s], S2 [ROWS 5] WHERE S1.a = S2.a AND S1.x > 3")
+>>> [str(s.window) for s in q.streams], q.key_columns()
+(['[RANGE 10000]', '[ROWS 5]'], ('a', 'a'))
+>>> str(q.filters[0])
+'S1.x > 3'
+"""
+
+from slidewise.cql.builder import UNITS
+from slidewise.cql.parser import load_query, parse
+
+__all__ = ["UNITS", "load_query", "parse"]

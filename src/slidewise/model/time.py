@@ -14,9 +14,9 @@ import re
 from slidewise.errors import OptionError
 
 UNIT_MS = {
-    "ms": 1, "msec": 1, "millisecond": 1, "milliseconds": 1,
-    "s": 1000, "sec": 1000, "second": 1000, "seconds": 1000,
-    "m": 60_000, "min": 60_000, "minute": 60_000, "minutes": 60_000,
+    "ms": 1, "millisecond": 1, "milliseconds": 1,
+    "s": 1000, "second": 1000, "seconds": 1000,
+    "min": 60_000, "minute": 60_000, "minutes": 60_000,
     "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000,
     "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
 }

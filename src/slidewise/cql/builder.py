@@ -1,0 +1,310 @@
+"""Build a :class:`~slidewise.plan.query.JoinQuery` from a CQL parse tree.
+
+The parser (``grammar.lark``) only checks the shape of a query; this module
+checks its meaning and resolves names: stream aliases become indices into
+FROM, time units become milliseconds, the WHERE clause is split into
+equi-join predicates and filters. Every problem is a
+:class:`~slidewise.errors.QueryError` located at the offending token.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from lark import Token, Tree
+
+from slidewise.cql.diagnostics import query_error
+from slidewise.errors import PlanError, QueryError
+from slidewise.model.batch import NO_EXP
+from slidewise.model.time import UNIT_MS
+from slidewise.plan.expr import FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
+from slidewise.plan.query import Equality, JoinQuery, SelectItem, StreamRef, WindowSpec
+
+UNITS = UNIT_MS  # time units a window size may carry, in milliseconds (lower-case keys)
+
+MAX_WINDOW = NO_EXP // 4  # the length of [UNBOUNDED]; larger sizes would overflow ts + T
+
+_ARITY = {"abs": 1}
+_AGGREGATES = {"count", "sum", "avg", "min", "max"}
+_ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
+_OUTPUTS = {  # output keyword -> (JoinQuery.output, JoinQuery.restore)
+    "istream": ("istream", False), "rstream": ("rstream", False), "dstream": ("dstream", False),
+    "istream_restore": ("istream", True), "rstream_restore": ("rstream", True),
+}
+_CONDITIONS = (Cmp, And, Or, Not)
+
+
+def _pos(node: Tree | Token) -> tuple[int, int]:
+    if isinstance(node, Token):
+        return node.line, node.column
+    if node.meta.empty:  # a rule that matched only filtered keywords; never expected here
+        return 1, 1
+    return node.meta.line, node.meta.column
+
+
+def _number(tok: Token) -> int | float:
+    text = str(tok)
+    return int(text) if text.isdigit() else float(text)
+
+
+class Builder:
+    """Walks one parse tree; holds the FROM clause while names are resolved."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.refs: list[StreamRef] = []
+
+    # -- helpers -----------------------------------------------------------
+    def error(self, node: Tree | Token, message: str, hint: str | None = None) -> QueryError:
+        line, column = _pos(node)
+        return query_error(self.text, message, line, column, hint)
+
+    @property
+    def aliases(self) -> list[str]:
+        return [r.alias for r in self.refs]
+
+    # -- query -------------------------------------------------------------
+    def build(self, tree: Tree) -> JoinQuery:
+        stmt = tree.children[0]
+        outer = stmt.children[0] if stmt.data == "wrapped_statement" else None
+        select_stmt = stmt.children[1] if outer is not None else stmt.children[0]
+        head, ref_list, where = select_stmt.children
+        self.from_clause(ref_list)
+        output, restore, select_list = self.head(head, outer)
+        select = self.select(select_list)
+        equalities, filters = self.where(where)
+        try:
+            return JoinQuery(streams=tuple(self.refs), equalities=tuple(equalities),
+                             filters=tuple(filters), select=select, output=output,
+                             restore=restore, text=self.text)
+        except PlanError as e:  # a check of JoinQuery this module does not anticipate
+            raise QueryError(e.message, hint=e.hint) from None
+
+    def head(self, head: Tree, outer: Token | None) -> tuple[str, bool, Tree]:
+        if head.data == "head_call":
+            inner, select_list = head.children
+        else:
+            output_tree, select_list = head.children
+            inner = output_tree.children[0] if output_tree is not None else None
+        if outer is not None and inner is not None:
+            raise self.error(inner, "output operator given twice",
+                             hint="write either ISTREAM(SELECT ...) or SELECT ISTREAM ...")
+        tok = inner if inner is not None else outer
+        if tok is None:
+            return "istream", False, select_list
+        name = re.match(r"\w+", str(tok)).group(0).lower()
+        return (*_OUTPUTS[name], select_list)
+
+    # -- FROM --------------------------------------------------------------
+    def from_clause(self, ref_list: Tree) -> None:
+        for ref in ref_list.children:
+            name_tok, window, internal_after, alias_tok = ref.children
+            alias = str(alias_tok) if alias_tok is not None else str(name_tok)
+            spec, slide_tok = self.window(window, internal_after is not None, name_tok, alias)
+            stream = StreamRef(alias=alias, source=str(name_tok), window=spec)
+            try:
+                JoinQuery(streams=(*self.refs, stream))
+            except PlanError as e:
+                if alias in self.aliases:
+                    where = alias_tok if alias_tok is not None else name_tok
+                else:
+                    where = slide_tok if slide_tok is not None else name_tok
+                raise self.error(where, e.message, e.hint) from None
+            self.refs.append(stream)
+
+    def window(self, node: Tree | None, internal: bool, name_tok: Token,
+               alias: str) -> tuple[WindowSpec, Token | None]:
+        if node is None:
+            return WindowSpec("unbounded", internal=internal), None
+        body, internal_in = node.children
+        internal = internal or internal_in is not None
+        kind = body.data.removesuffix("_window")
+        size_node = slide_node = partition = None
+        if kind in ("range", "rows"):
+            size_node, slide_node = body.children
+        elif kind == "partition":
+            key, size_node, slide_node = body.children
+            partition = self.partition_key(key, name_tok, alias)
+            kind = "rows"
+        else:
+            (slide_node,) = body.children
+        size = self.size(size_node, counting=kind == "rows") if size_node is not None else 0
+        slide_tok = slide_node.children[0] if slide_node is not None else None
+        slide = self.size(slide_node.children[1], counting=False) if slide_node is not None else None
+        try:
+            spec = WindowSpec(kind=kind, size=size, slide=slide, partition_by=partition, internal=internal)
+        except PlanError as e:
+            if e.message.startswith("window size") and size_node is not None:
+                where = size_node
+            elif e.message.startswith("SLIDE") and slide_tok is not None:
+                where = slide_tok
+            else:
+                where = node
+            raise self.error(where, e.message, e.hint) from None
+        return spec, slide_tok
+
+    def partition_key(self, key: Tree, name_tok: Token, alias: str) -> str:
+        first, second = key.children
+        if second is None:
+            return str(first)
+        if str(first) not in (alias, str(name_tok)):
+            raise self.error(first, f"PARTITION BY names stream {str(first)!r} inside the window of {alias!r}",
+                             hint=f"partition by an attribute of this stream, e.g. PARTITION BY {second}")
+        return str(second)
+
+    def size(self, node: Tree, counting: bool) -> int:
+        num_tok, unit_tok = node.children
+        value = _number(num_tok)
+        if node.data == "negative_size":
+            value = -value
+        if unit_tok is not None:
+            unit = str(unit_tok)
+            if counting:
+                raise self.error(unit_tok, "ROWS counts tuples and takes no time unit",
+                                 hint=f"write [ROWS {num_tok}], or [RANGE {num_tok} {unit}] for a time window")
+            if unit.lower() not in UNITS:
+                raise self.error(unit_tok, f"unknown time unit {unit!r}",
+                                 hint="use ms, s, min, h or d, or no unit for the source's own timestamp units")
+            value = value * UNITS[unit.lower()]
+            if value != int(value):
+                raise self.error(num_tok, f"{num_tok} {unit} is not a whole number of milliseconds",
+                                 hint="timestamps are integer milliseconds")
+        elif value != int(value):
+            if counting:
+                raise self.error(num_tok, f"ROWS needs a whole number of tuples, got {num_tok}",
+                                 hint="write e.g. [ROWS 50]")
+            raise self.error(num_tok, f"window size must be a whole number, got {num_tok}",
+                             hint="timestamps are integers; use a smaller unit, e.g. [RANGE 1500 ms]")
+        if abs(value) >= MAX_WINDOW:
+            raise self.error(num_tok, f"window size {num_tok} is too large",
+                             hint="use [UNBOUNDED] for a window that never expires")
+        return int(value)
+
+    # -- SELECT ------------------------------------------------------------
+    def select(self, node: Tree) -> tuple[SelectItem, ...] | None:
+        if node.data == "select_star":
+            return None
+        items: list[SelectItem] = []
+        seen: set[str] = set()
+        for item in node.children:
+            if item.data == "item_all":
+                (qual,) = item.children
+                entry = SelectItem(self.column(qual, None, "*"))
+            else:
+                expr_node, alias_tok = item.children
+                entry = SelectItem(self.expr(expr_node), str(alias_tok) if alias_tok is not None else None)
+            if entry.name in seen:
+                raise self.error(item, f"output column {entry.name!r} appears twice in SELECT",
+                                 hint=f"rename one with AS, e.g. {entry.expr} AS {_fresh(entry.name, seen)}")
+            seen.add(entry.name)
+            items.append(entry)
+        return tuple(items)
+
+    # -- WHERE -------------------------------------------------------------
+    def where(self, node: Tree | None) -> tuple[list[Equality], list[Expr]]:
+        if node is None:
+            return [], []
+        cond = self.condition(node.children[0], "WHERE")
+        equalities: list[Equality] = []
+        filters: list[Expr] = []
+        for c in cond.items if isinstance(cond, And) else (cond,):
+            if (isinstance(c, Cmp) and c.op == "=" and isinstance(c.left, Col)
+                    and isinstance(c.right, Col) and c.left.stream != c.right.stream):
+                equalities.append(Equality(c.left, c.right))
+            else:
+                filters.append(c)
+        return equalities, filters
+
+    # -- expressions -------------------------------------------------------
+    def condition(self, node: Tree, context: str) -> Expr:
+        e = self.expr(node)
+        if not isinstance(e, _CONDITIONS):
+            raise self.error(node, f"{context} expects a condition, got the value {e}",
+                             hint=f"compare it, e.g. {e} = 1")
+        return e
+
+    def value(self, node: Tree, context: str) -> Expr:
+        e = self.expr(node)
+        if isinstance(e, _CONDITIONS):
+            raise self.error(node, f"{context} expects a value, got the condition {e}",
+                             hint="combine conditions with AND, OR and NOT")
+        return e
+
+    def expr(self, node: Tree) -> Expr:
+        kind = node.data
+        ch = node.children
+        if kind == "number":
+            return Lit(_number(ch[0]))
+        if kind == "string":
+            return Lit(str(ch[0])[1:-1].replace("''", "'"))
+        if kind == "qualified":
+            return self.column(ch[0], ch[1], str(ch[1]))
+        if kind == "bare":
+            return self.column(None, ch[0], str(ch[0]))
+        if kind in _ARITH:
+            op = _ARITH[kind]
+            return BinOp(op, self.value(ch[0], f"'{op}'"), self.value(ch[1], f"'{op}'"))
+        if kind == "neg":
+            inner = self.value(ch[0], "'-'")
+            if isinstance(inner, Lit) and isinstance(inner.value, (int, float)):
+                return Lit(-inner.value)
+            return BinOp("-", Lit(0), inner)
+        if kind == "cmp":
+            op = "!=" if str(ch[1]) == "<>" else str(ch[1])
+            return Cmp(op, self.value(ch[0], f"'{ch[1]}'"), self.value(ch[2], f"'{ch[1]}'"))
+        if kind in ("and_", "or_"):
+            word, cls = ("AND", And) if kind == "and_" else ("OR", Or)
+            items: list[Expr] = []
+            for child in ch:
+                c = self.condition(child, word)
+                items.extend(c.items if isinstance(c, cls) else (c,))
+            return cls(tuple(items))
+        if kind == "not_":
+            return Not(self.condition(ch[0], "NOT"))
+        if kind == "func":
+            return self.function(ch[0], [a for a in ch[1:] if a is not None])
+        raise self.error(node, f"unsupported expression {kind!r}")  # grammar and builder disagree
+
+    def function(self, name_tok: Token, args: list[Tree]) -> Func:
+        name = str(name_tok).lower()
+        if name not in FUNCTIONS:
+            available = ", ".join(sorted(f.upper() for f in FUNCTIONS))
+            if name in _AGGREGATES:
+                raise self.error(name_tok, f"aggregate {name.upper()} is not supported in a select–project–join query",
+                                 hint=f"available functions: {available}")
+            raise self.error(name_tok, f"unknown function {str(name_tok)!r}",
+                             hint=f"available functions: {available}")
+        arity = _ARITY.get(name)
+        if arity is not None and len(args) != arity:
+            plural = "" if arity == 1 else "s"
+            raise self.error(name_tok, f"{name.upper()} takes {arity} argument{plural}, got {len(args)}",
+                             hint=f"write e.g. {name.upper()}(S1.x - S2.x)")
+        return Func(name, tuple(self.value(a, name.upper()) for a in args))
+
+    def column(self, qual: Token | None, attr_tok: Token | None, attr: str) -> Col:
+        if qual is None:
+            if len(self.refs) != 1:
+                raise self.error(attr_tok, f"unqualified column {attr!r} in a query over {len(self.refs)} streams",
+                                 hint=f"qualify it, e.g. {self.refs[0].alias}.{attr}")
+            return Col(0, attr, self.refs[0].alias)
+        alias = str(qual)
+        if alias in self.aliases:
+            return Col(self.aliases.index(alias), attr, alias)
+        listed = f"FROM lists {', '.join(self.aliases)}"
+        renamed = [r.alias for r in self.refs if r.source == alias]
+        if renamed:
+            hint = f"{alias} is called {' or '.join(renamed)} in FROM; write {renamed[0]}.{attr}"
+        else:
+            close = difflib.get_close_matches(alias, self.aliases, n=1, cutoff=0.6)
+            close = close or [a for a in self.aliases if a.lower() == alias.lower()]
+            hint = f"did you mean {close[0]}? {listed}" if close else listed
+        raise self.error(qual, f"unknown stream alias {alias!r}", hint=hint)
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    base = name.rsplit(".", 1)[-1].strip("*") or "col"
+    n = 2
+    while f"{base}{n}" in taken:
+        n += 1
+    return f"{base}{n}"
