@@ -180,12 +180,12 @@ class PartitionedCountWindow:
     # -- updates ---------------------------------------------------------
     def insert(self, item: Any) -> Any | None:
         """Add ``item`` to its partition; return the item evicted from that partition, if any."""
-        evicted = self._part(self.key(item)).insert((self._seq, item))
+        part = self._part(self.key(item))
+        before = len(part)
+        evicted = part.insert((self._seq, item))
         self._seq += 1
-        if evicted is None:
-            self._len += 1
-            return None
-        return evicted[1]
+        self._len += len(part) - before
+        return None if evicted is None else evicted[1]
 
     def append(self, item: Any) -> None:
         """Lazy mode: add without evicting."""
