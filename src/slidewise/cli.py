@@ -12,7 +12,7 @@ from slidewise.errors import OptionError, SlidewiseError
 
 DEMO_QUERY = """\
 -- Which hosts looked a name up and then opened a TLS session within 5 seconds?
-SELECT ISTREAM dns.orig_h, dns.query, ssl.resp_h, ssl.server_name
+SELECT ISTREAM dns.orig_h, dns.query, ssl.resp_h
 FROM dns [RANGE 5 SECONDS], ssl [NOW]
 WHERE dns.orig_h = ssl.orig_h
 """
@@ -56,17 +56,34 @@ def _operator_options(args) -> dict:
     return opts
 
 
+def _cell(column: str, value) -> str:
+    """Display form of a result value: epoch-millisecond times as UTC clock times."""
+    from slidewise.model.batch import NO_EXP
+
+    is_time = column in ("ts", "exp") or column.endswith(".ts")
+    if is_time and isinstance(value, int):
+        if value == NO_EXP:
+            return "never"
+        if value > 10**11:  # epoch milliseconds
+            import datetime as dt
+
+            return dt.datetime.fromtimestamp(value / 1000, dt.UTC).strftime("%H:%M:%S.%f")[:-3]
+    return str(value)
+
+
 def _print_summary(stats: dict, results, shown: int = 10) -> None:
     from rich.console import Console
     from rich.table import Table
 
     console = Console(stderr=True)
     if results is not None and len(results):
-        table = Table(title=f"first {min(shown, len(results))} of {len(results):,} results")
-        for c in results.columns:
-            table.add_column(str(c))
-        for row in results.head(shown).itertuples(index=False):
-            table.add_row(*(str(v) for v in row))
+        table = Table(title=f"first {min(shown, len(results)):,} of {len(results):,} results")
+        head = results.head(shown)
+        for c in head.columns:
+            table.add_column(str(c), overflow="fold")
+        rows = [[_cell(c, v) for v in head[c].tolist()] for c in head.columns]
+        for row in zip(*rows):
+            table.add_row(*row)
         Console().print(table)
     rate = stats.get("tuples_per_second") or 0
     console.print(
