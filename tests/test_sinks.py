@@ -1,0 +1,113 @@
+"""Sinks: CSV / JSON lines / Parquet files, stdout and callables; clear errors for bad targets."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from slidewise.errors import OptionError
+from slidewise.runtime.sinks import csv_bytes, open_sink
+
+B1 = {"S1.ts": np.array([1, 2]), "S1.a": np.array([7, 8]), "name": np.array(["x", "a,b"], dtype=object),
+      "v": np.array([0.5, np.nan]), "sign": np.array([1, -1], dtype=np.int8)}
+B2 = {"S1.ts": np.array([3]), "S1.a": np.array([9]), "name": np.array(['say "hi"'], dtype=object),
+      "v": np.array([1.25]), "sign": np.array([1], dtype=np.int8)}
+
+
+def write_two(target, columns=None):
+    sink = open_sink(target, columns)
+    sink.write(B1)
+    sink.write({k: v[:0] for k, v in B2.items()})   # empty batches are fine
+    sink.write(B2)
+    sink.close()
+    return sink
+
+
+@pytest.mark.parametrize("ext, read", [
+    ("csv", pd.read_csv),
+    ("csv.gz", pd.read_csv),
+    ("jsonl", lambda p: pd.read_json(p, lines=True)),
+    ("json", lambda p: pd.read_json(p, lines=True)),
+    ("parquet", pd.read_parquet),
+])
+def test_file_sinks_round_trip(tmp_path, ext, read):
+    path = tmp_path / "deep" / "dir" / f"out.{ext}"          # parent directories are created
+    sink = write_two(path)
+    assert sink.rows_written == 3
+    frame = read(path)
+    assert list(frame.columns) == ["S1.ts", "S1.a", "name", "v", "sign"]
+    assert frame["S1.ts"].tolist() == [1, 2, 3] and frame["name"].tolist() == ["x", "a,b", 'say "hi"']
+    assert frame["sign"].tolist() == [1, -1, 1] and np.isnan(frame["v"][1])
+
+
+def test_csv_text_is_plain_and_quoted_only_where_needed(tmp_path):
+    path = tmp_path / "o.csv"
+    write_two(path)
+    assert path.read_text().splitlines() == [
+        "S1.ts,S1.a,name,v,sign", "1,7,x,0.5,1", '2,8,"a,b",,-1', '3,9,"say ""hi""",1.25,1']
+
+
+def test_columns_fix_order_and_header_of_empty_output(tmp_path):
+    path = tmp_path / "e.csv"
+    sink = open_sink(path, ["b", "a"])
+    sink.close()
+    assert path.read_text() == "b,a\n"
+    path = tmp_path / "o.csv"
+    with open_sink(path, ["S1.a", "S1.ts"]) as sink:
+        sink.write(B1)
+    assert path.read_text().splitlines()[:2] == ["S1.a,S1.ts", "7,1"]
+    pq_path = tmp_path / "e.parquet"
+    open_sink(pq_path, ["x", "y"]).close()
+    assert pq.read_table(pq_path).column_names == ["x", "y"]
+
+
+def test_parquet_is_written_incrementally(tmp_path):
+    path = tmp_path / "o.parquet"
+    sink = open_sink(path)
+    for i in range(3):
+        sink.write({"ts": np.arange(i * 10, i * 10 + 10), "s": np.array(["q"] * 10, dtype=object)})
+    sink.close()
+    f = pq.ParquetFile(path)
+    assert f.metadata.num_row_groups == 3 and f.metadata.num_rows == 30
+
+
+def test_stdout_and_callable(capsys):
+    sink = write_two("-")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "S1.ts,S1.a,name,v,sign" and len(out) == 4 and sink.rows_written == 3
+    got = []
+    sink = write_two(got.append)
+    assert [len(f) for f in got] == [2, 1] and list(got[0].columns) == list(B1) and sink.rows_written == 3
+
+
+def test_bad_targets(tmp_path):
+    with pytest.raises(OptionError, match="unknown output file type") as err:
+        open_sink(tmp_path / "out.xlsx")
+    assert ".csv" in err.value.hint
+    with pytest.raises(OptionError, match="directory"):
+        open_sink(tmp_path)
+    with pytest.raises(OptionError):
+        open_sink(42)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OptionError, match="cannot create the output directory") as err:
+        open_sink(blocker / "sub" / "out.csv")
+    assert "\n" not in str(err.value)
+    if os.geteuid() != 0:   # root can write anywhere
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        with pytest.raises(OptionError, match="cannot write output"):
+            open_sink(ro / "out.parquet")
+
+
+def test_csv_bytes_without_specials_matches_plain_text():
+    import pyarrow as pa
+
+    t = pa.table({"a": [1, None], "b": ["x", "y"], "c": [True, False]})
+    assert csv_bytes(t) == b"a,b,c\n1,x,true\n,y,false\n"
+    assert csv_bytes(t, header=False).startswith(b"1,x")
