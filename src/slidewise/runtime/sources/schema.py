@@ -1,0 +1,125 @@
+"""Schema inference: column kinds, the timestamp unit, and one schema for all files of a source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from slidewise.errors import SourceError
+from slidewise.runtime.sources.base import _Info, _missing_ts
+from slidewise.runtime.sources.convert import _FLOAT_RE, _INT_RE, _match, _missing_mask, _ts_values
+
+
+def _arrow_kind(t: pa.DataType, has_nulls: bool = False) -> str:
+    if pa.types.is_integer(t):
+        return "float" if has_nulls else "int"
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "float"
+    if pa.types.is_boolean(t):
+        return "bool"
+    return "str"
+
+
+def _info_from_table(table: pa.Table, ts_column: str, dirty_numbers: bool = False) -> _Info:
+    """Kinds of a sample table; ``dirty_numbers``: text columns that are numbers but for
+    a few values (see :func:`_mostly_numbers`) are numeric, the few values become rejects."""
+    names = list(table.column_names)
+    kinds = {}
+    for f in table.schema:
+        if f.name == ts_column:
+            continue
+        kinds[f.name] = _arrow_kind(f.type, table.column(f.name).null_count > 0)
+        if dirty_numbers and pa.types.is_string(f.type):
+            kinds[f.name] = _mostly_numbers(table.column(f.name).combine_chunks()) or "str"
+    ts = table.column(ts_column).combine_chunks() if ts_column in names else None
+    return _Info(names, kinds, ts.type if ts is not None else None, ts)
+
+
+def _few_strays(n_num: int, n_other: int) -> bool:
+    """Numbers but for at most max(1, 1%) other values: the column is numeric."""
+    return n_num > n_other and n_other <= max(1, n_num // 100)
+
+
+def _mostly_numbers(text: pa.Array) -> str | None:
+    """"int" / "float" when all but at most max(1, 1%) of the present values are numbers."""
+    s = pc.utf8_trim_whitespace(text)
+    present = ~_missing_mask(s)
+    is_num = _match(s, _FLOAT_RE) & present
+    n_num, n_bad = int(is_num.sum()), int(present.sum() - is_num.sum())
+    if not _few_strays(n_num, n_bad):
+        return None
+    whole = int((_match(s, _INT_RE) & present).sum()) == n_num
+    return "int" if whole and not (~present).any() else "float"
+
+
+def _resolve_unit(reader, info: _Info, ts_column: str, ts_unit: str) -> str:
+    if ts_column not in info.names:
+        raise _missing_ts(reader.file, info.names, ts_column)
+    t = info.ts_type
+    temporal = pa.types.is_timestamp(t) or pa.types.is_date(t)
+    numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
+    if not (temporal or numeric or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)):
+        raise SourceError(f"timestamp column {ts_column!r} has type {t}", location=reader.file,
+                          hint="timestamps must be numbers or ISO-8601 text")
+    if ts_unit == "iso" and numeric:
+        raise SourceError(f"timestamp column {ts_column!r} holds numbers, not ISO-8601 text",
+                          location=reader.file, hint="use --ts-unit auto, raw, s, ms, us or ns")
+    if temporal:
+        unit = "iso"
+    elif ts_unit != "auto":
+        unit = ts_unit
+    elif pa.types.is_integer(t) or pa.types.is_null(t):
+        unit = "raw"
+    elif pa.types.is_floating(t):
+        unit = "s"
+    else:
+        unit = _detect_text_unit(info.ts_sample)
+    sample = info.ts_sample
+    if sample is not None and len(sample) and unit in ("raw", "s", "ms", "us", "ns", "iso"):
+        ts, bad, _ = _ts_values(sample, unit)
+        present = ~_missing_mask(sample)
+        if present.any() and not (present & ~bad).any():
+            first = sample.filter(pa.array(present)).slice(0, 1).to_pylist()[0]
+            raise SourceError(f"no timestamp in the first {int(present.sum())} rows parses as "
+                              f"{'ISO-8601' if unit == 'iso' else unit + ' (numbers)'}, e.g. {str(first)[:40]!r}",
+                              location=reader.file,
+                              hint=f"check --ts-column (now {ts_column!r}) and --ts-unit (now {unit!r})")
+    return unit
+
+
+def _detect_text_unit(sample: pa.Array | None) -> str:
+    """``auto`` for a text timestamp column: numbers if most values are numbers, else ISO-8601."""
+    if sample is None or len(sample) == 0:
+        return "raw"
+    s = pc.utf8_trim_whitespace(sample.cast(pa.string()))
+    present = ~_missing_mask(s)
+    n = int(present.sum())
+    if n == 0:
+        return "raw"
+    is_int = _match(s, _INT_RE) & present
+    is_num = _match(s, _FLOAT_RE) & present
+    if is_num.sum() * 2 >= n:
+        return "raw" if is_int.sum() * 2 >= is_num.sum() else "s"
+    return "iso"
+
+
+def _unify(readers, infos: list[_Info], units: list[str], ts_column: str) -> dict[str, str]:
+    """One schema for all files of a source, or a SourceError naming two files that differ."""
+    first, kinds = readers[0], dict(infos[0].kinds)
+    for reader, info, unit in zip(readers[1:], infos[1:], units[1:]):
+        diff = sorted(set(kinds) ^ set(info.kinds))
+        clash = [f"{c} ({kinds[c]} vs {info.kinds[c]})" for c in kinds
+                 if c in info.kinds and kinds[c] != info.kinds[c] and {kinds[c], info.kinds[c]} != {"int", "float"}]
+        if unit != units[0]:
+            clash.insert(0, f"{ts_column} (timestamps as {units[0]} vs {unit})")
+        if diff or clash:
+            what = ", ".join(diff + clash)
+            raise SourceError(f"files do not share a schema: {first.file} and {reader.file} differ in {what}",
+                              location=str(Path(first.file).parent),
+                              hint="all files of one source need the same columns and column types")
+        for c in kinds:
+            if kinds[c] != info.kinds[c]:
+                kinds[c] = "float"
+    return kinds
