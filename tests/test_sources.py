@@ -399,3 +399,14 @@ def test_chunks_route_rejects_to_a_given_collector(tmp_path):
     shared = Rejects()
     assert read_all(src, shared)[0].tolist() == [2]
     assert shared.total == 1 and src.rejects.total == 0
+
+
+def test_empty_records_are_rejected_whatever_the_chunking():
+    from slidewise.runtime.rejects import Rejects
+    from slidewise.runtime.sources import open_source
+
+    for chunk_rows in (1, 10):
+        rejects = Rejects()
+        src = open_source("x", [{"ts": 1}, {}, {}, {"ts": 2}], chunk_rows=chunk_rows)
+        assert sum(len(c.ts) for c in src.chunks(rejects=rejects)) == 2
+        assert rejects.total == 2

@@ -76,6 +76,8 @@ class _RecordsReader:
             if not rows:
                 return
             table = self._table(rows)
+            if table.num_rows != len(rows):  # only empty records: keep the rows so they are rejected
+                table = pa.table({ts_column: pa.nulls(len(rows))})
             for c in [ts_column, *kinds]:
                 if c not in table.column_names:
                     table = table.append_column(c, pa.nulls(table.num_rows))
