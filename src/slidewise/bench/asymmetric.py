@@ -1,0 +1,317 @@
+"""``slidewise bench asymmetric``: predicted vs measured cost of asymmetric binary joins.
+
+Paper: Kang, Naughton & Viglas, ICDE 2003 (seed 002) §5.1 — Fig. 2 (model
+costs of eight combinations as the rate mix varies, windows A = B = 5000),
+Fig. 3 (the same, measured), Table 3 / Fig. 4 (three workloads; does the model
+pick the fastest combination?). Combination names follow the paper: ``XY`` =
+X on window A (S1), Y on window B (S2), see :mod:`slidewise.optimizer.binary`.
+
+Procedure:
+
+1. Weights: a fresh quick calibration on this machine
+   (:mod:`slidewise.optimizer.calibrate`; saved next to the results), or the
+   profile given with ``profile=``.
+2. Per-arrival costs: for each combination the operator
+   (:class:`~slidewise.operators.joins.binary.BinaryJoin`, count windows
+   ``[ROWS A]``, ``[ROWS B]`` on ``S1.a = S2.a``, keys from a large domain) is
+   preloaded to full windows, then arrivals of A and of B are timed
+   (probe + insert + invalidate, process CPU time, median of ``repeats``
+   rounds). With physical windows a stream's per-arrival cost does not depend
+   on the rates (Eq. 1), so the measured cost at rates ``(λa, λb)`` is
+   ``λa · t_A + λb · t_B`` (CPU seconds per second).
+3. Validation of that linearity: interleaved mixed runs at a few rate shares.
+4. Fig. 2 vs Fig. 3: model and measured costs over ``λa/λb`` from 1e-4 to 1e4
+   (``λa + λb = 1000`` tuples/s), with the crossover points of both
+   (:func:`~slidewise.optimizer.binary.envelope_crossovers`).
+5. Table 3: the three workloads, all 16 combinations; the model's choice
+   (among the paper's eight and among all 16) against the measured fastest.
+
+Not timed: the conversion of columnar chunks into tuples, which is the same for
+every combination. Outputs: ``asymmetric.json``, ``asymmetric.png`` and
+``asymmetric-profile.json`` in ``out_dir``. Timings are reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+from slidewise.bench.common import machine_info, pyplot, save_png, write_json
+from slidewise.optimizer.binary import (ALL_COMBINATIONS, PAPER_COMBINATIONS, Structure, Weights,
+                                        choose, combination_cost, envelope_crossovers, load_weights)
+from slidewise.optimizer.calibrate import (DEFAULT_SIZES, Feed, calibrate, profile_weights,
+                                           save_profile, time_batches)
+
+#: λa + λb of every point, tuples per second (Table 3's rows sum to 1000)
+TOTAL_RATE = 1000.0
+#: the sweep's windows (Fig. 2-3)
+SWEEP_WINDOW = 5000
+#: rate shares λa/(λa+λb) of the interleaved validation runs
+MIXED_SHARES = (0.1, 0.5, 0.9)
+#: seed 002 Table 3 / Fig. 4 workloads and the paper's winner
+TABLE_3 = (
+    {"workload": "Fig. 4a", "window_a": 9500, "window_b": 500, "rate_a": 2, "rate_b": 998, "paper": "TN"},
+    {"workload": "Fig. 4b", "window_a": 7000, "window_b": 3000, "rate_a": 800, "rate_b": 200, "paper": "HT"},
+    {"workload": "Fig. 4c", "window_a": 4000, "window_b": 6000, "rate_a": 550, "rate_b": 450, "paper": "HH"},
+)
+
+
+def sweep_ratios(points: int = 33) -> list[float]:
+    """``λa/λb`` from 1e-4 to 1e4, evenly spaced in log scale."""
+    return [10 ** (-4 + 8 * i / (points - 1)) for i in range(points)]
+
+
+def _operator(combination: str, window_a: int, window_b: int, structure: Structure):
+    from slidewise.operators.joins.binary import BinaryJoin
+    from slidewise.plan.expr import Col
+    from slidewise.plan.query import Equality, JoinQuery, StreamRef, WindowSpec
+
+    q = JoinQuery((StreamRef("S1", "S1", WindowSpec("rows", window_a)),
+                   StreamRef("S2", "S2", WindowSpec("rows", window_b))),
+                  (Equality(Col(0, "a", "S1"), Col(1, "a", "S2")),))
+    return BinaryJoin(q, directions=combination, bucket_size=structure.bucket_size,
+                      node_size=structure.node_size)
+
+
+def _arrive(op):
+    def run(batch):
+        for k in batch:
+            op.probe(k)
+            op.update(k)
+    return run
+
+
+def measure_combination(combination: str, window_a: int, window_b: int, *,
+                        structure: Structure = Structure(), min_time: float = 0.05,
+                        repeats: int = 3, shares: tuple[float, ...] = (), seed: int = 0) -> dict:
+    """Per-arrival CPU seconds of A's and B's arrivals, and of mixed runs at ``shares``."""
+    op = _operator(combination, window_a, window_b, structure)
+    feed = Feed(seed)
+    op.preload(feed.take(0, window_a) + feed.take(1, window_b))
+    run = _arrive(op)
+    rounds: dict[int, list[float]] = {0: [], 1: []}
+    for _ in range(repeats):
+        for s in (0, 1):
+            t = time_batches(run, lambda n, s=s: feed.take(s, n), min_time)
+            rounds[s].append(t["seconds_per_op"])
+    out = {"combination": combination, "seconds_per_a": statistics.median(rounds[0]),
+           "seconds_per_b": statistics.median(rounds[1]), "rounds": rounds, "mixed": []}
+    for f in shares:
+        state = {"i": 0}
+
+        def next_batch(n, f=f, state=state):
+            batch = []
+            for _ in range(n):
+                i = state["i"]
+                s = 0 if int((i + 1) * f) > int(i * f) else 1  # evenly interleaved, share f of A
+                batch.append(feed.take(s, 1)[0])
+                state["i"] = i + 1
+            return batch
+
+        t = time_batches(run, next_batch, min_time)
+        out["mixed"].append({"share": f, "seconds_per_arrival": t["seconds_per_op"],
+                             "arrivals": t["operations"]})
+    return out
+
+
+def _rates(ratio: float) -> tuple[float, float]:
+    """``(λa, λb)`` with ``λa/λb = ratio`` and ``λa + λb = TOTAL_RATE``."""
+    f = ratio / (1 + ratio)
+    return TOTAL_RATE * f, TOTAL_RATE * (1 - f)
+
+
+def _crossovers(flips) -> list[dict]:
+    return [{"ratio": c.ratio, "share": c.share, "before": c.before, "after": c.after} for c in flips]
+
+
+def run_sweep(weights: Weights, *, window: int = SWEEP_WINDOW,
+              combinations: tuple[str, ...] = PAPER_COMBINATIONS, min_time: float = 0.05,
+              repeats: int = 3, points: int = 33, progress=None) -> dict:
+    """Fig. 2 (model) vs Fig. 3 (measured) for windows ``A = B = window``."""
+    s = weights.structure
+    ratios = sweep_ratios(points)
+    measured_lines, model_lines, per_arrival, mixed = {}, {}, {}, {}
+    for i, c in enumerate(combinations):
+        m = measure_combination(c, window, window, structure=s, min_time=min_time,
+                                repeats=repeats, shares=MIXED_SHARES, seed=100 + i)
+        ta, tb = m["seconds_per_a"], m["seconds_per_b"]
+        per_arrival[c] = {"a": ta, "b": tb, "rounds": m["rounds"]}
+        measured_lines[c] = (TOTAL_RATE * tb, TOTAL_RATE * ta)
+        model_lines[c] = (combination_cost(c, 0, TOTAL_RATE, window, window, weights),
+                          combination_cost(c, TOTAL_RATE, 0, window, window, weights))
+        mixed[c] = [{"share": x["share"], "measured": TOTAL_RATE * x["seconds_per_arrival"],
+                     "linear": TOTAL_RATE * ((1 - x["share"]) * tb + x["share"] * ta),
+                     "predicted": (1 - x["share"]) * model_lines[c][0] + x["share"] * model_lines[c][1],
+                     "arrivals": x["arrivals"]} for x in m["mixed"]]
+        if progress:
+            progress(f"sweep {c}: A arrival {ta * 1e6:.1f} µs, B arrival {tb * 1e6:.1f} µs")
+
+    def curve(lines, c):
+        b0, a1 = lines[c]
+        return [(1 - r / (1 + r)) * b0 + r / (1 + r) * a1 for r in ratios]
+
+    return {"window_a": window, "window_b": window, "total_rate": TOTAL_RATE,
+            "combinations": list(combinations), "ratios": ratios,
+            "predicted": {c: curve(model_lines, c) for c in combinations},
+            "measured": {c: curve(measured_lines, c) for c in combinations},
+            "per_arrival_seconds": per_arrival, "mixed_runs": mixed,
+            "crossovers": {"predicted": _crossovers(envelope_crossovers(model_lines)),
+                           "measured": _crossovers(envelope_crossovers(measured_lines))}}
+
+
+def run_table3(weights: Weights, *, min_time: float = 0.05, repeats: int = 3,
+               combinations: tuple[str, ...] = ALL_COMBINATIONS, progress=None) -> list[dict]:
+    """The three workloads of Table 3: model choice vs measured fastest."""
+    s = weights.structure
+    out = []
+    for n, wl in enumerate(TABLE_3):
+        a, b, la, lb = wl["window_a"], wl["window_b"], wl["rate_a"], wl["rate_b"]
+        predicted, measured, per_arrival = {}, {}, {}
+        for i, c in enumerate(combinations):
+            m = measure_combination(c, a, b, structure=s, min_time=min_time, repeats=repeats,
+                                    seed=1000 * (n + 1) + i)
+            per_arrival[c] = {"a": m["seconds_per_a"], "b": m["seconds_per_b"]}
+            measured[c] = la * m["seconds_per_a"] + lb * m["seconds_per_b"]
+            predicted[c] = combination_cost(c, la, lb, a, b, weights)
+        row = {**wl, "predicted": predicted, "measured": measured, "per_arrival_seconds": per_arrival}
+        for label, pool in (("paper_eight", PAPER_COMBINATIONS), ("all_sixteen", ALL_COMBINATIONS)):
+            pool = [c for c in pool if c in measured]
+            # all 16: the per-window choice (§4.2); the eight: the cheapest of Table 3's columns
+            chosen = (choose(la, lb, a, b, weights).combination if label == "all_sixteen"
+                      else min(pool, key=predicted.get))
+            fastest = min(pool, key=measured.get)
+            row[label] = {"chosen": chosen, "measured_fastest": fastest, "agree": chosen == fastest,
+                          "chosen_over_fastest": measured[chosen] / measured[fastest],
+                          "predicted_order": sorted(pool, key=predicted.get),
+                          "measured_order": sorted(pool, key=measured.get)}
+        out.append(row)
+        if progress:
+            e, x = row["paper_eight"], row["all_sixteen"]
+            progress(f"{wl['workload']}: eight: chosen {e['chosen']}, fastest {e['measured_fastest']}; "
+                     f"sixteen: chosen {x['chosen']}, fastest {x['measured_fastest']}")
+    return out
+
+
+def _plot(report: dict, path: Path) -> Path:
+    plt = pyplot()
+    sweep, table = report["sweep"], report["table3"]
+    fig, axes = plt.subplots(2, 3, figsize=(17, 10))
+    colors = dict(zip(sweep["combinations"], plt.cm.tab10.colors))
+    for ax, kind, title in ((axes[0][0], "predicted", "model (Fig. 2)"),
+                            (axes[0][1], "measured", "measured (Fig. 3)")):
+        for c in sweep["combinations"]:
+            ax.plot(sweep["ratios"], sweep[kind][c], label=c, color=colors[c])
+        for x in sweep["crossovers"][kind]:
+            ax.axvline(x["ratio"], color="grey", lw=0.6, ls=":")
+        ax.set(xscale="log", yscale="log", xlabel="λa / λb  (λa + λb = 1000 /s)",
+               ylabel="CPU seconds per second", title=f"{title}, A = B = {sweep['window_a']}")
+        ax.legend(ncol=2, fontsize=8)
+    ax = axes[0][1]
+    for c, runs in sweep["mixed_runs"].items():
+        for r in runs:
+            ax.scatter([r["share"] / (1 - r["share"])], [r["measured"]], color=colors[c], marker="x", s=25)
+    ax = axes[0][2]
+    runs_all = [r for runs in sweep["mixed_runs"].values() for r in runs]
+    for c, runs in sweep["mixed_runs"].items():
+        ax.scatter([r["linear"] for r in runs], [r["measured"] for r in runs], color=colors[c], label=c)
+        ax.scatter([r["predicted"] for r in runs], [r["measured"] for r in runs], color=colors[c],
+                   marker="o", facecolors="none", s=18)
+    lo = min(min(r["predicted"], r["linear"], r["measured"]) for r in runs_all)
+    hi = max(max(r["predicted"], r["linear"], r["measured"]) for r in runs_all)
+    ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)
+    ax.set(xscale="log", yscale="log", ylabel="measured, interleaved runs (CPU s / s)",
+           xlabel="λa·t_A + λb·t_B from per-arrival costs (filled) / model (hollow)",
+           title="interleaved runs at λa share 0.1 / 0.5 / 0.9")
+    ax.legend(ncol=2, fontsize=8)
+    for ax, row in zip(axes[1], table):
+        names = sorted(row["measured"], key=row["measured"].get)
+        xs = range(len(names))
+        ax.bar([x - 0.2 for x in xs], [row["predicted"][c] for c in names], 0.4, label="model")
+        ax.bar([x + 0.2 for x in xs], [row["measured"][c] for c in names], 0.4, label="measured")
+        ax.set_xticks(list(xs), names, rotation=90, fontsize=8)
+        ax.set(yscale="log", ylabel="CPU seconds per second",
+               title=f"{row['workload']}: A={row['window_a']} B={row['window_b']} "
+                     f"λa={row['rate_a']} λb={row['rate_b']}\nchosen {row['all_sixteen']['chosen']} "
+                     f"(eight: {row['paper_eight']['chosen']}), fastest "
+                     f"{row['all_sixteen']['measured_fastest']} "
+                     f"(eight: {row['paper_eight']['measured_fastest']})")
+        ax.legend(fontsize=8)
+    fig.suptitle("slidewise bench asymmetric — seed 002 §5.1 (weights: "
+                 f"{report['weights']['source']})", fontsize=11)
+    fig.subplots_adjust(hspace=0.45, wspace=0.25)
+    return save_png(fig, path)
+
+
+def _verdict(row: dict, pool: str) -> str:
+    v, m = row[pool], row["measured"]
+    return (f"chosen {v['chosen']} ({1e3 * m[v['chosen']]:.2f} ms/s), measured fastest "
+            f"{v['measured_fastest']} ({1e3 * m[v['measured_fastest']]:.2f} ms/s): "
+            + ("agree" if v["agree"] else f"differ, chosen is {v['chosen_over_fastest']:.2f}x slower"))
+
+
+def summarize(report: dict) -> dict:
+    """The compact digest the CLI prints."""
+    sweep = report["sweep"]
+
+    def flips(kind):
+        return [f"{x['before']}->{x['after']} at λa/λb={x['ratio']:.3g}" for x in sweep["crossovers"][kind]]
+
+    return {
+        "weights_us_per_touch": {d: {k: round(v * 1e6, 4) for k, v in w.items()}
+                                 for d, w in report["weights"]["weights"].items()},
+        "crossovers_predicted": flips("predicted"),
+        "crossovers_measured": flips("measured"),
+        "table3": [{"workload": r["workload"], "paper_winner": r["paper"],
+                    "eight": _verdict(r, "paper_eight"), "sixteen": _verdict(r, "all_sixteen"),
+                    "measured_ms_per_s": {c: round(1e3 * r["measured"][c], 2)
+                                          for c in r["paper_eight"]["measured_order"]},
+                    "predicted_ms_per_s": {c: round(1e3 * r["predicted"][c], 2)
+                                           for c in r["paper_eight"]["predicted_order"]}}
+                   for r in report["table3"]],
+        "seconds": report["seconds"], "files": report["files"],
+    }
+
+
+def run_asymmetric_bench(out_dir: str | Path = "bench-results", *, profile: str | Path | None = None,
+                         sweep_window: int = SWEEP_WINDOW, min_time: float = 0.05, repeats: int = 3,
+                         points: int = 33, calibration_sizes=DEFAULT_SIZES, table3: bool = True,
+                         progress: bool = True) -> dict:
+    """Run the experiment; write ``asymmetric.json`` / ``.png`` (and the profile) to ``out_dir``."""
+    import sys
+
+    started = time.perf_counter()
+    out = Path(out_dir)
+
+    def say(msg):
+        if progress:
+            print(f"[asymmetric] {msg}", file=sys.stderr, flush=True)
+
+    files = {}
+    if profile is not None:
+        weights = load_weights(profile)
+        prof = None
+    else:
+        say(f"calibrating weight factors (window sizes {', '.join(map(str, calibration_sizes))})")
+        prof = calibrate(calibration_sizes, min_time=min(min_time, 0.02))
+        files["profile"] = str(save_profile(prof, out / "asymmetric-profile.json"))
+        weights = profile_weights(prof)
+    say(f"sweep over λa/λb, A = B = {sweep_window}")
+    sweep = run_sweep(weights, window=sweep_window, min_time=min_time, repeats=repeats,
+                      points=points, progress=say)
+    rows = run_table3(weights, min_time=min_time, repeats=repeats, progress=say) if table3 else []
+    report = {"experiment": "asymmetric", "paper": "Kang, Naughton & Viglas, ICDE 2003, §5.1",
+              "naming": "XY = structure X on window A (S1), Y on window B (S2)",
+              "clock": "process CPU time", "machine": machine_info(),
+              "weights": weights.as_dict(), "calibration": prof, "sweep": sweep, "table3": rows}
+    files["json"] = str(out / "asymmetric.json")
+    files["png"] = str(out / "asymmetric.png")
+    report["files"] = files
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    if rows:
+        _plot(report, Path(files["png"]))
+    else:
+        files.pop("png")
+    write_json(files["json"], report)
+    report["summary"] = summarize(report)
+    return report
