@@ -24,7 +24,9 @@ class _ParquetReader:
 
     def _open(self) -> pq.ParquetFile:
         try:
-            return pq.ParquetFile(str(self.path))
+            # pre_buffer=False: read row groups as they are consumed, so memory
+            # does not grow with the file (pre-buffering holds every column chunk)
+            return pq.ParquetFile(str(self.path), pre_buffer=False)
         except (OSError, pa.ArrowException) as e:
             raise _parquet_error(e, self.file) from None
 
