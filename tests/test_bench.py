@@ -9,30 +9,18 @@ import pytest
 
 from slidewise.bench import joins as bench_joins
 from slidewise.bench.common import PeakMemory, load_streams, nice_round, save_streams
-from slidewise.bench.peers import band_join_from, verify_sql
+from slidewise.bench.peers import FORMS, count_sql, join_from, materialize_sql, verify_sql
 from slidewise.errors import PlanError
 
-
-def _fallback_generate(rates, distinct, n_tuples, *, seed=0):
-    """The paper's generator (seed 000 §6.1), for when runtime.generate is not there."""
-    rng = np.random.default_rng(seed)
-    p = np.asarray(rates, float) / sum(rates)
-    sid = rng.choice(len(rates), size=n_tuples, p=p)
-    ts = np.arange(n_tuples, dtype=np.int64)
-    out = []
-    for i, v in enumerate(distinct):
-        m = sid == i
-        out.append({"ts": ts[m], "a": rng.integers(1, v + 1, int(m.sum())),
-                    "x": rng.integers(0, 100, int(m.sum()))})
-    return out
-
-
-@pytest.fixture
-def generator(monkeypatch):
-    try:
-        from slidewise.runtime.generate import generate  # noqa: F401
-    except ImportError:
-        monkeypatch.setattr(bench_joins, "_generate", _fallback_generate)
+#: summary keys ``slidewise bench`` prints, per workload and at the top
+SUMMARY_WORKLOAD_KEYS = {"tuples", "columnar_tuples_per_s", "duckdb_band_tuples_per_s",
+                         "duckdb_bucketed_tuples_per_s", "speedup_vs_duckdb",
+                         "speedup_vs_duckdb_bucketed", "speedup_vs_duckdb_cpu",
+                         "speedup_vs_duckdb_bucketed_cpu", "fastest_per_tuple", "slowest_per_tuple",
+                         "hash_vs_nlj", "all_counts_match"}
+SUMMARY_KEYS = {"reference", "workloads", "memory_ratio_operator", "memory_peaks_mb_operator",
+                "memory_ratio_engine", "memory_peaks_mb_engine", "load_average_1min",
+                "bench_wall_s", "files"}
 
 
 def _second_algorithm() -> str:
@@ -44,23 +32,37 @@ def _second_algorithm() -> str:
     pytest.skip("no per-tuple join algorithm registered yet")
 
 
-def test_joins_bench_smoke(tmp_path, generator):
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    """One tiny end-to-end run (W2, 3000 tuples; memory checks on 3000 and 30000)."""
     from slidewise.operators.joins import algorithms
     if "columnar" not in algorithms():
         pytest.skip("columnar operator not registered yet")
     other = _second_algorithm()
+    out = tmp_path_factory.mktemp("bench")
     report = bench_joins.run_joins_bench("W2", tuples=3000, algorithms=["columnar", other, "duckdb"],
-                                         out_dir=str(tmp_path), chunk_rows=512, progress=False)
-    data = json.loads((tmp_path / "joins.json").read_text())
-    assert (tmp_path / "joins.png").stat().st_size > 0
+                                         out_dir=str(out), chunk_rows=512, progress=False)
+    return report, out, other
+
+
+def test_joins_bench_smoke(smoke):
+    report, out, other = smoke
+    data = json.loads((out / "joins.json").read_text())
+    assert (out / "joins.png").stat().st_size > 0
     assert data["machine"]["cpu_count"] >= 1 and "numpy" in data["machine"]
+    assert "load_average_1min" in data["machine"]
     w = data["workloads"]["W2"]
     assert w["tuples"] == 3000
     duck = w["duckdb"]
     assert "error" not in duck, duck.get("traceback")
-    assert duck["runs"]["threads_1"]["threads"] == 1
-    assert duck["counts_match"] is True and duck["checksums_match"] is True
-    assert "speedup_vs_duckdb" in w
+    assert set(duck["forms"]) == set(FORMS) and duck["forms_agree"] is True
+    col = w["algorithms"]["columnar"]
+    for key, form in duck["forms"].items():
+        assert form["label"] == FORMS[key]
+        assert form["runs"]["threads_1"]["threads"] == 1
+        assert form["counts_match"] is True and form["checksums_match"] is True
+        assert form["results"] == col["results"] > 0
+    assert "speedup_vs_duckdb" in w and "speedup_vs_duckdb_bucketed" in w
     for name in ("columnar", other):
         e = w["algorithms"][name]
         assert "error" not in e, e.get("traceback")
@@ -69,12 +71,51 @@ def test_joins_bench_smoke(tmp_path, generator):
             assert key in e
         assert e["counts_match"] is True and e["checksums_match"] is True
         assert e["expected_results"] == e["results"]
-    col = w["algorithms"]["columnar"]
     assert col["tuples"] == 3000 and not col["truncated"]
-    assert col["results"] == duck["results"] > 0
-    ms = data["memory_scaling"]
-    assert ms["small"]["tuples"] == 300 and ms["large"]["tuples"] == 3000
+    assert w["all_results_verified"] is True
+    for key in ("memory_scaling", "memory_scaling_engine"):
+        ms = data[key]
+        assert "error" not in ms["small"] and "error" not in ms["large"], ms
+        assert ms["small"]["tuples"] == 3000 and ms["large"]["tuples"] == 30000
+        assert ms["small"]["peak_rss_mb"] >= 0 and ms["ratio"] is not None
+    # the same generator and windows: the engine finds the results the operator does, 10x input
+    eng = data["memory_scaling_engine"]
+    assert eng["small"]["results"] > 0 and eng["small"]["algorithm"] == "columnar"
     assert report["workloads"]["W2"]["algorithms"]["columnar"]["results"] == col["results"]
+
+
+def test_summary_has_what_the_cli_prints(smoke, capsys):
+    from slidewise.bench.summary import print_summary
+    report, out, _ = smoke
+    s = report["summary"]
+    assert SUMMARY_KEYS <= set(s)
+    w = s["workloads"]["W2"]
+    assert SUMMARY_WORKLOAD_KEYS <= set(w)
+    assert w["all_counts_match"] is True
+    assert w["fastest_per_tuple"]["algorithm"] != "columnar"
+    assert s["files"] == {"json": str(out / "joins.json"), "png": str(out / "joins.png")}
+    assert json.loads((out / "joins.json").read_text())["summary"]["workloads"]["W2"] == w
+    print_summary(s)
+    err = capsys.readouterr().err
+    for text in ("DuckDB band join", "DuckDB bucketed band join", "by CPU time", "hash / nlj",
+                 "memory, operator",
+                 "memory, engine", str(out / "joins.png")):
+        assert text in err
+
+
+def test_cli_bench_options(monkeypatch, capsys):
+    from slidewise import cli
+    seen = {}
+
+    def fake(**kw):
+        seen.update(kw)
+        return {"summary": bench_joins.summarize({"workloads": {}, "machine": {}})}
+
+    monkeypatch.setattr(bench_joins, "run_joins_bench", fake)
+    assert cli.main(["bench", "joins", "--time-budget", "2.5", "--no-peers", "--workload", "W4"]) == 0
+    assert seen["time_budget_s"] == 2.5 and seen["peers"] is False and seen["workload"] == "W4"
+    assert cli.main(["bench", "joins", "--time-budget", "0"]) != 0
+    assert "--time-budget" in capsys.readouterr().err
 
 
 def test_prefix_positions_follow_global_order(tmp_path):
@@ -88,29 +129,41 @@ def test_prefix_positions_follow_global_order(tmp_path):
     assert p1["a"].tolist() == [1, 2] and p2["a"].tolist() == [4]
 
 
-def test_duckdb_band_join_matches_oracle_semantics():
+@pytest.mark.parametrize("form", list(FORMS))
+@pytest.mark.parametrize("seed", [7, 11])
+def test_duckdb_forms_match_oracle_semantics(form, seed):
     duckdb = pytest.importorskip("duckdb")
     from slidewise.model.batch import Tup
     from oracle import oracle
 
     wl = bench_joins.Workload("t", "", (1, 1, 1), (3, 2, 4), (2, 2, 2), 40)
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(seed)
     sid, a = rng.integers(0, 3, 40), rng.integers(0, 2, 40)
-    ts = np.sort(rng.integers(0, 25, 40))
+    ts = np.sort(rng.integers(-14, 14, 40))  # negative ts: DuckDB's // truncates towards zero
     tuples = [Tup(int(s), i, int(t), 1, {"a": int(v)}) for i, (s, t, v) in enumerate(zip(sid, ts, a))]
     con = duckdb.connect()
     for i, alias in enumerate(wl.aliases):
-        rows = [(t.pos, t.ts, t.vals["a"]) for t in tuples if t.stream == i]
-        con.execute(f'CREATE TABLE "{alias}" (pos BIGINT, ts BIGINT, a BIGINT)')
+        rows = [(t.pos, t.ts, t.vals["a"], 0) for t in tuples if t.stream == i]
+        con.execute(f'CREATE TABLE "{alias}" (pos BIGINT, ts BIGINT, a BIGINT, x BIGINT)')
         if rows:
-            con.executemany(f'INSERT INTO "{alias}" VALUES (?, ?, ?)', rows)
+            con.executemany(f'INSERT INTO "{alias}" VALUES (?, ?, ?, ?)', rows)
+    windows = list(wl.windows)
+    eager = oracle(wl.query(None, True), tuples, restore=True)
+    row = con.execute(count_sql(wl.aliases, windows, form)).fetchone()
+    assert row[0] == sum(eager.values()) > 0
+    assert list(row[1:]) == [sum(k[0][i] * c for k, c in eager.items()) for i in range(3)]
+    mat = con.execute(materialize_sql(wl.aliases, windows, form=form)).fetchall()
+    assert sorted((r[:3], r[3], r[4]) for r in mat) == sorted((k[0], k[1], k[2]) for k in eager)
     for d, restore in ((None, True), (3, False)):
         want = oracle(wl.query(d, restore), tuples, restore=restore)
-        row = con.execute(verify_sql(wl.aliases, list(wl.windows), [(40, d), (20, d)])).fetchone()
+        row = con.execute(verify_sql(wl.aliases, windows, [(40, d), (20, d)], form)).fetchone()
         assert row[0] == sum(want.values())
         assert list(row[1:4]) == [sum(k[0][i] * c for k, c in want.items()) for i in range(3)]
         assert row[4] == sum(c for k, c in want.items() if max(k[0]) < 20)
-    assert "JOIN" in band_join_from(wl.aliases, list(wl.windows))
+    sql = join_from(wl.aliases, windows, form=form)
+    assert ("_nb" in sql) == (form == "bucketed")
+    with pytest.raises(ValueError):
+        join_from(wl.aliases, windows, form="cross")
 
 
 def test_helpers():
