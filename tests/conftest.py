@@ -2,6 +2,10 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+# The CLI's default engine is Spark; tests that do not ask for it run in-process
+# (tests/spark/ pass --engine spark explicitly), so `pytest -m "not spark"` needs no Java.
+os.environ.setdefault("SLIDEWISE_ENGINE", "local")
+
 settings.register_profile("ci", max_examples=60, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=40, deadline=None,

@@ -23,8 +23,8 @@ def run(query: str | JoinQuery, sources: dict[str, object], *, algorithm: str | 
         order: str | list[str] | None = None, out: str | Callable | None = None,
         collect: bool | None = None, lateness: int = 0, ts_column: str = "ts",
         ts_unit: str = "auto", chunk_rows: int = 65536, rejects: str | None = None,
-        progress: bool = False, **operator_options) -> RunResult:
-    """Run a query to the end of its inputs on the embedded engine.
+        progress: bool = False, engine: str = "local", **operator_options) -> RunResult:
+    """Run a query to the end of its inputs on the embedded engine (or ``engine="spark"``).
 
     ``query``: CQL text, a path to a ``.cql`` file, or a parsed JoinQuery.
     ``sources``: source name (as in FROM) -> file/directory path, pandas
@@ -33,9 +33,22 @@ def run(query: str | JoinQuery, sources: dict[str, object], *, algorithm: str | 
     receiving a DataFrame per batch. Results are collected into
     ``RunResult.results`` unless ``out`` is given (or ``collect`` says so).
     ``operator_options`` go to the join operator (e.g. ``buckets=8``,
-    ``negatives=True``).
+    ``negatives=True``). ``engine="spark"`` runs on Spark instead
+    (:func:`slidewise.spark.run_spark`; its options — ``master``, ``conf``,
+    ``trigger``, ``once``, ``checkpoint``, ... — pass through); the API's
+    default stays the in-process engine.
     """
     q = query if isinstance(query, JoinQuery) else load_query(query)
+    if engine == "spark":
+        from slidewise.spark.runner import run_spark
+
+        return run_spark(q, sources, algorithm=algorithm, order=order, out=out, collect=collect,
+                         lateness=lateness, ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows,
+                         rejects=rejects, progress=progress, **operator_options)
+    if engine != "local":
+        from slidewise.errors import OptionError
+
+        raise OptionError(f"unknown engine {engine!r}", hint="use engine='local' or engine='spark'")
     return execute(q, sources, algorithm=algorithm, order=order, out=out,
                    collect=(out is None) if collect is None else collect, lateness=lateness,
                    ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows,

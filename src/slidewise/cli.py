@@ -29,8 +29,15 @@ def _sources(pairs: list[str]) -> dict[str, str]:
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--engine", default="local", choices=["local", "spark"],
-                   help="execution engine (default: local, the embedded engine)")
+    from slidewise.spark.cli import ENGINES, add_spark_options, default_engine
+
+    p.add_argument("--engine", default=default_engine(), choices=ENGINES,
+                   help="execution engine: local (embedded, the default) or spark (Spark Structured "
+                        "Streaming); SLIDEWISE_ENGINE sets the default")
+    add_spark_options(p)
+    p.add_argument("--mode", default="stream", choices=["stream", "batch"],
+                   help="with --engine spark: stream (Structured Streaming) or batch (one Spark SQL job "
+                        "over the recorded files, for backfills; --out is then a file)")
     p.add_argument("--algorithm", help="join algorithm (see `slidewise algorithms`); default: chosen by the planner")
     p.add_argument("--order", help="global join order, e.g. S2,S1,S3")
     p.add_argument("--out", help="result file (.csv, .jsonl, .parquet) or - for stdout")
@@ -42,15 +49,28 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms")
     p.add_argument("--chunk-rows", type=int, default=65536, help="rows per processing chunk")
     p.add_argument("--buckets", type=int, help="hash buckets per window (hash joins)")
+    _add_stats_options(p)
     p.add_argument("--negative-tuples", action="store_true",
                    help="emit retractions (sign -1) when count-window members expire")
     p.add_argument("--quiet", action="store_true", help="no progress line and no summary")
+
+
+def _add_stats_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stats", action="append", metavar="STREAM:rate=R,distinct=V",
+                   help="stream statistics for the cost-based planner (repeatable), "
+                        "e.g. --stats S1:rate=10,distinct=500; default: uniform")
+    p.add_argument("--search", default="auto", choices=["auto", "heuristic", "exact"],
+                   help="join-order search (auto: exact for up to 6 streams)")
 
 
 def _operator_options(args) -> dict:
     opts = {}
     if args.buckets:
         opts["buckets"] = args.buckets
+    if getattr(args, "stats", None):
+        opts["stats"] = args.stats
+    if getattr(args, "search", "auto") != "auto":
+        opts["search"] = args.search
     if args.negative_tuples:
         opts["negatives"] = True
     return opts
@@ -98,22 +118,36 @@ def _print_summary(stats: dict, results, shown: int = 10) -> None:
 
 def cmd_run(args) -> int:
     from slidewise.api import run
+    from slidewise.runtime.overload import kwargs_from_args, summary_line
     from slidewise.model.time import parse_duration
 
-    if args.engine == "spark":
-        raise OptionError("the Spark engine is not available in this version",
-                          hint="use --engine local (the default)")
     show = args.out is None
-    result = run(args.query, _sources(args.source), algorithm=args.algorithm, order=args.order,
-                 out=args.out, collect=show and not args.quiet,
-                 lateness=parse_duration(args.lateness, what="lateness"),
-                 ts_column=args.ts_column, ts_unit=args.ts_unit, chunk_rows=args.chunk_rows,
-                 rejects=args.rejects, progress=not args.quiet, **_operator_options(args))
+    if args.engine == "spark" and args.mode == "batch":
+        from slidewise.spark.batch import batch_from_args
+
+        result = batch_from_args(args, _sources(args.source), _operator_options(args),
+                                 lateness=parse_duration(args.lateness, what="lateness"),
+                                 collect=show and not args.quiet)
+    elif args.engine == "spark":
+        from slidewise.spark.cli import run_from_args
+
+        result = run_from_args(args, _sources(args.source), {**_operator_options(args), **kwargs_from_args(args)},
+                               lateness=parse_duration(args.lateness, what="lateness"),
+                               collect=show and not args.quiet)
+    else:
+        result = run(args.query, _sources(args.source), algorithm=args.algorithm, order=args.order,
+                     out=args.out, collect=show and not args.quiet,
+                     lateness=parse_duration(args.lateness, what="lateness"),
+                     ts_column=args.ts_column, ts_unit=args.ts_unit, chunk_rows=args.chunk_rows,
+                     rejects=args.rejects, progress=not args.quiet, **_operator_options(args),
+                     **kwargs_from_args(args))
     if args.stats_json:
         Path(args.stats_json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.stats_json).write_text(json.dumps(result.stats, indent=2) + "\n")
     if not args.quiet:
         _print_summary(result.stats, result.results)
+        if summary_line(result.stats):
+            print(summary_line(result.stats), file=sys.stderr)
     return 0
 
 
@@ -124,39 +158,28 @@ def cmd_demo(args) -> int:
     print(DEMO_QUERY.rstrip(), file=sys.stderr)
     print("-- data: 3 minutes of Zeek dns/ssl logs, WRCCDC 2018 (CC BY-SA 4.0; see NOTICE.md)\n",
           file=sys.stderr)
-    result = run(DEMO_QUERY, {"dns": str(data / "dns.csv"), "ssl": str(data / "ssl.csv")},
-                 lateness=60_000, out=args.out, collect=args.out is None,
-                 rejects=args.rejects, progress=True)
+    demo_sources = {"dns": str(data / "dns.csv"), "ssl": str(data / "ssl.csv")}
+    if args.engine == "spark":
+        from slidewise.spark.cli import demo_from_args
+
+        result = demo_from_args(args, DEMO_QUERY, demo_sources, lateness=60_000)
+    else:
+        result = run(DEMO_QUERY, demo_sources, lateness=60_000, out=args.out, collect=args.out is None,
+                     rejects=args.rejects, progress=True)
     _print_summary(result.stats, result.results)
     return 0
 
 
 def cmd_explain(args) -> int:
     from slidewise.cql import load_query
+    from slidewise.optimizer.explain import explain_info, render
     from slidewise.plan.physical import choose
 
     q = load_query(args.query)
-    plan = choose(q, args.algorithm, args.order)
-    info = {
-        "query": q.describe(),
-        "algorithm": plan.algorithm.name,
-        "why": plan.reason,
-        "join_order": [q.aliases[i] for i in plan.order],
-        "orders": plan.orders(),
-        "key_columns": q.key_columns(),
-        "evaluation": f"lazy every {q.slide} ({'restore' if q.restore else 'no-restore'})"
-        if q.slide else "eager",
-    }
-    if args.json:
-        print(json.dumps(info, indent=2))
-    else:
-        print(f"query      {info['query']}")
-        print(f"algorithm  {info['algorithm']}  ({info['why']})")
-        print(f"evaluation {info['evaluation']}")
-        print(f"join key   {', '.join(f'{a}.{k}' for a, k in zip(q.aliases, q.key_columns() or []))}"
-              if q.key_columns() else "join key   none (predicates evaluated per combination)")
-        for origin, order in info["orders"].items():
-            print(f"  new {origin:<8} probes {' -> '.join(order)}")
+    opts = {"buckets": args.buckets} if args.buckets else {}
+    plan = choose(q, args.algorithm, args.order, stats=args.stats, search=args.search, **opts)
+    info = explain_info(plan)
+    print(json.dumps(info, indent=2) if args.json else render(info, q), end="\n" if args.json else "")
     return 0
 
 
@@ -173,15 +196,62 @@ def cmd_generate(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.name == "spark":
+        from slidewise.bench.spark import bench_from_args
+
+        return bench_from_args(args)
+    if args.name == "asymmetric":
+        return _bench_asymmetric(args)
+    if args.name == "allocation":
+        from slidewise.bench.allocation import run_allocation_bench
+
+        report = run_allocation_bench(out_dir=args.out)
+        print(json.dumps(report["summary"], indent=2, ensure_ascii=False))
+        return 0
+    if args.name == "ordering":
+        return _bench_ordering(args)
     if args.name != "joins":
-        raise OptionError(f"unknown benchmark {args.name!r}", hint="available: joins")
-    from slidewise.bench.joins import run_joins_bench
+        raise OptionError(f"unknown benchmark {args.name!r}",
+                          hint="available: joins, asymmetric, allocation, ordering, spark")
+    if args.time_budget is not None and args.time_budget <= 0:
+        raise OptionError(f"--time-budget must be positive, got {args.time_budget:g}",
+                          hint="seconds per algorithm run, e.g. --time-budget 6")
+    if args.tuples is not None and args.tuples < 1:
+        raise OptionError(f"--tuples must be positive, got {args.tuples}")
+    from slidewise.bench.joins import print_summary, run_joins_bench
 
     algos = args.algorithms.split(",") if args.algorithms else None
+    kw = {} if args.time_budget is None else {"time_budget_s": args.time_budget}
     report = run_joins_bench(workload=args.workload, tuples=args.tuples, algorithms=algos,
-                             out_dir=args.out)
-    print(json.dumps(report.get("summary", {}), indent=2))
+                             out_dir=args.out, peers=not args.no_peers, **kw)
+    print_summary(report.get("summary", {}))
     return 0
+
+
+def _bench_ordering(args) -> int:
+    from slidewise.bench.ordering import run_ordering_bench
+
+    if args.tuples is not None and args.tuples < 1:
+        raise OptionError(f"--tuples must be positive, got {args.tuples}",
+                          hint="tuples per measured run (default 1000), e.g. --tuples 3000")
+    scale = 1.0 if args.tuples is None else args.tuples / 1000
+    report = run_ordering_bench(out_dir=args.out, scale=scale, progress=lambda m: print(m, file=sys.stderr))
+    print(json.dumps(report["summary"], indent=2, ensure_ascii=False))
+    return 0
+
+
+def _bench_asymmetric(args) -> int:
+    from slidewise.bench.asymmetric import run_asymmetric_bench
+
+    report = run_asymmetric_bench(out_dir=args.out)
+    print(json.dumps(report["summary"], indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from slidewise.optimizer.calibrate import run_cli
+
+    return run_cli(args)
 
 
 def cmd_algorithms(args) -> int:
@@ -193,6 +263,8 @@ def cmd_algorithms(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from slidewise.runtime.overload import add_cli_arguments
+
     p = argparse.ArgumentParser(prog="slidewise", description="Sliding-window query engine for data streams.")
     p.add_argument("--version", action="version", version=f"slidewise {__import__('slidewise').__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -201,17 +273,26 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("query", help="CQL text or a file containing it")
     r.add_argument("--source", action="append", metavar="NAME=PATH", help="input of a FROM stream (repeatable)")
     _add_run_options(r)
+    add_cli_arguments(r)
     r.set_defaults(func=cmd_run)
 
     d = sub.add_parser("demo", help="run the bundled demo (Zeek dns + ssl logs)")
     d.add_argument("--out", help="also write all results here")
     d.add_argument("--rejects", help="write rejected (too late) rows here")
+    from slidewise.spark.cli import ENGINES, default_engine
+
+    d.add_argument("--engine", default=default_engine(), choices=ENGINES,
+                   help="execution engine (default: local; SLIDEWISE_ENGINE sets the default)")
+    d.add_argument("--master", help="Spark master URL (default local[*])")
+    d.add_argument("--conf", action="append", metavar="K=V", help="Spark setting (repeatable)")
     d.set_defaults(func=cmd_demo)
 
     e = sub.add_parser("explain", help="show the plan chosen for a query")
     e.add_argument("query")
     e.add_argument("--algorithm")
     e.add_argument("--order")
+    e.add_argument("--buckets", type=int, help="hash buckets per window (default: allocated by the model)")
+    _add_stats_options(e)
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_explain)
 
@@ -226,12 +307,28 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_generate)
 
     b = sub.add_parser("bench", help="run an experiment; writes JSON and a PNG plot")
-    b.add_argument("name", help="experiment: joins")
+    b.add_argument("name", help="experiment: joins, asymmetric, allocation, ordering or spark")
     b.add_argument("--workload", default="all", help="W2, W4 or all")
     b.add_argument("--tuples", type=int, help="override the number of input tuples")
     b.add_argument("--algorithms", help="comma-separated subset of algorithms")
     b.add_argument("--out", default="bench-results", help="output directory")
+    b.add_argument("--time-budget", type=float, metavar="SECONDS",
+                   help="joins: seconds of processing per algorithm run; the reference always "
+                        "runs the whole input (default 6)")
+    b.add_argument("--no-peers", action="store_true",
+                   help="joins: skip the DuckDB peer (and with it the result checks)")
     b.set_defaults(func=cmd_bench)
+
+    c = sub.add_parser("calibrate", help="measure the binary join cost model's weight factors here")
+    c.add_argument("--out", help="profile path (default ~/.config/slidewise/profile.json)")
+    c.add_argument("--sizes", help="window sizes to measure, e.g. 500,2000,8000")
+    c.add_argument("--quick", action="store_true", help="smaller sizes and shorter measurements")
+    c.add_argument("--min-time", type=float, help="seconds measured per point (default 0.05)")
+    c.add_argument("--bucket-size", type=float, default=10.0, help="hash tuples per bucket (default 10)")
+    c.add_argument("--node-size", type=int, default=100, help="tree node size N (default 100)")
+    c.add_argument("--clock", default="cpu", choices=["cpu", "wall"],
+                   help="process CPU time (default) or wall time (perf_counter)")
+    c.set_defaults(func=cmd_calibrate)
 
     a = sub.add_parser("algorithms", help="list the join algorithms")
     a.set_defaults(func=cmd_algorithms)

@@ -22,6 +22,7 @@ from slidewise.errors import SourceError
 from slidewise.operators.project import output_columns, output_names
 from slidewise.plan.physical import PhysicalPlan, choose
 from slidewise.plan.query import JoinQuery
+from slidewise.runtime.overload import make_hooks
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
@@ -47,8 +48,16 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
             order: str | list[str] | None = None, out: str | Callable | None = None,
             collect: bool = False, lateness: int = 0, ts_column: str = "ts", ts_unit: str = "auto",
             chunk_rows: int = 65536, rejects_path: str | None = None, progress: bool = False,
-            operator_options: dict | None = None) -> RunResult:
-    """Run ``query`` over ``sources`` (source name -> path / DataFrame / ...) to the end."""
+            operator_options: dict | None = None, overload=None, adaptive=None) -> RunResult:
+    """Run ``query`` over ``sources`` (source name -> path / DataFrame / ...) to the end.
+
+    ``overload`` (:class:`~slidewise.runtime.overload.OverloadOptions`) and
+    ``adaptive`` (drift factor) enable load shedding and re-planning; both may
+    also arrive inside ``operator_options`` (the Python API passes extras there).
+    """
+    operator_options = dict(operator_options or {})
+    overload = operator_options.pop("overload", overload)
+    adaptive = operator_options.pop("adaptive", adaptive)
     missing = [s.source for s in query.streams if s.source not in sources]
     if missing:
         raise SourceError(f"no input given for stream {missing[0]!r}",
@@ -64,6 +73,7 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
     sink = open_sink(out, names) if out is not None else None
     collected: list[pd.DataFrame] = []
     rejects = Rejects()
+    hooks = make_hooks(query, overload=overload, adaptive=adaptive, rejects=rejects, sources=sources)
     inputs = np.zeros(query.n, dtype=np.int64)
     n_results = n_retractions = n_chunks = state_peak = 0
     started = time.perf_counter()
@@ -86,10 +96,10 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
             n_chunks += 1
             for b in chunk:
                 inputs[b.stream] += len(b)
-            emit(operator.process(chunk))
+            emit(operator.process(chunk) if hooks is None else hooks.process(operator, chunk))
             state_peak = max(state_peak, operator.state_tuples())
             bar.update(int(inputs.sum()), n_results, rejects.total)
-        emit(operator.finish())
+        emit(operator.finish() if hooks is None else hooks.finish(operator))
     finally:
         bar.close()
         if sink is not None:
@@ -116,6 +126,8 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
         "state_tuples_peak": int(state_peak),
         "chunks": n_chunks,
     }
+    if hooks is not None:
+        stats.update(hooks.stats())
     frame = None
     if collect:
         frame = pd.concat(collected, ignore_index=True) if collected else \

@@ -1,0 +1,31 @@
+"""The Spark runner: slidewise's join operators hosted in Spark Structured Streaming.
+
+``run_spark(query, sources, **options) -> RunResult`` runs a query to the end
+of its inputs (or until interrupted); ``start_spark`` returns a running
+:class:`~slidewise.spark.runner.SparkRun`. Modules: ``session`` (the one
+SparkSession builder), ``ingest`` (sources), ``keying`` (buckets), ``layout``
+(row layouts), ``sequencer`` and ``bucket`` (the two stateful stages, pure
+Python), ``processor`` (their Spark glue), ``join`` (the pipeline), ``sinks``
+(``foreachBatch``), ``runner`` (checkpoints, triggers, end of input, stats),
+``batch`` (batch replay). Importing this package does not start a JVM.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SparkRun", "get_session", "read_results", "run_spark", "start_spark"]
+
+
+def __getattr__(name: str):
+    if name in ("run_spark", "start_spark", "SparkRun"):
+        from slidewise.spark import runner
+
+        return getattr(runner, name)
+    if name == "get_session":
+        from slidewise.spark.session import get_session
+
+        return get_session
+    if name == "read_results":
+        from slidewise.spark.sinks import read_results
+
+        return read_results
+    raise AttributeError(f"module 'slidewise.spark' has no attribute {name!r}")

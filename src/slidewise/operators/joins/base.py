@@ -15,10 +15,17 @@ at the evaluation instant ``ceil(origin.ts / D) * D``, or at :meth:`finish`.
 
 Every operator counts ``comparisons``: attribute comparisons made while
 probing (the papers' cost unit; timestamp checks are not counted).
+
+:meth:`JoinOperator.snapshot` / :meth:`JoinOperator.load_snapshot` move an
+operator's running state (windows, held-back arrivals, counters) to bytes and
+back, so an engine can keep it between calls (the Spark runner stores it in a
+state store per key bucket); a restored operator continues exactly as the
+original would.
 """
 
 from __future__ import annotations
 
+import pickle
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
@@ -65,6 +72,15 @@ class JoinOperator(ABC):
     @abstractmethod
     def state_tuples(self) -> int:
         """Number of tuples currently held in window state (for memory stats)."""
+
+    def snapshot(self) -> bytes:
+        """The running state as bytes (pickle of every attribute but the query)."""
+        return pickle.dumps({k: v for k, v in self.__dict__.items() if k != "query"},
+                            protocol=pickle.HIGHEST_PROTOCOL)
+
+    def load_snapshot(self, data: bytes) -> None:
+        """Continue from :meth:`snapshot` of an operator built for the same query and options."""
+        self.__dict__.update(pickle.loads(data))
 
     def origin_order(self, origin: int) -> list[int]:
         """Probe order for tuples arriving on ``origin``: the origin first, then the global order."""

@@ -40,7 +40,7 @@ Algorithm (``columnar``), per chunk:
 Semantics: exactly DESIGN §1 eager evaluation; every chunk's results are
 returned by :meth:`process`. Lazy (``query.slide = D``): an arrival with
 ``eval_time(ts, D) = τ`` is held back until a tuple with ``ts > τ`` is seen (or
-:meth:`finish`), then joined as above; since held rows come after all released
+:meth:`advance` past ``τ``, or :meth:`finish`), then joined as above; since held rows come after all released
 ones in global order, this is the eager join of a delayed input, and the
 windows keep the expired tuples those evaluations need. ``restore=False`` drops
 the short-lived results (``exp < τ``) inside the search: a time-window partner
@@ -151,7 +151,22 @@ class ColumnarJoin(JoinOperator):
         seen = [int(b.ts[-1]) for b in batches if len(b)]
         if not seen:
             return ResultBatch.empty(self.n)
-        top = max(seen + ([self.seen_max_ts] if self.seen_max_ts is not None else []))
+        return self._fire(max(seen))
+
+    def advance(self, bound: int) -> ResultBatch:
+        """No arrival with ``ts < bound`` will come: fire the lazy evaluations before ``bound``.
+
+        Eager evaluation has nothing to fire. An engine that knows a watermark
+        (e.g. a Spark key bucket that sees no new rows) calls this so results
+        still appear at their evaluation instants.
+        """
+        if not self.slide or not any(len(b) for h in self.held for b in h):
+            return ResultBatch.empty(self.n)
+        return self._fire(int(bound))
+
+    def _fire(self, top: int) -> ResultBatch:
+        """Join the held arrivals of every evaluation instant before ``top``."""
+        top = max(top, self.seen_max_ts) if self.seen_max_ts is not None else top
         self.seen_max_ts = top
         tau = ((top - 1) // self.slide) * self.slide  # instants < top have fired
         ready, rest = [], []

@@ -1,0 +1,540 @@
+"""``slidewise bench ordering``: the cost model and join ordering against measurements.
+
+Reproduces the experiments of Golab & Özsu, VLDB 2003 long version (seed 000)
+§6 with slidewise's faithful per-tuple operators, and checks the cost model
+of :mod:`slidewise.optimizer.cost`:
+
+* **table8** (§6.2, Table 8): seed 000 Table 5 streams (λ = 10, 1, 1, 3;
+  T = 100, 100, 200, 100; v = 500, 50, 40, 5). Every one of the 24 global
+  orders is run with eager NLJ (``nlj``), lazy NLJ (``lazy``, τ = 5, 10),
+  eager hash (``hash``) and lazy hash (``hash-lazy``, τ = 5, 10), five
+  buckets per window as in the paper. Reported: max input rate of every
+  order, of the model's best and worst plan, of the heuristic's plan, and
+  whether the heuristic's plan is the measured best.
+* **fig4a** (§6.3–6.4, Fig. 4a): four windows T = 100, λ = 1, v = 50; max
+  input rate against τ for lazy NLJ and lazy hash with 2, 10 and 30 buckets.
+* **fig4b** (§6.5, Fig. 4b): four windows T = 100, v = 50, three streams at
+  λ = 1 and one at 50, lazy hash with τ = 5; max input rate against the
+  average number of buckets per window for the allocations *equal*, *1 / 5 /
+  10 to slow* and slidewise's *model* allocation
+  (:mod:`slidewise.optimizer.buckets`).
+* **predicted** : comparisons per time unit predicted by the model against
+  those the eager ``nlj`` and ``hash`` operators count, on random 3–6-way
+  queries.
+* **heuristic**: the heuristic's plan cost over the exact optimum on random
+  statistics, n = 3..8 (with and without slidewise's improvement step).
+
+Streams come from the paper's generator (:func:`slidewise.runtime.generate.generate`,
+seed 000 §6.1). For the rate experiments the loop index is divided by Σλ so
+that stream i brings λ_i tuples per time unit — the rates of the paper's
+tables in absolute terms; the model's statistics are those rates.
+
+**Max input rate** (the paper's x/t, §6.1), operationally: one CPython
+process; the windows are first filled by running the operator on a prefix of
+the input that is not timed (with the model's best order; the warmed
+operator is then copied and given the order under test, see :func:`reorder`);
+then a fixed number of further tuples — whole re-evaluation periods for lazy
+operators — is fed in chunks of :data:`CHUNK` with the garbage collector
+paused, timed in CPU seconds of the process (``time.process_time``, so other
+load on a shared machine does not count; wall seconds are recorded too);
+the rate is tuples per CPU second. Every measurement is taken ``rounds``
+times in a shuffled sequence and the best round kept. The comparisons the
+operator counts over the same tuples are deterministic and reported beside
+the rate. Absolute rates are this machine's and CPython's — far below the
+paper's Java — so compare ratios and shapes. ``scale`` multiplies the
+measured tuple counts.
+
+Results: ``<out_dir>/ordering.json`` and ``<out_dir>/ordering.png``.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from slidewise.bench.common import machine_info, pyplot, save_png, write_json
+from slidewise.model.batch import StreamBatch
+from slidewise.operators.joins import get_algorithm
+from slidewise.optimizer.buckets import allocate
+from slidewise.optimizer.cost import model_for
+from slidewise.optimizer.ordering import exact_search, heuristic_search
+from slidewise.optimizer.stats import Statistics, StreamStats
+from slidewise.plan.expr import Col
+from slidewise.plan.query import Equality, JoinQuery, StreamRef, WindowSpec
+from slidewise.runtime.generate import generate
+
+__all__ = ["CHUNK", "Feed", "make_feed", "measure_rate", "reorder", "run_ordering_bench"]
+
+#: tuples per chunk fed to the operator while timing
+CHUNK = 64
+TABLE5 = dict(rates=(10, 1, 1, 3), windows=(100, 100, 200, 100), distinct=(500, 50, 40, 5))
+TABLE8_CONFIGS = (("nlj", None, None), ("lazy", 5, None), ("lazy", 10, None),
+                  ("hash", None, 5), ("hash-lazy", 5, 5), ("hash-lazy", 10, 5))
+FIG4A_TAUS = (1, 2, 4, 6, 10, 15, 20, 30, 40, 50)
+FIG4B_AVERAGES = (2, 4, 6, 8, 10, 12, 14, 16)
+FIG4B_STRATEGIES = ("equal", "slow=1", "slow=5", "slow=10", "model")
+
+
+def _query(windows, slide=None) -> JoinQuery:
+    names = [f"S{i + 1}" for i in range(len(windows))]
+    refs = tuple(StreamRef(a, a, WindowSpec("range", int(w), slide=slide)) for a, w in zip(names, windows))
+    eqs = tuple(Equality(Col(0, "a", names[0]), Col(i, "a", a)) for i, a in enumerate(names) if i)
+    return JoinQuery(refs, eqs)
+
+
+def _stats(rates, windows, distinct) -> Statistics:
+    return Statistics(tuple(StreamStats(f"S{i + 1}", float(r), float(w), False, {"a": float(v)})
+                            for i, (r, w, v) in enumerate(zip(rates, windows, distinct))))
+
+
+def _names(order) -> str:
+    return ",".join(f"S{i + 1}" for i in order)
+
+
+@dataclass
+class Feed:
+    """Generated streams cut into chunks of consecutive global positions."""
+
+    chunks: list[list[StreamBatch]]
+    ends: list[int]          # global position after each chunk
+    last_ts: list[int]       # greatest ts in each chunk
+    per_unit: float          # tuples per time unit (Σλ)
+
+    def index(self, tuples: int) -> int:
+        """Number of chunks that cover the first ``tuples`` positions."""
+        return int(np.searchsorted(self.ends, tuples, side="left")) + 1
+
+
+def make_feed(rates, distinct, n_tuples: int, *, seed: int = 0, absolute: bool = True,
+              chunk: int = CHUNK) -> Feed:
+    """The paper's streams; ``absolute``: ts = loop index // Σλ, so stream i has λ_i tuples per time unit."""
+    streams = generate(rates, distinct, n_tuples, seed=seed)
+    scale = float(sum(rates)) if absolute else 1.0
+    n = len(streams)
+    ts = np.concatenate([np.floor(s["ts"] / scale).astype(np.int64) for s in streams])
+    sid = np.concatenate([np.full(len(s["ts"]), i) for i, s in enumerate(streams)])
+    local = np.concatenate([np.arange(len(s["ts"])) for s in streams])
+    attr = np.concatenate([s["a"] for s in streams])
+    order = np.lexsort((local, sid, ts))
+    ts, sid, attr = ts[order], sid[order], attr[order]
+    pos = np.arange(len(ts), dtype=np.int64)
+    chunks, ends, last = [], [], []
+    for lo in range(0, len(ts), chunk):
+        hi = min(lo + chunk, len(ts))
+        part = []
+        for i in range(n):
+            keep = sid[lo:hi] == i
+            part.append(StreamBatch(i, pos[lo:hi][keep], ts[lo:hi][keep], {"a": attr[lo:hi][keep]}))
+        chunks.append(part)
+        ends.append(hi)
+        last.append(int(ts[hi - 1]))
+    return Feed(chunks, ends, last, float(sum(rates)) if absolute else 1.0)
+
+
+def reorder(op, order) -> None:
+    """Give a running per-tuple operator another global order between two chunks.
+
+    The order decides only the nesting of the loops, not which tuples the
+    windows hold, so the order-derived plan of a fresh operator is copied in.
+    """
+    fresh = type(op)(op.query, order=list(order), **op.options)
+    op.order = list(order)
+    for attr in ("levels", "probes", "naive_levels", "general_levels", "orders"):
+        if hasattr(fresh, attr):
+            setattr(op, attr, getattr(fresh, attr))
+
+
+def _transplant(src, dst) -> None:
+    """Copy the windows and pending arrivals of a warmed hash-family operator into ``dst``.
+
+    Both over the same time windows; ``dst`` may hash into other bucket counts.
+    """
+    for w_src, w_dst in zip(src.windows, dst.windows):
+        for t in sorted(w_src.scan(), key=lambda t: t.pos):
+            w_dst.insert(t)
+    dst.pending = copy.copy(src.pending)
+
+
+def _warm(name: str, query: JoinQuery, feed: Feed, warmup: int, order, options: dict):
+    op = get_algorithm(name)(query, order=list(order), **options)
+    for chunk in feed.chunks[:feed.index(warmup)]:
+        op.process(chunk)
+    return op, feed.index(warmup)
+
+
+def measure_rate(warm, start: int, feed: Feed, order, tuples: int) -> dict:
+    """Max input rate of a copy of the warmed operator ``warm`` with ``order`` over ``tuples`` tuples."""
+    op = copy.deepcopy(warm)
+    if list(op.order) != list(order):
+        reorder(op, order)
+    end = min(len(feed.chunks), feed.index(feed.ends[start - 1] + tuples))
+    chunks = feed.chunks[start:end]
+    c0 = op.comparisons
+    gc.collect()
+    gc.disable()
+    try:
+        w0, t0 = time.perf_counter(), time.process_time()
+        for chunk in chunks:
+            op.process(chunk)
+        cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+    finally:
+        gc.enable()
+    fed = feed.ends[end - 1] - feed.ends[start - 1]
+    span = max(1, feed.last_ts[end - 1] - feed.last_ts[start - 1])
+    return {"tuples": fed, "cpu_seconds": round(cpu, 4), "wall_seconds": round(wall, 4),
+            "rate": round(fed / cpu, 1) if cpu > 0 else None,
+            "comparisons_per_time_unit": round((op.comparisons - c0) / span, 2)}
+
+
+def _best_of(runs: list[dict]) -> dict:
+    return max(runs, key=lambda r: r["rate"] or 0)
+
+
+def _measure_many(jobs: list[tuple], rounds: int, seed: int, progress) -> dict:
+    """``jobs``: (key, warm op, start, feed, order, tuples); every job ``rounds`` times, shuffled."""
+    runs: dict = {}
+    rng = random.Random(seed)
+    for r in range(rounds):
+        seq = list(jobs)
+        rng.shuffle(seq)
+        for key, warm, start, feed, order, tuples in seq:
+            runs.setdefault(key, []).append(measure_rate(warm, start, feed, order, tuples))
+        progress(f"round {r + 1}/{rounds} of {len(jobs)} runs")
+    return {k: _best_of(v) for k, v in runs.items()}
+
+
+# ------------------------------------------------------------------ (a) ----
+
+def _period(tau, per_unit: float, minimum: int, scale: float) -> int:
+    """Tuples to measure: at least ``minimum`` (scaled), whole τ periods for lazy operators."""
+    n = max(CHUNK, int(minimum * scale))
+    if tau:
+        step = tau * per_unit
+        n = int(np.ceil(n / step) * step)
+    return n
+
+
+def table8(scale: float, rounds: int, seed: int, progress) -> dict:
+    rates, windows, distinct = TABLE5["rates"], TABLE5["windows"], TABLE5["distinct"]
+    stats = _stats(rates, windows, distinct)
+    warmup = int((max(windows) + 12) * sum(rates))
+    feed = make_feed(rates, distinct, warmup + int(6000 * max(scale, 1)), seed=seed)
+    rng = random.Random(seed)
+    out = {}
+    for name, tau, buckets in TABLE8_CONFIGS:
+        label = name + (f", tau={tau}" if tau else "") + (f", b={buckets}" if buckets else "")
+        query = _query(windows, slide=tau)
+        model = model_for(query, stats, name, buckets)
+        exact = exact_search(model)
+        heur = heuristic_search(model)
+        paper = heuristic_search(model, refine=False)
+        predicted = dict(exact.alternatives)
+        ranked = [o for o, _ in exact.alternatives]
+        # the model's eight cheapest orders, its most expensive, three others, the heuristics' plans
+        measured_orders = list(dict.fromkeys(ranked[:8] + [ranked[-1]] + rng.sample(ranked[8:-1], 3)
+                                             + [heur.order, paper.order]))
+        options = {"buckets": buckets} if buckets else {}
+        warm, start = _warm(name, query, feed, warmup, exact.order, options)
+        n = _period(tau, feed.per_unit, 1000, scale)
+        measured = _measure_many([(o, warm, start, feed, o, n) for o in measured_orders], rounds, seed,
+                                 lambda m, label=label: progress(f"table8 {label}: {m}"))
+        rate = {o: measured[o]["rate"] for o in measured}
+        comps = {o: measured[o]["comparisons_per_time_unit"] for o in measured}
+        best_o, worst_o = exact.order, ranked[-1]
+        by_rate = sorted(rate, key=rate.get, reverse=True)
+        out[label] = {
+            "algorithm": name, "tau": tau, "buckets": buckets, "tuples_per_run": n,
+            "best_plan": _names(best_o), "worst_plan": _names(worst_o),
+            "heuristic_plan": _names(heur.order), "paper_heuristic_plan": _names(paper.order),
+            "max_rate_best_plan": rate[best_o], "max_rate_worst_plan": rate[worst_o],
+            "best_over_worst": round(rate[best_o] / rate[worst_o], 2),
+            "predicted_worst_over_best": round(predicted[worst_o] / predicted[best_o], 2),
+            "measured_fastest_plan": _names(by_rate[0]),
+            "heuristic_rank_measured": by_rate.index(heur.order) + 1,
+            "heuristic_within_5pct_of_fastest": rate[heur.order] >= 0.95 * rate[by_rate[0]],
+            "fewest_comparisons_plan": _names(min(comps, key=comps.get)),
+            "rank_correlation_rate": round(_spearman([-predicted[o] for o in measured],
+                                                     [rate[o] for o in measured]), 3),
+            "rank_correlation_comparisons": round(_spearman([predicted[o] for o in measured],
+                                                            [comps[o] for o in measured]), 3),
+            "orders": {_names(o): {"predicted_cost": round(predicted[o], 2),
+                                   "predicted_cost_operators": round(
+                                       model_for(query, stats, name, buckets, lazy_windows="operators")
+                                       .cost(o).total, 2), **measured[o]} for o in measured_orders},
+        }
+    return out
+
+
+def _spearman(x, y) -> float:
+    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
+    return float(np.corrcoef(rx, ry)[0, 1]) if len(x) > 2 else 1.0
+
+
+# ------------------------------------------------------------------ (b) ----
+
+def fig4a(scale: float, rounds: int, seed: int, progress) -> dict:
+    rates, windows, distinct = (1, 1, 1, 1), (100,) * 4, (50,) * 4
+    stats = _stats(rates, windows, distinct)
+    feed = make_feed(rates, distinct, 60_000, seed=seed)
+    series = {"NLJ": ("lazy", None), "HASH2": ("hash-lazy", 2), "HASH10": ("hash-lazy", 10),
+              "HASH30": ("hash-lazy", 30)}
+    jobs, predicted = [], {}
+    for label, (name, b) in series.items():
+        for tau in FIG4A_TAUS:
+            query = _query(windows, slide=tau)
+            order = (0, 1, 2, 3)
+            predicted[(label, tau)] = {
+                "predicted_cost": round(model_for(query, stats, name, b).cost(order).total, 2),
+                "predicted_cost_operators": round(model_for(query, stats, name, b, lazy_windows="operators")
+                                                  .cost(order).total, 2)}
+            warmup = int((max(windows) + tau + 2) * sum(rates))
+            warm, start = _warm(name, query, feed, warmup, order, {"buckets": b} if b else {})
+            n = max(_period(tau, feed.per_unit, 1200, scale), _period(tau, feed.per_unit, 8 * tau * 4, 1))
+            jobs.append(((label, tau), warm, start, feed, order, n))
+    measured = _measure_many(jobs, rounds, seed, lambda m: progress(f"fig4a: {m}"))
+    return {label: {str(tau): {**predicted[(label, tau)], **measured[(label, tau)]} for tau in FIG4A_TAUS}
+            for label in series}
+
+
+# ------------------------------------------------------------------ (c) ----
+
+def fig4b(scale: float, rounds: int, seed: int, progress) -> dict:
+    rates, windows, distinct, tau = (1, 1, 1, 50), (100,) * 4, (50,) * 4, 5
+    stats = _stats(rates, windows, distinct)
+    query = _query(windows, slide=tau)
+    feed = make_feed(rates, distinct, 9000 + int(6000 * max(scale, 1)), seed=seed)
+    warmup = int((max(windows) + tau + 2) * sum(rates))
+    # fill the windows once, cheaply (one bucket per value), then copy them into each allocation
+    filled, start = _warm("hash-lazy", query, feed, warmup, (0, 1, 2, 3), {"buckets": list(distinct)})
+    jobs, info = [], {}
+    for avg in FIG4B_AVERAGES:
+        total = 4 * avg
+        base = model_for(query, stats, "hash-lazy", [avg] * 4)
+        for strategy in FIG4B_STRATEGIES:
+            if strategy.startswith("slow=") and total - 3 * int(strategy[5:]) < 1:
+                continue
+            counts = allocate(strategy, total, base, exact_search(base).order)
+            model = model_for(query, stats, "hash-lazy", counts)
+            found = exact_search(model)
+            warm = get_algorithm("hash-lazy")(query, order=list(found.order), buckets=counts)
+            _transplant(filled, warm)
+            key = (strategy, avg)
+            info[key] = {"buckets": counts, "order": _names(found.order),
+                         "predicted_cost": round(found.cost.total, 2)}
+            jobs.append((key, warm, start, feed, found.order, _period(tau, feed.per_unit, 2000, scale)))
+    measured = _measure_many(jobs, rounds, seed, lambda m: progress(f"fig4b: {m}"))
+    return {s: {str(a): {**info[(s, a)], **measured[(s, a)]} for a in FIG4B_AVERAGES if (s, a) in info}
+            for s in FIG4B_STRATEGIES}
+
+
+# ------------------------------------------------------------------ (d) ----
+
+def predicted_vs_measured(cases: int, seed: int, progress) -> list[dict]:
+    """Random 3-6-way equi-joins, one tuple per time unit; steady-state comparisons per time unit."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < cases:
+        n = int(rng.integers(3, 7))
+        rates = [int(x) for x in rng.integers(1, 11, n)]
+        windows = [int(x) for x in rng.integers(40, 151, n)]
+        distinct = [int(x) for x in np.round(np.exp(rng.uniform(np.log(2), np.log(200), n)))]
+        lam = np.asarray(rates) / sum(rates)
+        stats = _stats(lam, windows, distinct)
+        query = _query(windows)
+        name = "nlj" if len(out) % 2 == 0 else "hash"
+        buckets = int(rng.integers(2, 17)) if name == "hash" else None
+        model = model_for(query, stats, name, buckets)
+        order = tuple(int(x) for x in rng.permutation(n)) if rng.random() < 0.5 else exact_search(model).order
+        predicted = model.cost(order).total
+        if predicted > 1500:         # keep every run short: at most ~1500 comparisons per tuple
+            continue
+        warmup = max(windows) + 20
+        # about 2M comparisons per case (clumpy costs need many tuples when they are rare)
+        measured_tuples = int(min(30_000, max(3000, 2e6 / max(predicted, 1e-9))))
+        feed = make_feed(rates, distinct, warmup + measured_tuples, seed=seed + len(out), absolute=False)
+        op, start = _warm(name, query, feed, warmup, order, {"buckets": buckets} if buckets else {})
+        c0 = op.comparisons
+        for chunk in feed.chunks[start:]:
+            op.process(chunk)
+        span = feed.last_ts[-1] - feed.last_ts[start - 1]
+        measured = (op.comparisons - c0) / span
+        out.append({"n": n, "algorithm": name, "buckets": buckets, "rates": rates, "windows": windows,
+                    "distinct": distinct, "order": _names(order), "predicted": round(predicted, 3),
+                    "measured": round(measured, 3), "ratio": round(measured / predicted, 4)})
+        progress(f"predicted vs measured: {len(out)}/{cases}")
+    return out
+
+
+# ------------------------------------------------------------------ (e) ----
+
+def heuristic_distribution(cases: int, seed: int, max_n: int = 8) -> dict:
+    """Heuristic cost / exact optimum on random statistics (two generators of statistics)."""
+    rng = np.random.default_rng(seed)
+
+    def broad(n):
+        return (np.exp(rng.uniform(0, np.log(100), n)), rng.choice([50, 100, 200], n),
+                np.round(np.exp(rng.uniform(np.log(2), np.log(1000), n))))
+
+    def paper_like(n):
+        rates = np.ones(n)
+        fast = rng.choice(n, size=int(rng.integers(1, 3)), replace=False)
+        rates[fast] = rng.uniform(10, 100, len(fast))
+        return (rates, rng.choice([100, 200], n), np.round(np.exp(rng.uniform(np.log(2), np.log(500), n))))
+
+    out = {}
+    for label, draw in (("broad", broad), ("paper_like", paper_like)):
+        res = {"refined": [], "papers_candidates_only": [], "n": []}
+        for _ in range(cases):
+            n = int(rng.integers(3, max_n + 1))
+            r, w, v = draw(n)
+            model = model_for(_query(w), _stats(r, w, v), "nlj")
+            best = exact_search(model).cost.total
+            res["refined"].append(heuristic_search(model).cost.total / best)
+            res["papers_candidates_only"].append(heuristic_search(model, refine=False).cost.total / best)
+            res["n"].append(n)
+        summary = {}
+        for key in ("refined", "papers_candidates_only"):
+            x = np.asarray(res[key])
+            summary[key] = {"within_1.25x": round(float(np.mean(x <= 1.25)), 4),
+                            "optimal": round(float(np.mean(x <= 1 + 1e-9)), 4),
+                            "quantiles": {q: round(float(np.percentile(x, q)), 4) for q in (50, 90, 95, 99, 100)}}
+        out[label] = {"cases": cases, "n_range": [3, max_n], **summary, "ratios": res}
+    return out
+
+
+# --------------------------------------------------------------- driver ----
+
+def _plot(report: dict, path: Path) -> Path:
+    plt = pyplot()
+    fig, axes = plt.subplots(2, 3, figsize=(17, 9.5))
+    ax = axes[0, 0]
+    t8 = report["table8"]
+    labels = list(t8)
+    x = np.arange(len(labels))
+    ax.bar(x - 0.2, [t8[k]["max_rate_best_plan"] for k in labels], 0.4, label="best plan (model)")
+    ax.bar(x + 0.2, [t8[k]["max_rate_worst_plan"] for k in labels], 0.4, label="worst plan (model)")
+    ax.set_xticks(x, [k.replace(", ", "\n") for k in labels], fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel("max input rate (tuples/s)")
+    ax.set_title("(a) Table 8: best vs worst join order")
+    ax.legend(fontsize=8)
+    ax = axes[0, 1]
+    for k in labels:
+        orders = t8[k]["orders"].values()
+        ax.scatter([o["predicted_cost"] for o in orders], [o["rate"] for o in orders], s=12, label=k)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("predicted comparisons per time unit")
+    ax.set_ylabel("max input rate (tuples/s)")
+    ax.set_title("(a) all 24 orders: predicted cost vs measured rate")
+    ax.legend(fontsize=6)
+    ax = axes[0, 2]
+    for label, pts in report["fig4a"].items():
+        taus = [int(t) for t in pts]
+        ax.plot(taus, [pts[str(t)]["rate"] for t in taus], marker="o", ms=3, label=label)
+    ax.set_xlabel("re-evaluation interval tau")
+    ax.set_ylabel("max input rate (tuples/s)")
+    ax.set_yscale("log")
+    ax.set_title("(b) Fig. 4a: NLJ vs hash (2/10/30 buckets)")
+    ax.legend(fontsize=8)
+    ax = axes[1, 0]
+    for strategy, pts in report["fig4b"].items():
+        avgs = [int(a) for a in pts]
+        ax.plot(avgs, [pts[str(a)]["rate"] for a in avgs], marker="o", ms=3, label=strategy)
+    ax.set_xlabel("average buckets per window")
+    ax.set_ylabel("max input rate (tuples/s)")
+    ax.set_title("(c) Fig. 4b: bucket allocation, one stream 50x faster")
+    ax.legend(fontsize=8)
+    ax = axes[1, 1]
+    pv = report["predicted_vs_measured"]
+    for name, marker in (("nlj", "o"), ("hash", "s")):
+        pts = [p for p in pv if p["algorithm"] == name]
+        ax.scatter([p["predicted"] for p in pts], [p["measured"] for p in pts], marker=marker, s=18, label=name)
+    lo = min(min(p["predicted"], p["measured"]) for p in pv)
+    hi = max(max(p["predicted"], p["measured"]) for p in pv)
+    ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("predicted comparisons per time unit")
+    ax.set_ylabel("measured")
+    ax.set_title("(d) model vs operators, random 3-6-way joins")
+    ax.legend(fontsize=8)
+    ax = axes[1, 2]
+    for label, d in report["heuristic"].items():
+        for key, style in (("refined", "-"), ("papers_candidates_only", "--")):
+            r = np.sort(np.asarray(d["ratios"][key]))
+            ax.plot(r, np.arange(1, len(r) + 1) / len(r), style, label=f"{label}, {key}")
+    ax.axvline(1.25, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("heuristic cost / optimum")
+    ax.set_ylabel("fraction of cases")
+    ax.set_title("(e) heuristic vs exact, n = 3..8")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return save_png(fig, path)
+
+
+def run_ordering_bench(out_dir: str = "bench-results", *, scale: float = 1.0, rounds: int = 2,
+                       seed: int = 0, cases: int = 24, heuristic_cases: int = 200, max_n: int = 8,
+                       parts: tuple[str, ...] = ("table8", "fig4a", "fig4b", "predicted", "heuristic"),
+                       progress=None) -> dict:
+    """Run the ordering experiments; write ``ordering.json`` and ``ordering.png`` to ``out_dir``."""
+    say = progress or (lambda m: None)
+    started = time.perf_counter()
+    report: dict = {"machine": machine_info(), "settings": {"scale": scale, "rounds": rounds,
+                                                            "seed": seed, "chunk": CHUNK}}
+    timings = report["settings"]["seconds"] = {}
+    steps = (("table8", "table8", lambda: table8(scale, rounds, seed, say)),
+             ("fig4a", "fig4a", lambda: fig4a(scale, rounds, seed, say)),
+             ("fig4b", "fig4b", lambda: fig4b(scale, rounds, seed, say)),
+             ("predicted", "predicted_vs_measured", lambda: predicted_vs_measured(cases, seed, say)),
+             ("heuristic", "heuristic", lambda: heuristic_distribution(heuristic_cases, seed, max_n)))
+    for part, key, run in steps:
+        if part in parts:
+            t0 = time.perf_counter()
+            report[key] = run()
+            timings[part] = round(time.perf_counter() - t0, 1)
+    report["summary"] = summarize(report)
+    report["summary"]["bench_wall_s"] = round(time.perf_counter() - started, 1)
+    out = Path(out_dir)
+    files = {"json": str(write_json(out / "ordering.json", report))}
+    if all(k in report for k in ("table8", "fig4a", "fig4b", "predicted_vs_measured", "heuristic")):
+        files["png"] = str(_plot(report, out / "ordering.png"))
+    report["summary"]["files"] = files
+    write_json(out / "ordering.json", report)
+    return report
+
+
+def summarize(report: dict) -> dict:
+    """The digest the CLI prints."""
+    s: dict = {}
+    if "table8" in report:
+        s["table8"] = {k: {f: v[f] for f in ("best_plan", "worst_plan", "heuristic_plan", "max_rate_best_plan",
+                                             "max_rate_worst_plan", "best_over_worst",
+                                             "predicted_worst_over_best", "measured_fastest_plan",
+                                             "heuristic_rank_measured", "heuristic_within_5pct_of_fastest",
+                                             "fewest_comparisons_plan", "rank_correlation_rate",
+                                             "rank_correlation_comparisons")}
+                       for k, v in report["table8"].items()}
+        nlj = [v for v in report["table8"].values() if v["algorithm"] in ("nlj", "lazy")]
+        s["nlj_best_over_worst_above_2"] = all(v["best_over_worst"] > 2 for v in nlj)
+    if "fig4a" in report:
+        s["fig4a_best_tau"] = {k: max(v, key=lambda t: v[t]["rate"]) for k, v in report["fig4a"].items()}
+    if "fig4b" in report:
+        s["fig4b_best"] = {k: max(((a, p["rate"]) for a, p in v.items()), key=lambda e: e[1])
+                           for k, v in report["fig4b"].items()}
+    if "predicted_vs_measured" in report:
+        r = np.asarray([p["ratio"] for p in report["predicted_vs_measured"]])
+        s["measured_over_predicted"] = {"cases": len(r), "min": round(float(r.min()), 4),
+                                        "median": round(float(np.median(r)), 4), "max": round(float(r.max()), 4),
+                                        "within_15pct": round(float(np.mean(np.abs(r - 1) <= 0.15)), 4)}
+    if "heuristic" in report:
+        s["heuristic"] = {k: {key: v[key] for key in ("refined", "papers_candidates_only")}
+                          for k, v in report["heuristic"].items()}
+    return s

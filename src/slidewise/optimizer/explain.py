@@ -1,0 +1,215 @@
+"""``slidewise explain``: the physical plan, the join orders, and the cost model's reasoning.
+
+Shows for a planned query (:func:`slidewise.plan.physical.choose`): the
+algorithm and why; the statistics used (declared, measured or the uniform
+defaults); the global join order and every origin stream's probe order with
+the access method per join direction (scan a window, probe a hash bucket,
+the new tuples) and what each loop costs; bucket counts; the predicted cost
+per time unit of the chosen plan and of the alternatives priced; the best
+order of every per-tuple algorithm that could run the query, priced by the
+same model. Costs follow seed 000 §4, §5 and App. A (see
+:mod:`slidewise.optimizer.cost`); the unit is comparisons per time unit of
+the timestamps.
+
+:func:`explain_info` builds a JSON-ready dict (``--json``), :func:`render`
+the text. Both are pure functions of the plan, so the text is
+snapshot-tested (``tests/fixtures/explain/``).
+"""
+
+from __future__ import annotations
+
+from slidewise.errors import PlanError
+from slidewise.optimizer.stats import DEFAULT_DISTINCT, DEFAULT_RATE
+
+__all__ = ["EAGER_ALGORITHMS", "LAZY_ALGORITHMS", "explain_info", "render"]
+
+#: per-tuple algorithms compared in explain, by evaluation mode
+EAGER_ALGORITHMS = ("nlj", "hash", "hybrid", "naive")
+LAZY_ALGORITHMS = ("lazy", "lazy-restore", "general-lazy", "hash-lazy", "naive")
+#: alternatives listed in full up to this many; beyond, the cheapest ones and the worst
+MAX_ALTERNATIVES = 120
+TEXT_ALTERNATIVES = 5
+
+
+def fmt(x: float) -> str:
+    """Numbers for people: thousands separators, three significant digits below 100."""
+    if x is None:
+        return "-"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    if x == 0:
+        return "0"
+    return f"{x:.3g}"
+
+
+def _order_name(aliases: list[str], order) -> str:
+    return ",".join(aliases[i] for i in order)
+
+
+def _evaluation(query) -> str:
+    if not query.slide:
+        return "eager"
+    return f"lazy every {query.slide} ({'restore' if query.restore else 'no-restore'})"
+
+
+def _probes(model, orders, aliases) -> dict:
+    out = {}
+    for origin, seq in orders.items():
+        steps = model.steps(origin, seq)
+        out[aliases[origin]] = {
+            "cost": model.origin_cost(origin, seq),
+            "probes_per_time_unit": model.multiplier(origin),
+            "loops": [{"stream": aliases[s.stream], "access": s.access, "scanned": s.scanned,
+                       "partials": s.partials, "cost": s.cost} for s in steps],
+        }
+    return out
+
+
+def _alternatives(search, aliases) -> dict[str, float]:
+    alts = search.alternatives
+    if len(alts) > MAX_ALTERNATIVES:
+        alts = alts[:20] + alts[-1:]
+    return {_order_name(aliases, o): c for o, c in alts}
+
+
+def _compare_algorithms(plan) -> dict:
+    """Best order and predicted cost of every applicable per-tuple algorithm."""
+    from slidewise.operators.joins import algorithms
+    from slidewise.optimizer.cost import model_for
+    from slidewise.optimizer.ordering import search, valid_orders
+
+    query = plan.query
+    registered = algorithms()
+    out = {}
+    for name in (LAZY_ALGORITHMS if query.slide else EAGER_ALGORITHMS):
+        cls = registered.get(name)
+        if cls is None:
+            continue
+        try:
+            cls.check(query)
+        except PlanError:
+            continue
+        buckets = plan.buckets if name == plan.model_algorithm else plan.options.get("buckets")
+        model = model_for(query, plan.stats, name, buckets)
+        found = search(model, plan.search_method if query.n <= 8 else "heuristic", valid_orders(query, name))
+        out[name] = {"order": _order_name(query.aliases, found.order), "predicted_cost": found.cost.total,
+                     "buckets": model.buckets if model.hashed else None}
+    return out
+
+
+def explain_info(plan) -> dict:
+    """Everything ``explain`` shows, as a JSON-ready dict."""
+    from slidewise.optimizer.cost import model_for
+
+    q = plan.query
+    aliases = q.aliases
+    info: dict = {
+        "query": q.describe(),
+        "algorithm": plan.algorithm.name,
+        "why": plan.reason,
+        "evaluation": _evaluation(q),
+        "key_columns": q.key_columns(),
+        "join_order": [aliases[i] for i in plan.order],
+        "orders": plan.orders(),
+    }
+    if plan.search is None:
+        info.update({"predicted_cost": None, "alternatives": {}, "stats": None, "reasons": [plan.reason]})
+        return info
+    model = model_for(q, plan.stats, plan.model_algorithm, plan.buckets)
+    search = plan.search
+    stats = plan.stats
+    reasons = [f"algorithm {plan.algorithm.name}: {plan.reason}"]
+    if plan.model_algorithm != plan.algorithm.name:
+        reasons.append(f"{plan.algorithm.name} has no per-tuple cost model; orders are priced with "
+                       f"the {plan.model_algorithm} model")
+    if stats.source == "default":
+        reasons.append(f"no --stats: uniform defaults (rate {fmt(DEFAULT_RATE)}, {fmt(DEFAULT_DISTINCT)} "
+                       f"distinct values per join attribute), so only window sizes differ")
+    reasons += [f"order: {s}" for s in search.steps] + plan.notes
+    alts = search.alternatives
+    if len(alts) > 1 and alts[0][1] > 0:
+        reasons.append(f"cheapest {fmt(alts[0][1])}, most expensive priced {fmt(alts[-1][1])} "
+                       f"({alts[-1][1] / alts[0][1]:.1f}x)")
+    info.update({
+        "model": {"algorithm": plan.model_algorithm, "kind": model.kind, "tau": q.slide,
+                  "unit": "comparisons per time unit"},
+        "buckets": dict(zip(aliases, plan.buckets)) if plan.buckets is not None else None,
+        "predicted_cost": search.cost.total,
+        "per_origin": {aliases[i]: c for i, c in enumerate(search.cost.per_origin)},
+        "probes": _probes(model, search.orders, aliases),
+        "search": {"method": search.method, "considered": search.considered},
+        "alternatives": _alternatives(search, aliases),
+        "alternatives_priced": len(alts),
+        "per_origin_alternatives": {aliases[i]: {_order_name(aliases, o): c for o, c in p[:5]}
+                                    for i, p in search.per_origin.items()},
+        "algorithms": _compare_algorithms(plan),
+        "stats": {"source": stats.source, "streams": stats.as_dict()},
+        "reasons": reasons,
+    })
+    return info
+
+
+def _stats_lines(info: dict, query) -> list[str]:
+    st = info["stats"]
+    source = {"declared": "declared with --stats", "default": "uniform defaults (declare --stats)",
+              "measured": "measured", "mixed": "mixed"}.get(st["source"], st["source"])
+    lines = [f"statistics   {source}",
+             f"  {'stream':<8} {'rate':>8}  {'window':<20} {'tuples':>9}  distinct"]
+    for ref in query.streams:
+        s = st["streams"][ref.alias]
+        distinct = ", ".join(f"{a}={fmt(v)}" for a, v in s["distinct"].items()) or "-"
+        lines.append(f"  {ref.alias:<8} {fmt(s['rate']):>8}  {str(ref.window):<20} "
+                     f"{fmt(s['tuples']):>9}  {distinct}")
+    return lines
+
+
+def render(info: dict, query) -> str:
+    """The text form of :func:`explain_info`."""
+    lines = [f"query        {info['query']}",
+             f"algorithm    {info['algorithm']}  ({info['why']})",
+             f"evaluation   {info['evaluation']}"]
+    keys = info["key_columns"]
+    lines.append("join key     " + (", ".join(f"{a}.{k}" for a, k in zip(query.aliases, keys)) if keys
+                                    else "none (predicates evaluated per combination)"))
+    if info.get("predicted_cost") is None:
+        for origin, order in info["orders"].items():
+            lines.append(f"  new {origin:<8} probes {' -> '.join(order)}")
+        return "\n".join(lines) + "\n"
+    lines += _stats_lines(info, query)
+    model = info["model"]
+    lines.append(f"cost model   {model['algorithm']} ({model['kind']}"
+                 + (f", tau = {model['tau']}" if model["tau"] else "") + f"), {model['unit']}")
+    if info["buckets"]:
+        lines.append("buckets      " + ", ".join(f"{a} {b}" for a, b in info["buckets"].items()))
+    order = "one per origin (below)" if model["kind"] == "general" else ", ".join(info["join_order"])
+    lines.append(f"join order   {order}   predicted {fmt(info['predicted_cost'])} comparisons per time unit")
+    lines.append("probes       per new tuple of each stream: loop by loop, tuples scanned x partial results")
+    for origin, p in info["probes"].items():
+        loops = []
+        for loop in p["loops"]:
+            if not loop["partials"] and not loop["cost"]:  # the outer loop: no comparisons
+                outer = "" if loop["access"] == "new tuple" else f" ({loop['access']} {fmt(loop['scanned'])})"
+                loops.append(loop["stream"] + outer)
+            else:
+                loops.append(f"{loop['stream']} {loop['access']} {fmt(loop['scanned'])} x {fmt(loop['partials'])}")
+        lines.append(f"  new {origin:<8} {fmt(p['cost']):>9}  " + " | ".join(loops))
+    search = info["search"]
+    lines.append(f"search       {search['method']}, {search['considered']:,} orders priced")
+    alts = list(info["alternatives"].items())
+    if len(alts) > 1:
+        lines.append(f"alternatives cheapest first ({info['alternatives_priced']:,} priced)")
+        chosen = ",".join(info["join_order"])
+        shown = alts[:TEXT_ALTERNATIVES]
+        for rank, (order, cost) in enumerate(shown, 1):
+            lines.append(f"  {rank:>3}  {order:<24} {fmt(cost):>12}" + ("  chosen" if order == chosen else ""))
+        if len(alts) > TEXT_ALTERNATIVES:
+            order, cost = alts[-1]
+            lines.append(f"  ...  {order:<24} {fmt(cost):>12}  most expensive")
+    if info["algorithms"]:
+        lines.append("per-tuple algorithms, best order of each")
+        for name, a in info["algorithms"].items():
+            buckets = f"  buckets {','.join(map(str, a['buckets']))}" if a["buckets"] else ""
+            lines.append(f"  {name:<14} {a['order']:<24} {fmt(a['predicted_cost']):>12}{buckets}")
+    lines.append("why")
+    lines += [f"  - {r}" for r in info["reasons"]]
+    return "\n".join(lines) + "\n"

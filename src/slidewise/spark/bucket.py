@@ -1,0 +1,238 @@
+"""Stage 2 of the Spark join: one key bucket hosting a slidewise join operator.
+
+Each bucket (a key of the stateful operator) keeps, as one value in Spark's
+state store (pickled numpy arrays — never a list of rows per key):
+
+* the hosted operator's running state
+  (:meth:`~slidewise.operators.joins.base.JoinOperator.snapshot`: for the
+  default ``columnar`` join, each window as arrays sorted by key and position);
+* a buffer of admitted tuples not yet released, per stream (arrays);
+* each stream's frontier (largest timestamp seen, from the markers), whether
+  input has ended, the next position and the last released ``(ts, stream, seq)``.
+
+Release rule — the local engine's (:mod:`slidewise.runtime.reorder`): with
+``W = min over streams (frontier_i - lateness_i)`` (nothing while a stream has
+sent nothing; everything after end of input), buffered tuples with ``ts < W``
+are final: every tuple still to come has ``ts >= W``. They are released in
+``(ts, stream index, seq)`` order — the global order of DESIGN §1 restricted
+to the bucket — numbered with consecutive positions and fed to the operator in
+chunks. Equal keys (or a band cell's neighbours) meet in one bucket and
+results depend only on them, so each result is produced exactly once, by its
+bucket, and equals the oracle's. At end of input the buffer is flushed and
+``finish()`` emits lazy evaluations still pending; lazy operators are told the
+watermark (``advance(W)``) so evaluations fire even in a bucket without new
+tuples. A tuple older than what was already released (possible only after an
+end-of-input flush) is rejected as late.
+
+The operator, its options and the join order come from the physical plan of
+:func:`~slidewise.plan.physical.choose`, as in the local engine.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from slidewise.model.batch import ResultBatch, StreamBatch
+from slidewise.operators.project import output_columns
+from slidewise.plan.physical import choose
+from slidewise.plan.query import JoinQuery
+from slidewise.runtime.rejects import reason_kind
+from slidewise.spark.layout import ADMITTED, EOF, MARKER, REJECT, RESULT, STATS, TUPLE, Layout
+
+NEG = np.iinfo(np.int64).min // 2
+POS = np.iinfo(np.int64).max
+STATE_DDL = "blob binary"
+
+
+@dataclass
+class BucketState:
+    """Everything a bucket keeps between micro-batches."""
+
+    operator: bytes | None = None
+    buffer: list[dict[str, np.ndarray]] = field(default_factory=list)
+    frontier: np.ndarray | None = None
+    ended: bool = False
+    flushed: bool = False
+    next_pos: int = 0
+    last: tuple[int, int, int] | None = None
+
+
+class BucketJoin:
+    """The stage-2 computation for one bucket, without Spark (state bytes in, state bytes out)."""
+
+    def __init__(self, query: JoinQuery, layout: Layout, *, algorithm: str | None = None,
+                 order=None, options: dict | None = None, chunk_rows: int = 65536):
+        self.query = query
+        self.layout = layout
+        self.plan = choose(query, algorithm, order, **(options or {}))
+        self.chunk_rows = int(chunk_rows)
+        self.lateness = np.array([s.lateness for s in layout.streams], np.int64)
+
+    def process(self, bucket: int, blob: bytes | None, frame: pd.DataFrame) -> tuple[bytes, list[pd.DataFrame]]:
+        """New state bytes and the output frames (join output layout) of one call."""
+        n = self.query.n
+        st = pickle.loads(blob) if blob else BucketState(frontier=np.full(n, NEG, np.int64),
+                                                         buffer=[self._empty(i) for i in range(n)])
+        op = self.plan.build()
+        if st.operator is not None:
+            op.load_snapshot(st.operator)
+        comparisons = op.comparisons
+        out: list[pd.DataFrame] = []
+        kind = frame["k"].to_numpy()
+        if (kind == REJECT).any():
+            out.append(self._rejects(frame[kind == REJECT]))
+        marks = frame[kind == MARKER]
+        if len(marks):
+            s = marks["s"].to_numpy().astype(np.int64)
+            np.maximum.at(st.frontier, s, marks["t"].to_numpy(np.int64))
+            counted = marks[marks["q"].to_numpy() > 0]
+            if len(counted):
+                out.append(self._frame(len(counted), k=ADMITTED,
+                                       rs=[self.layout.streams[i].alias for i in counted["s"]],
+                                       n0=counted["q"].to_numpy(np.int64)))
+        if (kind == EOF).any():
+            st.ended = True
+        tuples = frame[kind == TUPLE]
+        if len(tuples):
+            late = self._buffer(st, tuples)
+            if late is not None:
+                out.append(late)
+        w = POS if st.ended else (int((st.frontier - self.lateness).min()) if (st.frontier > NEG).all() else NEG)
+        results = [self._release(st, op, w)]
+        if st.ended and not st.flushed:
+            results.append(op.finish())
+            st.flushed = True
+        elif NEG < w < POS and hasattr(op, "advance"):
+            results.append(op.advance(w))
+        res = ResultBatch.concat(results, n)
+        retractions = int((res.sign < 0).sum()) if len(res) else 0
+        if len(res):
+            out.append(self._results(res))
+        st.operator = op.snapshot()
+        blob = pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)
+        buffered = sum(len(b["t"]) for b in st.buffer)
+        out.append(self._frame(1, k=STATS, rl=bucket, n0=op.state_tuples() + buffered, n1=len(blob),
+                               n2=op.comparisons - comparisons, n3=retractions, n4=len(res)))
+        return blob, out
+
+    # ------------------------------------------------------------------ buffer and release
+
+    def _empty(self, stream: int) -> dict[str, np.ndarray]:
+        out = {"t": np.empty(0, np.int64), "q": np.empty(0, np.int64)}
+        for _, attr, kind in self.layout.attr_columns(stream):
+            out[attr] = np.empty(0, dtype=object if kind == "str" else _NUMPY[kind])
+        return out
+
+    def _buffer(self, st: BucketState, tuples: pd.DataFrame) -> pd.DataFrame | None:
+        """Append admitted tuples to the buffer; those behind the released ones are rejects."""
+        late_parts = []
+        for i in np.unique(tuples["s"].to_numpy()):
+            i = int(i)
+            rows = tuples[tuples["s"].to_numpy() == i]
+            t, q = rows["t"].to_numpy(np.int64), rows["q"].to_numpy(np.int64)
+            if st.last is not None:
+                lt, ls, lq = st.last
+                late = (t < lt) | ((t == lt) & ((i < ls) | ((i == ls) & (q <= lq))))
+                if late.any():
+                    late_parts.append(self._late(i, rows[late], lt))
+                    rows, t, q = rows[~late], t[~late], q[~late]
+            add = {"t": t, "q": q}
+            for col, attr, kind in self.layout.attr_columns(i):
+                v = rows[col].to_numpy()
+                add[attr] = v.astype(object) if kind == "str" else v.astype(_NUMPY[kind], copy=False)
+            st.buffer[i] = {k: np.concatenate([st.buffer[i][k], add[k]]) for k in add}
+        return pd.concat(late_parts, ignore_index=True) if late_parts else None
+
+    def _release(self, st: BucketState, op, w: int) -> ResultBatch:
+        """Feed the buffered tuples with ``ts < w`` to ``op`` in global order; its results."""
+        n = self.query.n
+        taken = []
+        for i in range(n):
+            b = st.buffer[i]
+            cut = b["t"] < w if w < POS else np.ones(len(b["t"]), bool)
+            taken.append({k: v[cut] for k, v in b.items()})
+            if cut.any():
+                st.buffer[i] = {k: v[~cut] for k, v in b.items()}
+        sizes = [len(x["t"]) for x in taken]
+        total = sum(sizes)
+        if total == 0:
+            return ResultBatch.empty(n)
+        all_t = np.concatenate([x["t"] for x in taken])
+        all_s = np.repeat(np.arange(n), sizes)
+        all_q = np.concatenate([x["q"] for x in taken])
+        order = np.lexsort((all_q, all_s, all_t))
+        pos = np.empty(total, np.int64)
+        pos[order] = st.next_pos + np.arange(total, dtype=np.int64)
+        last = order[-1]
+        st.last = (int(all_t[last]), int(all_s[last]), int(all_q[last]))
+        start = st.next_pos
+        st.next_pos += total
+        streams = []
+        offset = 0
+        for i, x in enumerate(taken):
+            p = pos[offset:offset + sizes[i]]
+            offset += sizes[i]
+            o = np.argsort(p, kind="stable")
+            streams.append((p[o], {k: v[o] for k, v in x.items()}))
+        parts = []
+        for lo in range(start, st.next_pos, self.chunk_rows):
+            hi = lo + self.chunk_rows
+            chunk = []
+            for i, (p, x) in enumerate(streams):
+                a, b = np.searchsorted(p, [lo, hi])
+                chunk.append(StreamBatch(i, p[a:b], x["t"][a:b],
+                                         {k: v[a:b] for k, v in x.items() if k not in ("t", "q")}))
+            parts.append(op.process(chunk))
+        return ResultBatch.concat(parts, n)
+
+    # ------------------------------------------------------------------ output frames
+
+    def _results(self, res: ResultBatch) -> pd.DataFrame:
+        cols = output_columns(self.query, res)
+        given = {f"r{j}": cols[name] for j, name in enumerate(self.layout.out_names)}
+        return self._frame(len(res), k=RESULT, **given)
+
+    def _rejects(self, rows: pd.DataFrame) -> pd.DataFrame:
+        reasons = rows["rr"].tolist()
+        return self._frame(len(rows), k=REJECT, rs=[self.layout.streams[int(i)].source for i in rows["s"]],
+                           rf=rows["f"].tolist(), rl=rows["o"].to_numpy(np.int64), rr=reasons,
+                           rw=rows["rw"].tolist(), rk=[reject_kind(r) for r in reasons])
+
+    def _late(self, stream: int, rows: pd.DataFrame, last_ts: int) -> pd.DataFrame:
+        info = self.layout.streams[stream]
+        unit = f" {info.label}" if info.label else ""
+        t = rows["t"].to_numpy(np.int64)
+        reasons = [f"late by {last_ts - x}{unit} (lateness {info.lateness})" for x in t.tolist()]
+        from slidewise.runtime.rejects import rows_as_text
+
+        raw = rows_as_text({"ts": t, **{a: rows[c].to_numpy() for c, a, _ in self.layout.attr_columns(stream)}})
+        return self._frame(len(rows), k=REJECT, rs=info.source, rf="", rl=0, rr=reasons, rw=raw.to_pylist(),
+                           rk="late")
+
+    def _frame(self, n: int, **given) -> pd.DataFrame:
+        data = {}
+        for name, ddl in self.layout.out_fields():
+            v = given.get(name)
+            if v is None:
+                data[name] = np.full(n, None, dtype=object)
+            elif np.isscalar(v) or isinstance(v, str):
+                data[name] = np.full(n, v, dtype=object if ddl == "string" else _DDL_NUMPY[ddl])
+            else:
+                data[name] = v
+        return pd.DataFrame(data)
+
+
+def reject_kind(reason: str) -> str:
+    """The counting key of a reject reason, as the local engine counts them."""
+    for fixed in ("late", "malformed row", "malformed JSON line"):
+        if reason.startswith(fixed):
+            return fixed
+    return reason_kind(reason)
+
+
+_NUMPY = {"int": np.int64, "float": np.float64, "bool": np.bool_}
+_DDL_NUMPY = {"tinyint": np.int8, "int": np.int32, "bigint": np.int64, "double": np.float64, "boolean": np.bool_}

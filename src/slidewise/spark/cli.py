@@ -1,0 +1,87 @@
+"""Command-line glue of the Spark engine: its ``run`` / ``demo`` options and their translation.
+
+``--engine local`` (the embedded engine) is the default of ``run`` and ``demo``;
+``--engine spark`` or ``SLIDEWISE_ENGINE=spark`` selects Spark. Options: ``--master URL`` (default ``local[*]``),
+``--conf k=v`` (repeatable; Spark settings, plus ``slidewise.buckets`` and
+``slidewise.maxFilesPerTrigger``), ``--trigger 2s`` (micro-batch interval),
+``--once`` (available-now: what exists, then end of input and stop; the
+default when every source is a file), ``--checkpoint DIR`` (restartable runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from slidewise.errors import OptionError
+
+ENGINES = ("spark", "local")
+
+
+def default_engine() -> str:
+    """``SLIDEWISE_ENGINE`` if set (spark or local), else local.
+
+    Local stays the default until the Spark engine runs the demo in seconds on
+    this machine (measured: minutes, mostly Spark start-up and per-batch cost).
+    """
+    engine = os.environ.get("SLIDEWISE_ENGINE", "local").strip().lower() or "local"
+    return engine if engine in ENGINES else "local"
+
+
+def add_spark_options(p: argparse.ArgumentParser) -> None:
+    """The Spark engine's options on a ``run`` / ``demo`` parser."""
+    g = p.add_argument_group("Spark engine")
+    g.add_argument("--master", help="Spark master URL (default local[*]), e.g. local[4], spark://host:7077")
+    g.add_argument("--conf", action="append", metavar="K=V",
+                   help="Spark setting (repeatable); slidewise.buckets=N sets the key buckets")
+    g.add_argument("--trigger", help="micro-batch interval, e.g. 2s (default: as fast as possible)")
+    g.add_argument("--once", action="store_true",
+                   help="process the files that exist, flush the last windows and stop "
+                        "(default for file inputs; directories run until Ctrl-C)")
+    g.add_argument("--checkpoint", metavar="DIR",
+                   help="checkpoint directory: rerunning the same command continues without loss or duplicates")
+
+
+def parse_conf(pairs: list[str] | None) -> dict[str, str]:
+    """``["k=v", ...]`` -> dict; an OptionError for a pair without ``=``."""
+    out = {}
+    for pair in pairs or []:
+        k, sep, v = pair.partition("=")
+        if not sep or not k.strip():
+            raise OptionError(f"bad --conf {pair!r}", hint="write --conf KEY=VALUE, e.g. --conf spark.executor.memory=2g")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def run_from_args(args, sources: dict[str, str], operator_options: dict, *, lateness: int, collect: bool):
+    """Run the ``run`` command's query on Spark; returns the RunResult."""
+    from slidewise.spark.runner import run_spark
+
+    return _own_session(lambda: run_spark(
+        args.query, sources, algorithm=args.algorithm, order=args.order, out=args.out, collect=collect,
+        lateness=lateness, ts_column=args.ts_column, ts_unit=args.ts_unit, chunk_rows=args.chunk_rows,
+        rejects=args.rejects, progress=not args.quiet, master=args.master, conf=parse_conf(args.conf),
+        trigger=args.trigger, once=True if args.once else None, checkpoint=args.checkpoint, **operator_options))
+
+
+def demo_from_args(args, query: str, sources: dict[str, str], *, lateness: int):
+    """Run the demo on Spark (available-now over the bundled files)."""
+    from slidewise.spark.runner import run_spark
+
+    return _own_session(lambda: run_spark(
+        query, sources, lateness=lateness, out=args.out, collect=args.out is None, rejects=args.rejects,
+        progress=True, once=True, master=getattr(args, "master", None),
+        conf=parse_conf(getattr(args, "conf", None))))
+
+
+def _own_session(body):
+    """Run ``body``; stop the SparkSession afterwards if it started one (clean executor shutdown)."""
+    from pyspark.sql import SparkSession
+
+    had = SparkSession.getActiveSession() is not None
+    try:
+        return body()
+    finally:
+        active = None if had else SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()

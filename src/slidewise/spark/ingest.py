@@ -1,0 +1,339 @@
+"""Spark streaming sources of the runner: file directories (CSV, JSON lines, Parquet), ``rate``, control.
+
+Schema. :func:`inspect_stream` opens each input once with slidewise's own
+reader (:func:`~slidewise.runtime.sources.open_source`): column kinds and the
+timestamp unit follow exactly the local engine's rules, and a missing or
+unreadable input, an empty directory or files that disagree on the schema are
+:class:`~slidewise.errors.SourceError` s before Spark starts.
+
+Reading. Spark's file stream source reads the directory (or the one file) as
+text columns (CSV with ``enforceSchema=false`` so a later file with another
+header fails the query; JSON lines with every field as text) or native
+columns (Parquet), plus ``_metadata.file_path`` / ``file_block_start``. In a
+``mapInArrow`` step (:func:`scan_batches`, in the executors, in scan order)
+every row gets its ordinal within its file split — the input order, stable on
+replay — and is converted by slidewise's converters through
+:func:`convert_table`: the same int64 timestamps, column values and bad-row
+reasons as the local engine. Rows Spark itself marks corrupt (wrong field
+count, broken JSON) become rejects with the local engine's reasons; line
+numbers count records (plus the CSV header) within the file.
+
+``rate:rowsPerSecond=N[,distinct=K]`` is Spark's rate source as a stream with
+``ts`` (event time in ms), ``a = value mod K`` (default 1000) and ``x = value
+mod 100``. The *control* source is a JSON directory the runner writes an
+end-of-input marker into (see :mod:`slidewise.spark.runner`).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import urllib.parse
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from slidewise.errors import OptionError, SourceError
+from slidewise.runtime.rejects import Rejects
+from slidewise.runtime.sources import open_source
+from slidewise.spark.layout import EOF, REJECT, TUPLE, Layout, StreamInfo
+
+#: extensions Spark reads per format (plain or Hadoop-compressed text)
+_GLOBS = {"csv": "*.{csv,csv.gz,csv.bz2}", "json": "*.{jsonl,ndjson,json,jsonl.gz,ndjson.gz,json.gz,jsonl.bz2}",
+          "parquet": "*.parquet"}
+_FORMAT_OF = (("parquet", (".parquet",)), ("csv", (".csv", ".csv.gz", ".csv.bz2")),
+              ("json", (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz", ".jsonl.bz2")))
+_ARROW_OF = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
+
+
+# --------------------------------------------------------------------------- driver side
+
+def inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str, lateness: int,
+                   work_dir: Path) -> tuple[StreamInfo, dict]:
+    """Schema and reading recipe of one FROM stream: ``(StreamInfo, read options)``."""
+    if isinstance(spec, str) and spec.startswith("rate:"):
+        opts = _rate_options(spec)
+        return StreamInfo(alias, name, {"a": "int", "x": "int"}, "ms", lateness, "rate"), opts
+    if not isinstance(spec, (str, Path)):
+        spec = _materialise(name, spec, work_dir)
+    src = open_source(name, spec, ts_column=ts_column, ts_unit=ts_unit)
+    files = [Path(f) for f in src.files]
+    fmts = {_format(f) for f in files}
+    if len(fmts) != 1 or None in fmts:
+        raise SourceError(f"stream {alias}: the Spark engine reads one format per source, found "
+                          f"{', '.join(sorted(str(f) for f in fmts))}", location=str(spec),
+                          hint="keep CSV, JSON lines and Parquet files in separate directories")
+    fmt = fmts.pop()
+    path = Path(spec)
+    recipe = {"fmt": fmt, "dir": str(path if path.is_dir() else path.parent),
+              "glob": _GLOBS[fmt] if path.is_dir() else _glob_escape(path.name)}
+    if fmt == "csv":
+        recipe["columns"] = _csv_header(files[0])
+    elif fmt == "json":
+        recipe["columns"] = [ts_column, *src.kinds]
+    info = StreamInfo(alias, name, dict(src.kinds), src.ts_unit, lateness, fmt, 1 if fmt == "csv" else 0,
+                      (str(Path(recipe["dir"]).resolve()), recipe["dir"]))
+    return info, recipe
+
+
+def _format(path: Path) -> str | None:
+    name = path.name.lower()
+    for fmt, exts in _FORMAT_OF:
+        if name.endswith(exts):
+            return fmt
+    return None
+
+
+def _glob_escape(name: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[]{}\\" else c for c in name)
+
+
+def _csv_header(path: Path) -> list[str]:
+    with pa.input_stream(str(path), compression="detect") as f:
+        first = f.read(1 << 20).decode("utf-8-sig", "replace")
+    return next(csv.reader([first.split("\n", 1)[0].rstrip("\r")]), [])
+
+
+def _rate_options(spec: str) -> dict:
+    opts = {"fmt": "rate", "rowsPerSecond": "1000", "distinct": "1000"}
+    for part in filter(None, spec[len("rate:"):].split(",")):
+        k, sep, v = part.partition("=")
+        if not sep or not v.strip().isdigit():
+            raise OptionError(f"bad rate source option {part!r}",
+                              hint="write rate:rowsPerSecond=1000,distinct=100")
+        opts[k.strip()] = v.strip()
+    return opts
+
+
+def _materialise(name: str, spec, work_dir: Path) -> str:
+    """An in-memory source (DataFrame, dict, Arrow table) as a Parquet directory Spark can stream."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    if isinstance(spec, dict):
+        spec = pd.DataFrame(spec)
+    table = spec if isinstance(spec, pa.Table) else pa.Table.from_pandas(spec, preserve_index=False)
+    out = work_dir / "inputs" / name
+    out.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, out / "part-00000.parquet")
+    return str(out)
+
+
+def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str,
+                 max_files: int | None = None):
+    """The wide-layout streaming DataFrame of stream ``index``."""
+    from pyspark.sql import functions as F
+
+    fmt = recipe["fmt"]
+    if fmt == "rate":
+        raw = (spark.readStream.format("rate").option("rowsPerSecond", recipe["rowsPerSecond"])
+               .option("numPartitions", recipe.get("numPartitions", "1")).load())
+        body = functools.partial(rate_batches, stream=index, layout=layout, distinct=int(recipe["distinct"]))
+        return raw.mapInArrow(body, layout.wide_ddl())
+    reader = spark.readStream.option("pathGlobFilter", recipe["glob"])
+    if max_files:
+        reader = reader.option("maxFilesPerTrigger", int(max_files))
+    if fmt == "parquet":
+        first = sorted(p for p in Path(recipe["dir"]).iterdir() if _format(p) == "parquet")[0]
+        names = spark.read.parquet(str(first)).columns
+        reader = reader.format("parquet").schema(spark.read.parquet(str(first)).schema)
+    else:
+        names = list(recipe["columns"])
+        ddl = ", ".join(f"`{c}` string" for c in names) + ", _corrupt string"
+        reader = (reader.format(fmt).schema(ddl).option("mode", "PERMISSIVE")
+                  .option("columnNameOfCorruptRecord", "_corrupt"))
+        if fmt == "csv":
+            reader = reader.option("header", True).option("enforceSchema", False).option("escape", '"')
+    raw = reader.load(recipe["dir"])
+    corrupt = F.col("_corrupt") if fmt != "parquet" else F.lit(None).cast("string")
+    raw = raw.select(*[F.col(f"`{c}`").alias(f"v{j}") for j, c in enumerate(names)], corrupt.alias("_corrupt"),
+                     F.col("_metadata.file_path").alias("_f"), F.col("_metadata.file_block_start").alias("_o"))
+    body = functools.partial(scan_batches, stream=index, layout=layout, names=tuple(names),
+                             ts_column=ts_column)
+    return raw.mapInArrow(body, layout.wide_ddl())
+
+
+def control_frame(spark, control_dir: str, layout: Layout):
+    """End-of-input markers written by the runner, as wide rows of kind EOF."""
+    raw = spark.readStream.format("json").schema("eof bigint").load(control_dir)
+    return raw.mapInArrow(functools.partial(control_batches, layout=layout), layout.wide_ddl())
+
+
+# --------------------------------------------------------------------------- executor side
+
+def convert_table(table: pa.Table, info: StreamInfo, ts_column: str):
+    """slidewise's conversion of raw rows: ``(ts, cols, bad, reasons, raws)``, one entry per row.
+
+    Runs :func:`open_source` on the rows with the stream's column kinds and
+    timestamp unit (so values, units and reasons are the local engine's). A
+    valid padding row is appended first so that a batch whose timestamps are
+    all bad still yields per-row reasons instead of a source error.
+    """
+    n = table.num_rows
+    full = pa.concat_tables([table, _padding_row(table.schema, ts_column, info.unit)])
+    src = open_source(info.source, full, ts_column=ts_column, ts_unit=info.unit, chunk_rows=n + 1)
+    src.kinds = dict(info.kinds)
+    rej = Rejects()
+    ts = np.zeros(n, np.int64)
+    cols = {a: np.full(n, "", dtype=object) if k == "str" else np.zeros(n, _ARROW_OF[k].to_pandas_dtype())
+            for a, k in info.kinds.items()}
+    for chunk in src.chunks(rej):
+        idx = chunk.lines - 1
+        keep = idx < n
+        ts[idx[keep]] = chunk.ts[keep]
+        for a in cols:
+            cols[a][idx[keep]] = chunk.cols[a][keep]
+    bad = np.zeros(n, bool)
+    reasons = np.full(n, None, dtype=object)
+    raws = np.full(n, None, dtype=object)
+    if rej.total:
+        t = rej.table()
+        idx = t.column("line").to_numpy() - 1
+        keep = idx < n
+        idx = idx[keep]
+        bad[idx] = True
+        reasons[idx] = np.asarray(t.column("reason").to_pylist(), dtype=object)[keep]
+        raws[idx] = np.asarray(t.column("row").to_pylist(), dtype=object)[keep]
+    return ts, cols, bad, reasons, raws
+
+
+def _padding_row(schema: pa.Schema, ts_column: str, unit: str) -> pa.Table:
+    cols = {}
+    for f in schema:
+        if f.name != ts_column:
+            cols[f.name] = pa.nulls(1, f.type)
+        elif pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
+            cols[f.name] = pa.array(["1970-01-01T00:00:00" if unit == "iso" else "0"], f.type)
+        elif pa.types.is_date(f.type):
+            cols[f.name] = pa.array([0], pa.int32()).cast(pa.date32()).cast(f.type)
+        else:
+            cols[f.name] = pa.array([0], pa.int64()).cast(f.type)
+    return pa.table(cols, schema=schema)
+
+
+def scan_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...], ts_column: str):
+    """``mapInArrow`` body for file sources: ordinals within file splits, conversion, rejects."""
+    info = layout.streams[stream]
+    counters: dict[tuple[str, int], int] = {}
+    for b in batches:
+        n = b.num_rows
+        if n == 0:
+            continue
+        files = b.column("_f").to_numpy(zero_copy_only=False)
+        offsets = b.column("_o").to_numpy(zero_copy_only=False).astype(np.int64)
+        ordinal = _ordinals(files, offsets, counters)
+        table = pa.table({c: b.column(f"v{j}") for j, c in enumerate(names)})
+        ts, cols, bad, reasons, raws = convert_table(table, info, ts_column)
+        corrupt = b.column("_corrupt")
+        broken = corrupt.is_valid().to_numpy(zero_copy_only=False)
+        if broken.any():
+            texts = np.asarray(corrupt.to_pylist(), dtype=object)
+            idx = np.flatnonzero(broken)
+            reasons[idx] = [_malformed(texts[j], len(names), info.fmt) for j in idx]
+            raws[idx] = [(texts[j] or "").rstrip("\r\n") for j in idx]
+            bad |= broken
+        lines = ordinal + 1 + np.where(offsets == 0, info.header_lines, 0)
+        yield _wide_batch(layout, stream, bad, ts, cols, ordinal, files, offsets, lines, reasons, raws)
+
+
+def _ordinals(files: np.ndarray, offsets: np.ndarray, counters: dict) -> np.ndarray:
+    """Row ordinal within its (file, split) across the batches of one partition (scan order)."""
+    n = len(files)
+    change = np.ones(n, bool)
+    change[1:] = (files[1:] != files[:-1]) | (offsets[1:] != offsets[:-1])
+    starts = np.flatnonzero(change)
+    ends = np.append(starts[1:], n)
+    out = np.empty(n, np.int64)
+    for s, e in zip(starts, ends):
+        key = (files[s], int(offsets[s]))
+        base = counters.get(key, 0)
+        out[s:e] = base + np.arange(e - s)
+        counters[key] = base + (e - s)
+    return out
+
+
+def _malformed(text: str | None, expected: int, fmt: str) -> str:
+    """The local engine's reason for a row Spark found corrupt."""
+    text = (text or "").rstrip("\r\n")
+    if fmt == "csv":
+        return f"malformed row: expected {expected} fields, found {len(next(csv.reader([text]), []))}"
+    import json
+
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        return f"malformed JSON line: {getattr(e, 'msg', e)} at column {getattr(e, 'colno', '?')}"
+    return "malformed JSON line: not an object" if not isinstance(obj, dict) else "malformed JSON line"
+
+
+def _wide_batch(layout: Layout, stream: int, bad, ts, cols, q, files, offsets, lines, reasons, raws):
+    n = len(ts)
+    schema = layout.wide_arrow()
+    data = {
+        "k": pa.array(np.where(bad, REJECT, TUPLE).astype(np.int8)),
+        "b": pa.array(np.zeros(n, np.int32)),
+        "s": pa.array(np.full(n, stream, np.int8)),
+        "q": pa.array(q.astype(np.int64)),
+        "t": pa.array(np.where(bad, 0, ts).astype(np.int64)),
+        "f": pa.array(files, pa.string()),
+        "o": pa.array(np.where(bad, lines, offsets).astype(np.int64)),
+        "rr": pa.array(np.where(bad, reasons, None), pa.string()),
+        "rw": pa.array(np.where(bad, raws, None), pa.string()),
+    }
+    for i in range(len(layout.streams)):
+        for col, attr, kind in layout.attr_columns(i):
+            if i == stream:
+                data[col] = pa.array(cols[attr], _ARROW_OF[kind])
+            else:
+                data[col] = _defaults(n, kind)
+    return pa.RecordBatch.from_pydict(data, schema=schema)
+
+
+def _defaults(n: int, kind: str) -> pa.Array:
+    """Placeholder values of another stream's column: never null (see the sequencer's ``_frame``)."""
+    if kind == "str":
+        return pa.nulls(n, pa.string())
+    if kind == "bool":
+        return pa.array(np.zeros(n, bool))
+    return pa.array(np.zeros(n, _ARROW_OF[kind].to_pandas_dtype()))
+
+
+def rate_batches(batches, *, stream: int, layout: Layout, distinct: int):
+    """``mapInArrow`` body for the rate source."""
+    for b in batches:
+        n = b.num_rows
+        if n == 0:
+            continue
+        value = b.column("value").to_numpy(zero_copy_only=False).astype(np.int64)
+        micros = b.column("timestamp").cast(pa.int64()).to_numpy(zero_copy_only=False)
+        ts = np.floor_divide(micros, 1000)
+        cols = {"a": value % distinct, "x": value % 100}
+        files = np.full(n, "rate", dtype=object)
+        zero = np.zeros(n, np.int64)
+        yield _wide_batch(layout, stream, np.zeros(n, bool), ts, cols, value, files, zero, zero,
+                          np.full(n, None, object), np.full(n, None, object))
+
+
+def control_batches(batches, *, layout: Layout):
+    """``mapInArrow`` body for the control source: one EOF row per marker."""
+    schema = layout.wide_arrow()
+    for b in batches:
+        n = b.num_rows
+        if n == 0:
+            continue
+        data = {f.name: pa.nulls(n, f.type) if pa.types.is_string(f.type) else
+                pa.array(np.zeros(n, f.type.to_pandas_dtype())) for f in schema}
+        data["k"] = pa.array(np.full(n, EOF, np.int8))
+        data["b"] = pa.array(np.zeros(n, np.int32))
+        data["s"] = pa.array(np.zeros(n, np.int8))
+        data["q"] = pa.array(np.zeros(n, np.int64))
+        data["t"] = pa.array(np.zeros(n, np.int64))
+        yield pa.RecordBatch.from_pydict(data, schema=schema)
+
+
+def file_path(uri: str) -> str:
+    """A local path for a ``file:`` URI (other URIs unchanged)."""
+    if uri.startswith("file:"):
+        return urllib.parse.unquote(urllib.parse.urlparse(uri).path)
+    return uri

@@ -1,0 +1,105 @@
+"""The multi-way window join as one Spark Structured Streaming pipeline.
+
+::
+
+    file / rate sources ──mapInArrow: convert──┐
+    control (end of input) ────────────────────┤ union (wide rows, stream id s)
+                                               ▼
+        groupBy(s).transformWithStateInPandas(SequencerProcessor)   stage 1, key = stream
+            input order, late rejects, sequence numbers, key buckets, frontier markers
+                                               ▼
+        groupBy(b).transformWithStateInPandas(JoinProcessor)        stage 2, key = bucket
+            buffer until the watermark, then the hosted slidewise operator
+                                               ▼
+                     results, rejects, per-bucket stats  ──▶ foreachBatch sink
+
+Unlike chained binary stream-stream joins, no intermediate join result is
+materialised: an n-way join is one stateful operator whose per-bucket state is
+the n windows of the hosted operator. Spark provides sources, shuffles,
+state store (RocksDB), triggers, checkpoints and sinks; slidewise provides
+the semantics (order, lateness, windows, lazy evaluation) by hosting the same
+operator as the local engine (the planner's choice, by default ``columnar``).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slidewise.errors import OptionError, SourceError
+from slidewise.plan.physical import PhysicalPlan, choose
+from slidewise.plan.query import JoinQuery
+from slidewise.spark.bucket import BucketJoin
+from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
+from slidewise.spark.keying import Keying, choose_keying
+from slidewise.spark.layout import Layout, StreamInfo
+from slidewise.spark.sequencer import SequencerLogic
+
+
+@dataclass
+class JoinPlan:
+    """What the driver decided before starting Spark: schemas, operator, keying."""
+
+    query: JoinQuery
+    plan: PhysicalPlan
+    keying: Keying
+    layout: Layout
+    recipes: list[dict]
+    warnings: list[str] = field(default_factory=list)
+    options: dict = field(default_factory=dict)
+
+    @property
+    def streams(self) -> list[StreamInfo]:
+        return list(self.layout.streams)
+
+
+def plan_join(query: JoinQuery, sources: dict[str, object], *, buckets: int, ts_column: str = "ts",
+              ts_unit: str = "auto", lateness: int = 0, algorithm: str | None = None, order=None,
+              options: dict | None = None, work_dir: Path) -> JoinPlan:
+    """Inspect the inputs (local reader rules) and fix operator, keying and layouts."""
+    from slidewise.runtime.engine import _check_columns
+
+    missing = [s.source for s in query.streams if s.source not in sources]
+    if missing:
+        raise SourceError(f"no input given for stream {missing[0]!r}",
+                          hint=f"pass --source {missing[0]}=PATH (FROM reads: "
+                               f"{', '.join(dict.fromkeys(s.source for s in query.streams))})")
+    if not isinstance(lateness, int) or lateness < 0:
+        raise OptionError(f"lateness must be a non-negative integer, got {lateness!r}",
+                          hint="lateness is in timestamp units, e.g. 5000 for 5 s of epoch-ms timestamps")
+    infos, recipes = [], []
+    for ref in query.streams:
+        info, recipe = inspect_stream(ref.alias, ref.source, sources[ref.source], ts_column=ts_column,
+                                      ts_unit=ts_unit, lateness=lateness, work_dir=work_dir)
+        infos.append(info)
+        recipes.append(recipe)
+    _check_columns(query, [list(i.kinds) for i in infos])
+    plan = choose(query, algorithm, order, **(options or {}))
+    plan.build()  # option errors now, not inside a Spark task
+    keying = choose_keying(query, [i.kinds for i in infos], buckets)
+    warnings = list(keying.warnings)
+    if any(r["fmt"] == "rate" for r in recipes):
+        warnings.append("rate source: timestamps are Spark's generation times (ms)")
+    return JoinPlan(query, plan, keying, Layout.build(query, infos), recipes, warnings, dict(options or {}))
+
+
+def build_stream(spark, jp: JoinPlan, *, control_dir: str, ts_column: str = "ts", chunk_rows: int = 65536,
+                 max_files: int | None = None):
+    """The streaming DataFrame of the join's output (layout :meth:`Layout.out_ddl`)."""
+    from slidewise.spark.processor import JoinProcessor, SequencerProcessor
+
+    layout = jp.layout
+    frames = [stream_frame(spark, i, info, jp.recipes[i], layout, ts_column, max_files)
+              for i, info in enumerate(layout.streams)]
+    frames.append(control_frame(spark, control_dir, layout))
+    union = functools.reduce(lambda a, b: a.union(b), frames)
+    sequenced = union.groupBy("s").transformWithStateInPandas(
+        statefulProcessor=SequencerProcessor(SequencerLogic(layout, jp.keying)),
+        outputStructType=layout.wide_ddl(), outputMode="Append", timeMode="None")
+    q = jp.query
+    logic = BucketJoin(q, layout, algorithm=jp.plan.algorithm.name, order=[q.aliases[i] for i in jp.plan.order],
+                       options=jp.options, chunk_rows=chunk_rows)
+    return sequenced.groupBy("b").transformWithStateInPandas(
+        statefulProcessor=JoinProcessor(logic), outputStructType=layout.out_ddl(),
+        outputMode="Append", timeMode="None")

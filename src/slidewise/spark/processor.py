@@ -1,0 +1,86 @@
+"""The two ``StatefulProcessor`` s of the Spark join — glue only.
+
+:class:`SequencerProcessor` (keyed by stream) runs
+:class:`~slidewise.spark.sequencer.SequencerLogic`;
+:class:`JoinProcessor` (keyed by bucket) runs
+:class:`~slidewise.spark.bucket.BucketJoin`, the hosted slidewise operator.
+Each keeps one ``ValueState`` per key (two numbers; one binary value), read
+and written once per call: the per-call cost is what limits a Spark stateful
+operator (DESIGN §3), so no per-row state and no timers — buckets advance on
+the frontier markers every stream sends them each micro-batch. The logic
+classes are tested without a JVM.
+
+A processor carries its logic pickled and unpickles it on the first call:
+Spark also instantiates processors in a short-lived driver-side Python
+process (to register the state variables) at every query start, which then
+need not import the join machinery.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pandas as pd
+from pyspark.sql.streaming import StatefulProcessor
+
+SEQUENCER_STATE = "mx bigint, nx bigint"   # == slidewise.spark.sequencer.STATE_DDL
+BUCKET_STATE = "blob binary"               # == slidewise.spark.bucket.STATE_DDL
+
+
+def _frame(rows) -> pd.DataFrame:
+    parts = [p for p in rows if len(p)]
+    if not parts:
+        return pd.DataFrame()
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+
+class _Hosting(StatefulProcessor):
+    def __init__(self, logic):
+        self._pickled = pickle.dumps(logic, protocol=pickle.HIGHEST_PROTOCOL)
+        self._logic = None
+
+    @property
+    def logic(self):
+        if self._logic is None:
+            self._logic = pickle.loads(self._pickled)
+        return self._logic
+
+    def __getstate__(self):
+        return {"_pickled": self._pickled, "_logic": None}
+
+
+class SequencerProcessor(_Hosting):
+    """Stage 1 (key: stream index): input order, lateness, sequence numbers, buckets, markers."""
+
+    def init(self, handle) -> None:
+        self.state = handle.getValueState("sequencer", SEQUENCER_STATE)
+
+    def handleInputRows(self, key, rows, timerValues):
+        frame = _frame(rows)
+        if frame.empty:
+            return
+        new, out = self.logic.process(int(key[0]), self.state.get(), frame)
+        self.state.update(new)
+        yield from out
+
+    def close(self) -> None:
+        pass
+
+
+class JoinProcessor(_Hosting):
+    """Stage 2 (key: bucket): the hosted join operator over the bucket's tuples."""
+
+    def init(self, handle) -> None:
+        self.state = handle.getValueState("bucket", BUCKET_STATE)
+
+    def handleInputRows(self, key, rows, timerValues):
+        frame = _frame(rows)
+        if frame.empty:
+            return
+        old = self.state.get()
+        blob, out = self.logic.process(int(key[0]), bytes(old[0]) if old else None, frame)
+        self.state.update((blob,))
+        yield from out
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,356 @@
+"""Running a query on Spark: start, wait, end of input, restart, stats.
+
+:func:`run_spark` is the engine behind ``slidewise run --engine spark`` and
+the Python API; :func:`start_spark` returns a :class:`SparkRun` handle for
+callers that keep the query running (tests, services).
+
+Checkpoints. ``checkpoint=DIR`` holds Spark's checkpoint (``DIR/query``: source
+offsets, committed batches, the RocksDB state of both stateful stages), the
+control directory and ``DIR/slidewise.json`` (query text, sources, buckets).
+Running the same command again continues where the last committed
+micro-batch ended — files already processed are not read again, a batch
+interrupted half-way is replayed with the same files and the state of the
+batch before it, and its output directory is rewritten: no result is lost or
+duplicated (file sinks). A checkpoint of another query is refused. Without
+``checkpoint`` a temporary one is used and removed.
+
+Triggers. ``once=True`` (available-now) processes the files present at the
+start, then ends the input: the runner writes an end-of-input marker into the
+control directory and waits for its micro-batch, in which every bucket
+flushes its buffer and pending lazy evaluations (Spark's own append-mode
+operators never emit the last windows; slidewise does), then stops. It uses
+one streaming query (``processAllAvailable`` twice) rather than two
+``Trigger.AvailableNow`` runs: every query start costs Spark one driver-side
+Python process per stateful operator. Rows arriving after an end of input
+are behind what was released and become rejects. Without ``once`` the query
+runs micro-batches every ``trigger`` until interrupted (Ctrl-C stops it
+cleanly; a later run with the same checkpoint continues) or ``timeout``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from slidewise.cql import load_query
+from slidewise.errors import ExecutionError, OptionError, SlidewiseError, SourceError
+from slidewise.model.time import parse_duration
+from slidewise.plan.query import JoinQuery
+from slidewise.runtime.engine import RunResult, peak_rss_mb
+from slidewise.spark.join import JoinPlan, build_stream, plan_join
+from slidewise.spark.session import check_master, default_partitions, get_session
+from slidewise.spark.sinks import BatchSink, sink_kind
+
+#: ``--conf`` keys that are slidewise options, not Spark settings
+OPTION_KEYS = {"slidewise.buckets": "buckets", "slidewise.maxFilesPerTrigger": "max_files_per_trigger"}
+
+
+def run_spark(query: str | JoinQuery, sources: dict[str, object], **options) -> RunResult:
+    """Run ``query`` on Spark to the end of its inputs (``once``) or until interrupted.
+
+    Options as :func:`start_spark`; ``timeout`` (seconds) bounds a run without ``once``.
+    """
+    timeout = options.pop("timeout", None)
+    run = start_spark(query, sources, **options)
+    try:
+        run.wait(timeout)
+    except KeyboardInterrupt:
+        run.interrupted = True
+    finally:
+        run.stop()
+    return run.result()
+
+
+def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None, collect: bool | None = None,
+                rejects: str | None = None, lateness: int | str = 0, ts_column: str = "ts",
+                ts_unit: str = "auto", master: str | None = None, conf: dict[str, str] | None = None,
+                trigger: str | None = None, once: bool | None = None, checkpoint: str | None = None,
+                chunk_rows: int = 65536, algorithm: str | None = None, order=None, progress: bool = False,
+                spark=None, buckets: int | None = None, max_files_per_trigger: int | None = None,
+                ui: bool = False, **operator_options) -> SparkRun:
+    """Plan ``query``, start its Spark streaming query and return the running :class:`SparkRun`.
+
+    ``out``: result directory (``.parquet`` / ``.csv`` / ``.jsonl``), ``"-"``,
+    ``"console"``, a callable or ``None`` (collect in memory). ``once``:
+    available-now (default: when every source is a file or in-memory data).
+    ``trigger``: micro-batch interval (``"2s"``). ``conf``: Spark settings;
+    ``slidewise.buckets`` / ``slidewise.maxFilesPerTrigger`` there set
+    ``buckets`` / ``max_files_per_trigger``. ``spark``: an existing session.
+    """
+    q = query if isinstance(query, JoinQuery) else load_query(query)
+    conf = dict(conf or {})
+    for key, name in OPTION_KEYS.items():
+        if key in conf:
+            value = conf.pop(key)
+            if not str(value).isdigit() or int(value) < 1:
+                raise OptionError(f"--conf {key}={value}: expected a positive integer")
+            if name == "buckets":
+                buckets = buckets or int(value)
+            else:
+                max_files_per_trigger = max_files_per_trigger or int(value)
+    for extra in ("overload", "adaptive"):
+        if operator_options.get(extra):
+            raise OptionError(f"{extra} is not available on the Spark engine", hint="use --engine local")
+        operator_options.pop(extra, None)
+    kind = sink_kind(out)
+    interval = _trigger_seconds(trigger)
+    if once is None:
+        once = all(not _is_live(sources.get(s.source)) for s in q.streams)
+    if once and any(isinstance(sources.get(s.source), str) and sources[s.source].startswith("rate:")
+                    for s in q.streams):
+        raise OptionError("the rate source never ends, so it cannot run with --once",
+                          hint="drop --once and stop the query with Ctrl-C (or a timeout)")
+    lat = parse_duration(lateness, what="lateness") if isinstance(lateness, str) else lateness
+    if master is not None:
+        check_master(master)
+    temp = checkpoint is None
+    root = Path(tempfile.mkdtemp(prefix="slidewise-spark-")) if temp else Path(checkpoint)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "control").mkdir(exist_ok=True)
+    except OSError as e:
+        raise OptionError(f"cannot create the checkpoint directory: {e.strerror or e}", location=str(root),
+                          hint="choose a writable --checkpoint DIR") from None
+    try:
+        # inputs, schemas and the plan first: user errors need no JVM
+        meta = _checkpoint_meta(root, q, sources, buckets or _partitions(spark, conf), write=False)
+        jp = plan_join(q, sources, buckets=meta["buckets"], ts_column=ts_column, ts_unit=ts_unit, lateness=lat,
+                       algorithm=algorithm, order=order, options=operator_options, work_dir=root)
+        started = time.perf_counter()
+        session = spark if spark is not None else get_session(master, conf, ui=ui)
+        session_seconds = time.perf_counter() - started
+        _checkpoint_meta(root, q, sources, meta["buckets"], write=True)
+        frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column,
+                             chunk_rows=chunk_rows, max_files=max_files_per_trigger)
+        sink = BatchSink(jp.layout, out=out, collect=bool(collect) if collect is not None else kind == "memory",
+                         rejects_dir=rejects, progress=progress)
+        if kind in ("parquet", "csv", "json"):
+            Path(out).mkdir(parents=True, exist_ok=True)
+        run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=once, interval=interval,
+                       session_seconds=session_seconds)
+        run.start()
+    except BaseException:
+        if temp:
+            shutil.rmtree(root, ignore_errors=True)
+        raise
+    return run
+
+
+def _partitions(spark, conf: dict) -> int:
+    """Key buckets by default: the shuffle partitions of ``conf``, of the session, or 2 x cores."""
+    if "spark.sql.shuffle.partitions" in conf:
+        return int(conf["spark.sql.shuffle.partitions"])
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+    if spark is not None:
+        return int(spark.conf.get("spark.sql.shuffle.partitions", str(default_partitions())))
+    return default_partitions()
+
+
+class SparkRun:
+    """A running slidewise query on Spark (one or two streaming queries over one checkpoint)."""
+
+    def __init__(self, spark, jp: JoinPlan, frame, sink: BatchSink, *, root: Path, temp: bool, once: bool,
+                 interval: float | None, session_seconds: float):
+        self.spark, self.jp, self.frame, self.sink = spark, jp, frame, sink
+        self.root, self.temp, self.once, self.interval = root, temp, once, interval
+        self.session_seconds = session_seconds
+        self.query = None
+        self.progress: list = []
+        self.interrupted = False
+        self.ended = False
+        self.started = time.perf_counter()
+        self.seconds = None
+
+    def start(self) -> None:
+        """Start (or restart) the streaming query on the checkpoint."""
+        writer = (self.frame.writeStream.foreachBatch(self.sink)
+                  .option("checkpointLocation", str(self.root / "query")))
+        if self.interval:
+            writer = writer.trigger(processingTime=f"{self.interval} seconds")
+        try:
+            self.query = writer.start()
+        except Exception as e:
+            raise _spark_error(e, self.jp) from None
+
+    def wait(self, timeout: float | None = None) -> None:
+        """``once``: every file present now, then end of input; else until ``timeout`` or Ctrl-C."""
+        if self.once:
+            self.process_all_available()
+            self.end_input()
+            return
+        self._await(None if timeout is None else time.monotonic() + timeout)
+
+    def end_input(self) -> None:
+        """End of input: write the marker; every bucket flushes its buffer and pending evaluations."""
+        marker = self.root / "control" / f"eof-{uuid.uuid4().hex}.json"
+        tmp = marker.with_name("." + marker.name)
+        tmp.write_text(json.dumps({"eof": 1}) + "\n")
+        tmp.rename(marker)
+        self.process_all_available()
+        self.ended = True
+
+    def _await(self, deadline: float | None) -> None:
+        while True:
+            try:
+                done = self.query.awaitTermination(0.25)
+            except Exception as e:
+                self._keep_progress()
+                raise _spark_error(e, self.jp) from None
+            if done:
+                self._keep_progress()
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                self._keep_progress()
+                return
+
+    def process_all_available(self) -> None:
+        """Block until every file present now has been processed (live queries)."""
+        try:
+            self.query.processAllAvailable()
+        except Exception as e:
+            raise _spark_error(e, self.jp) from None
+
+    def stop(self) -> None:
+        """Stop the streaming query (committed batches stay committed)."""
+        if self.query is not None:
+            self._keep_progress()
+            try:
+                self.query.stop()
+            except Exception:  # stopping a failed query
+                pass
+        self.seconds = time.perf_counter() - self.started
+
+    def _keep_progress(self) -> None:
+        """Remember Spark's progress reports (they are dropped when a query restarts)."""
+        if self.query is None:
+            return
+        try:
+            known = {(x.get("runId"), x.get("batchId")) for x in self.progress}
+            for p in self.query.recentProgress:
+                d = json.loads(p.json)
+                if (d.get("runId"), d.get("batchId")) not in known:
+                    self.progress.append(d)
+                    known.add((d.get("runId"), d.get("batchId")))
+        except Exception:  # progress is informative only
+            pass
+
+    def result(self) -> RunResult:
+        """Results (if collected), stats and rejects of the run so far."""
+        self.stop()
+        stats = self.stats()
+        frame = self.sink.frame() if self.sink.collect else None
+        if self.temp:
+            shutil.rmtree(self.root, ignore_errors=True)
+        return RunResult(frame, stats, self.sink.rejects)
+
+    def stats(self) -> dict:
+        """The run's stats: the local engine's keys where they overlap, plus Spark's."""
+        jp, sink, q = self.jp, self.sink, self.jp.query
+        seconds = self.seconds if self.seconds is not None else time.perf_counter() - self.started
+        inputs = {ref.alias: int(sink.inputs.get(ref.alias, 0)) for ref in q.streams}
+        total = sum(inputs.values())
+        state_rows = state_bytes = 0
+        for p in reversed(self.progress):
+            ops = p.get("stateOperators") or []
+            if ops:
+                state_rows = sum(int(o.get("numRowsTotal", 0)) for o in ops)
+                state_bytes = sum(int(o.get("memoryUsedBytes", 0)) for o in ops)
+                break
+        return {
+            "query": q.text or q.describe(),
+            "engine": "spark",
+            "mode": "stream",
+            "algorithm": jp.plan.algorithm.name,
+            "join_order": [q.aliases[i] for i in jp.plan.order],
+            "orders": jp.plan.orders(),
+            "inputs": inputs,
+            "results": sink.results,
+            "retractions": sink.retractions,
+            "rejects": sink.rejects.total,
+            "rejects_by_reason": sink.rejects.summary(),
+            "seconds": round(seconds, 6),
+            "tuples_per_second": round(total / seconds, 1) if seconds > 0 else None,
+            "results_per_second": round(sink.results / seconds, 1) if seconds > 0 else None,
+            "peak_rss_mb": round(peak_rss_mb(), 1),
+            "comparisons": sink.comparisons,
+            "state_tuples_peak": sink.state_tuples_peak,
+            "chunks": len(sink.batches),
+            "micro_batches": len(sink.batches),
+            "state_rows": state_rows,
+            "state_bytes": state_bytes,
+            "state_bytes_slidewise": sum(sink.bucket_bytes.values()),
+            "keying": jp.keying.describe(),
+            "buckets": jp.keying.buckets,
+            "warnings": list(jp.warnings),
+            "spark_master": self.spark.sparkContext.master,
+            "session_seconds": round(self.session_seconds, 3),
+            "checkpoint": None if self.temp else str(self.root),
+            "input_ended": self.ended,
+            "interrupted": self.interrupted,
+        }
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _is_live(spec) -> bool:
+    """A source that may grow: a directory or the rate source."""
+    if isinstance(spec, str) and spec.startswith("rate:"):
+        return True
+    return isinstance(spec, (str, Path)) and Path(spec).is_dir()
+
+
+def _trigger_seconds(trigger) -> float | None:
+    if trigger is None:
+        return None
+    try:
+        ms = parse_duration(str(trigger), what="trigger interval")
+    except SlidewiseError:
+        raise OptionError(f"bad trigger interval {trigger!r}", hint="write e.g. --trigger 2s or 500ms") from None
+    if not re.search(r"[a-zA-Z]", str(trigger)):
+        ms *= 1000  # a bare number means seconds here
+    return ms / 1000.0
+
+
+def _checkpoint_meta(root: Path, q: JoinQuery, sources: dict, buckets: int, *, write: bool) -> dict:
+    """The checkpoint's slidewise metadata (written on first use); refuses another query's checkpoint."""
+    path = root / "slidewise.json"
+    text = q.text or q.describe()
+    if path.exists():
+        meta = json.loads(path.read_text())
+        if meta.get("query") != text:
+            raise OptionError("this checkpoint belongs to another query", location=str(root),
+                              hint="use a new --checkpoint DIR for a new query")
+        return meta
+    if (root / "query").exists():
+        raise OptionError("this directory holds a checkpoint slidewise did not write", location=str(root),
+                          hint="use a new --checkpoint DIR")
+    meta = {"query": text, "sources": {k: str(v) for k, v in sources.items() if isinstance(v, (str, Path))},
+            "buckets": int(buckets), "version": 1}
+    if write:
+        path.write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
+
+
+def _spark_error(e: BaseException, jp: JoinPlan) -> SlidewiseError:
+    """One clear SlidewiseError for a failed Spark query."""
+    text = str(e)
+    m = re.search(r"slidewise\.errors\.(\w+): (.+)", text)
+    if m:
+        return ExecutionError(m.group(2).strip()[:500])
+    if "CSV header does not conform" in text or "Number of column in CSV header" in text:
+        return SourceError("a new file's CSV header differs from the schema of its source",
+                           hint="all files of one source need the same columns in the same order")
+    if "FileNotFoundException" in text or "PATH_NOT_FOUND" in text:
+        return SourceError("an input directory disappeared or became unreadable while the query ran",
+                           hint="check the paths given to --source")
+    first = next((line.strip() for line in text.splitlines() if line.strip()), type(e).__name__)
+    return ExecutionError(f"the Spark query failed: {first[:400]}",
+                          hint="see the Spark log above; rerun with the same --checkpoint to continue")

@@ -1,0 +1,131 @@
+"""The one SparkSession builder of slidewise (streaming runner, batch replay, tests).
+
+:func:`get_session` checks that Java is there before starting a JVM, points
+Spark's Python workers at the running interpreter (``spark.pyspark.python``
+and ``PYSPARK_PYTHON`` — otherwise workers start ``python3`` from PATH and
+cannot import pandas or slidewise), selects the RocksDB state store, sets the
+shuffle partitions to a small multiple of the cores, keeps the logs quiet and,
+in local modes, binds the driver to 127.0.0.1. ``conf`` entries win over every
+default. Failures become one :class:`~slidewise.errors.SlidewiseError` each:
+Java missing, a master URL Spark cannot parse, a JVM that does not start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from slidewise.errors import OptionError, SlidewiseError
+
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+JAVA_HINT = ("install Java 17, e.g. `apt-get install openjdk-17-jre-headless`, or set JAVA_HOME; "
+             "or run with --engine local")
+_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|"
+                     r"(spark|mesos|k8s)://.+|yarn)$")
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+class SparkStartError(SlidewiseError):
+    """Spark could not start (no Java, bad master URL, JVM failure)."""
+
+
+def find_java() -> str | None:
+    """Path of the ``java`` binary Spark would use (JAVA_HOME first, then PATH), or None."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = Path(home) / "bin" / "java"
+        return str(candidate) if candidate.exists() else None
+    return shutil.which("java")
+
+
+def default_partitions() -> int:
+    """Shuffle partitions and hash buckets: twice the cores (at least 2)."""
+    return max(2, 2 * (os.cpu_count() or 1))
+
+
+def check_master(master: str) -> str:
+    """``master`` if it looks like a Spark master URL, else an OptionError naming the forms."""
+    if not _MASTER.match(master.strip()):
+        raise OptionError(f"bad Spark master URL {master!r}",
+                          hint="use local[*], local[N], local-cluster[N,cores,mem], spark://HOST:PORT, "
+                               "k8s://URL or yarn")
+    return master.strip()
+
+
+def session_conf(master: str = "local[*]", conf: dict[str, str] | None = None, *,
+                 ui: bool = False) -> dict[str, str]:
+    """The Spark configuration :func:`get_session` uses (``conf`` overrides the defaults)."""
+    out = {
+        "spark.master": master,
+        "spark.app.name": "slidewise",
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.sql.shuffle.partitions": str(default_partitions()),
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.python.authenticate.socketTimeout": "120s",  # busy machines start Python slowly
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log4j_file()}",
+        "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log4j_file()}",
+    }
+    if master.startswith("local"):
+        out["spark.driver.host"] = "127.0.0.1"
+        out["spark.driver.bindAddress"] = "127.0.0.1"
+    out.update(conf or {})
+    return out
+
+
+def get_session(master: str | None = None, conf: dict[str, str] | None = None, *, ui: bool = False):
+    """The active SparkSession, or a new one for ``master`` (default ``local[*]``) and ``conf``."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    master = check_master(master or "local[*]")
+    if find_java() is None:
+        where = "JAVA_HOME/bin/java" if os.environ.get("JAVA_HOME") else "`java` on PATH"
+        raise SparkStartError(f"the Spark engine needs Java, and there is no {where}", hint=JAVA_HINT)
+    settings = session_conf(master, conf, ui=ui)
+    os.environ["PYSPARK_PYTHON"] = settings["spark.pyspark.python"]
+    os.environ["PYSPARK_DRIVER_PYTHON"] = settings["spark.pyspark.driver.python"]
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as e:  # py4j / JVM start failures: one line, no traceback
+        text = str(e).strip().splitlines()
+        first = next((t for t in text if t.strip()), type(e).__name__)
+        if "master" in first.lower():
+            raise OptionError(f"Spark rejected the master URL {master!r}: {first[:200]}",
+                              hint="use local[*], local[N], spark://HOST:PORT, ...") from None
+        raise SparkStartError(f"Spark did not start: {first[:300]}", hint=JAVA_HINT) from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _log4j_file() -> str:
+    path = Path(tempfile.gettempdir()) / "slidewise-log4j2.properties"
+    if not path.exists() or path.read_text() != _LOG4J:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_LOG4J)
+        tmp.replace(path)
+    return str(path)

@@ -1,0 +1,186 @@
+"""Where the Spark join's micro-batches go: result sinks, the rejects sink and run counters.
+
+:class:`BatchSink` is the ``foreachBatch`` target. Each micro-batch's output
+(results, rejects, per-bucket stats) is cached once, its small part (rejects
+and stats) collected to the driver, and the results written to:
+
+* a directory ``PATH`` ending ``.parquet``, ``.csv`` or ``.jsonl`` / ``.json``
+  (no extension: Parquet) — Spark's writer, one sub-directory
+  ``batch-NNNNNN`` per micro-batch, overwritten when Spark replays that batch
+  after a crash: with the checkpoint this is exactly-once (a batch's output is
+  a deterministic function of its input files and the restored state);
+* ``"memory"`` / ``None`` — collected as pandas frames in the driver when
+  ``collect`` (for the Python API and tests; cannot resume: a restart begins a
+  new collection), else only counted;
+* ``"console"`` — each batch's first rows printed; ``"-"`` — CSV on stdout;
+* a Python callable — called with a pandas DataFrame per batch.
+
+Rejects go to ``rejects_dir/batch-NNNNNN.csv`` (columns
+``stream,file,line,reason,row``, written atomically, replaced on replay) and
+are counted by reason kind like the local engine's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from slidewise.errors import OptionError
+from slidewise.runtime.rejects import Rejects
+from slidewise.spark.layout import ADMITTED, REJECT, RESULT, STATS, Layout
+
+FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".json": "json", ".ndjson": "json"}
+
+
+def sink_kind(out) -> str:
+    """``memory``, ``console``, ``stdout``, ``callable`` or a file format."""
+    if out is None or out == "memory":
+        return "memory"
+    if callable(out):
+        return "callable"
+    if out == "-":
+        return "stdout"
+    if out == "console":
+        return "console"
+    if not isinstance(out, (str, Path)):
+        raise OptionError(f"cannot write results to {type(out).__name__}",
+                          hint="give a directory path (.parquet, .csv, .jsonl), '-', 'console' or a callable")
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise OptionError("the Spark engine writes a directory of part files, and this is a file",
+                          location=str(path), hint="choose a new path, e.g. results.parquet")
+    return FILE_FORMATS.get(path.suffix.lower(), "parquet")
+
+
+class BatchSink:
+    """``foreachBatch`` target: writes results and rejects, accumulates the run's counters."""
+
+    def __init__(self, layout: Layout, *, out=None, collect: bool = False, rejects_dir: str | None = None,
+                 progress: bool = False):
+        self.layout = layout
+        self.names = list(layout.out_names)
+        self.out = out
+        self.kind = sink_kind(out)
+        self.collect = collect  # memory sink without collect: results are only counted
+        self.rejects_dir = rejects_dir
+        self.progress = progress
+        self.frames: list[pd.DataFrame] = []
+        self.rejects = Rejects()
+        self.inputs: Counter = Counter()
+        self.results = self.retractions = self.comparisons = 0
+        self.batches: list[int] = []
+        self.bucket_tuples: dict[int, int] = {}
+        self.bucket_bytes: dict[int, int] = {}
+        self.state_tuples_peak = 0
+        self._header = True
+
+    def __call__(self, df, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        df = df.persist()
+        try:
+            small = df.filter(F.col("k") != RESULT).toPandas()
+            n_results = self._count(small, batch_id)
+            if n_results and (self.collect or self.kind != "memory"):
+                self._write(df.filter(F.col("k") == RESULT), batch_id)
+        finally:
+            df.unpersist()
+
+    def _count(self, small: pd.DataFrame, batch_id: int) -> int:
+        kind = small["k"].to_numpy()
+        stats = small[kind == STATS]
+        for b, t, nb in zip(stats["rl"].astype(np.int64), stats["n0"].astype(np.int64),
+                            stats["n1"].astype(np.int64)):
+            self.bucket_tuples[int(b)] = int(t)
+            self.bucket_bytes[int(b)] = int(nb)
+        self.state_tuples_peak = max(self.state_tuples_peak, sum(self.bucket_tuples.values()))
+        n_results = int(stats["n4"].sum()) if len(stats) else 0
+        retractions = int(stats["n3"].sum()) if len(stats) else 0
+        self.results += n_results - retractions
+        self.retractions += retractions
+        self.comparisons += int(stats["n2"].sum()) if len(stats) else 0
+        admitted = small[kind == ADMITTED]
+        for alias, n in zip(admitted["rs"], admitted["n0"].astype(np.int64)):
+            self.inputs[alias] += int(n)
+        rej = small[kind == REJECT]
+        if len(rej):
+            batch = Rejects()
+            for (stream, file, rk), part in rej.groupby(["rs", "rf", "rk"], sort=False, dropna=False):
+                args = (stream, file, part["rl"].to_numpy(np.int64), part["rr"].tolist(),
+                        part["rw"].fillna("").tolist())
+                batch.add_many(*args, kind=rk)
+                self.rejects.add_many(*args, kind=rk)
+            if self.rejects_dir:
+                Path(self.rejects_dir).mkdir(parents=True, exist_ok=True)
+                target = Path(self.rejects_dir) / f"batch-{batch_id:06d}.csv"
+                tmp = target.with_suffix(".csv.tmp")
+                batch.write(tmp)
+                os.replace(tmp, target)
+        if batch_id not in self.batches:
+            self.batches.append(batch_id)
+        if self.progress:
+            print(f"slidewise: batch {batch_id}: {sum(int(x) for x in admitted['n0']):,} tuples in, "
+                  f"{n_results:,} results, {len(rej):,} rejects, state "
+                  f"{sum(self.bucket_tuples.values()):,} tuples", file=sys.stderr)
+        return n_results
+
+    def _write(self, results, batch_id: int) -> None:
+        from pyspark.sql import functions as F
+
+        named = results.select(*[F.col(f"r{j}").alias(n) for j, n in enumerate(self.names)])
+        if self.kind in ("parquet", "csv", "json"):
+            target = f"{Path(self.out)}/batch-{batch_id:06d}"
+            writer = named.coalesce(1).write.mode("overwrite").format(self.kind)
+            if self.kind == "csv":
+                writer = writer.option("header", True)
+            writer.save(target)
+            if self.collect:
+                self.frames.append(named.toPandas())
+            return
+        frame = named.toPandas()
+        if self.collect:
+            self.frames.append(frame)
+        if self.kind == "callable":
+            self.out(frame)
+        elif self.kind == "stdout":
+            frame.to_csv(sys.stdout, index=False, header=self._header)
+            self._header = False
+        elif self.kind == "console":
+            print(f"-- batch {batch_id}: {len(frame):,} results", file=sys.stderr)
+            print(frame.head(20).to_string(index=False))
+
+    def frame(self) -> pd.DataFrame:
+        """All collected results, in output column order."""
+        if self.frames:
+            return pd.concat(self.frames, ignore_index=True)
+        return pd.DataFrame({n: pd.Series(dtype="object") for n in self.names})
+
+
+def read_results(path: str | Path) -> pd.DataFrame:
+    """All results written by a file sink (every ``batch-*`` part), as one DataFrame."""
+    import pyarrow.dataset as ds
+
+    path = Path(path)
+    fmt = FILE_FORMATS.get(path.suffix.lower(), "parquet")
+    parts = sorted(p for p in path.glob("batch-*/part-*") if not p.name.endswith(".crc"))
+    if not parts:
+        return pd.DataFrame()
+    if fmt == "parquet":
+        return ds.dataset([str(p) for p in parts], format="parquet").to_table().to_pandas()
+    if fmt == "csv":
+        return pd.concat([pd.read_csv(p) for p in parts], ignore_index=True)
+    return pd.concat([pd.read_json(p, lines=True) for p in parts], ignore_index=True)
+
+
+def clear_dir(path: str | Path) -> None:
+    """Remove a directory tree if it exists."""
+    shutil.rmtree(path, ignore_errors=True)
+
+
+__all__ = ["BatchSink", "read_results", "sink_kind", "clear_dir"]

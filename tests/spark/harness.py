@@ -1,0 +1,145 @@
+"""Shared helpers of the Spark tests: fixed random cases, oracle rows, an in-process pipeline.
+
+:func:`simulate` drives the two stateful stages (sequencer, bucket join) the
+way Spark does — per micro-batch, grouped by stream and then by bucket, state
+carried between calls — without a JVM, so the logic is tested fast and the
+Spark tests only need to show that Spark runs it the same way.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+
+from oracle import oracle
+from slidewise.plan.expr import BinOp, Cmp, Func, Lit
+from slidewise.plan.query import Equality, WindowSpec
+from slidewise.spark.bucket import BucketJoin
+from slidewise.spark.keying import choose_keying
+from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo
+from slidewise.spark.sequencer import SequencerLogic, _frame
+from streams import build_tuples, col, common_key, query_of
+
+COLUMNS = ("a", "b", "x")
+
+
+def raw_rows(n_streams: int, length: int, seed: int) -> list[tuple[int, int, int, int, int]]:
+    """``(stream, ts, a, b, x)`` rows like ``streams.raw_streams``: ties, bursts, small values."""
+    rng = np.random.default_rng(seed)
+    rows, ts = [], 0
+    for _ in range(length):
+        ts += int(rng.choice([0, 0, 1, 1, 2, 3, 7]))
+        rows.append((int(rng.integers(0, n_streams)), ts, int(rng.integers(0, 3)), int(rng.integers(0, 3)),
+                     int(rng.integers(0, 7))))
+    return rows
+
+
+def case(kind: str, n: int, seed: int, length: int = 40):
+    """A fixed (query, tuples) case: ``kind`` is time, count (mixed), rows, lazy, lazy-restore, band or
+    different (attributes)."""
+    rng = np.random.default_rng(1000 + seed)
+    slide = int(rng.integers(2, 6)) if kind.startswith("lazy") else None
+    if kind == "rows":
+        windows = [WindowSpec("rows", int(rng.integers(1, 5))) for _ in range(n)]
+    elif kind == "count":
+        windows = [WindowSpec("rows", int(rng.integers(1, 5))) if i % 2 == 0 else
+                   WindowSpec("range", int(rng.integers(0, 9))) for i in range(n)]
+    else:
+        windows = [WindowSpec("range", int(rng.integers(2, 12)), slide=slide) for _ in range(n)]
+    equalities, filters = common_key(n), []
+    if kind == "band":
+        equalities = []
+        filters = [Cmp("<=", Func("abs", (BinOp("-", col(i, "x"), col(i + 1, "x")),)), Lit(1))
+                   for i in range(n - 1)]
+    elif kind == "different":
+        equalities = [Equality(col(i, "ab"[i % 2]), col(i + 1, "ab"[i % 2])) for i in range(n - 1)]
+    q = query_of(windows, equalities, filters)
+    if kind == "lazy-restore":
+        q = type(q)(q.streams, q.equalities, q.filters, restore=True)
+    return q, build_tuples(raw_rows(n, length, seed))
+
+
+def frames_of(query, tuples) -> dict[str, pd.DataFrame]:
+    """Per-source DataFrames in input order."""
+    out = {}
+    for i, ref in enumerate(query.streams):
+        rows = [t for t in tuples if t.stream == i]
+        out[ref.source] = pd.DataFrame({"ts": [t.ts for t in rows],
+                                        **{c: [t.vals[c] for t in rows] for c in COLUMNS}}, dtype="int64")
+    return out
+
+
+def oracle_rows(query, tuples) -> list[tuple]:
+    """The oracle's results as sorted ``SELECT *`` rows (member ts and attributes, ts, exp)."""
+    want = oracle(query, tuples, restore=query.restore or not query.slide)
+    by_pos = {t.pos: t for t in tuples}
+    return sorted(tuple(v for p in members for v in (by_pos[p].ts, *(by_pos[p].vals[c] for c in COLUMNS)))
+                  + (ts, exp) for (members, ts, exp, _), count in want.items() for _ in range(count))
+
+
+def result_rows(query, frame: pd.DataFrame) -> list[tuple]:
+    """A run's results in the form of :func:`oracle_rows`."""
+    cols = [f"{ref.alias}.{c}" for ref in query.streams for c in ("ts", *COLUMNS)] + ["ts", "exp"]
+    if frame is None or not len(frame):
+        return []
+    return sorted(tuple(int(v) for v in row) for row in frame[cols].itertuples(index=False))
+
+
+def layout_of(query, lateness: int = 0, columns=COLUMNS) -> Layout:
+    infos = [StreamInfo(ref.alias, ref.source, {c: "int" for c in columns}, "raw", lateness, "csv", 1)
+             for ref in query.streams]
+    return Layout.build(query, infos)
+
+
+def simulate(query, tuples, *, batches: int = 3, buckets: int = 4, lateness: int = 0,
+             restart: bool = True, inputs: dict[str, pd.DataFrame] | None = None, columns=COLUMNS,
+             final: bool = True):
+    """Run the two stages in-process over ``batches`` micro-batches (then end of input if
+    ``final``); returns (results frame, all stage-2 output)."""
+    layout = layout_of(query, lateness, columns)
+    keying = choose_keying(query, [s.kinds for s in layout.streams], buckets)
+    seq = SequencerLogic(layout, keying)
+    join = BucketJoin(query, layout)
+    inputs = inputs or frames_of(query, tuples)
+    seq_state: dict[int, tuple] = {}
+    blobs: dict[int, bytes] = {}
+    out: list[pd.DataFrame] = []
+    per_stream = [inputs[ref.source] for ref in query.streams]
+    cuts = [np.array_split(np.arange(len(df)), batches) for df in per_stream]
+    for step in range(batches + int(final)):
+        wide = []
+        if step < batches:
+            for i, df in enumerate(per_stream):
+                part = df.iloc[cuts[i][step]]
+                if len(part):
+                    given = {"k": TUPLE, "s": i, "q": np.arange(len(part)) + cuts[i][step][0] if len(part) else 0,
+                             "t": part["ts"].to_numpy(), "f": f"file:///in/{query.streams[i].source}.csv", "o": 0}
+                    for c, attr, _ in layout.attr_columns(i):
+                        given[c] = part[attr].to_numpy()
+                    wide.append(_frame(layout, len(part), **given))
+        else:
+            wide.append(_frame(layout, 1, k=EOF, s=0))
+        if not wide:
+            continue
+        batch = pd.concat(wide, ignore_index=True)
+        stage1 = []
+        for s, group in batch.groupby("s", sort=True):
+            new, frames = seq.process(int(s), seq_state.get(int(s)), group.reset_index(drop=True))
+            seq_state[int(s)] = new
+            stage1 += frames
+        by_bucket = defaultdict(list)
+        for f in stage1:
+            for b, group in f.groupby("b", sort=True):
+                by_bucket[int(b)].append(group)
+        for b, parts in sorted(by_bucket.items()):
+            if restart:  # a fresh logic object per call, as a restarted worker would have
+                join = BucketJoin(query, layout)
+            blob, frames = join.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
+            blobs[b] = blob
+            out += frames
+    allout = pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+    res = allout[allout["k"] == 0]
+    named = pd.DataFrame({n: res[f"r{j}"].to_numpy() for j, n in enumerate(layout.out_names)})
+    return named, allout

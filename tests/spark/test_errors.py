@@ -1,0 +1,80 @@
+"""The Spark engine's user errors: one line, a hint, exit 2 — all found before a JVM starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from slidewise.cli import main
+from slidewise.spark.session import check_master, session_conf
+
+Q = "SELECT * FROM A [RANGE 5], B [RANGE 5] WHERE A.k = B.k"
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("ts,k\n1,7\n")
+    b.write_text("ts,k\n2,7\n")
+    return a, b
+
+
+def _error(capsys, argv) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("slidewise: error: ")
+    return err[0]
+
+
+def test_java_missing(capsys, monkeypatch, inputs, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    err = _error(capsys, ["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}",
+                          "--engine", "spark", "--master", "local[1]"])
+    assert "needs Java" in err and "apt-get install openjdk-17-jre-headless" in err
+
+
+def test_bad_master_url(capsys, inputs):
+    err = _error(capsys, ["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}",
+                          "--engine", "spark", "--master", "bogus://x"])
+    assert "bad Spark master URL 'bogus://x'" in err and "local[*]" in err
+    assert check_master("local-cluster[2,1,1024]") == "local-cluster[2,1,1024]"
+
+
+def test_missing_and_empty_input_directory(capsys, inputs, tmp_path):
+    err = _error(capsys, ["run", Q, "--source", f"A={tmp_path / 'nope'}", "--source", f"B={inputs[1]}",
+                          "--engine", "spark"])
+    assert "no such file or directory" in err
+    (tmp_path / "empty").mkdir()
+    err = _error(capsys, ["run", Q, "--source", f"A={tmp_path / 'empty'}", "--source", f"B={inputs[1]}",
+                          "--engine", "spark"])
+    assert "holds no data files" in err
+
+
+def test_schema_mismatch_between_files(capsys, inputs, tmp_path):
+    d = tmp_path / "A"
+    d.mkdir()
+    (d / "1.csv").write_text("ts,k\n1,7\n")
+    (d / "2.csv").write_text("ts,j\n2,7\n")
+    err = _error(capsys, ["run", Q, "--source", f"A={d}", "--source", f"B={inputs[1]}", "--engine", "spark"])
+    assert "do not share a schema" in err
+
+
+def test_checkpoint_of_another_query(capsys, inputs, tmp_path):
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    (ck / "slidewise.json").write_text('{"query": "SELECT 1", "buckets": 2}')
+    err = _error(capsys, ["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}",
+                          "--engine", "spark", "--checkpoint", str(ck)])
+    assert "belongs to another query" in err
+
+
+def test_bad_options(capsys, inputs):
+    base = ["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}", "--engine", "spark"]
+    assert "bad --conf" in _error(capsys, base + ["--conf", "novalue"])
+    assert "bad trigger interval" in _error(capsys, base + ["--trigger", "soon"])
+
+
+def test_session_defaults():
+    conf = session_conf("local[2]", {"spark.sql.shuffle.partitions": "3"})
+    assert conf["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
+    assert conf["spark.pyspark.python"] == __import__("sys").executable
+    assert conf["spark.sql.shuffle.partitions"] == "3" and conf["spark.ui.enabled"] == "false"

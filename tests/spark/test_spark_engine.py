@@ -1,0 +1,224 @@
+"""The Spark engine end to end on local[2]: oracle equality, restart, live directories, the CLI.
+
+Inputs are the fixed random cases of ``harness.case`` written as CSV files;
+results are compared as multisets of ``SELECT *`` rows with the oracle's and
+the local engine's (``test_logic.py`` covers many more cases without a JVM).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import slidewise
+from harness import case, frames_of, oracle_rows, result_rows
+from slidewise.cli import main
+from slidewise.spark import read_results, start_spark
+from slidewise.spark.session import find_java
+
+pytestmark = pytest.mark.spark
+
+CASES = [("time", 2, 0), ("time", 4, 2), ("count", 3, 3), ("lazy", 3, 4), ("lazy-restore", 2, 5),
+         ("band", 3, 6)]
+STATS_KEYS = {"inputs", "results", "rejects", "rejects_by_reason", "micro_batches", "state_rows", "state_bytes",
+              "seconds", "tuples_per_second", "algorithm", "warnings"}
+
+
+def write_case(query, tuples, root: Path, parts: int = 1) -> dict[str, str]:
+    """Each source as a directory of ``parts`` CSV files (in time order); source name -> directory."""
+    out = {}
+    for name, df in frames_of(query, tuples).items():
+        d = root / name
+        d.mkdir(parents=True)
+        for j, idx in enumerate(pd.RangeIndex(len(df)).to_series().groupby(
+                lambda i, n=len(df): min(parts - 1, i * parts // max(n, 1)))):
+            df.iloc[idx[1].to_numpy()].to_csv(d / f"part-{j}.csv", index=False)
+        out[name] = str(d)
+    return out
+
+
+@pytest.mark.parametrize("kind,n,seed", CASES, ids=[f"{k}-{n}way" for k, n, _ in CASES])
+def test_joins_equal_oracle_and_local_engine(spark, runs, tmp_path, kind, n, seed):
+    """2-, 3-, 4-way time windows, count windows, lazy (no-restore, restore), band keying."""
+    query, tuples = case(kind, n, seed)
+    sources = write_case(query, tuples, tmp_path / "in")
+    run = start_spark(query, sources, spark=spark, once=True, buckets=2)
+    runs.append(run)
+    run.wait()
+    res = run.result()
+    want = oracle_rows(query, tuples)
+    assert result_rows(query, res.results) == want
+    local = slidewise.run(query, sources)
+    assert result_rows(query, local.results) == want
+    assert STATS_KEYS <= set(res.stats)
+    assert res.stats["inputs"] == local.stats["inputs"]
+    assert res.stats["results"] == len(want) and res.stats["rejects"] == 0
+    assert res.stats["micro_batches"] >= 2 and res.stats["state_rows"] > 0
+    assert (res.stats["buckets"], bool(res.stats["warnings"])) == ((1, True) if kind == "count" else (2, False))
+
+
+def _staged_restart_case(tmp_path):
+    """A 3-way case as 4 files per stream; the first two in the input directories, the rest staged."""
+    query, tuples = case("time", 3, 11, length=60)
+    staged = write_case(query, tuples, tmp_path / "all", parts=4)
+    inputs = {}
+    for name, d in staged.items():
+        inputs[name] = tmp_path / "in" / name
+        inputs[name].mkdir(parents=True)
+        for j in (0, 1):
+            os.replace(Path(d) / f"part-{j}.csv", inputs[name] / f"part-{j}.csv")
+            time.sleep(0.05)  # distinct modification times: Spark takes files oldest first
+    return query, tuples, staged, inputs
+
+
+def _add_staged(staged, inputs) -> None:
+    for name, d in staged.items():
+        for f in sorted(Path(d).iterdir()):
+            os.replace(f, inputs[name] / f.name)
+            time.sleep(0.05)
+
+
+def _wait_for(path: Path, seconds: float, alive=lambda: True) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert alive(), "the run ended before committing a batch"
+        assert time.monotonic() < deadline, f"no {path.name} in time"
+        time.sleep(0.1)
+
+
+def test_restart_after_stop_is_exactly_once(spark, runs, tmp_path):
+    """Stop a run right after its first committed micro-batch, add files, rerun: the oracle, no duplicates."""
+    query, tuples, staged, inputs = _staged_restart_case(tmp_path)
+    ckpt, out = tmp_path / "ckpt", tmp_path / "out.parquet"
+    sources = {k: str(v) for k, v in inputs.items()}
+    opts = dict(spark=spark, checkpoint=str(ckpt), out=str(out), max_files_per_trigger=1)
+    run = start_spark(query, sources, once=False, **opts)
+    runs.append(run)
+    _wait_for(ckpt / "query" / "commits" / "0", 240)
+    run.stop()  # mid-stream: the second file pair is being (or not yet) processed
+    assert not run.ended and not (ckpt / "query" / "commits" / "2").exists()
+    _add_staged(staged, inputs)
+    from slidewise.spark import run_spark
+
+    res = run_spark(query, sources, once=True, **opts)
+    assert res.stats["input_ended"] and res.stats["micro_batches"] >= 2
+    assert result_rows(query, read_results(out)) == oracle_rows(query, tuples)
+
+
+@pytest.mark.slow
+def test_restart_after_kill_is_exactly_once(spark, tmp_path):
+    """SIGKILL the CLI after its first committed micro-batch, add files, rerun the same command."""
+    query, tuples, staged, inputs = _staged_restart_case(tmp_path)
+    ckpt, out = tmp_path / "ckpt", tmp_path / "out.parquet"
+    text = "SELECT * FROM " + ", ".join(f"{r.alias} [RANGE {r.window.size}]" for r in query.streams) + \
+        " WHERE " + " AND ".join(f"{e.left} = {e.right}" for e in query.equalities)
+    args = ["run", text, *[a for name in inputs for a in ("--source", f"{name}={inputs[name]}")],
+            "--engine", "spark", "--master", "local[2]", "--once", "--checkpoint", str(ckpt), "--out", str(out),
+            "--conf", "slidewise.maxFilesPerTrigger=1", "--conf", "spark.sql.shuffle.partitions=2", "--quiet"]
+    proc = subprocess.Popen([sys.executable, "-m", "slidewise.cli", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for(ckpt / "query" / "commits" / "0", 300, alive=lambda: proc.poll() is None)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert not (ckpt / "query" / "commits" / "2").exists()  # killed mid-stream
+    _add_staged(staged, inputs)
+    assert main(args) == 0
+    assert result_rows(query, read_results(out)) == oracle_rows(query, tuples)
+
+
+@pytest.mark.slow
+def test_local_cluster_gives_the_same_results(tmp_path):
+    """The same query on local-cluster[2,1,1024] (separate executor JVMs and Python workers)."""
+    if find_java() is None:
+        pytest.skip("needs Java")
+    query, tuples = case("time", 3, 21)
+    sources = write_case(query, tuples, tmp_path / "in")
+    out = tmp_path / "out.parquet"
+    text = "SELECT * FROM " + ", ".join(f"{r.alias} [RANGE {r.window.size}]" for r in query.streams) + \
+        " WHERE " + " AND ".join(f"{e.left} = {e.right}" for e in query.equalities)
+    import pyspark
+
+    work = Path(pyspark.__file__).parent / "work"  # where Spark's local-cluster workers keep app dirs
+    before = set(work.iterdir()) if work.exists() else set()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "slidewise.cli", "run", text,
+                               *[a for name, d in sources.items() for a in ("--source", f"{name}={d}")],
+                               "--engine", "spark", "--master", "local-cluster[2,1,1024]", "--once",
+                               "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=900)
+    finally:
+        for d in (set(work.iterdir()) if work.exists() else set()) - before:
+            shutil.rmtree(d, ignore_errors=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert result_rows(query, read_results(out)) == oracle_rows(query, tuples)
+
+
+def test_files_dropped_into_a_live_directory(spark, runs, tmp_path):
+    """Results of files dropped while the query runs appear within two trigger intervals."""
+    query, tuples = case("time", 2, 12, length=40)
+    sources = write_case(query, tuples, tmp_path / "in", parts=2)
+    later = tmp_path / "later"
+    later.mkdir()
+    for name, d in sources.items():
+        os.replace(Path(d) / "part-1.csv", later / f"{name}.csv")
+    trigger = 5.0
+    run = start_spark(query, sources, spark=spark, once=False, trigger=f"{trigger}s", buckets=2)
+    runs.append(run)
+    run.process_all_available()
+    before = run.sink.results
+    dropped = time.monotonic()
+    for name in sources:
+        os.replace(later / f"{name}.csv", Path(sources[name]) / "part-1.csv")
+    while run.sink.results == before and time.monotonic() - dropped < 6 * trigger:
+        time.sleep(0.1)
+    elapsed = time.monotonic() - dropped
+    assert run.sink.results > before
+    assert elapsed <= 2 * trigger, f"results after {elapsed:.1f} s"
+    run.end_input()
+    assert result_rows(query, run.result().results) == oracle_rows(query, tuples)
+
+
+def test_demo_prints_results_on_spark(spark, capsys):
+    assert main(["demo", "--engine", "spark"]) == 0
+    out, err = capsys.readouterr()
+    assert "results" in out and "dns.orig_h" in out
+    assert "23,548 results" in err and "late: 162" in err
+
+
+def test_rejects_and_schema_change_on_spark(spark, runs, tmp_path):
+    """Bad and late rows become rejects like the local engine's; a file with another header fails clearly."""
+    a, b = tmp_path / "A", tmp_path / "B"
+    a.mkdir()
+    b.mkdir()
+    (a / "1.csv").write_text("ts,k\n1,7\n5,7\nx,7\n2,7\n9,8\n")
+    (b / "1.csv").write_text("ts,k\n3,7\n4,nine\n9,8\n")
+    q = "SELECT * FROM A [RANGE 5], B [RANGE 5] WHERE A.k = B.k"
+    run = start_spark(q, {"A": str(a), "B": str(b)}, spark=spark, once=True, lateness=2,
+                      rejects=str(tmp_path / "rej"))
+    runs.append(run)
+    run.wait()
+    res = run.result()
+    local = slidewise.run(q, {"A": str(a), "B": str(b)}, lateness=2)
+    assert sorted(map(tuple, res.results.values.tolist())) == sorted(map(tuple, local.results.values.tolist()))
+    assert res.stats["rejects_by_reason"] == local.stats["rejects_by_reason"]
+    cols = ["stream", "line", "reason", "row"]
+    assert (res.rejects.to_frame()[cols].sort_values(cols).values.tolist()
+            == local.rejects.to_frame()[cols].sort_values(cols).values.tolist())
+    written = pd.concat([pd.read_csv(p) for p in sorted((tmp_path / "rej").glob("batch-*.csv"))])
+    assert len(written) == res.stats["rejects"]
+    # a file with a different header dropped later: one clear error
+    run = start_spark(q, {"A": str(a), "B": str(b)}, spark=spark, once=False, checkpoint=str(tmp_path / "ck"))
+    runs.append(run)
+    run.process_all_available()
+    (a / "2.csv").write_text("ts,other\n20,7\n")
+    with pytest.raises(slidewise.SourceError, match="header"):
+        run.process_all_available()
