@@ -60,17 +60,25 @@ ENGINES = {"slidewise": "slidewise on Spark", "spark-join": "Spark stream-stream
 # ------------------------------------------------------------------ inputs
 
 def write_workload(wl: Workload, tuples: int, slices: int, out_dir: Path, seed: int = 0) -> dict[str, str]:
-    """Generate ``wl`` and write each stream as ``out_dir/S<i>/part-<k>.csv`` (``slices`` time slices)."""
+    """Generate ``wl`` and write each stream as ``out_dir/S<i>/part-<k>.csv`` (``slices`` time slices).
+
+    Spark's file source takes new files in modification-time order (ties in
+    listing order), so slice ``k`` gets modification time ``now - slices + k``
+    seconds: read in name order, as the local engine reads a directory.
+    """
     from slidewise.runtime.generate import generate, write_streams
 
     streams = generate(list(wl.rates), list(wl.distinct), tuples, seed=seed)
     bounds = np.linspace(0, tuples, slices + 1).astype(np.int64)
     sources = {}
+    now = int(time.time())
     for alias, s in zip(wl.aliases, streams):
         cuts = np.searchsorted(s["ts"], bounds)
         parts = [{k: v[a:b] for k, v in s.items()} for a, b in zip(cuts[:-1], cuts[1:])]
         path = out_dir / alias
-        write_streams(parts, path, names=[f"part-{k:05d}" for k in range(slices)])
+        files = write_streams(parts, path, names=[f"part-{k:05d}" for k in range(slices)])
+        for k, f in enumerate(files):
+            os.utime(f, (now - slices + k, now - slices + k))
         sources[alias] = str(path)
     return sources
 
