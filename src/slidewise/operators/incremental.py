@@ -1,0 +1,98 @@
+"""The interface of incremental relational operators over signed tuples.
+
+Seed 003 §2.3.3 and §3.5: operators of a general plan consume and produce
+*signed tuples*. A row is a plain tuple ``(vals, ts, exp, sign)``:
+
+* ``vals`` — the attribute values, a tuple in the operator's output schema
+  order (:attr:`slidewise.plan.logical.Node.schema`);
+* ``ts`` — the instant the change happens;
+* ``exp`` — the instant after which a positive row leaves the answer by
+  itself (it is in the answer at every τ with ``ts <= τ <= exp``), or
+  ``NO_EXP`` when it never expires by time (monotonic, count windows, or any
+  row under the NT strategy);
+* ``sign`` — +1 inserts, −1 deletes one earlier positive row with the same
+  ``vals`` and ``exp`` (a *negative tuple*; it carries the ``exp`` of the
+  row it cancels).
+
+Three processing strategies (:data:`STRATEGIES`) choose how expirations
+travel and how state is kept:
+
+* ``nt`` — negative tuples: every expiration is an explicit −1 row, produced by
+  the base windows when tuples leave them; every ``exp`` is ``NO_EXP``; state
+  is hash tables keyed by value (deletion by lookup).
+* ``direct`` — expiration by ``exp``: windows emit no negative tuples; each
+  operator purges its state of rows with ``exp < now`` by scanning it; only
+  strict non-monotonic operators (negation, aggregation, strict distinct,
+  count windows, retroactive tables) emit −1 rows, for premature deletions.
+* ``upa`` — update-pattern aware (seed 003 §3.5.2): like ``direct``, but the
+  state structure follows the input's update pattern: FIFO for WKS (expire
+  from the head), a calendar queue partitioned by ``exp`` for WK, and
+  negative tuples only where the pattern is STR; δ* for DISTINCT over
+  non-strict input.
+
+The executor drives a plan instant by instant, bottom-up. At each instant
+``now`` it calls, for every operator (children first): :meth:`expire` once,
+then :meth:`push` with each child's rows of this instant (the rows a child
+returned from its own ``expire`` and ``push`` calls at ``now``, in that
+order). The answer after the instant's last call must equal Definition 3.1's
+``Q(now)``; within an instant operators may emit a row and its deletion.
+:meth:`next_event` lets the executor skip instants where nothing happens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from slidewise.model.batch import NO_EXP
+from slidewise.plan.logical import Node, Pattern
+
+Row = tuple  # (vals: tuple, ts: int, exp: int, sign: int)
+
+STRATEGIES = ("nt", "direct", "upa")
+
+__all__ = ["NO_EXP", "STRATEGIES", "Context", "Incremental", "Row"]
+
+
+@dataclass
+class Context:
+    """What an operator knows about its place in the plan.
+
+    ``inputs``: the update pattern of each child's output (seed 003 §3.5.1);
+    ``output``: this operator's output pattern; ``partitions``: calendar
+    queue partitions for UPA (the thesis tests 10 and 50); ``aliases``: for
+    :func:`slidewise.plan.logical.column_getter`; ``options``: operator
+    specific choices (e.g. ``{"distinct": "delta_star" | "naive" | "strict"}``).
+    """
+
+    strategy: str
+    inputs: tuple[Pattern, ...] = ()
+    output: Pattern = Pattern.WKS
+    partitions: int = 10
+    aliases: tuple[str, ...] = ()
+    options: dict = field(default_factory=dict)
+
+
+class Incremental:
+    """Base class: one logical node, executed under one strategy."""
+
+    name = "incremental"
+
+    def __init__(self, node: Node, ctx: Context):
+        self.node = node
+        self.ctx = ctx
+
+    def expire(self, now: int) -> list[Row]:
+        """Time has reached ``now``: drop state that expired (``exp < now``); emit what that causes."""
+        return []
+
+    def push(self, side: int, rows: list[Row], now: int) -> list[Row]:
+        """Rows from child ``side`` at instant ``now``; returns this operator's output rows."""
+        raise NotImplementedError
+
+    def next_event(self) -> int | None:
+        """The earliest future instant at which :meth:`expire` may emit or change state, if any."""
+        return None
+
+    def state_size(self) -> int:
+        """Tuples held in state (input copies, output copies, auxiliary entries)."""
+        return 0
