@@ -8,22 +8,36 @@
 [[1, 3, 3, 11], [1, 6, 6, 11]]
 >>> r.stats["results"], r.stats["algorithm"]
 (2, 'columnar')
+
+General queries (DISTINCT, GROUP BY, NOT EXISTS, tables, DSTREAM, ...) run as
+update-pattern-aware plans (:func:`slidewise.runtime.plans.execute_plan`):
+
+>>> r = slidewise.run("SELECT RSTREAM DISTINCT A.k FROM A [RANGE 2]",
+...                   sources={"A": {"ts": [1, 2, 4], "k": [7, 7, 7]}}, strategy="nt")
+>>> r.results.values.tolist()
+[[7, 1, 1]]
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from slidewise.cql import load_query
+from slidewise.cql.parser import load_any
+from slidewise.errors import OptionError
+from slidewise.plan.logical import Plan
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.engine import RunResult, execute
 
+#: options of the join engine that mean nothing to a general plan
+JOIN_ONLY_OPTIONS = ("algorithm", "order", "buckets", "stats", "search", "negatives", "overload", "adaptive")
 
-def run(query: str | JoinQuery, sources: dict[str, object], *, algorithm: str | None = None,
+
+def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm: str | None = None,
         order: str | list[str] | None = None, out: str | Callable | None = None,
         collect: bool | None = None, lateness: int = 0, ts_column: str = "ts",
         ts_unit: str = "auto", chunk_rows: int = 65536, rejects: str | None = None,
-        progress: bool = False, engine: str = "local", **operator_options) -> RunResult:
+        progress: bool = False, engine: str = "local", tables: dict[str, object] | None = None,
+        strategy: str = "upa", partitions: int = 10, **operator_options) -> RunResult:
     """Run a query to the end of its inputs on the embedded engine (or ``engine="spark"``).
 
     ``query``: CQL text, a path to a ``.cql`` file, or a parsed JoinQuery.
@@ -37,8 +51,22 @@ def run(query: str | JoinQuery, sources: dict[str, object], *, algorithm: str | 
     (:func:`slidewise.spark.run_spark`; its options — ``master``, ``conf``,
     ``trigger``, ``once``, ``checkpoint``, ... — pass through); the API's
     default stays the in-process engine.
+
+    General queries (anything but select–project–join with ISTREAM) become a
+    :class:`~slidewise.plan.logical.Plan` run by
+    :func:`~slidewise.runtime.plans.execute_plan`: ``tables`` (name -> path /
+    DataFrame; rows with ``ts``, optional ``op`` ``+``/``-``, key first) are
+    non-retroactive unless FROM says ``TABLE name``; ``strategy`` is ``nt``,
+    ``direct`` or ``upa`` and ``partitions`` the UPA calendar queue size.
     """
-    q = query if isinstance(query, JoinQuery) else load_query(query)
+    tables = dict(tables or {})
+    q = query if isinstance(query, (JoinQuery, Plan)) else load_any(query, tables)
+    if isinstance(q, Plan):
+        return _run_plan(q, sources, tables, engine=engine, strategy=strategy, partitions=partitions,
+                         out=out, collect=(out is None) if collect is None else collect, lateness=lateness,
+                         ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows, rejects_path=rejects,
+                         progress=progress,
+                         options={"algorithm": algorithm, "order": order, **operator_options})
     if engine == "spark":
         from slidewise.spark.runner import run_spark
 
@@ -46,10 +74,27 @@ def run(query: str | JoinQuery, sources: dict[str, object], *, algorithm: str | 
                          lateness=lateness, ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows,
                          rejects=rejects, progress=progress, **operator_options)
     if engine != "local":
-        from slidewise.errors import OptionError
-
         raise OptionError(f"unknown engine {engine!r}", hint="use engine='local' or engine='spark'")
     return execute(q, sources, algorithm=algorithm, order=order, out=out,
                    collect=(out is None) if collect is None else collect, lateness=lateness,
                    ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows,
                    rejects_path=rejects, progress=progress, operator_options=operator_options)
+
+
+def _run_plan(plan: Plan, sources, tables, *, engine: str, options: dict, **kwargs) -> RunResult:
+    """A general query on the local plan executor (Spark runs join queries only so far)."""
+    from slidewise.runtime.plans import execute_plan
+
+    if engine == "spark":
+        from slidewise.spark.plans import run_plan_spark
+
+        return run_plan_spark(plan, sources, tables, rewrite=True, **kwargs)
+    if engine != "local":
+        raise OptionError(f"unknown engine {engine!r}", hint="use engine='local' or engine='spark'")
+    given = [k for k in JOIN_ONLY_OPTIONS if options.get(k) not in (None, False)]
+    if given:
+        raise OptionError(f"option {given[0]!r} applies to join queries only, not to this general query",
+                          hint="drop it; choose the processing strategy with --strategy nt|direct|upa")
+    extra = {k: v for k, v in options.items() if k not in JOIN_ONLY_OPTIONS}
+    kwargs.setdefault("rewrite", True)  # run what explain shows: the cheapest update-pattern rewriting
+    return execute_plan(plan, sources, tables, options=extra, **kwargs)

@@ -28,6 +28,16 @@ def _sources(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def _tables(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        name, sep, path = pair.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise OptionError(f"bad --table {pair!r}", hint="write --table NAME=PATH, e.g. --table R=data/r.csv")
+        out[name.strip()] = path.strip()
+    return out
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     from slidewise.spark.cli import ENGINES, add_spark_options, default_engine
 
@@ -53,6 +63,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--negative-tuples", action="store_true",
                    help="emit retractions (sign -1) when count-window members expire")
     p.add_argument("--quiet", action="store_true", help="no progress line and no summary")
+    p.add_argument("--table", action="append", metavar="NAME=PATH",
+                   help="a relation (repeatable): rows with ts (default 0), optional op +/- and attributes, "
+                        "key first; non-retroactive unless FROM says TABLE NAME")
+    p.add_argument("--strategy", default="upa", choices=["nt", "direct", "upa"],
+                   help="general queries: negative tuples, direct expiration, or update-pattern aware "
+                        "(default upa)")
+    p.add_argument("--partitions", type=int, default=10,
+                   help="general queries: calendar queue partitions for --strategy upa (default 10)")
 
 
 def _add_stats_options(p: argparse.ArgumentParser) -> None:
@@ -106,6 +124,16 @@ def _print_summary(stats: dict, results, shown: int = 10) -> None:
             table.add_row(*row)
         Console().print(table)
     rate = stats.get("tuples_per_second") or 0
+    if "strategy" in stats:   # a general plan
+        console.print(
+            f"[bold]{stats['results']:,}[/] results, {stats['retractions']:,} retractions from "
+            f"{sum(stats['inputs'].values()):,} tuples ({', '.join(f'{k} {v:,}' for k, v in stats['inputs'].items())})"
+            f" in {stats['seconds']:.3f} s = {rate:,.0f} tuples/s; strategy {stats['strategy']}; state peak "
+            f"{stats['state_tuples_peak']:,} tuples; {stats['negative_tuples']:,} negative tuples; peak "
+            f"{stats['peak_rss_mb']:.0f} MB; rejects {stats['rejects']:,}"
+            + (f" ({'; '.join(f'{k}: {v}' for k, v in stats['rejects_by_reason'].items())})"
+               if stats['rejects'] else ""))
+        return
     console.print(
         f"[bold]{stats['results']:,}[/] results from {sum(stats['inputs'].values()):,} tuples "
         f"({', '.join(f'{k} {v:,}' for k, v in stats['inputs'].items())}) in {stats['seconds']:.3f} s "
@@ -122,7 +150,17 @@ def cmd_run(args) -> int:
     from slidewise.model.time import parse_duration
 
     show = args.out is None
-    if args.engine == "spark" and args.mode == "batch":
+    tables = _tables(args.table)
+    if args.engine == "spark" and _is_general(args.query, tables):
+        from slidewise.spark.cli import parse_conf
+        from slidewise.spark.plans import run_plan_spark
+
+        result = run_plan_spark(args.query, _sources(args.source), tables, strategy=args.strategy,
+                                partitions=args.partitions, out=args.out, collect=show and not args.quiet,
+                                lateness=parse_duration(args.lateness, what="lateness"), ts_column=args.ts_column,
+                                ts_unit=args.ts_unit, rejects_path=args.rejects, master=args.master,
+                                conf=parse_conf(args.conf), rewrite=True)
+    elif args.engine == "spark" and args.mode == "batch":
         from slidewise.spark.batch import batch_from_args
 
         result = batch_from_args(args, _sources(args.source), _operator_options(args),
@@ -139,7 +177,8 @@ def cmd_run(args) -> int:
                      out=args.out, collect=show and not args.quiet,
                      lateness=parse_duration(args.lateness, what="lateness"),
                      ts_column=args.ts_column, ts_unit=args.ts_unit, chunk_rows=args.chunk_rows,
-                     rejects=args.rejects, progress=not args.quiet, **_operator_options(args),
+                     rejects=args.rejects, progress=not args.quiet, tables=tables,
+                     strategy=args.strategy, partitions=args.partitions, **_operator_options(args),
                      **kwargs_from_args(args))
     if args.stats_json:
         Path(args.stats_json).parent.mkdir(parents=True, exist_ok=True)
@@ -149,6 +188,14 @@ def cmd_run(args) -> int:
         if summary_line(result.stats):
             print(summary_line(result.stats), file=sys.stderr)
     return 0
+
+
+def _is_general(query: str, tables: dict) -> bool:
+    """Whether the query needs the general plan executor (not a plain join query)."""
+    from slidewise.cql.parser import load_any
+    from slidewise.plan.logical import Plan
+
+    return isinstance(load_any(query, tables), Plan)
 
 
 def cmd_demo(args) -> int:
@@ -171,11 +218,19 @@ def cmd_demo(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from slidewise.cql import load_query
+    from slidewise.cql.parser import load_any
     from slidewise.optimizer.explain import explain_info, render
+    from slidewise.plan.logical import Plan
     from slidewise.plan.physical import choose
 
-    q = load_query(args.query)
+    q = load_any(args.query)
+    if isinstance(q, Plan):  # a general query: the update-pattern annotated logical plan
+        from slidewise.optimizer.explain import plan_info, render_plan
+
+        info = plan_info(q, args.stats, args.strategy, args.partitions)
+        print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else render_plan(info),
+              end="\n" if args.json else "")
+        return 0
     opts = {"buckets": args.buckets} if args.buckets else {}
     plan = choose(q, args.algorithm, args.order, stats=args.stats, search=args.search, **opts)
     info = explain_info(plan)
@@ -210,9 +265,13 @@ def cmd_bench(args) -> int:
         return 0
     if args.name == "ordering":
         return _bench_ordering(args)
+    if args.name == "update-patterns":
+        from slidewise.bench.update_patterns import bench_from_args
+
+        return bench_from_args(args)
     if args.name != "joins":
         raise OptionError(f"unknown benchmark {args.name!r}",
-                          hint="available: joins, asymmetric, allocation, ordering, spark")
+                          hint="available: joins, asymmetric, allocation, ordering, update-patterns, spark")
     if args.time_budget is not None and args.time_budget <= 0:
         raise OptionError(f"--time-budget must be positive, got {args.time_budget:g}",
                           hint="seconds per algorithm run, e.g. --time-budget 6")
@@ -293,6 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--order")
     e.add_argument("--buckets", type=int, help="hash buckets per window (default: allocated by the model)")
     _add_stats_options(e)
+    e.add_argument("--strategy", default="upa", choices=["nt", "direct", "upa"],
+                   help="general queries: processing strategy whose state structures to show (default upa)")
+    e.add_argument("--partitions", type=int, default=10, help="general queries: calendar queue partitions")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_explain)
 
@@ -307,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_generate)
 
     b = sub.add_parser("bench", help="run an experiment; writes JSON and a PNG plot")
-    b.add_argument("name", help="experiment: joins, asymmetric, allocation, ordering or spark")
+    b.add_argument("name", help="experiment: joins, asymmetric, allocation, ordering, update-patterns or spark")
     b.add_argument("--workload", default="all", help="W2, W4 or all")
     b.add_argument("--tuples", type=int, help="override the number of input tuples")
     b.add_argument("--algorithms", help="comma-separated subset of algorithms")
@@ -317,6 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "runs the whole input (default 6)")
     b.add_argument("--no-peers", action="store_true",
                    help="joins: skip the DuckDB peer (and with it the result checks)")
+    b.add_argument("--scale", type=float, default=1.0,
+                   help="update-patterns: multiplies window sizes and the measured span (default 1)")
+    b.add_argument("--source", default="both", choices=["zeek", "generated", "both"],
+                   help="update-patterns: real Zeek logs, generated IP-like links, or both (default)")
     b.set_defaults(func=cmd_bench)
 
     c = sub.add_parser("calibrate", help="measure the binary join cost model's weight factors here")

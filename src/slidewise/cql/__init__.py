@@ -1,6 +1,15 @@
-"""The CQL dialect of slidewise, part 1: select–project–join queries over windows.
+"""The CQL dialect of slidewise: select–project–join queries and the general queries of seed 003.
 
-A query names its output operator, a select list, windowed stream references
+Three entry points: :func:`parse` (a select–project–join query ->
+:class:`~slidewise.plan.query.JoinQuery`, the columnar join path),
+:func:`parse_plan` (any query -> unbound logical
+:class:`~slidewise.plan.logical.Plan`, see :mod:`slidewise.cql.plans` for
+the plan shapes) and :func:`parse_any` (a JoinQuery for plain SPJ queries
+with ISTREAM / ISTREAM_RESTORE / no output operator, a Plan otherwise; what
+the command line uses). ``parse`` rejects a general query with a hint to use
+the other two.
+
+Part 1, select–project–join. A query names its output operator, a select list, windowed stream references
 and a condition::
 
     SELECT [ISTREAM | RSTREAM | DSTREAM | ISTREAM_RESTORE | RSTREAM_RESTORE] select_list
@@ -56,9 +65,29 @@ the offending line with a caret under the spot, and a hint.
 (['[RANGE 10000]', '[ROWS 5]'], ('a', 'a'))
 >>> str(q.filters[0])
 'S1.x > 3'
+
+General queries (seed 003 §3.4; :func:`parse_plan`, :func:`parse_any`) add::
+
+    SELECT [output] [DISTINCT] select_list        output also WSTREAM(select_list)[ROWS n | RANGE t]
+    FROM NAME [window] | TABLE NAME | (query) [window] AS X  [, ...]
+    [WHERE condition [AND NOT EXISTS (SELECT ... FROM ... WHERE inner.x = outer.y ...)]]
+    [GROUP BY expr, ...]
+    [UNION [ALL] | EXCEPT  SELECT ...]
+
+with aggregates ``COUNT(*)``, ``COUNT(x)``, ``COUNT(DISTINCT x)``, ``SUM``,
+``AVG``, ``MIN``, ``MAX`` as whole select items. ``UNION`` and ``UNION ALL``
+are both the bag (merge) union; ``EXCEPT`` is the bag difference. A name in
+``tables=`` (``--table R=PATH``) is a non-retroactive relation, ``TABLE R`` a
+retroactive one; relations take no window. Every alias of the whole query is
+unique.
+
+>>> plan = parse_plan("SELECT RSTREAM(DISTINCT S.a) FROM S [RANGE 10]")
+>>> [n.label() for n in walk(plan.root)]
+['RSTREAM', 'Distinct', 'Project S.a', 'Window S[RANGE 10]']
 """
 
 from slidewise.cql.builder import UNITS
-from slidewise.cql.parser import load_query, parse
+from slidewise.cql.parser import load_any, load_query, parse, parse_any, parse_plan
+from slidewise.plan.logical import walk
 
-__all__ = ["UNITS", "load_query", "parse"]
+__all__ = ["UNITS", "load_any", "load_query", "parse", "parse_any", "parse_plan"]

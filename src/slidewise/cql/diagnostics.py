@@ -28,13 +28,15 @@ _WORDS = {
     "STRING": "a string",
     "CMP": "a comparison operator",
     "OUTPUT_CALL": "ISTREAM(",
+    "P_OUTPUT_CALL": "ISTREAM(",
 }
 # Punctuation, in the order it is listed.
 _PUNCT = {
     "COMMA": ",", "SEMICOLON": ";", "LPAR": "(", "RPAR": ")", "LSQB": "[", "RSQB": "]",
     "DOT": ".", "STAR": "*", "PLUS": "+", "MINUS": "-", "SLASH": "/", "PERCENT": "%",
 }
-_OUTPUTS = {"ISTREAM", "RSTREAM", "DSTREAM", "ISTREAM_RESTORE", "RSTREAM_RESTORE", "OUTPUT_CALL"}
+_OUTPUTS = {"ISTREAM", "RSTREAM", "DSTREAM", "ISTREAM_RESTORE", "RSTREAM_RESTORE", "OUTPUT_CALL",
+            "WSTREAM", "WSTREAM_RESTORE", "P_OUTPUT_CALL"}  # the last three: full dialect only
 _EXPR_START = {"LPAR", "MINUS", "NAME", "NUMBER", "STRING"}
 RESERVED = {"SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "AS"}  # see NAME in grammar.lark
 _MAX_SHOWN = 30  # characters of an offending token quoted in a message
@@ -66,7 +68,7 @@ def _expected_items(names: Iterable[str]) -> list[str]:
         names -= _OUTPUTS
         groups.append("an output operator such as ISTREAM")
     if _EXPR_START <= names:
-        names -= _EXPR_START | {"NOT"}
+        names -= _EXPR_START | {"NOT", "EXISTS"}
         groups.append("an expression")
     if "SLIDE" in names and "NAME" in names:
         names.discard("NAME")

@@ -1,58 +1,179 @@
-"""Entry points of the CQL parser: :func:`parse` and :func:`load_query`.
+"""Entry points of the CQL parser: :func:`parse`, :func:`parse_plan`, :func:`parse_any`.
 
-``grammar.lark`` is compiled once (LALR(1), contextual lexer) on first use.
-Lark exceptions never leave this module: :mod:`slidewise.cql.diagnostics`
-turns them into :class:`~slidewise.errors.QueryError`, and
-:mod:`slidewise.cql.builder` turns the tree into a
-:class:`~slidewise.plan.query.JoinQuery`.
+``grammar.lark`` holds two grammars, each compiled once (LALR(1), contextual
+lexer) on first use: the select–project–join grammar above its
+``---- full dialect`` marker (start ``start``, used by :func:`parse`) and the
+whole file with start ``full`` (the dialect of seed 003 §3.4, used by
+:func:`parse_plan` and :func:`parse_any`). Lark exceptions never leave this
+module: :mod:`slidewise.cql.diagnostics` turns them into
+:class:`~slidewise.errors.QueryError`; :mod:`slidewise.cql.builder` builds a
+:class:`~slidewise.plan.query.JoinQuery`, :mod:`slidewise.cql.plans` a
+:class:`~slidewise.plan.logical.Plan`.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from lark import Lark
+from lark import Lark, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters
 
-from slidewise.cql.builder import Builder
-from slidewise.cql.diagnostics import empty_query, from_lark
+from slidewise.cql.builder import Builder, _pos
+from slidewise.cql.diagnostics import empty_query, from_lark, query_error
+from slidewise.cql.plans import PlanBuilder, output_name
 from slidewise.errors import QueryError, SourceError
+from slidewise.plan.logical import AGG_FUNCS, Plan
 from slidewise.plan.query import JoinQuery
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
+FULL_MARKER = "// ---- full dialect"
 QUERY_SUFFIXES = (".cql", ".sql", ".txt", ".query")
+
+
+def _compile(text: str, start: str) -> Lark:
+    return Lark(text, parser="lalr", lexer="contextual", start=start,
+                propagate_positions=True, maybe_placeholders=True)
 
 
 @functools.cache
 def _lark() -> Lark:
-    return Lark(GRAMMAR.read_text(encoding="utf-8"), parser="lalr", lexer="contextual",
-                propagate_positions=True, maybe_placeholders=True)
+    """The select–project–join grammar (the text above the full-dialect marker)."""
+    text = GRAMMAR.read_text(encoding="utf-8")
+    return _compile(text.split(FULL_MARKER, 1)[0], "start")
 
 
-def parse(text: str) -> JoinQuery:
-    """Parse one CQL query into a :class:`JoinQuery`; raise :class:`QueryError` if it is wrong."""
+@functools.cache
+def _full_lark() -> Lark:
+    """The full dialect (start symbol ``full``)."""
+    return _compile(GRAMMAR.read_text(encoding="utf-8"), "full")
+
+
+def _check_text(text: object) -> None:
     if not isinstance(text, str):
         raise QueryError(f"a query must be text, got {type(text).__name__}")
     if not text.strip():
         raise empty_query(text)
+
+
+def _tree(lark: Lark, text: str) -> Tree:
     try:
-        tree = _lark().parse(text)
+        return lark.parse(text)
     except UnexpectedCharacters as e:
-        raise from_lark(text, e, _accepts_before_error(text)) from None
+        raise from_lark(text, e, _accepts_before_error(lark, text)) from None
     except LarkError as e:
         raise from_lark(text, e) from None
+
+
+def _guard_depth(build: Callable[[], object]):
     try:
-        return Builder(text).build(tree)
+        return build()
     except RecursionError:
         raise QueryError("query is nested too deeply",
                          hint="simplify the expression or split it into several conditions") from None
 
 
-def _accepts_before_error(text: str) -> set[str] | None:
+def parse(text: str) -> JoinQuery:
+    """Parse a select–project–join query into a :class:`JoinQuery`; raise :class:`QueryError` if it is wrong.
+
+    A query of the full dialect (DISTINCT, GROUP BY, UNION, NOT EXISTS, ...)
+    is an error here that points at the feature and names
+    :func:`parse_plan` / :func:`parse_any`.
+    """
+    _check_text(text)
+    try:
+        tree = _tree(_lark(), text)
+    except QueryError as spj_error:
+        raise _general_query_error(text, spj_error) from None
+    return _guard_depth(lambda: Builder(text).build(tree))
+
+
+def _general_query_error(text: str, spj_error: QueryError) -> QueryError:
+    """``spj_error``, or why ``text`` (a general query) needs :func:`parse_plan`."""
+    try:
+        tree = _tree(_full_lark(), text)
+    except QueryError:
+        return spj_error
+    features = general_features(tree, frozenset(), outputs=False)
+    if not features:
+        return spj_error
+    try:
+        _guard_depth(lambda: PlanBuilder(text).build(tree))
+    except QueryError as e:  # a general query, but a wrong one: say what is wrong
+        return e
+    feature, (line, column) = features[0]
+    return query_error(text, f"this query uses {feature}, which needs a general logical plan, "
+                       "not a select–project–join query", line, column,
+                       hint="use slidewise.cql.parse_plan(text) or parse_any(text) (the command line does)")
+
+
+def parse_plan(text: str, tables: Iterable[str] = frozenset()) -> Plan:
+    """Parse any query of the full dialect into an unbound logical :class:`Plan`.
+
+    ``tables``: names given as tables (``--table R=PATH``); a reference to one
+    in FROM without ``TABLE`` is a non-retroactive relation (NRR).
+    """
+    _check_text(text)
+    tree = _tree(_full_lark(), text)
+    return _guard_depth(lambda: PlanBuilder(text, frozenset(tables)).build(tree))
+
+
+def parse_any(text: str, tables: Iterable[str] = frozenset()) -> JoinQuery | Plan:
+    """A :class:`JoinQuery` for a plain select–project–join query, else a :class:`Plan`.
+
+    Plain means: one SELECT over streams (no table), no DISTINCT, aggregate,
+    GROUP BY, UNION, EXCEPT, NOT EXISTS or subquery, and output ISTREAM,
+    ISTREAM_RESTORE or none. Syntax errors are those of the full dialect.
+    """
+    _check_text(text)
+    tables = frozenset(tables)
+    tree = _tree(_full_lark(), text)
+    if general_features(tree, tables):
+        return _guard_depth(lambda: PlanBuilder(text, tables).build(tree))
+    return parse(text)
+
+
+def general_features(tree: Tree, tables: frozenset[str], outputs: bool = True) -> list[tuple[str, tuple[int, int]]]:
+    """What makes a full-dialect parse tree a general query, with positions, in text order.
+
+    Empty for a plain select–project–join query (what :func:`parse_any`
+    returns as a JoinQuery). ``outputs=False`` ignores RSTREAM / DSTREAM,
+    which :func:`~slidewise.cql.parser.parse` accepts.
+    """
+    found: list[tuple[str, tuple[int, int]]] = []
+    plain_outputs = {"istream"} | (set() if outputs else {"rstream", "dstream"})
+    for t in tree.iter_subtrees():
+        ch = t.children
+        if t.data in ("union", "except_"):
+            found.append((str(ch[1]).upper(), _pos(ch[1])))
+        elif t.data == "subquery_ref":
+            found.append(("a subquery in FROM", _pos(t)))
+        elif t.data == "table_ref":
+            found.append(("TABLE", _pos(ch[0])))
+        elif t.data == "ref" and str(ch[0]) in tables:
+            found.append((f"table {ch[0]}", _pos(ch[0])))
+        elif t.data == "exists":
+            found.append(("NOT EXISTS", _pos(ch[0])))
+        elif t.data in ("agg_star", "agg_distinct") or (t.data == "func" and str(ch[0]).lower() in AGG_FUNCS):
+            found.append((f"aggregate {str(ch[0]).upper()}", _pos(ch[0])))
+        elif t.data == "group_by":
+            found.append(("GROUP BY", _pos(t)))
+        elif t.data in ("p_head", "p_head_call", "full_wrapped"):
+            if t.data != "full_wrapped" and ch[1] is not None:
+                found.append(("DISTINCT", _pos(ch[1])))
+            tok = ch[0].children[0] if isinstance(ch[0], Tree) else ch[0]
+            if tok is not None:
+                kind, restore = output_name(tok)
+                if kind not in plain_outputs or (restore and kind != "istream"):
+                    found.append((f"{kind.upper()}{'_RESTORE' if restore else ''} output", _pos(tok)))
+    return sorted(found, key=lambda f: f[1])
+
+
+def _accepts_before_error(lark: Lark, text: str) -> set[str] | None:
     """Terminals the parser accepts just before the character the lexer rejected."""
-    interactive = _lark().parse_interactive(text)
+    interactive = lark.parse_interactive(text)
     try:
         for _ in interactive.iter_parse():
             pass
@@ -71,6 +192,15 @@ def load_query(text_or_path: str | os.PathLike) -> JoinQuery:
     ``.query``) but does not exist is a :class:`SourceError`. Errors in a
     file's query name the file in their location.
     """
+    return _load(text_or_path, parse)
+
+
+def load_any(text_or_path: str | os.PathLike, tables: Iterable[str] = frozenset()) -> JoinQuery | Plan:
+    """:func:`load_query` with :func:`parse_any`: a JoinQuery or a Plan."""
+    return _load(text_or_path, lambda text: parse_any(text, tables))
+
+
+def _load(text_or_path: str | os.PathLike, parse_text: Callable[[str], object]):
     arg = os.fspath(text_or_path)
     if os.path.isfile(arg):
         try:
@@ -79,7 +209,7 @@ def load_query(text_or_path: str | os.PathLike) -> JoinQuery:
             raise SourceError(f"cannot read query file {arg}: {e}",
                               hint="pass a readable UTF-8 text file or the query text itself") from None
         try:
-            return parse(text)
+            return parse_text(text)
         except QueryError as e:
             if e.line is not None:
                 e.location = f"query file {arg}, line {e.line}, column {e.column}"
@@ -90,4 +220,4 @@ def load_query(text_or_path: str | os.PathLike) -> JoinQuery:
     if stripped and not any(c.isspace() for c in stripped) and stripped.lower().endswith(QUERY_SUFFIXES):
         raise SourceError(f"query file not found: {stripped}",
                           hint="pass an existing file or the query text itself")
-    return parse(arg)
+    return parse_text(arg)

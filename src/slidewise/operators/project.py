@@ -52,3 +52,50 @@ def output_names(query: JoinQuery, schemas: list[list[str]]) -> list[str]:
         else:
             names.append(item.name)
     return names + ["ts", "exp", "sign"]
+
+
+# --- general plans (seed 003 §3.2.2): projection over signed tuples -------------------------
+
+from slidewise.operators.incremental import Incremental  # noqa: E402
+from slidewise.operators.select import column_index, row_function  # noqa: E402
+
+
+class ProjectRows(Incremental):
+    """π over signed tuples: evaluates the items per row, keeping ``ts``, ``exp`` and ``sign``.
+
+    Weakest non-monotonic (§3.2.2): a negative row projects to the negative of
+    its positive row's projection. No duplicate elimination. Stateless.
+    """
+
+    name = "project"
+
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        schema = node.child.schema
+        index = {c: i for i, c in enumerate(schema)}
+        fns = []
+        for item in node.items:
+            if isinstance(item.expr, Col) and item.expr.attr == "*":
+                prefix = f"{item.expr.name}."
+                fns += [_getter(index[c]) for c in schema if c.startswith(prefix)]
+            elif isinstance(item.expr, Col):
+                fns.append(_getter(column_index(item.expr, schema, ctx.aliases)))
+            else:
+                fns.append(row_function(item.expr, schema, ctx.aliases))
+        self.fns = tuple(fns)
+        positions = [getattr(f, "position", None) for f in fns]
+        self.positions = None if None in positions else tuple(positions)
+
+    def push(self, side, rows, now):
+        if self.positions is not None:
+            pos = self.positions
+            return [(tuple([v[i] for i in pos]), ts, exp, sign) for v, ts, exp, sign in rows]
+        fns = self.fns
+        return [(tuple([f(v) for f in fns]), ts, exp, sign) for v, ts, exp, sign in rows]
+
+
+def _getter(i):
+    def get(vals):
+        return vals[i]
+    get.position = i
+    return get

@@ -46,3 +46,79 @@ class Select(JoinOperator):
 
     def state_tuples(self) -> int:
         return 0
+
+
+# --- general plans (seed 003 §3.2.2): selection over signed tuples --------------------------
+
+import operator as _op  # noqa: E402
+
+from slidewise.operators.incremental import Incremental  # noqa: E402
+from slidewise.plan.expr import And, BinOp, Cmp, Col, Func, Lit, Not, Or  # noqa: E402
+
+_ROW_BINOPS = {"+": _op.add, "-": _op.sub, "*": _op.mul, "/": _op.truediv, "%": _op.mod}
+_ROW_CMPS = {"=": _op.eq, "!=": _op.ne, "<": _op.lt, "<=": _op.le, ">": _op.gt, ">=": _op.ge}
+
+
+def column_index(col: Col, schema: tuple[str, ...], aliases: tuple[str, ...]) -> int:
+    """Position of ``col`` in ``schema`` (as :func:`slidewise.plan.logical.column_getter` resolves it)."""
+    if col.stream < 0:
+        name = col.attr
+    elif col.stream < len(aliases):
+        name = f"{aliases[col.stream]}.{col.attr}"
+    else:
+        name = f"{col.name}.{col.attr}"
+    try:
+        return schema.index(name)
+    except ValueError:
+        raise PlanError(f"column {name} is not an input of this operator",
+                        hint=f"available columns: {', '.join(schema)}") from None
+
+
+def row_function(expr, schema: tuple[str, ...], aliases: tuple[str, ...]):
+    """Compile ``expr`` into ``f(vals)`` over value tuples of ``schema`` (scalar Python semantics)."""
+    if isinstance(expr, Col):
+        i = column_index(expr, schema, aliases)
+        return _op.itemgetter(i)
+    if isinstance(expr, Lit):
+        v = expr.value
+        return lambda vals: v
+    if isinstance(expr, (BinOp, Cmp)):
+        fn = (_ROW_BINOPS if isinstance(expr, BinOp) else _ROW_CMPS)[expr.op]
+        left, right = row_function(expr.left, schema, aliases), row_function(expr.right, schema, aliases)
+        if isinstance(expr.right, Lit):
+            c = expr.right.value
+            return lambda vals: fn(left(vals), c)
+        return lambda vals: fn(left(vals), right(vals))
+    if isinstance(expr, And):
+        parts = [row_function(i, schema, aliases) for i in expr.items]
+        return lambda vals: all(p(vals) for p in parts)
+    if isinstance(expr, Or):
+        parts = [row_function(i, schema, aliases) for i in expr.items]
+        return lambda vals: any(p(vals) for p in parts)
+    if isinstance(expr, Not):
+        inner = row_function(expr.item, schema, aliases)
+        return lambda vals: not inner(vals)
+    if isinstance(expr, Func):
+        if expr.name != "abs":
+            raise PlanError(f"unknown function {expr.name!r}", hint="supported: ABS")
+        inner = row_function(expr.args[0], schema, aliases)
+        return lambda vals: abs(inner(vals))
+    raise PlanError(f"cannot evaluate {expr!r} per row", hint="use columns, literals, arithmetic and comparisons")
+
+
+class SelectRows(Incremental):
+    """σ over signed tuples: keeps the rows (either sign) whose values satisfy the predicate.
+
+    Weakest non-monotonic (§3.2.2, Fig. 3.1(a)): lifetimes are untouched, so
+    a negative row passes exactly when its positive row did. Stateless.
+    """
+
+    name = "select"
+
+    def __init__(self, node, ctx):
+        super().__init__(node, ctx)
+        self.test = row_function(node.predicate, node.child.schema, ctx.aliases)
+
+    def push(self, side, rows, now):
+        test = self.test
+        return [r for r in rows if test(r[0])]

@@ -12,7 +12,9 @@ same model. Costs follow seed 000 §4, §5 and App. A (see
 the timestamps.
 
 :func:`explain_info` builds a JSON-ready dict (``--json``), :func:`render`
-the text. Both are pure functions of the plan, so the text is
+the text. A general query (a logical plan, seed 003 ch. 3) is explained by
+:func:`plan_info` / :func:`render_plan`: the plan annotated with update
+patterns, the state each operator keeps, and the rewritings priced. Both are pure functions of the plan, so the text is
 snapshot-tested (``tests/fixtures/explain/``).
 """
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 from slidewise.errors import PlanError
 from slidewise.optimizer.stats import DEFAULT_DISTINCT, DEFAULT_RATE
 
-__all__ = ["EAGER_ALGORITHMS", "LAZY_ALGORITHMS", "explain_info", "render"]
+__all__ = ["EAGER_ALGORITHMS", "LAZY_ALGORITHMS", "explain_info", "plan_info", "render", "render_plan"]
 
 #: per-tuple algorithms compared in explain, by evaluation mode
 EAGER_ALGORITHMS = ("nlj", "hash", "hybrid", "naive")
@@ -212,4 +214,83 @@ def render(info: dict, query) -> str:
             lines.append(f"  {name:<14} {a['order']:<24} {fmt(a['predicted_cost']):>12}{buckets}")
     lines.append("why")
     lines += [f"  - {r}" for r in info["reasons"]]
+    return "\n".join(lines) + "\n"
+
+
+# --- general queries: annotated logical plans (seed 003 §3.5) ---------------------------------------
+
+STATE_NOTES = {"nt": "NT: every expiration is a negative tuple; state in hash tables",
+               "direct": "DIRECT: expiration by exp, state lists scanned for expired tuples",
+               "upa": "UPA: FIFO for WKS, calendar queue for WK, negative tuples only where STR"}
+
+
+def _plan_node(node, patterns, strategy: str, partitions: int) -> dict:
+    from slidewise.plan.patterns import rule_of, state_structure
+
+    state = state_structure(node, tuple(patterns[c] for c in node.children), strategy, partitions)
+    return {"label": node.label(), "pattern": str(patterns[node]), "rule": rule_of(node, patterns),
+            "state": str(state),
+            "children": [_plan_node(c, patterns, strategy, partitions) for c in node.children]}
+
+
+def plan_info(plan, stats=None, strategy: str = "upa", partitions: int = 10, premature: float | None = None) -> dict:
+    """Everything ``explain`` shows for a general query (a logical plan), as a JSON-ready dict.
+
+    ``plan``: the chosen rewriting's tree, one node per operator with its
+    output update pattern, the rule that gave it and the state it keeps under
+    ``strategy``; ``pattern``: the plan's pattern (the edge into the output
+    operator); ``alternatives``: every rewriting with its cost per time unit;
+    ``chosen``: the cheapest one.
+    """
+    from slidewise.plan.patterns import annotate, plan_pattern
+    from slidewise.plan.rewrite import PREMATURE, algebra, choose_plan
+
+    premature = PREMATURE if premature is None else premature
+    chosen, report = choose_plan(plan, stats, strategy, premature, partitions)
+    patterns = annotate(chosen.root)
+    return {
+        "query": " ".join((plan.text or chosen.root.text or "").split()),
+        "strategy": strategy,
+        "partitions": partitions,
+        "pattern": str(plan_pattern(chosen)),
+        "output": {"operator": chosen.root.label(), "pattern": str(patterns[chosen.root])},
+        "written": algebra(plan.root),
+        "plan": _plan_node(chosen.root, patterns, strategy, partitions),
+        "alternatives": report["alternatives"],
+        "chosen": report["chosen"],
+        "premature": premature,
+        "why": report["why"],
+    }
+
+
+def _tree_lines(node: dict, prefix: str, last: bool, out: list[str], top: bool = False) -> None:
+    branch = "" if top else ("└─ " if last else "├─ ")
+    out.append(f"  {prefix}{branch}{node['label']}  [{node['pattern']}]  {node['state']}  ({node['rule']})")
+    below = prefix + ("" if top else ("   " if last else "│  "))
+    for i, child in enumerate(node["children"]):
+        _tree_lines(child, below, i == len(node["children"]) - 1, out)
+
+
+def render_plan(info: dict) -> str:
+    """The text form of :func:`plan_info`."""
+    lines = []
+    if info["query"]:
+        lines.append(f"query        {info['query']}")
+    lines += [f"strategy     {STATE_NOTES[info['strategy']]}"
+              + (f" ({info['partitions']} partitions)" if info["strategy"] == "upa" else ""),
+              f"pattern      {info['pattern']} (the answer); output {info['output']['operator']}: "
+              f"{info['output']['pattern']}",
+              "plan         one operator per line: [output update pattern]  state kept  (rule, seed 003 §3.5.1)"]
+    if info["written"] != info["chosen"]:
+        lines.insert(-1, f"rewritten    {info['chosen']}  (as written: {info['written']})")
+    _tree_lines(info["plan"], "", True, lines, top=True)
+    alts = info["alternatives"]
+    if len(alts) > 1:
+        lines.append(f"rewrites     tuples processed per time unit under {info['strategy'].upper()} "
+                     f"(premature expirations of negation {info['premature']:.0%}), as written first")
+        width = max(len(a["plan"]) for a in alts)
+        for a in alts:
+            mark = "  chosen" if a["plan"] == info["chosen"] else ""
+            lines.append(f"  {a['plan']:<{width}}  {fmt(a['cost']):>10}{mark}")
+    lines.append(f"why          {info['why']}")
     return "\n".join(lines) + "\n"

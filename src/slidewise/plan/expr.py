@@ -41,7 +41,9 @@ class Lit(Expr):
     value: object
 
     def __str__(self) -> str:
-        return repr(self.value) if isinstance(self.value, str) else str(self.value)
+        if isinstance(self.value, str):  # CQL's quoting, so a shown condition parses back
+            return "'" + self.value.replace("'", "''") + "'"
+        return str(self.value)
 
 
 @dataclass(frozen=True)

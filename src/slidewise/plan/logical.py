@@ -15,7 +15,7 @@ WSTREAM) is one of these trees.
 Columns: every node has an output ``schema`` (tuple of column names). A scan of
 stream ``S1`` yields ``S1.ts`` and ``S1.<attr>``; a table ``R`` yields
 ``R.<attr>``; a subquery ``(...) AS X`` renames its columns to ``X.<last part>``
-(``S1.a`` → ``X.a``, ``n`` → ``X.n``); ``Project`` and ``Aggregate`` name
+(``S1.a`` → ``X.a``, ``n`` → ``X.n``, ``SUM(S1.a)`` → ``X.SUM(S1.a)``); ``Project`` and ``Aggregate`` name
 their columns by alias or expression text. Expressions are
 :mod:`slidewise.plan.expr` trees whose ``Col(stream, attr, name)`` refers to
 column ``f"{name}.{attr}"`` (``stream`` is the index of ``name`` in
@@ -323,7 +323,7 @@ class Subquery(Node):
 
     @property
     def schema(self) -> tuple[str, ...]:
-        return tuple(f"{self.alias}.{c.rsplit('.', 1)[-1]}" for c in self.child.schema)
+        return tuple(f"{self.alias}.{_last_part(c)}" for c in self.child.schema)
 
     def label(self) -> str:
         return f"Subquery {self.alias}" + (str(self.window) if self.window else "")
@@ -378,6 +378,12 @@ class Plan:
 
     def scans(self) -> list[Scan]:
         return [n for n in walk(self.root) if isinstance(n, Scan)]
+
+
+def _last_part(column: str) -> str:
+    """``S1.a`` -> ``a``; names that are not qualified columns (``n``, ``SUM(S1.a)``) stay whole."""
+    head, dot, tail = column.partition(".")
+    return tail if dot and head.isidentifier() and tail.isidentifier() else column
 
 
 def walk(node: Node):

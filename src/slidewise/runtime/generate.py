@@ -110,3 +110,58 @@ def write_streams(streams: Sequence[dict[str, np.ndarray]], out_dir: str | Path,
             sink.write(cols)
         paths.append(path)
     return paths
+
+
+#: protocol mix of :func:`generate_links`: telnet common, ftp rare (seed 003 §3.6.1, LBL trace)
+IP_PROTOCOLS = {"telnet": 0.32, "http": 0.28, "smtp": 0.2, "ftp": 0.1, "other": 0.1}
+
+
+def generate_links(n_links: int, tuples_per_link: int, *, sources: int = 2000, destinations: int = 200,
+                   zipf: float = 1.0, protocols: dict[str, float] | None = None,
+                   seed: int | None = 0) -> list[dict[str, np.ndarray]]:
+    """IP-like streams of seed 003 §3.6.1: one trace split into outgoing links.
+
+    Each link brings one tuple per time unit (``ts = 0, 1, 2, ...``) with a
+    source address ``src`` drawn from ``sources`` addresses by a bounded Zipf
+    law (exponent ``zipf``; the same addresses, ranked the same, on every
+    link), a destination ``dst`` drawn by the same law from ``destinations``
+    addresses of that link alone (links split the trace by destination), and
+    a ``protocol`` string drawn from ``protocols`` (name -> probability;
+    default :data:`IP_PROTOCOLS`: telnet common, ftp rare). Addresses are
+    IPv4 numbers (int64).
+
+    >>> links = generate_links(2, 5, seed=1)
+    >>> sorted(links[0]), links[1]["ts"].tolist()
+    (['dst', 'protocol', 'src', 'ts'], [0, 1, 2, 3, 4])
+    """
+    if not float(n_links).is_integer() or n_links < 1:
+        raise OptionError(f"the number of links must be a positive integer, got {n_links!r}")
+    if not float(tuples_per_link).is_integer() or tuples_per_link < 0:
+        raise OptionError(f"tuples per link must be a non-negative integer, got {tuples_per_link!r}")
+    if not (1 <= sources <= 1 << 20 and 1 <= destinations <= 1 << 16):
+        raise OptionError(f"sources must be in 1..2^20 and destinations in 1..2^16, got {sources}, {destinations}",
+                          hint="addresses are drawn from 10.0.0.0/12 and 172.16+i.0.0/16")
+    if not np.isfinite(zipf) or zipf < 0:
+        raise OptionError(f"the Zipf exponent must be >= 0, got {zipf}", hint="e.g. 1.0 (0 is uniform)")
+    mix = dict(IP_PROTOCOLS if protocols is None else protocols)
+    weights = np.asarray(list(mix.values()), dtype=np.float64)
+    if not mix or not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
+        raise OptionError(f"bad protocol mix {mix}", hint="give name -> probability, e.g. {'ftp': 0.1, 'telnet': 0.9}")
+    rng = np.random.default_rng(seed)
+    n = int(tuples_per_link)
+    src_addr = 0x0A000000 + rng.permutation(1 << 20)[:sources].astype(np.int64)   # 10.x.y.z
+    names = np.array(list(mix), dtype=object)
+    pcdf = np.cumsum(weights / weights.sum())
+
+    def zipf_ranks(v: int) -> np.ndarray:
+        zcdf = np.cumsum(np.arange(1, v + 1, dtype=np.float64) ** -float(zipf))
+        return np.minimum(np.searchsorted(zcdf, rng.random(n) * zcdf[-1], side="right"), v - 1)
+
+    links = []
+    for i in range(int(n_links)):
+        dst_addr = ((172 << 24) + ((16 + i % 16) << 16)
+                    + rng.permutation(1 << 16)[:destinations].astype(np.int64))          # 172.(16+i).y.z
+        proto = names[np.minimum(np.searchsorted(pcdf, rng.random(n), side="right"), len(names) - 1)]
+        links.append({"ts": np.arange(n, dtype=np.int64), "src": src_addr[zipf_ranks(sources)],
+                      "dst": dst_addr[zipf_ranks(destinations)], "protocol": proto})
+    return links

@@ -1,0 +1,456 @@
+"""The executor of general plans: sources -> merge -> incremental operators -> output -> sink.
+
+Seed 003 ch. 3: a general query (DISTINCT, GROUP BY, UNION, NOT EXISTS,
+tables, subqueries, DSTREAM/RSTREAM/WSTREAM, ...) is a tree of incremental
+operators over signed tuples (:mod:`slidewise.operators.incremental`) run
+under one strategy: ``nt`` (negative tuples), ``direct`` (expiration by
+``exp``) or ``upa`` (update-pattern aware, §3.5.2).
+
+:func:`execute_plan` opens the inputs with the join engine's readers
+(:mod:`slidewise.runtime.sources`), merges them into the global order of
+DESIGN §1 with :func:`~slidewise.runtime.reorder.merge_all` (late rows go to
+the rejects), binds the plan (:func:`slidewise.plan.bind.bind`), labels it
+with update patterns (:func:`slidewise.plan.patterns.annotate`) and builds
+one operator per node, bottom-up: base windows and table feeders
+(:mod:`slidewise.operators.window_scan`), the output operator
+(:mod:`slidewise.operators.output`), the rest from
+:func:`slidewise.operators.plan_ops.build`. It then drives them instant by
+instant: the next instant is the earliest of the next arrival timestamp and
+every operator's :meth:`next_event`; at each, every operator (children
+first) gets :meth:`expire` once, then one :meth:`push` per child with all of
+that child's rows of the instant — relation children first, so table updates
+at a timestamp apply before stream tuples of that timestamp. Time ends at the
+last input timestamp, or for periodic plans at the next multiple of the
+slide.
+
+INTERNAL windows (§3.3.2): a subtree whose stream leaves are all INTERNAL runs
+as if they were external; above it an :class:`~slidewise.operators.output.Accumulate`
+(or the output operator itself) keeps only its insertions; joined with
+external windows or a retroactive table it runs inside a
+:class:`~slidewise.operators.output.MixedJoin`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from slidewise.errors import OptionError, PlanError, SourceError
+from slidewise.model.batch import NO_EXP
+from slidewise.operators.incremental import STRATEGIES, Context, Incremental
+from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
+from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
+from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
+from slidewise.runtime.engine import RunResult, peak_rss_mb
+from slidewise.runtime.progress import Progress
+from slidewise.runtime.rejects import Rejects
+from slidewise.runtime.reorder import merge_all
+from slidewise.runtime.sinks import open_sink
+from slidewise.runtime.sources import open_source
+
+__all__ = ["execute_plan"]
+
+
+def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, object] | None = None, *,
+                 strategy: str = "upa", partitions: int = 10, out=None, collect: bool = False,
+                 lateness: int = 0, ts_column: str = "ts", ts_unit: str = "auto", chunk_rows: int = 65536,
+                 rejects_path: str | None = None, progress: bool = False,
+                 options: dict | None = None, rewrite: bool = False) -> RunResult:
+    """Run ``plan`` over ``streams`` (source name -> path / DataFrame / ...) and ``tables`` to the end.
+
+    Tables: rows with ``ts`` (when the update happens; 0 if absent), optional
+    ``op`` (``+`` insert, ``-`` delete by key = first attribute) and attributes.
+    Results: the plan's columns, then ``ts`` (instant of the change) and ``sign``.
+    ``rewrite=True`` runs the cheapest update-pattern rewriting of the plan
+    (:func:`slidewise.plan.rewrite.choose_plan`, what ``explain`` shows) instead
+    of the plan as written.
+    """
+    if strategy not in STRATEGIES:
+        raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
+    if not isinstance(partitions, (int, np.integer)) or partitions < 1:
+        raise OptionError(f"partitions must be a positive integer, got {partitions!r}",
+                          hint="calendar queue partitions for UPA, e.g. 10 or 50")
+    tables = dict(tables or {})
+    scans = plan.scans()
+    stream_names = list(dict.fromkeys(s.source for s in scans if not s.is_relation))
+    table_names = list(dict.fromkeys(s.source for s in scans if s.is_relation))
+    for name in stream_names:
+        if name not in streams:
+            raise SourceError(f"no input given for stream {name!r}",
+                              hint=f"pass --source {name}=PATH (FROM reads: {', '.join(stream_names)})")
+    for name in table_names:
+        if name not in tables:
+            raise SourceError(f"no input given for table {name!r}", hint=f"pass --table {name}=PATH")
+    opened = [_open_table(n, tables[n], ts_column, ts_unit, chunk_rows) for n in table_names]
+    opened += [open_source(n, streams[n], ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
+               for n in stream_names]
+    names = table_names + stream_names
+    schemas = {n: list(src.schema) for n, src in zip(names, opened)}
+    plan = _bind(plan, schemas)
+    rewrite_report = None
+    if rewrite:
+        from slidewise.plan.rewrite import choose_plan
+
+        chosen, rewrite_report = choose_plan(plan, strategy=strategy, partitions=partitions)
+        if chosen.root.schema == plan.root.schema:
+            plan = chosen
+    net = _Network(plan, strategy, partitions, options or {})
+    for name, src in zip(names, opened):
+        if name in table_names and "op" in src.schema and src.schema["op"] != np.dtype(object):
+            raise SourceError(f"table {name}: column op must hold '+' or '-'", hint="'+' inserts, '-' deletes")
+    columns = list(plan.root.schema) + ["ts", "sign"]
+    sink = open_sink(out, columns) if out is not None else None
+    rejects = Rejects()
+    runner = _Runner(net, sink, collect, columns)
+    bar = Progress(enabled=progress)
+    inputs = dict.fromkeys(names, 0)
+    started = time.perf_counter()
+    try:
+        for chunk in merge_all(opened, lateness, rejects, chunk_rows):
+            for i, b in enumerate(chunk):
+                if len(b):
+                    inputs[names[i]] += len(b)
+                    runner.add(names[i], b, is_table=names[i] in table_names)
+            runner.flush_output()
+            bar.update(sum(inputs.values()), runner.results, rejects.total)
+        runner.finish(plan.root.slide)
+    finally:
+        bar.close()
+        if sink is not None:
+            sink.close()
+    seconds = time.perf_counter() - started
+    if rejects_path:
+        rejects.write(rejects_path)
+    total = sum(inputs.values())
+    stats = {
+        "query": plan.text or plan.root.label(),
+        "strategy": strategy,
+        "partitions": int(partitions),
+        "inputs": inputs,
+        "results": runner.results,
+        "retractions": runner.retractions,
+        "rejects": rejects.total,
+        "rejects_by_reason": rejects.summary(),
+        "seconds": round(seconds, 6),
+        "tuples_per_second": round(total / seconds, 1) if seconds > 0 else None,
+        "results_per_second": round(runner.results / seconds, 1) if seconds > 0 else None,
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "state_tuples_peak": runner.state_peak,
+        "negative_tuples": runner.negatives,
+        "instants": runner.instants,
+        "patterns": net.pattern_labels(),
+    }
+    if rewrite_report is not None:
+        stats["plan"] = rewrite_report["chosen"]
+    frame = None
+    if collect:
+        frame = pd.concat(runner.frames, ignore_index=True) if runner.frames else \
+            pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+    return RunResult(frame, stats, rejects)
+
+
+# ---------------------------------------------------------------- inputs
+
+def _open_table(name: str, data, ts_column: str, ts_unit: str, chunk_rows: int):
+    """A relation's update source; a missing timestamp column means every row at ts 0."""
+    if isinstance(data, (pd.DataFrame, dict)) and ts_column not in data:
+        data = pd.DataFrame(data).assign(**{ts_column: 0})
+    try:
+        return open_source(name, data, ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
+    except SourceError as e:
+        if "no timestamp column" not in e.message or not isinstance(data, str):
+            raise
+    frame = _read_frame(data).assign(**{ts_column: 0})
+    return open_source(name, frame, ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
+
+
+def _read_frame(path: str) -> pd.DataFrame:
+    low = path.lower()
+    if low.endswith(".parquet"):
+        return pd.read_parquet(path)
+    if low.endswith((".jsonl", ".ndjson", ".json", ".jsonl.gz")):
+        return pd.read_json(path, lines=True)
+    return pd.read_csv(path)
+
+
+def _bind(plan: Plan, schemas: dict[str, list[str]]) -> Plan:
+    from slidewise.plan.bind import bind
+
+    return bind(plan, schemas)
+
+
+def _operator_for(node: Node, ctx: Context) -> Incremental:
+    """The incremental operator of an inner node (select, join, distinct, ...)."""
+    try:
+        from slidewise.operators import plan_ops
+    except ImportError:
+        raise PlanError(f"{node.label()}: general operators are not available in this build",
+                        hint="slidewise.operators.plan_ops is missing") from None
+    return plan_ops.build(node, ctx)
+
+
+# ---------------------------------------------------------------- network
+
+class _PassThrough(Incremental):
+    """A subquery without a window: renames columns, rows pass unchanged."""
+
+    name = "subquery"
+
+    def push(self, side, rows, now):
+        return rows
+
+
+def _leaves(node: Node):
+    if isinstance(node, Scan) or (isinstance(node, Subquery) and node.window is not None):
+        yield node
+        return
+    for c in node.children:
+        yield from _leaves(c)
+
+
+def _is_relation_only(node: Node) -> bool:
+    return all(isinstance(x, Scan) and x.is_relation for x in _leaves(node))
+
+
+def _is_nrr_only(node: Node) -> bool:
+    leaves = list(_leaves(node))
+    return any(isinstance(x, Scan) and x.kind == "nrr" for x in leaves) and \
+        all(isinstance(x, Scan) and x.is_relation for x in leaves)
+
+
+def all_internal(node: Node) -> bool:
+    """Stream leaves all INTERNAL and no retroactive table: the answer is append-only (§3.3.2)."""
+    leaves = list(_leaves(node))
+    windows = [x.window for x in leaves if not (isinstance(x, Scan) and x.is_relation)]
+    return bool(windows) and all(w.internal for w in windows) and \
+        not any(isinstance(x, Scan) and x.kind == "table" for x in leaves)
+
+
+def _externalized(node: Node) -> Node:
+    """A copy with every INTERNAL window made external (patterns of the state they keep)."""
+    from slidewise.plan.bind import with_children
+
+    if isinstance(node, Scan):
+        return replace(node, window=replace(node.window, internal=False)) if node.window else node
+    new = with_children(node, [_externalized(c) for c in node.children])
+    if isinstance(new, Subquery) and new.window is not None:
+        new = replace(new, window=replace(new.window, internal=False))
+    return new
+
+
+class _Network:
+    """The operators of a bound plan in bottom-up order, with how rows flow between them."""
+
+    def __init__(self, plan: Plan, strategy: str, partitions: int, options: dict):
+        from slidewise.plan.patterns import annotate
+
+        self.plan, self.strategy, self.partitions, self.options = plan, strategy, partitions, options
+        self.patterns = annotate(plan.root)
+        ext_root = _externalized(plan.root)
+        ext = annotate(ext_root)
+        self.ext_patterns = {a: ext[b] for a, b in zip(walk(plan.root), walk(ext_root))}
+        self.ops: list[Incremental] = []
+        self.children: list[list[tuple]] = []   # (side, operator) in push order: relations first
+        self.feeds: dict[str, list[int]] = {}    # source -> leaf operators fed by it
+        root = plan.root
+        internal = all_internal(root.child)
+        child = self._build(root.child, internal)
+        ctx = self._ctx(root, (self._pattern(root.child, internal),), internal)
+        self._add(OutputOperator(root, ctx, internal=internal), [(0, child)])
+
+    def _pattern(self, node: Node, internal: bool) -> Pattern:
+        return self.ext_patterns[node] if internal else self.patterns[node]
+
+    def _ctx(self, node: Node, inputs: tuple, internal: bool) -> Context:
+        return Context(self.strategy, inputs=inputs, output=self._pattern(node, internal),
+                       partitions=self.partitions, aliases=self.plan.aliases, options=dict(self.options))
+
+    def _add(self, op: Incremental, children: list[tuple]) -> int:
+        self.ops.append(op)
+        self.children.append(children)
+        return len(self.ops) - 1
+
+    def _build(self, node: Node, internal: bool) -> int:
+        """Operators for ``node`` (``internal``: inside an all-INTERNAL subtree); returns its index."""
+        if isinstance(node, Scan):
+            ctx = self._ctx(node, (), internal)
+            op = TableFeeder(node, ctx) if node.is_relation else WindowScan(node, ctx)
+            idx = self._add(op, [])
+            self.feeds.setdefault(node.source, []).append(idx)
+            return idx
+        if isinstance(node, Subquery) and node.window is not None:
+            inner = all_internal(node.child)
+            child = self._build(node.child, inner)
+            ctx = self._ctx(node, (self._pattern(node.child, inner),), internal)
+            return self._add(SubqueryWindow(node, ctx), [(0, child)])
+        if not internal and isinstance(node, Join) and any(all_internal(c) for c in node.children):
+            mixed = self._mixed_join(node)
+            if mixed is not None:
+                return mixed
+        kids, pats = [], []
+        for c in node.children:
+            if not internal and all_internal(c):
+                inner = self._build(c, True)
+                acc_ctx = Context(self.strategy, inputs=(self.ext_patterns[c],), output=Pattern.MONO,
+                                  partitions=self.partitions, aliases=self.plan.aliases)
+                kids.append(self._add(Accumulate(c, acc_ctx), [(0, inner)]))
+                pats.append(Pattern.MONO)
+            else:
+                kids.append(self._build(c, internal))
+                pats.append(self._pattern(c, internal))
+        ctx = self._ctx(node, tuple(pats), internal)
+        op = _PassThrough(node, ctx) if isinstance(node, Subquery) else _operator_for(node, ctx)
+        order = sorted(range(len(kids)), key=lambda s: not _is_relation_only(node.children[s]))
+        return self._add(op, [(s, kids[s]) for s in order])
+
+    def _mixed_join(self, node: Join) -> int | None:
+        """INTERNAL inputs joined with external windows or retroactive tables (§3.3.2), or None."""
+        inner = [all_internal(c) for c in node.children]
+        kept = [j for j, c in enumerate(node.children) if not inner[j] and not _is_nrr_only(c)]
+        if not kept:
+            return None
+        kids = [self._build(c, inner[j] or False) for j, c in enumerate(node.children)]
+        pats = tuple(self.ext_patterns[c] if inner[j] else self.patterns[c] for j, c in enumerate(node.children))
+        ctx = self._ctx(node, pats, False)
+        join = _operator_for(node, self._ctx(node, pats, True))
+        bounds, start = {}, 0
+        for j, c in enumerate(node.children):
+            bounds[j] = (start, start + len(c.schema))
+            start += len(c.schema)
+        op = MixedJoin(node, ctx, join, {j: bounds[j] for j in kept}, {j: pats[j] for j in kept},
+                       self.ext_patterns[node])
+        order = sorted(range(len(kids)), key=lambda s: not _is_relation_only(node.children[s]))
+        return self._add(op, [(s, kids[s]) for s in order])
+
+    def pattern_labels(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for node in walk(self.plan.root):
+            label, k = node.label(), 2
+            while label in out:
+                label, k = f"{node.label()} #{k}", k + 1
+            out[label] = str(self.patterns[node])
+        return out
+
+
+# ---------------------------------------------------------------- driving
+
+class _Runner:
+    """Groups arrivals by timestamp and drives the network instant by instant."""
+
+    def __init__(self, net: _Network, sink, collect: bool, columns: list[str]):
+        self.net, self.sink, self.collect, self.columns = net, sink, collect, columns
+        self.ops, self.children = net.ops, net.children
+        self.output: OutputOperator = net.ops[-1]
+        self.queue: dict[int, list] = {}     # ts -> [(leaf operators, rows)] not yet run
+        self.last_now: int | None = None
+        self.last_input: int | None = None
+        self.buffer: list[tuple] = []
+        self.frames: list[pd.DataFrame] = []
+        self.results = self.retractions = self.negatives = self.state_peak = self.instants = 0
+
+    def add(self, source: str, batch, is_table: bool) -> None:
+        """Arrivals of one source in one chunk (timestamps non-decreasing)."""
+        ts = batch.ts.tolist()
+        cols = [c for c in batch.cols if not (is_table and c == "op")]
+        vals = list(zip(*(batch.cols[c].tolist() for c in cols))) if cols else [()] * len(ts)
+        if is_table:
+            ops = batch.cols["op"].tolist() if "op" in batch.cols else ["+"] * len(ts)
+            bad = [o for o in ops if o not in ("+", "-")]
+            if bad:
+                raise SourceError(f"table {source}: unknown op {bad[0]!r}", hint="use '+' (insert) or '-' (delete)")
+            rows = [(v, t, NO_EXP, 1 if o == "+" else -1) for v, t, o in zip(vals, ts, ops)]
+        else:
+            rows = [((t,) + v, t, NO_EXP, 1) for v, t in zip(vals, ts)]
+        leaves = self.net.feeds.get(source, [])
+        bounds = np.flatnonzero(np.diff(batch.ts)) + 1
+        for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(ts)]):
+            self._arrive(ts[lo], leaves, rows[lo:hi])
+
+    def _arrive(self, t: int, leaves: list[int], rows: list) -> None:
+        self.queue.setdefault(t, []).append((leaves, rows))
+
+    def flush_output(self, final: bool = False) -> None:
+        """Run every complete instant queued so far (all but the latest unless ``final``)."""
+        q = self.queue
+        if q:
+            times = sorted(q)
+            ready = times if final else times[:-1]
+            for t in ready:
+                self._advance_before(t)
+                self._instant(t, q.pop(t))
+        self._write()
+
+    def finish(self, slide: int | None) -> None:
+        self.flush_output(final=True)
+        if self.last_input is None:
+            return
+        end = self.last_input if slide is None else -(-self.last_input // slide) * slide
+        self._advance_before(end + 1)
+        self._write()
+
+    def _advance_before(self, t: int) -> None:
+        """Visit every event instant before ``t``."""
+        while True:
+            events = [e for e in (op.next_event() for op in self.ops) if e is not None]
+            if not events:
+                return
+            e = min(events)
+            if self.last_now is not None:
+                e = max(e, self.last_now + 1)
+            if e >= t:
+                return
+            self._instant(e, [])
+
+    def _instant(self, now: int, arrivals: list) -> None:
+        if arrivals:
+            self.last_input = now
+        self.last_now = now
+        self.instants += 1
+        fed: dict[int, list] = {}
+        for leaves, rows in arrivals:
+            for i in leaves:
+                fed.setdefault(i, []).extend(rows)
+        outputs: list[list] = [None] * len(self.ops)
+        last = len(self.ops) - 1
+        for i, op in enumerate(self.ops):
+            rows = op.expire(now)
+            kids = self.children[i]
+            if not kids:
+                if i in fed:
+                    rows = rows + op.push(0, fed[i], now)
+            else:
+                for side, c in kids:
+                    if outputs[c]:
+                        rows = rows + op.push(side, outputs[c], now)
+            if i != last:
+                self.negatives += sum(1 for r in rows if r[3] < 0)
+            outputs[i] = rows
+        for vals, ts, sign in self.output.end_instant(now):
+            self.buffer.append((vals, ts, sign))
+            if sign > 0:
+                self.results += 1
+            else:
+                self.retractions += 1
+        size = sum(op.state_size() for op in self.ops)
+        self.state_peak = max(self.state_peak, size)
+
+    def _write(self) -> None:
+        if not self.buffer:
+            return
+        rows, self.buffer = self.buffer, []
+        width = len(self.columns) - 2
+        cols = {name: _array([r[0][j] for r in rows]) for j, name in enumerate(self.columns[:width])}
+        cols["ts"] = np.array([r[1] for r in rows], dtype=np.int64)
+        cols["sign"] = np.array([r[2] for r in rows], dtype=np.int8)
+        if self.sink is not None:
+            self.sink.write(cols)
+        if self.collect:
+            self.frames.append(pd.DataFrame(cols))
+
+
+def _array(values: list) -> np.ndarray:
+    arr = np.asarray(values)
+    return arr if arr.dtype.kind in "biuf" else np.array(values, dtype=object)
