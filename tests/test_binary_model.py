@@ -161,7 +161,11 @@ def test_tiny_calibration_profile(tmp_path, monkeypatch):
 
     profile = calibrate((40, 160), structure=Structure(4, 8), min_time=0.002)
     assert set(profile["weights"]) == set("NHBT")
-    assert all(v["P"] > 0 and v["I"] > 0 for v in profile["weights"].values())
+    # every structure's search / update cost is positive (the slope may be 0 if a constant or
+    # window-size term carries it)
+    w0 = model.weights_from_profile(profile)
+    assert all(w0.search_time(d, 100) > 0 and w0.update_time(d, 100) > 0 for d in "NHBT")
+    assert all(v >= 0 for e in profile["weights"].values() for v in e.values())
     assert len(profile["points"]) == 4 * 2 * 2
     assert all(p["seconds_per_op"] > 0 and p["touches"] > 0 for p in profile["points"])
     assert profile["structure"] == {"bucket_size": 4, "node_size": 8}
@@ -210,3 +214,74 @@ def test_asymmetric_bench_smoke(tmp_path, monkeypatch):
         assert row["all_sixteen"]["chosen"] in ALL_COMBINATIONS
         assert set(row["paper_eight"]["chosen"]) <= set("NHT")
     assert len(report["summary"]["table3"]) == 3
+
+
+# -- the calibrated terms: constants and window-size surcharges (module docstring) ------
+
+def test_paper_weights_have_no_extra_terms():
+    """The added terms are zero for Eq. 7, so Table 3 is unchanged (test_table_3 pins it)."""
+    w = PAPER_WEIGHTS
+    assert w.search_time("T", 9500) == pytest.approx(16 * 2.6e-4)
+    assert w.update_time("H", 7000) == pytest.approx(2 * 7.8e-4)
+
+
+def test_constant_and_log_terms_enter_direction_cost():
+    base = {d: 1e-6 for d in "NHBT"}
+    w = Weights(dict(base), dict(base), search_const={"H": 5e-6}, update_const={"B": 2e-6},
+                search_log={"H": 1e-7}, update_log={"T": 1e-8})
+    # hash probe of 4096 tuples: 5 µs + 10 touches * (1 µs + 0.1 µs * 12)
+    assert w.search_time("H", 4096) == pytest.approx(5e-6 + 10 * (1e-6 + 1e-7 * 12))
+    assert w.update_time("B", 5000) == pytest.approx(2e-6 + 28 * 1e-6)
+    assert w.update_time("T", 1024) == pytest.approx(update_touches("T", 1024) * (1e-6 + 1e-8 * 10))
+    assert direction_cost("H", 3, 2, 4096, w) == pytest.approx(3 * w.search_time("H", 4096)
+                                                               + 2 * w.update_time("H", 4096))
+    # a window-size term moves the N/H crossover: H gets dearer for bigger windows
+    plain = Weights(dict(base), {**base, "H": 3e-6})
+    surcharged = Weights(dict(base), {**base, "H": 3e-6}, search_log={"H": 1e-6})
+    assert crossover_ratio("N", "H", 4096, surcharged) > crossover_ratio("N", "H", 4096, plain)
+
+
+def test_version_1_profile_loads_without_extra_terms(tmp_path):
+    data = {"weights": {d: {"P": 1e-6, "I": 2e-6} for d in "NHBT"}}
+    p = tmp_path / "v1.json"
+    p.write_text(json.dumps(data))
+    w = load_weights(p)
+    assert w.search_const == {d: 0.0 for d in "NHBT"}
+    assert w.search_time("N", 100) == pytest.approx(100e-6)
+    round_trip = model.weights_from_profile({"weights": w.as_dict()["weights"]})
+    assert round_trip.search_time("T", 5000) == pytest.approx(w.search_time("T", 5000))
+    data["weights"]["H"]["P_const"] = -1.0
+    p.write_text(json.dumps(data))
+    with pytest.raises(OptionError):
+        load_weights(p)
+
+
+def test_fit_terms_recovers_constant_slope_and_log():
+    from slidewise.optimizer.calibrate import fit_terms
+
+    def pt(w, t, y):
+        return {"window": w, "touches": t, "seconds_per_op": y}
+
+    # y = 3 + t * (0.5 + 0.1 log2 W), exact
+    pts = [pt(w, t, 3 + t * (0.5 + 0.1 * math.log2(w)))
+           for w, t in ((256, 7), (1024, 10), (4096, 13), (16384, 16), (65536, 19))]
+    coef, err = fit_terms(pts)
+    assert coef["const"] == pytest.approx(3, rel=1e-6) and coef["slope"] == pytest.approx(0.5, rel=1e-6)
+    assert coef["log"] == pytest.approx(0.1, rel=1e-6) and err < 1e-9
+    # touches that never vary (N/H updates): no separate constant, folded into the slope
+    flat = [pt(w, 2, 4.0) for w in (256, 1024, 4096)]
+    coef, err = fit_terms(flat)
+    assert coef["const"] == 0 and coef["slope"] == pytest.approx(2.0) and coef["log"] == 0
+    # never negative: a falling series gets a non-negative fit
+    coef, _ = fit_terms([pt(256, 7, 9.0), pt(1024, 10, 8.0), pt(4096, 13, 7.0)])
+    assert all(v >= 0 for v in coef.values())
+
+
+def test_calibrate_origin_mode_is_the_papers_fit():
+    from slidewise.optimizer.calibrate import calibrate
+
+    prof = calibrate((40, 160), structure=Structure(4, 8), min_time=0.001, rounds=1, fit_mode="origin")
+    assert set(prof["weights"]["N"]) == {"P", "I"}
+    prof = calibrate((40, 160), structure=Structure(4, 8), min_time=0.001, rounds=2)
+    assert {"P_const", "I_const", "P_log", "I_log"} <= set(prof["weights"]["T"])
+    assert all(len(p["rounds"]) == 2 for p in prof["points"])

@@ -394,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--node-size", type=int, default=100, help="tree node size N (default 100)")
     c.add_argument("--clock", default="cpu", choices=["cpu", "wall"],
                    help="process CPU time (default) or wall time (perf_counter)")
+    c.add_argument("--rounds", type=int, help="measurements per point, median kept (default 3, 1 with --quick)")
     c.set_defaults(func=cmd_calibrate)
 
     a = sub.add_parser("algorithms", help="list the join algorithms")

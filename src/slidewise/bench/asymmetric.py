@@ -16,7 +16,9 @@ Procedure:
    ``[ROWS A]``, ``[ROWS B]`` on ``S1.a = S2.a``, keys from a large domain) is
    preloaded to full windows, then arrivals of A and of B are timed
    (probe + insert + invalidate, process CPU time, median of ``repeats``
-   rounds). With physical windows a stream's per-arrival cost does not depend
+   rounds; all combinations of a workload are built first and every round
+   times them in a shuffled order, so that load changes on a shared machine
+   hit every combination alike — :func:`measure_combinations`). With physical windows a stream's per-arrival cost does not depend
    on the rates (Eq. 1), so the measured cost at rates ``(λa, λb)`` is
    ``λa · t_A + λb · t_B`` (CPU seconds per second).
 3. Validation of that linearity: interleaved mixed runs at a few rate shares.
@@ -82,37 +84,83 @@ def _arrive(op):
     return run
 
 
+class ComboRun:
+    """One combination's operator, preloaded to full windows, and its feed of fresh tuples."""
+
+    def __init__(self, combination: str, window_a: int, window_b: int, structure: Structure,
+                 seed: int) -> None:
+        self.combination = combination
+        self.op = _operator(combination, window_a, window_b, structure)
+        self.feed = Feed(seed)
+        self.op.preload(self.feed.take(0, window_a) + self.feed.take(1, window_b))
+        self.run = _arrive(self.op)
+        self.rounds: dict[int, list[float]] = {0: [], 1: []}
+
+    def time(self, stream: int, min_time: float) -> float:
+        """CPU seconds per arrival of ``stream`` (0: A, 1: B); appended to ``rounds``."""
+        t = time_batches(self.run, lambda n: self.feed.take(stream, n), min_time)
+        self.rounds[stream].append(t["seconds_per_op"])
+        return t["seconds_per_op"]
+
+    def mixed(self, share: float, min_time: float) -> dict:
+        """CPU seconds per arrival of an evenly interleaved mix with a share ``share`` of A's."""
+        state = {"i": 0}
+
+        def next_batch(n):
+            batch = []
+            for _ in range(n):
+                i = state["i"]
+                s = 0 if int((i + 1) * share) > int(i * share) else 1
+                batch.append(self.feed.take(s, 1)[0])
+                state["i"] = i + 1
+            return batch
+
+        t = time_batches(self.run, next_batch, min_time)
+        return {"share": share, "seconds_per_arrival": t["seconds_per_op"], "arrivals": t["operations"]}
+
+    def result(self) -> dict:
+        return {"combination": self.combination, "seconds_per_a": statistics.median(self.rounds[0]),
+                "seconds_per_b": statistics.median(self.rounds[1]), "rounds": self.rounds}
+
+
+def measure_combinations(combinations, window_a: int, window_b: int, *,
+                         structure: Structure = Structure(), min_time: float = 0.05, repeats: int = 3,
+                         seed: int = 0) -> dict[str, ComboRun]:
+    """Per-arrival CPU seconds of A's and B's arrivals for every combination, interleaved.
+
+    Every round builds and preloads all operators afresh, then times every
+    (combination, stream) pair once in a shuffled order; the median per pair
+    is kept. Measuring one combination after the other let a
+    change in the machine's load between two combinations decide which is
+    "fastest" (differences of 10-15 % between otherwise equal runs).
+    """
+    import random
+
+    rng = random.Random(seed)
+    pairs = [(c, s) for c in combinations for s in (0, 1)]
+    runs: dict[str, ComboRun] = {}
+    for r in range(repeats):
+        # fresh operators every round: a preloaded window's memory layout is part of the noise
+        # (the same combination kept its 15-20 % lead or lag over a whole run otherwise)
+        fresh = {c: ComboRun(c, window_a, window_b, structure, seed + 7919 * r + i)
+                 for i, c in enumerate(combinations)}
+        for c in combinations:
+            if c in runs:
+                fresh[c].rounds = runs[c].rounds
+        runs = fresh
+        rng.shuffle(pairs)
+        for c, s in pairs:
+            runs[c].time(s, min_time)
+    return runs
+
+
 def measure_combination(combination: str, window_a: int, window_b: int, *,
                         structure: Structure = Structure(), min_time: float = 0.05,
                         repeats: int = 3, shares: tuple[float, ...] = (), seed: int = 0) -> dict:
     """Per-arrival CPU seconds of A's and B's arrivals, and of mixed runs at ``shares``."""
-    op = _operator(combination, window_a, window_b, structure)
-    feed = Feed(seed)
-    op.preload(feed.take(0, window_a) + feed.take(1, window_b))
-    run = _arrive(op)
-    rounds: dict[int, list[float]] = {0: [], 1: []}
-    for _ in range(repeats):
-        for s in (0, 1):
-            t = time_batches(run, lambda n, s=s: feed.take(s, n), min_time)
-            rounds[s].append(t["seconds_per_op"])
-    out = {"combination": combination, "seconds_per_a": statistics.median(rounds[0]),
-           "seconds_per_b": statistics.median(rounds[1]), "rounds": rounds, "mixed": []}
-    for f in shares:
-        state = {"i": 0}
-
-        def next_batch(n, f=f, state=state):
-            batch = []
-            for _ in range(n):
-                i = state["i"]
-                s = 0 if int((i + 1) * f) > int(i * f) else 1  # evenly interleaved, share f of A
-                batch.append(feed.take(s, 1)[0])
-                state["i"] = i + 1
-            return batch
-
-        t = time_batches(run, next_batch, min_time)
-        out["mixed"].append({"share": f, "seconds_per_arrival": t["seconds_per_op"],
-                             "arrivals": t["operations"]})
-    return out
+    run = measure_combinations((combination,), window_a, window_b, structure=structure,
+                               min_time=min_time, repeats=repeats, seed=seed)[combination]
+    return {**run.result(), "mixed": [run.mixed(f, min_time) for f in shares]}
 
 
 def _rates(ratio: float) -> tuple[float, float]:
@@ -132,9 +180,10 @@ def run_sweep(weights: Weights, *, window: int = SWEEP_WINDOW,
     s = weights.structure
     ratios = sweep_ratios(points)
     measured_lines, model_lines, per_arrival, mixed = {}, {}, {}, {}
-    for i, c in enumerate(combinations):
-        m = measure_combination(c, window, window, structure=s, min_time=min_time,
-                                repeats=repeats, shares=MIXED_SHARES, seed=100 + i)
+    runs = measure_combinations(combinations, window, window, structure=s, min_time=min_time,
+                                repeats=repeats, seed=100)
+    for c in combinations:
+        m = {**runs[c].result(), "mixed": [runs[c].mixed(f, min_time) for f in MIXED_SHARES]}
         ta, tb = m["seconds_per_a"], m["seconds_per_b"]
         per_arrival[c] = {"a": ta, "b": tb, "rounds": m["rounds"]}
         measured_lines[c] = (TOTAL_RATE * tb, TOTAL_RATE * ta)
@@ -168,10 +217,11 @@ def run_table3(weights: Weights, *, min_time: float = 0.05, repeats: int = 3,
     for n, wl in enumerate(TABLE_3):
         a, b, la, lb = wl["window_a"], wl["window_b"], wl["rate_a"], wl["rate_b"]
         predicted, measured, per_arrival = {}, {}, {}
-        for i, c in enumerate(combinations):
-            m = measure_combination(c, a, b, structure=s, min_time=min_time, repeats=repeats,
-                                    seed=1000 * (n + 1) + i)
-            per_arrival[c] = {"a": m["seconds_per_a"], "b": m["seconds_per_b"]}
+        runs = measure_combinations(combinations, a, b, structure=s, min_time=min_time, repeats=repeats,
+                                    seed=1000 * (n + 1))
+        for c in combinations:
+            m = runs[c].result()
+            per_arrival[c] = {"a": m["seconds_per_a"], "b": m["seconds_per_b"], "rounds": m["rounds"]}
             measured[c] = la * m["seconds_per_a"] + lb * m["seconds_per_b"]
             predicted[c] = combination_cost(c, la, lb, a, b, weights)
         row = {**wl, "predicted": predicted, "measured": measured, "per_arrival_seconds": per_arrival}
@@ -181,16 +231,28 @@ def run_table3(weights: Weights, *, min_time: float = 0.05, repeats: int = 3,
             chosen = (choose(la, lb, a, b, weights).combination if label == "all_sixteen"
                       else min(pool, key=predicted.get))
             fastest = min(pool, key=measured.get)
+            ranked = sorted(pool, key=measured.get)
             row[label] = {"chosen": chosen, "measured_fastest": fastest, "agree": chosen == fastest,
                           "chosen_over_fastest": measured[chosen] / measured[fastest],
+                          "chosen_rank_measured": ranked.index(chosen) + 1,
+                          "second_over_fastest": measured[ranked[1]] / measured[fastest],
+                          "round_spread": {c: _spread(runs[c], la, lb) for c in dict.fromkeys(
+                              [chosen, *ranked[:2]])},
                           "predicted_order": sorted(pool, key=predicted.get),
-                          "measured_order": sorted(pool, key=measured.get)}
+                          "measured_order": ranked}
         out.append(row)
         if progress:
             e, x = row["paper_eight"], row["all_sixteen"]
             progress(f"{wl['workload']}: eight: chosen {e['chosen']}, fastest {e['measured_fastest']}; "
                      f"sixteen: chosen {x['chosen']}, fastest {x['measured_fastest']}")
     return out
+
+
+def _spread(run: ComboRun, rate_a: float, rate_b: float) -> float:
+    """Relative half-range of a combination's per-round costs ``λa·t_A + λb·t_B`` (the noise)."""
+    totals = [rate_a * x + rate_b * y for x, y in zip(run.rounds[0], run.rounds[1])]
+    mid = statistics.median(totals)
+    return round((max(totals) - min(totals)) / (2 * mid), 4) if mid > 0 else 0.0
 
 
 def _plot(report: dict, path: Path) -> Path:
@@ -247,7 +309,9 @@ def _verdict(row: dict, pool: str) -> str:
     v, m = row[pool], row["measured"]
     return (f"chosen {v['chosen']} ({1e3 * m[v['chosen']]:.2f} ms/s), measured fastest "
             f"{v['measured_fastest']} ({1e3 * m[v['measured_fastest']]:.2f} ms/s): "
-            + ("agree" if v["agree"] else f"differ, chosen is {v['chosen_over_fastest']:.2f}x slower"))
+            + ("agree" if v["agree"] else f"differ, chosen is {v['chosen_over_fastest']:.3f}x slower "
+               f"(rank {v['chosen_rank_measured']}; round-to-round spread ±"
+               f"{100 * max(v['round_spread'].values()):.0f} %)"))
 
 
 def summarize(report: dict) -> dict:
@@ -274,7 +338,7 @@ def summarize(report: dict) -> dict:
 
 
 def run_asymmetric_bench(out_dir: str | Path = "bench-results", *, profile: str | Path | None = None,
-                         sweep_window: int = SWEEP_WINDOW, min_time: float = 0.05, repeats: int = 3,
+                         sweep_window: int = SWEEP_WINDOW, min_time: float = 0.05, repeats: int = 5,
                          points: int = 33, calibration_sizes=DEFAULT_SIZES, table3: bool = True,
                          progress: bool = True) -> dict:
     """Run the experiment; write ``asymmetric.json`` / ``.png`` (and the profile) to ``out_dir``."""
@@ -293,7 +357,7 @@ def run_asymmetric_bench(out_dir: str | Path = "bench-results", *, profile: str 
         prof = None
     else:
         say(f"calibrating weight factors (window sizes {', '.join(map(str, calibration_sizes))})")
-        prof = calibrate(calibration_sizes, min_time=min(min_time, 0.02))
+        prof = calibrate(calibration_sizes, min_time=min(min_time, 0.02), rounds=3)
         files["profile"] = str(save_profile(prof, out / "asymmetric-profile.json"))
         weights = profile_weights(prof)
     say(f"sweep over λa/λb, A = B = {sweep_window}")

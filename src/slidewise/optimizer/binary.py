@@ -44,6 +44,38 @@ Weights: :data:`PAPER_WEIGHTS` are the Eq. 7 factors (the documented defaults);
 (:mod:`slidewise.optimizer.calibrate`), in seconds per touched tuple, from
 ``$SLIDEWISE_PROFILE`` or ``~/.config/slidewise/profile.json``.
 
+Terms added to Eq. 3–6 for calibrated profiles (zero in :data:`PAPER_WEIGHTS`,
+so every number of the paper is unchanged). The cost of one operation on a
+window of ``W`` tuples with ``t`` touched tuples is::
+
+    search_d(W) = α_d + t · (P_d + κ_d · log2 W)        (per probe)
+    update_d(W) = β_d + t · (I_d + ν_d · log2 W)        (per arrival)
+
+* ``α_d`` / ``β_d`` — a constant per probe / per arrival and structure: the
+  interpreter's call and set-up cost, which a Python operator pays even when
+  nothing is touched. Measured on this project's operators (2-core machine,
+  CPU time, medians): a B+tree probe of a 10-tuple window (7 touches) costs
+  3.9 µs and one of 4000 tuples (14 touches) 5.1 µs; a T-tree probe 4.9 µs
+  at 10 tuples (7 touches) and 14 µs at 4000 (14.5); a hash probe of a
+  10-tuple bucket 10.4 µs. Fitting these through the origin (as Eq. 7 does)
+  made the B+tree look 2x dearer at 14 touches than at 7 and mis-ranked the
+  structures whose touch counts differ (B/T against H/N).
+* ``κ_d`` / ``ν_d`` — a per-touched-tuple surcharge growing with ``log2 W``:
+  the memory hierarchy. A hash probe touches ``B/|B|`` = 10 tuples at every
+  window size, yet it cost 10.4–11.5 µs up to 2000 tuples and 14.2 / 17.5 /
+  19.2 µs at 4000 / 8000 / 16000 (the touched tuples are scattered objects
+  that stop fitting in the caches); hash updates rose from 4.8 µs (250) to
+  6.3 µs (16000). Eq. 4 has no window size in it, so without this term the
+  model cannot tell a hash probe into 3000 tuples from one into 7000 (seed
+  002 Table 3, workload Fig. 4b).
+
+``calibrate`` fits ``(α, P, κ)`` and ``(β, I, ν)`` per structure by
+non-negative least squares on relative errors; a column that does not vary
+over the measured points (the touches of N/H updates are always 2) is folded
+into the slope, as in the paper's form (for hash probes, whose touches are
+``B/|B|`` at every window size, ``α_H`` is part of ``P_H`` at the profile's
+bucket size).
+
 Errata found by recomputing the paper's numbers (tests pin the consistent form):
 
 * Eq. 6 as printed doubles only the ``1.5 · (…)`` part of the T-tree update;
@@ -103,6 +135,14 @@ class Weights:
     structure: Structure = field(default_factory=Structure)
     source: str = ""
     unit: str = ""
+    #: α_d: seconds per probe independent of the touched tuples (0: the paper's form)
+    search_const: dict[str, float] = field(default_factory=dict)
+    #: β_d: seconds per update (insert + invalidate) independent of the touched tuples
+    update_const: dict[str, float] = field(default_factory=dict)
+    #: κ_d: extra seconds per touched tuple of a probe, per doubling of the window
+    search_log: dict[str, float] = field(default_factory=dict)
+    #: ν_d: extra seconds per touched tuple of an update, per doubling of the window
+    update_log: dict[str, float] = field(default_factory=dict)
 
     def P(self, method: str) -> float:
         return self.search[_method(method)]
@@ -110,11 +150,29 @@ class Weights:
     def I(self, method: str) -> float:  # noqa: E743 - the paper's name
         return self.update[_method(method)]
 
+    def search_time(self, method: str, window: float) -> float:
+        """Cost of one probe of ``method`` on ``window`` tuples: ``α + t·(P + κ·log2 W)``."""
+        m = _method(method)
+        t = search_touches(m, window, self.structure)
+        return (self.search_const.get(m, 0.0)
+                + t * (self.search[m] + self.search_log.get(m, 0.0) * _log2(window)))
+
+    def update_time(self, method: str, window: float) -> float:
+        """Cost of one arrival into ``window`` (insert + invalidate): ``β + t·(I + ν·log2 W)``."""
+        m = _method(method)
+        t = update_touches(m, window, self.structure)
+        return (self.update_const.get(m, 0.0)
+                + t * (self.update[m] + self.update_log.get(m, 0.0) * _log2(window)))
+
     def as_dict(self) -> dict:
         return {"source": self.source, "unit": self.unit,
                 "structure": {"bucket_size": self.structure.bucket_size,
                               "node_size": self.structure.node_size},
-                "weights": {d: {"P": self.search[d], "I": self.update[d]} for d in METHODS}}
+                "weights": {d: {"P": self.search[d], "I": self.update[d],
+                                "P_const": self.search_const.get(d, 0.0),
+                                "I_const": self.update_const.get(d, 0.0),
+                                "P_log": self.search_log.get(d, 0.0),
+                                "I_log": self.update_log.get(d, 0.0)} for d in METHODS}}
 
 
 #: Eq. 7 (Java on a 1.5 GHz Athlon; only their ratios carry over to another machine)
@@ -129,6 +187,11 @@ def _method(m: str) -> str:
         raise OptionError(f"unknown join method {m!r}",
                           hint="use N (nested loops), H (hash), B (B+tree) or T (T-tree)")
     return m
+
+
+def _log2(window: float) -> float:
+    """``log2 W`` of the window-size terms (windows below one tuple count as one)."""
+    return math.log2(max(window, 1.0))
 
 
 def _ceil_log2(x: float) -> int:
@@ -177,11 +240,12 @@ def direction_cost(method: str, probe_rate: float, update_rate: float, window: f
     """Cost per unit time of one direction whose target window uses ``method`` (Eq. 2–6).
 
     ``probe_rate``: arrivals of the other stream (each probes this window);
-    ``update_rate``: arrivals of this window's own stream.
+    ``update_rate``: arrivals of this window's own stream. With calibrated
+    constants and window-size terms (module docstring) the per-operation
+    costs are :meth:`Weights.search_time` / :meth:`Weights.update_time`.
     """
-    s = weights.structure
-    return (probe_rate * search_touches(method, window, s) * weights.P(method)
-            + update_rate * update_touches(method, window, s) * weights.I(method))
+    return (probe_rate * weights.search_time(method, window)
+            + update_rate * weights.update_time(method, window))
 
 
 def combination_cost(combination: str, rate_a: float, rate_b: float, window_a: float,
@@ -245,11 +309,8 @@ def crossover_ratio(m1: str, m2: str, window: float,
     For window B this is ``λ_a / λ_b`` (Eq. 8, 11), for window A ``λ_b / λ_a``
     (Eq. 9, 10 invert it). ``None`` when the two never cross for positive rates.
     """
-    s = weights.structure
-    dp = (search_touches(m1, window, s) * weights.P(m1)
-          - search_touches(m2, window, s) * weights.P(m2))
-    du = (update_touches(m1, window, s) * weights.I(m1)
-          - update_touches(m2, window, s) * weights.I(m2))
+    dp = weights.search_time(m1, window) - weights.search_time(m2, window)
+    du = weights.update_time(m1, window) - weights.update_time(m2, window)
     if dp == 0 or -du / dp <= 0:
         return None
     return -du / dp
@@ -358,14 +419,24 @@ def weights_from_profile(data: dict, source: str = "profile") -> Weights:
         structure = Structure(float(s.get("bucket_size", 10.0)), int(s.get("node_size", 100)))
         search = {d: float(w[d]["P"]) for d in METHODS}
         update = {d: float(w[d]["I"]) for d in METHODS}
-    except (KeyError, TypeError, ValueError) as exc:
+        # version-2 terms (constants, window-size surcharges); absent in version-1 profiles
+        extra = {k: {d: float(w[d].get(k, 0.0)) for d in METHODS}
+                 for k in ("P_const", "I_const", "P_log", "I_log")}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise OptionError(f"{source}: not a slidewise calibration profile ({exc!r} missing or bad)",
                           hint="re-run `slidewise calibrate` to rewrite it") from None
-    if not all(v > 0 and math.isfinite(v) for v in [*search.values(), *update.values()]):
-        raise OptionError(f"{source}: weight factors must be positive numbers",
+    if not all(v >= 0 and math.isfinite(v) for v in [*search.values(), *update.values()]) or not all(
+            v >= 0 and math.isfinite(v) for e in extra.values() for v in e.values()):
+        raise OptionError(f"{source}: weight factors must be non-negative numbers",
+                          hint="re-run `slidewise calibrate` to rewrite it")
+    if not all(search[d] + extra["P_const"][d] + extra["P_log"][d] > 0
+               and update[d] + extra["I_const"][d] + extra["I_log"][d] > 0 for d in METHODS):
+        raise OptionError(f"{source}: every structure needs a positive search and update cost",
                           hint="re-run `slidewise calibrate` to rewrite it")
     return Weights(search, update, structure, source=source,
-                   unit=data.get("unit", "seconds per touched tuple"))
+                   unit=data.get("unit", "seconds per touched tuple"),
+                   search_const=extra["P_const"], update_const=extra["I_const"],
+                   search_log=extra["P_log"], update_log=extra["I_log"])
 
 
 def load_weights(path: str | Path | None = None) -> Weights:
