@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from slidewise.errors import OptionError
+from slidewise.operators.joins import get_algorithm
 from slidewise.optimizer.buckets import allocate, allocate_model, allocate_slow
 from slidewise.optimizer.cost import CostModel, model_for
 from slidewise.optimizer.ordering import (exact_search, fast_streams, heuristic_search, search,
@@ -313,3 +314,54 @@ def test_bench_ordering_smoke(tmp_path):
     assert report["summary"]["measured_over_predicted"]["cases"] == 2
     assert set(data["heuristic"]) == {"broad", "paper_like"}
 
+
+
+def test_bench_table8_machinery():
+    """Table 8's exact re-count, no-probe warm-up, balanced sample and interleaved timing (no timing asserts)."""
+    from slidewise.bench import ordering, table8 as bench
+
+    rates, windows, distinct = (10, 1, 1, 3), (20, 20, 40, 20), (200, 20, 16, 5)
+    arr = bench.make_arrivals(rates, distinct, 2000, seed=3)
+    assert np.all(np.diff(arr.ts) >= 0) and arr.per_unit == 15
+    orders = [(0, 1, 2, 3), (3, 2, 1, 0), (1, 0, 3, 2)]
+    warm_units = 45
+    lo, hi = arr.at(warm_units), arr.at(warm_units + 40)
+    for name, buckets in (("nlj", None), ("hash", 3)):
+        counts = bench.count_eager(arr, windows, orders, buckets)
+        for o in orders:   # the re-count equals the operator's own count
+            op = get_algorithm(name)(ordering._query(windows), order=list(o), **({"buckets": buckets} if buckets else {}))
+            for chunk in arr.chunks(0, lo):
+                op.process(chunk)
+            c0 = op.comparisons
+            for chunk in arr.chunks(lo, hi):
+                op.process(chunk)
+            assert op.comparisons - c0 == counts[o][lo:hi].sum() > 0
+    # windows filled without joining give the same results and counts as a full warm-up
+    for name, tau, buckets in (("nlj", None, None), ("lazy", 5, None), ("hash", None, 3), ("hash-lazy", 10, 3)):
+        q = ordering._query(windows, slide=tau)
+        opts = {"buckets": buckets} if buckets else {}
+        full = get_algorithm(name)(q, order=[0, 1, 2, 3], **opts)
+        for chunk in arr.chunks(arr.at(10), arr.at(60)):
+            full.process(chunk)
+        piece = bench._make_pieces(name, q, opts, arr, [60], 50, (0, 1, 2, 3))[0]
+        fast = bench._copy(piece.warm)
+        assert fast.comparisons == 0
+        c0 = full.comparisons
+        for chunk in piece.chunks:
+            assert sorted(full.process(chunk).keys()) == sorted(fast.process(chunk).keys())
+        assert full.comparisons - c0 == fast.comparisons
+    # a balanced sample is closer to the target than a random one
+    rng = np.random.default_rng(0)
+    aux = rng.exponential(1.0, size=(200, 3))
+    chosen, dev = bench.balanced_sample(aux, aux.mean(0), 10, seed=1)
+    assert len(set(chosen)) == 10 and dev < 0.02
+    # interleaved timing: every order on every piece, the light order on fewer
+    q = ordering._query(windows)
+    pieces = bench._make_pieces("nlj", q, {}, arr, [60, 80, 100], 50, (0, 1, 2, 3))
+    runs = bench.time_orders(pieces, orders, 3, 0, lambda m: None, light={(3, 2, 1, 0): (2, 2)})
+    assert np.isnan(runs[(3, 2, 1, 0)]["cpu"][2]).all() and np.isnan(runs[(3, 2, 1, 0)]["cpu"][:, 2]).all()
+    rates_ = bench._rates(runs[(0, 1, 2, 3)], pieces)
+    assert rates_["rounds"] == 3 and rates_["pieces"] == 3 and rates_["rate"] >= min(rates_["round_rates"])
+    assert bench._rates(runs[(3, 2, 1, 0)], pieces)["pieces"] == 2
+    vs = bench._paired(runs[(0, 1, 2, 3)], runs[(1, 0, 3, 2)], np.arange(3))
+    assert vs["rounds"] == 3 and isinstance(vs["distinguishable"], bool)

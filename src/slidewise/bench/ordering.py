@@ -4,17 +4,9 @@ Reproduces the experiments of Golab & Özsu, VLDB 2003 long version (seed 000)
 §6 with slidewise's faithful per-tuple operators, and checks the cost model
 of :mod:`slidewise.optimizer.cost`:
 
-* **table8** (§6.2, Table 8): seed 000 Table 5 streams (λ = 10, 1, 1, 3;
-  T = 100, 100, 200, 100; v = 500, 50, 40, 5). Every one of the 24 global
-  orders is run with eager NLJ (``nlj``), lazy NLJ (``lazy``, τ = 5, 10),
-  eager hash (``hash``) and lazy hash (``hash-lazy``, τ = 5, 10), five
-  buckets per window as in the paper. Reported: max input rate of every
-  order, of the model's best and worst plan, of the heuristic's plan, and
-  whether the heuristic's plan is the measured best; also its rank by the
-  comparisons the operator counted, whether its round rates overlap the
-  fastest plan's (noise), and the intermediate results per time unit of each
-  order (:meth:`~slidewise.optimizer.cost.CostModel.partial_results`, not in
-  the papers' cost; it stays under 1 % of the comparisons here).
+* **table8** (§6.2, Table 8): seed 000 Table 5 streams, the best, the heuristic's
+  and the worst join orders of eager/lazy NLJ and hash; built in
+  :mod:`slidewise.bench.table8` (input sample, interleaved CPU timing, decision rule).
 * **fig4a** (§6.3–6.4, Fig. 4a): four windows T = 100, λ = 1, v = 50; max
   input rate against τ for lazy NLJ and lazy hash with 2, 10 and 30 buckets.
   The rates rise with τ, where the paper's fall: see :data:`FIG4A_NOTE` (the
@@ -36,22 +28,22 @@ that stream i brings λ_i tuples per time unit — the rates of the paper's
 tables in absolute terms; the model's statistics are those rates.
 
 **Max input rate** (the paper's x/t, §6.1), operationally: one CPython
-process; the windows are first filled by running the operator on a prefix of
-the input that is not timed (with the model's best order; the warmed
-operator is then copied and given the order under test, see :func:`reorder`);
-then a fixed number of further tuples — whole re-evaluation periods for lazy
-operators — is fed in chunks of :data:`CHUNK` with the garbage collector
-paused, timed in CPU seconds of the process (``time.process_time``, so other
-load on a shared machine does not count; wall seconds are recorded too);
-the rate is tuples per CPU second. Every measurement is taken ``rounds``
-times (default 3), each round in a new shuffled sequence of all the runs of
-an experiment, and the median round kept (all rounds are in the JSON). The comparisons the
-operator counts over the same tuples are deterministic and reported beside
-the rate. Absolute rates are this machine's and CPython's — far below the
-paper's Java — so compare ratios and shapes. ``scale`` multiplies the
-measured tuple counts.
+process; windows are filled before timing; the rate is tuples per CPU second
+of the process (``time.process_time``, so other load on a shared machine does
+not count; wall seconds are recorded too), with the garbage collector paused.
+Table 8 is timed as described above. Fig. 4a/4b: the windows are first filled
+by running the operator on an untimed prefix, then a fixed number of further
+tuples — whole re-evaluation periods for lazy operators — is fed in chunks of
+:data:`CHUNK`; every measurement is taken ``rounds`` times (default 3), each
+round in a new shuffled sequence of all the runs of an experiment, and the
+median round kept (all rounds are in the JSON). Absolute rates are this
+machine's and CPython's — far below the paper's Java — so compare ratios and
+shapes. ``scale`` multiplies the measured tuple counts (Table 8: the long run
+and the number of pieces).
 
-Results: ``<out_dir>/ordering.json`` and ``<out_dir>/ordering.png``.
+Results: ``<out_dir>/ordering.json`` and ``<out_dir>/ordering.png``
+(``ordering-table8.json`` when only Table 8 runs: ``slidewise bench ordering
+--table8-only``).
 """
 
 from __future__ import annotations
@@ -209,6 +201,15 @@ def measure_rate(warm, start: int, feed: Feed, order, tuples: int) -> dict:
             "comparisons_per_time_unit": round((op.comparisons - c0) / span, 2)}
 
 
+def _period(tau, per_unit: float, minimum: int, scale: float) -> int:
+    """Tuples to measure: at least ``minimum`` (scaled), whole τ periods for lazy operators."""
+    n = max(CHUNK, int(minimum * scale))
+    if tau:
+        step = tau * per_unit
+        n = int(np.ceil(n / step) * step)
+    return n
+
+
 def _median_of(runs: list[dict]) -> dict:
     """The round with the median rate (lower median), plus every round's rate and the spread."""
     ranked = sorted(runs, key=lambda r: r["rate"] or 0)
@@ -236,83 +237,6 @@ def _measure_many(jobs: list[tuple], rounds: int, seed: int, progress) -> dict:
             runs.setdefault(key, []).append(measure_rate(warm, start, feed, order, tuples))
         progress(f"round {r + 1}/{rounds} of {len(jobs)} runs")
     return {k: _median_of(v) for k, v in runs.items()}
-
-
-# ------------------------------------------------------------------ (a) ----
-
-def _period(tau, per_unit: float, minimum: int, scale: float) -> int:
-    """Tuples to measure: at least ``minimum`` (scaled), whole τ periods for lazy operators."""
-    n = max(CHUNK, int(minimum * scale))
-    if tau:
-        step = tau * per_unit
-        n = int(np.ceil(n / step) * step)
-    return n
-
-
-def table8(scale: float, rounds: int, seed: int, progress) -> dict:
-    rates, windows, distinct = TABLE5["rates"], TABLE5["windows"], TABLE5["distinct"]
-    stats = _stats(rates, windows, distinct)
-    warmup = int((max(windows) + 12) * sum(rates))
-    feed = make_feed(rates, distinct, warmup + int(9000 * max(scale, 1)), seed=seed)
-    rng = random.Random(seed)
-    out = {}
-    for name, tau, buckets in TABLE8_CONFIGS:
-        label = name + (f", tau={tau}" if tau else "") + (f", b={buckets}" if buckets else "")
-        query = _query(windows, slide=tau)
-        model = model_for(query, stats, name, buckets)
-        exact = exact_search(model)
-        heur = heuristic_search(model)
-        paper = heuristic_search(model, refine=False)
-        predicted = dict(exact.alternatives)
-        ranked = [o for o, _ in exact.alternatives]
-        # the model's six cheapest orders, its most expensive, two others, the heuristics' plans
-        measured_orders = list(dict.fromkeys(ranked[:6] + [ranked[-1]] + rng.sample(ranked[6:-1], 2)
-                                             + [heur.order, paper.order]))
-        options = {"buckets": buckets} if buckets else {}
-        warm, start = _warm(name, query, feed, warmup, exact.order, options)
-        # hash joins are cheap per tuple: three times the tuples for the same timing resolution
-        n = _period(tau, feed.per_unit, 3000 if buckets else 1000, scale)
-        measured = _measure_many([(o, warm, start, feed, o, n) for o in measured_orders], rounds, seed,
-                                 lambda m, label=label: progress(f"table8 {label}: {m}"))
-        rate = {o: measured[o]["rate"] for o in measured}
-        comps = {o: measured[o]["comparisons_per_time_unit"] for o in measured}
-        best_o, worst_o = exact.order, ranked[-1]
-        by_rate = sorted(rate, key=rate.get, reverse=True)
-        by_comps = sorted(comps, key=comps.get)
-        fast, h = measured[by_rate[0]], measured[heur.order]
-        # the heuristic's plan and the fastest are "within noise" when their round rates overlap
-        overlap = max(h["round_rates"]) >= min(fast["round_rates"])
-        out[label] = {
-            "algorithm": name, "tau": tau, "buckets": buckets, "tuples_per_run": n,
-            "best_plan": _names(best_o), "worst_plan": _names(worst_o),
-            "heuristic_plan": _names(heur.order), "paper_heuristic_plan": _names(paper.order),
-            "max_rate_best_plan": rate[best_o], "max_rate_worst_plan": rate[worst_o],
-            "best_over_worst": round(rate[best_o] / rate[worst_o], 2),
-            "predicted_worst_over_best": round(predicted[worst_o] / predicted[best_o], 2),
-            "measured_fastest_plan": _names(by_rate[0]),
-            "heuristic_rank_measured": by_rate.index(heur.order) + 1,
-            "heuristic_within_5pct_of_fastest": rate[heur.order] >= 0.95 * rate[by_rate[0]],
-            "fastest_over_heuristic_rate": round(rate[by_rate[0]] / rate[heur.order], 3),
-            "heuristic_rounds_overlap_fastest": overlap,
-            "heuristic_rank_by_measured_comparisons": by_comps.index(heur.order) + 1,
-            "measured_over_predicted_comparisons_heuristic": round(comps[heur.order] / predicted[heur.order], 4),
-            "fewest_comparisons_plan": _names(min(comps, key=comps.get)),
-            "rank_correlation_rate": round(_spearman([-predicted[o] for o in measured],
-                                                     [rate[o] for o in measured]), 3),
-            "rank_correlation_comparisons": round(_spearman([predicted[o] for o in measured],
-                                                            [comps[o] for o in measured]), 3),
-            "orders": {_names(o): {"predicted_cost": round(predicted[o], 2),
-                                   "predicted_partial_results": round(model.partial_results(o), 2),
-                                   "predicted_cost_operators": round(
-                                       model_for(query, stats, name, buckets, lazy_windows="operators")
-                                       .cost(o).total, 2), **measured[o]} for o in measured_orders},
-        }
-    return out
-
-
-def _spearman(x, y) -> float:
-    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
-    return float(np.corrcoef(rx, ry)[0, 1]) if len(x) > 2 else 1.0
 
 
 # ------------------------------------------------------------------ (b) ----
@@ -453,7 +377,7 @@ def _plot(report: dict, path: Path) -> Path:
     plt = pyplot()
     fig, axes = plt.subplots(2, 3, figsize=(17, 9.5))
     ax = axes[0, 0]
-    t8 = report["table8"]
+    t8 = report["table8"]["configurations"]
     labels = list(t8)
     x = np.arange(len(labels))
     ax.bar(x - 0.2, [t8[k]["max_rate_best_plan"] for k in labels], 0.4, label="best plan (model)")
@@ -520,16 +444,21 @@ def _plot(report: dict, path: Path) -> Path:
 
 
 def run_ordering_bench(out_dir: str = "bench-results", *, scale: float = 1.0, rounds: int = 3,
-                       seed: int = 0, cases: int = 24, heuristic_cases: int = 200, max_n: int = 8,
+                       table8_rounds: int | None = None, seed: int = 0, cases: int = 24,
+                       heuristic_cases: int = 200, max_n: int = 8,
                        parts: tuple[str, ...] = ("table8", "fig4a", "fig4b", "predicted", "heuristic"),
                        progress=None) -> dict:
     """Run the ordering experiments; write ``ordering.json`` and ``ordering.png`` to ``out_dir``."""
+    from slidewise.bench.table8 import TABLE8_ROUNDS, table8
+
+    table8_rounds = TABLE8_ROUNDS if table8_rounds is None else table8_rounds
     say = progress or (lambda m: None)
     started = time.perf_counter()
     report: dict = {"machine": machine_info(), "settings": {"scale": scale, "rounds": rounds,
-                                                            "seed": seed, "chunk": CHUNK}}
+                                                            "table8_rounds": table8_rounds,
+                                                            "seed": seed, "chunk": CHUNK, "parts": list(parts)}}
     timings = report["settings"]["seconds"] = {}
-    steps = (("table8", "table8", lambda: table8(scale, rounds, seed, say)),
+    steps = (("table8", "table8", lambda: table8(scale, table8_rounds, seed, say)),
              ("fig4a", "fig4a", lambda: fig4a(scale, rounds, seed, say)),
              ("fig4b", "fig4b", lambda: fig4b(scale, rounds, seed, say)),
              ("predicted", "predicted_vs_measured", lambda: predicted_vs_measured(cases, seed, say)),
@@ -542,11 +471,12 @@ def run_ordering_bench(out_dir: str = "bench-results", *, scale: float = 1.0, ro
     report["summary"] = summarize(report)
     report["summary"]["bench_wall_s"] = round(time.perf_counter() - started, 1)
     out = Path(out_dir)
-    files = {"json": str(write_json(out / "ordering.json", report))}
+    name = "ordering.json" if len(parts) > 1 or "table8" not in parts else "ordering-table8.json"
+    files = {"json": str(write_json(out / name, report))}
     if all(k in report for k in ("table8", "fig4a", "fig4b", "predicted_vs_measured", "heuristic")):
         files["png"] = str(_plot(report, out / "ordering.png"))
     report["summary"]["files"] = files
-    write_json(out / "ordering.json", report)
+    write_json(out / name, report)
     return report
 
 
@@ -554,22 +484,26 @@ def summarize(report: dict) -> dict:
     """The digest the CLI prints."""
     s: dict = {}
     if "table8" in report:
-        s["table8"] = {k: {f: v[f] for f in ("best_plan", "worst_plan", "heuristic_plan", "max_rate_best_plan",
-                                             "max_rate_worst_plan", "best_over_worst",
-                                             "predicted_worst_over_best", "measured_fastest_plan",
-                                             "heuristic_rank_measured", "heuristic_within_5pct_of_fastest",
-                                             "fastest_over_heuristic_rate", "heuristic_rounds_overlap_fastest",
-                                             "heuristic_rank_by_measured_comparisons",
-                                             "measured_over_predicted_comparisons_heuristic",
-                                             "fewest_comparisons_plan", "rank_correlation_rate",
-                                             "rank_correlation_comparisons")}
-                       for k, v in report["table8"].items()}
-        nlj = [v for v in report["table8"].values() if v["algorithm"] in ("nlj", "lazy")]
+        t8 = report["table8"]["configurations"]
+        keys = ("best_plan", "worst_plan", "heuristic_plan", "max_rate_best_plan", "max_rate_worst_plan",
+                "best_over_worst", "predicted_worst_over_best", "measured_fastest_plan",
+                "heuristic_rank_measured", "heuristic_rate_over_fastest", "heuristic_is_measured_best",
+                "heuristic_distinguishably_beaten_by", "heuristic_rank_by_measured_comparisons",
+                "measured_over_predicted_comparisons_heuristic", "fewest_comparisons_plan",
+                "rank_correlation_rate", "correlation_time_per_tuple_comparisons")
+        s["table8"] = {k: {f: v[f] for f in keys} for k, v in t8.items()}
+        nlj = [v for v in t8.values() if v["algorithm"] in ("nlj", "lazy")]
         s["nlj_best_over_worst_above_2"] = all(v["best_over_worst"] > 2 for v in nlj)
-        s["heuristic_measured_best"] = sum(v["heuristic_rank_measured"] == 1 for v in report["table8"].values())
+        s["heuristic_measured_best"] = sum(v["heuristic_is_measured_best"] for v in t8.values())
+        s["heuristic_distinguishably_beaten"] = sum(bool(v["heuristic_distinguishably_beaten_by"])
+                                                    for v in t8.values())
         s["heuristic_fewest_measured_comparisons"] = sum(
-            v["heuristic_rank_by_measured_comparisons"] == 1 for v in report["table8"].values())
-        s["configurations"] = len(report["table8"])
+            v["heuristic_rank_by_measured_comparisons"] == 1 for v in t8.values())
+        s["configurations"] = len(t8)
+        s["table8_sample"] = {k: v for k, v in report["table8"]["sample"].items() if k != "piece_starts"}
+        s["table8_convergence_gap_best_two"] = {
+            label: {"model": c["model_gap_best_two"], **{str(r["span"]): r["gap_best_two"] for r in c["spans"]}}
+            for label, c in report["table8"]["convergence"].items()}
     if "fig4a" in report:
         s["fig4a_best_tau"] = {k: max(v, key=lambda t: v[t]["rate"]) for k, v in report["fig4a"].items()}
         s["fig4a_note"] = FIG4A_NOTE
