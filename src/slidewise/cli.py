@@ -41,9 +41,10 @@ def _tables(pairs: list[str]) -> dict[str, str]:
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     from slidewise.spark.cli import ENGINES, add_spark_options, default_engine
 
-    p.add_argument("--engine", default=default_engine(), choices=ENGINES,
-                   help="execution engine: local (embedded, the default) or spark (Spark Structured "
-                        "Streaming); SLIDEWISE_ENGINE sets the default")
+    p.add_argument("--engine", default=None, choices=ENGINES,
+                   help=f"execution engine: spark (Spark Structured Streaming, local[*] unless --master) "
+                        f"or local (embedded, in-process); default {default_engine()} (SLIDEWISE_ENGINE "
+                        "sets it; general queries and runs with overload or adaptive options default to local)")
     add_spark_options(p)
     p.add_argument("--mode", default="stream", choices=["stream", "batch"],
                    help="with --engine spark: stream (Structured Streaming) or batch (one Spark SQL job "
@@ -149,8 +150,12 @@ def cmd_run(args) -> int:
     from slidewise.runtime.overload import kwargs_from_args, summary_line
     from slidewise.model.time import parse_duration
 
+    from slidewise.spark.cli import resolve_engine
+
     show = args.out is None
     tables = _tables(args.table)
+    args.engine = resolve_engine(args.engine, local_only=bool(kwargs_from_args(args))
+                                 or (args.engine is None and _is_general(args.query, tables)))
     if args.engine == "spark" and _is_general(args.query, tables):
         from slidewise.spark.cli import parse_conf
         from slidewise.spark.plans import run_plan_spark
@@ -294,7 +299,13 @@ def _bench_ordering(args) -> int:
         raise OptionError(f"--tuples must be positive, got {args.tuples}",
                           hint="tuples per measured run (default 1000), e.g. --tuples 3000")
     scale = 1.0 if args.tuples is None else args.tuples / 1000
-    report = run_ordering_bench(out_dir=args.out, scale=scale, progress=lambda m: print(m, file=sys.stderr))
+    if args.rounds is not None and args.rounds < 1:
+        raise OptionError(f"--rounds must be positive, got {args.rounds}", hint="e.g. --rounds 7")
+    kw = {"parts": ("table8",)} if args.table8_only else {}
+    if args.rounds is not None:
+        kw["table8_rounds"] = args.rounds
+    report = run_ordering_bench(out_dir=args.out, scale=scale, progress=lambda m: print(m, file=sys.stderr),
+                                **kw)
     print(json.dumps(report["summary"], indent=2, ensure_ascii=False))
     return 0
 
@@ -341,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     from slidewise.spark.cli import ENGINES, default_engine
 
     d.add_argument("--engine", default=default_engine(), choices=ENGINES,
-                   help="execution engine (default: local; SLIDEWISE_ENGINE sets the default)")
+                   help=f"execution engine (default: {default_engine()}; SLIDEWISE_ENGINE sets the default)")
     d.add_argument("--master", help="Spark master URL (default local[*])")
     d.add_argument("--conf", action="append", metavar="K=V", help="Spark setting (repeatable)")
     d.set_defaults(func=cmd_demo)
@@ -383,6 +394,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="update-patterns: multiplies window sizes and the measured span (default 1)")
     b.add_argument("--source", default="both", choices=["zeek", "generated", "both"],
                    help="update-patterns: real Zeek logs, generated IP-like links, or both (default)")
+    b.add_argument("--table8-only", action="store_true",
+                   help="ordering: run only seed 000 Table 8 (a few minutes; writes ordering-table8.json)")
+    b.add_argument("--rounds", type=int, metavar="N",
+                   help="ordering: timing rounds of Table 8 (default 7)")
     b.set_defaults(func=cmd_bench)
 
     c = sub.add_parser("calibrate", help="measure the binary join cost model's weight factors here")

@@ -18,8 +18,8 @@ from slidewise.plan.expr import BinOp, Cmp, Func, Lit
 from slidewise.plan.query import Equality, WindowSpec
 from slidewise.spark.bucket import BucketJoin
 from slidewise.spark.keying import choose_keying
-from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo
-from slidewise.spark.sequencer import SequencerLogic, _frame
+from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, wire_frame
+from slidewise.spark.sequencer import SequencerLogic
 from streams import build_tuples, col, common_key, query_of
 
 COLUMNS = ("a", "b", "x")
@@ -109,21 +109,23 @@ def simulate(query, tuples, *, batches: int = 3, buckets: int = 4, lateness: int
     per_stream = [inputs[ref.source] for ref in query.streams]
     cuts = [np.array_split(np.arange(len(df)), batches) for df in per_stream]
     for step in range(batches + int(final)):
-        wide = []
+        rows = []
         if step < batches:
             for i, df in enumerate(per_stream):
-                part = df.iloc[cuts[i][step]]
-                if len(part):
-                    given = {"k": TUPLE, "s": i, "q": np.arange(len(part)) + cuts[i][step][0] if len(part) else 0,
-                             "t": part["ts"].to_numpy(), "f": f"file:///in/{query.streams[i].source}.csv", "o": 0}
-                    for c, attr, _ in layout.attr_columns(i):
-                        given[c] = part[attr].to_numpy()
-                    wide.append(_frame(layout, len(part), **given))
+                idx = cuts[i][step]
+                for part in np.array_split(idx, 2) if len(idx) > 1 else [idx]:  # two chunks per batch
+                    if len(part):
+                        sub = df.iloc[part]
+                        rows.append({"k": TUPLE, "s": i, "q": len(part), "p": pack(
+                            {"t": sub["ts"].to_numpy(np.int64), "q": part.astype(np.int64),
+                             "o": np.zeros(len(part), np.int64), "fi": np.zeros(len(part), np.int32),
+                             "files": [f"file:///in/{query.streams[i].source}.csv"],
+                             **{a: sub[a].to_numpy() for a in columns}})})
         else:
-            wide.append(_frame(layout, 1, k=EOF, s=0))
-        if not wide:
+            rows.append({"k": EOF, "s": 0})
+        if not rows:
             continue
-        batch = pd.concat(wide, ignore_index=True)
+        batch = wire_frame(rows)
         stage1 = []
         for s, group in batch.groupby("s", sort=True):
             new, frames = seq.process(int(s), seq_state.get(int(s)), group.reset_index(drop=True))

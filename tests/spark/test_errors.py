@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from slidewise.cli import main
@@ -49,6 +52,27 @@ def test_missing_and_empty_input_directory(capsys, inputs, tmp_path):
     assert "holds no data files" in err
 
 
+def test_unreadable_input_directory(capsys, monkeypatch, inputs, tmp_path):
+    d = tmp_path / "A"
+    d.mkdir()
+    (d / "1.csv").write_text("ts,k\n1,7\n")
+    d.chmod(0)
+    try:
+        if os.access(d, os.R_OK):  # root reads anything: fail the listing as it fails for a user
+            real = Path.iterdir
+
+            def iterdir(self):
+                if self == d:
+                    raise PermissionError(13, "Permission denied", str(self))
+                return real(self)
+
+            monkeypatch.setattr(Path, "iterdir", iterdir)
+        err = _error(capsys, ["run", Q, "--source", f"A={d}", "--source", f"B={inputs[1]}", "--engine", "spark"])
+    finally:
+        d.chmod(0o755)
+    assert "cannot list directory: Permission denied" in err and "permissions" in err
+
+
 def test_schema_mismatch_between_files(capsys, inputs, tmp_path):
     d = tmp_path / "A"
     d.mkdir()
@@ -78,3 +102,17 @@ def test_session_defaults():
     assert conf["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
     assert conf["spark.pyspark.python"] == __import__("sys").executable
     assert conf["spark.sql.shuffle.partitions"] == "3" and conf["spark.ui.enabled"] == "false"
+
+
+def test_default_engine_is_spark_unless_local_only(monkeypatch, capsys, inputs):
+    from slidewise.spark.cli import default_engine, resolve_engine
+
+    monkeypatch.delenv("SLIDEWISE_ENGINE", raising=False)
+    assert default_engine() == "spark" and resolve_engine(None) == "spark"
+    assert resolve_engine(None, local_only=True) == "local" and resolve_engine("spark", local_only=True) == "spark"
+    monkeypatch.setenv("SLIDEWISE_ENGINE", "local")
+    assert default_engine() == "local" and resolve_engine(None) == "local"
+    monkeypatch.delenv("SLIDEWISE_ENGINE")
+    # overload budgets exist only in the embedded engine: without --engine the run stays in-process (no JVM)
+    assert main(["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}", "--cpu-budget", "1000",
+                 "--quiet"]) == 0

@@ -27,27 +27,35 @@ from slidewise.spark.session import find_java
 pytestmark = pytest.mark.spark
 
 CASES = [("time", 2, 0), ("time", 4, 2), ("count", 3, 3), ("lazy", 3, 4), ("lazy-restore", 2, 5),
-         ("band", 3, 6)]
+         ("band", 3, 6), ("different", 3, 7)]
 STATS_KEYS = {"inputs", "results", "rejects", "rejects_by_reason", "micro_batches", "state_rows", "state_bytes",
               "seconds", "tuples_per_second", "algorithm", "warnings"}
 
 
 def write_case(query, tuples, root: Path, parts: int = 1) -> dict[str, str]:
-    """Each source as a directory of ``parts`` CSV files (in time order); source name -> directory."""
+    """Each source as a directory of ``parts`` CSV files (in time order); source name -> directory.
+
+    Spark's file source takes files in modification-time order (milliseconds;
+    ties in listing order), so file ``j`` gets the time ``now - 100 + j`` s:
+    files written within one millisecond would otherwise be read in any order
+    and the earlier one's tuples rejected as late (``os.replace`` keeps it).
+    """
     out = {}
+    base = int(time.time()) - 100
     for name, df in frames_of(query, tuples).items():
         d = root / name
         d.mkdir(parents=True)
         for j, idx in enumerate(pd.RangeIndex(len(df)).to_series().groupby(
                 lambda i, n=len(df): min(parts - 1, i * parts // max(n, 1)))):
             df.iloc[idx[1].to_numpy()].to_csv(d / f"part-{j}.csv", index=False)
+            os.utime(d / f"part-{j}.csv", (base + j, base + j))
         out[name] = str(d)
     return out
 
 
 @pytest.mark.parametrize("kind,n,seed", CASES, ids=[f"{k}-{n}way" for k, n, _ in CASES])
 def test_joins_equal_oracle_and_local_engine(spark, runs, tmp_path, kind, n, seed):
-    """2-, 3-, 4-way time windows, count windows, lazy (no-restore, restore), band keying."""
+    """2-, 3-, 4-way time windows, count windows, lazy (no-restore, restore), band and per-edge keying."""
     query, tuples = case(kind, n, seed)
     sources = write_case(query, tuples, tmp_path / "in")
     run = start_spark(query, sources, spark=spark, once=True, buckets=2)
@@ -74,8 +82,7 @@ def _staged_restart_case(tmp_path):
         inputs[name] = tmp_path / "in" / name
         inputs[name].mkdir(parents=True)
         for j in (0, 1):
-            os.replace(Path(d) / f"part-{j}.csv", inputs[name] / f"part-{j}.csv")
-            time.sleep(0.05)  # distinct modification times: Spark takes files oldest first
+            os.replace(Path(d) / f"part-{j}.csv", inputs[name] / f"part-{j}.csv")  # keeps write_case's mtime
     return query, tuples, staged, inputs
 
 
@@ -83,7 +90,6 @@ def _add_staged(staged, inputs) -> None:
     for name, d in staged.items():
         for f in sorted(Path(d).iterdir()):
             os.replace(f, inputs[name] / f.name)
-            time.sleep(0.05)
 
 
 def _wait_for(path: Path, seconds: float, alive=lambda: True) -> None:
@@ -122,15 +128,18 @@ def test_restart_after_kill_is_exactly_once(spark, tmp_path):
         " WHERE " + " AND ".join(f"{e.left} = {e.right}" for e in query.equalities)
     args = ["run", text, *[a for name in inputs for a in ("--source", f"{name}={inputs[name]}")],
             "--engine", "spark", "--master", "local[2]", "--once", "--checkpoint", str(ckpt), "--out", str(out),
-            "--conf", "slidewise.maxFilesPerTrigger=1", "--conf", "spark.sql.shuffle.partitions=2", "--quiet"]
-    proc = subprocess.Popen([sys.executable, "-m", "slidewise.cli", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        _wait_for(ckpt / "query" / "commits" / "0", 300, alive=lambda: proc.poll() is None)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    assert not (ckpt / "query" / "commits" / "2").exists()  # killed mid-stream
+            "--conf", "slidewise.maxFilesPerTrigger=1", "--conf", "spark.sql.shuffle.partitions=2", "--quiet",
+            "--trigger", "3s"]  # batches 3 s apart: the kill lands between the first and the second
+    log = tmp_path / "first-run.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "slidewise.cli", *args], stdout=subprocess.DEVNULL,
+                                stderr=err, start_new_session=True)
+        try:
+            _wait_for(ckpt / "query" / "commits" / "0", 300, alive=lambda: proc.poll() is None)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert not (ckpt / "query" / "commits" / "1").exists(), log.read_text()[-3000:]  # killed mid-stream
     _add_staged(staged, inputs)
     assert main(args) == 0
     assert result_rows(query, read_results(out)) == oracle_rows(query, tuples)
@@ -163,28 +172,45 @@ def test_local_cluster_gives_the_same_results(tmp_path):
 
 
 def test_files_dropped_into_a_live_directory(spark, runs, tmp_path):
-    """Results of files dropped while the query runs appear within two trigger intervals."""
+    """Files dropped while the query runs: their results come out in the first micro-batch after the drop.
+
+    Measured in micro-batches, not seconds: with a processing-time trigger,
+    the batch following the drop (or the one after it, if the two streams'
+    files straddle a trigger) reads the new files and emits their results, so
+    they are out within two trigger intervals on any machine.
+    """
     query, tuples = case("time", 2, 12, length=40)
     sources = write_case(query, tuples, tmp_path / "in", parts=2)
     later = tmp_path / "later"
     later.mkdir()
     for name, d in sources.items():
         os.replace(Path(d) / "part-1.csv", later / f"{name}.csv")
-    trigger = 5.0
-    run = start_spark(query, sources, spark=spark, once=False, trigger=f"{trigger}s", buckets=2)
+    run = start_spark(query, sources, spark=spark, once=False, trigger="1s", buckets=2)
     runs.append(run)
     run.process_all_available()
-    before = run.sink.results
-    dropped = time.monotonic()
+    last = max(run.sink.batches)
     for name in sources:
         os.replace(later / f"{name}.csv", Path(sources[name]) / "part-1.csv")
-    while run.sink.results == before and time.monotonic() - dropped < 6 * trigger:
-        time.sleep(0.1)
-    elapsed = time.monotonic() - dropped
-    assert run.sink.results > before
-    assert elapsed <= 2 * trigger, f"results after {elapsed:.1f} s"
+    run.process_all_available()
+    after = [(b, n) for b, _, n in run.sink.timeline if b > last]
+    assert after, "the dropped files were never read"
+    first = next(b for b, n in after if n > 0)
+    assert first - last <= 2, f"results only in micro-batch {first - last} after the drop"
     run.end_input()
     assert result_rows(query, run.result().results) == oracle_rows(query, tuples)
+
+
+def test_rate_source_runs_until_stopped(spark):
+    """Spark's rate source as two streams: results within the window, stopped by the timeout."""
+    from slidewise.spark import run_spark
+
+    res = run_spark("SELECT * FROM S1 [RANGE 2 SECONDS], S2 [RANGE 2 SECONDS] WHERE S1.a = S2.a",
+                    {"S1": "rate:rowsPerSecond=100,distinct=20", "S2": "rate:rowsPerSecond=100,distinct=20"},
+                    spark=spark, trigger="1s", timeout=12)
+    assert min(res.stats["inputs"].values()) > 0 and res.stats["results"] == len(res.results) > 0
+    assert not res.stats["input_ended"] and res.stats["micro_batches"] >= 2
+    r = res.results
+    assert (r["S1.a"] == r["S2.a"]).all() and ((r["S1.ts"] - r["S2.ts"]).abs() <= 2000).all()
 
 
 def test_demo_prints_results_on_spark(spark, capsys):

@@ -41,7 +41,8 @@ from slidewise.operators.project import output_columns
 from slidewise.plan.physical import choose
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.rejects import reason_kind
-from slidewise.spark.layout import ADMITTED, EOF, MARKER, REJECT, RESULT, STATS, TUPLE, Layout
+from slidewise.spark.layout import (ADMITTED, EOF, KIND_NUMPY, MARKER, REJECT, RESULT, STATS, TUPLE, Layout,
+                                   concat, take, unpack)
 
 NEG = np.iinfo(np.int64).min // 2
 POS = np.iinfo(np.int64).max
@@ -83,22 +84,22 @@ class BucketJoin:
         comparisons = op.comparisons
         out: list[pd.DataFrame] = []
         kind = frame["k"].to_numpy()
-        if (kind == REJECT).any():
-            out.append(self._rejects(frame[kind == REJECT]))
-        marks = frame[kind == MARKER]
-        if len(marks):
-            s = marks["s"].to_numpy().astype(np.int64)
-            np.maximum.at(st.frontier, s, marks["t"].to_numpy(np.int64))
-            counted = marks[marks["q"].to_numpy() > 0]
-            if len(counted):
-                out.append(self._frame(len(counted), k=ADMITTED,
-                                       rs=[self.layout.streams[i].alias for i in counted["s"]],
-                                       n0=counted["q"].to_numpy(np.int64)))
+        streams = frame["s"].to_numpy().astype(np.int64)
+        for payload, s in zip(frame["p"][kind == REJECT], streams[kind == REJECT]):
+            out.append(self._rejects(int(s), unpack(payload)))
+        marks = kind == MARKER
+        if marks.any():
+            np.maximum.at(st.frontier, streams[marks], frame["t"].to_numpy(np.int64)[marks])
+            counted = marks & (frame["q"].to_numpy() > 0)
+            if counted.any():
+                out.append(self._frame(int(counted.sum()), k=ADMITTED,
+                                       rs=[self.layout.streams[i].alias for i in streams[counted]],
+                                       n0=frame["q"].to_numpy(np.int64)[counted]))
         if (kind == EOF).any():
             st.ended = True
-        tuples = frame[kind == TUPLE]
-        if len(tuples):
-            late = self._buffer(st, tuples)
+        for i in np.unique(streams[kind == TUPLE]):
+            chunks = [unpack(p) for p in frame["p"][(kind == TUPLE) & (streams == i)]]
+            late = self._buffer(st, int(i), concat(chunks))
             if late is not None:
                 out.append(late)
         w = POS if st.ended else (int((st.frontier - self.lateness).min()) if (st.frontier > NEG).all() else NEG)
@@ -123,29 +124,24 @@ class BucketJoin:
 
     def _empty(self, stream: int) -> dict[str, np.ndarray]:
         out = {"t": np.empty(0, np.int64), "q": np.empty(0, np.int64)}
-        for _, attr, kind in self.layout.attr_columns(stream):
-            out[attr] = np.empty(0, dtype=object if kind == "str" else _NUMPY[kind])
+        for attr, kind in self.layout.streams[stream].kinds.items():
+            out[attr] = np.empty(0, dtype=KIND_NUMPY[kind])
         return out
 
-    def _buffer(self, st: BucketState, tuples: pd.DataFrame) -> pd.DataFrame | None:
-        """Append admitted tuples to the buffer; those behind the released ones are rejects."""
-        late_parts = []
-        for i in np.unique(tuples["s"].to_numpy()):
-            i = int(i)
-            rows = tuples[tuples["s"].to_numpy() == i]
-            t, q = rows["t"].to_numpy(np.int64), rows["q"].to_numpy(np.int64)
-            if st.last is not None:
-                lt, ls, lq = st.last
-                late = (t < lt) | ((t == lt) & ((i < ls) | ((i == ls) & (q <= lq))))
-                if late.any():
-                    late_parts.append(self._late(i, rows[late], lt))
-                    rows, t, q = rows[~late], t[~late], q[~late]
-            add = {"t": t, "q": q}
-            for col, attr, kind in self.layout.attr_columns(i):
-                v = rows[col].to_numpy()
-                add[attr] = v.astype(object) if kind == "str" else v.astype(_NUMPY[kind], copy=False)
-            st.buffer[i] = {k: np.concatenate([st.buffer[i][k], add[k]]) for k in add}
-        return pd.concat(late_parts, ignore_index=True) if late_parts else None
+    def _buffer(self, st: BucketState, i: int, chunk: dict) -> pd.DataFrame | None:
+        """Append stream ``i``'s admitted tuples to the buffer; those behind the released ones are rejects."""
+        t, q = chunk["t"], chunk["q"]
+        rejected = None
+        if st.last is not None:
+            lt, ls, lq = st.last
+            late = (t < lt) | ((t == lt) & ((i < ls) | ((i == ls) & (q <= lq))))
+            if late.any():
+                rejected = self._late(i, take(chunk, late), lt)
+                chunk = take(chunk, ~late)
+        st.buffer[i] = {k: np.concatenate([st.buffer[i][k], np.asarray(chunk[k]).astype(st.buffer[i][k].dtype,
+                                                                                          copy=False)])
+                        for k in st.buffer[i]}
+        return rejected
 
     def _release(self, st: BucketState, op, w: int) -> ResultBatch:
         """Feed the buffered tuples with ``ts < w`` to ``op`` in global order; its results."""
@@ -196,21 +192,22 @@ class BucketJoin:
         given = {f"r{j}": cols[name] for j, name in enumerate(self.layout.out_names)}
         return self._frame(len(res), k=RESULT, **given)
 
-    def _rejects(self, rows: pd.DataFrame) -> pd.DataFrame:
-        reasons = rows["rr"].tolist()
-        return self._frame(len(rows), k=REJECT, rs=[self.layout.streams[int(i)].source for i in rows["s"]],
-                           rf=rows["f"].tolist(), rl=rows["o"].to_numpy(np.int64), rr=reasons,
-                           rw=rows["rw"].tolist(), rk=[reject_kind(r) for r in reasons])
+    def _rejects(self, stream: int, chunk: dict) -> pd.DataFrame:
+        reasons = list(chunk["reason"])
+        return self._frame(len(reasons), k=REJECT, rs=self.layout.streams[stream].source,
+                           rf=list(chunk["file"]), rl=np.asarray(chunk["line"], np.int64), rr=reasons,
+                           rw=list(chunk["raw"]), rk=[reject_kind(r) for r in reasons])
 
-    def _late(self, stream: int, rows: pd.DataFrame, last_ts: int) -> pd.DataFrame:
-        info = self.layout.streams[stream]
-        unit = f" {info.label}" if info.label else ""
-        t = rows["t"].to_numpy(np.int64)
-        reasons = [f"late by {last_ts - x}{unit} (lateness {info.lateness})" for x in t.tolist()]
+    def _late(self, stream: int, chunk: dict, last_ts: int) -> pd.DataFrame:
+        """Rejects for tuples behind what this bucket already released (after an end of input)."""
         from slidewise.runtime.rejects import rows_as_text
 
-        raw = rows_as_text({"ts": t, **{a: rows[c].to_numpy() for c, a, _ in self.layout.attr_columns(stream)}})
-        return self._frame(len(rows), k=REJECT, rs=info.source, rf="", rl=0, rr=reasons, rw=raw.to_pylist(),
+        info = self.layout.streams[stream]
+        unit = f" {info.label}" if info.label else ""
+        t = chunk["t"]
+        reasons = [f"late by {last_ts - x}{unit} (lateness {info.lateness})" for x in t.tolist()]
+        raw = rows_as_text({"ts": t, **{a: chunk[a] for a in info.kinds}})
+        return self._frame(len(t), k=REJECT, rs=info.source, rf="", rl=0, rr=reasons, rw=raw.to_pylist(),
                            rk="late")
 
     def _frame(self, n: int, **given) -> pd.DataFrame:
@@ -233,6 +230,4 @@ def reject_kind(reason: str) -> str:
             return fixed
     return reason_kind(reason)
 
-
-_NUMPY = {"int": np.int64, "float": np.float64, "bool": np.bool_}
 _DDL_NUMPY = {"tinyint": np.int8, "int": np.int32, "bigint": np.int64, "double": np.float64, "boolean": np.bool_}

@@ -1,7 +1,9 @@
 """Command-line glue of the Spark engine: its ``run`` / ``demo`` options and their translation.
 
-``--engine local`` (the embedded engine) is the default of ``run`` and ``demo``;
-``--engine spark`` or ``SLIDEWISE_ENGINE=spark`` selects Spark. Options: ``--master URL`` (default ``local[*]``),
+``--engine spark`` is the default of ``run`` and ``demo`` (``SLIDEWISE_ENGINE=local``
+or ``--engine local`` selects the embedded engine; a ``run`` without
+``--engine`` that asks for local-only features — general queries, overload
+budgets, adaptive re-ordering — runs locally). Options: ``--master URL`` (default ``local[*]``),
 ``--conf k=v`` (repeatable; Spark settings, plus ``slidewise.buckets`` and
 ``slidewise.maxFilesPerTrigger``), ``--trigger 2s`` (micro-batch interval),
 ``--once`` (available-now: what exists, then end of input and stop; the
@@ -19,13 +21,17 @@ ENGINES = ("spark", "local")
 
 
 def default_engine() -> str:
-    """``SLIDEWISE_ENGINE`` if set (spark or local), else local.
+    """``SLIDEWISE_ENGINE`` if set (spark or local), else spark."""
+    engine = os.environ.get("SLIDEWISE_ENGINE", "spark").strip().lower() or "spark"
+    return engine if engine in ENGINES else "spark"
 
-    Local stays the default until the Spark engine runs the demo in seconds on
-    this machine (measured: minutes, mostly Spark start-up and per-batch cost).
-    """
-    engine = os.environ.get("SLIDEWISE_ENGINE", "local").strip().lower() or "local"
-    return engine if engine in ENGINES else "local"
+
+def resolve_engine(given: str | None, *, local_only: bool = False) -> str:
+    """The engine of a ``run``: ``--engine`` if given, else the default — local when the run
+    asks for features only the embedded engine has (``local_only``)."""
+    if given:
+        return given
+    return "local" if local_only else default_engine()
 
 
 def add_spark_options(p: argparse.ArgumentParser) -> None:
@@ -55,13 +61,20 @@ def parse_conf(pairs: list[str] | None) -> dict[str, str]:
 
 def run_from_args(args, sources: dict[str, str], operator_options: dict, *, lateness: int, collect: bool):
     """Run the ``run`` command's query on Spark; returns the RunResult."""
+    import sys
+
     from slidewise.spark.runner import run_spark
 
-    return _own_session(lambda: run_spark(
+    result = _own_session(lambda: run_spark(
         args.query, sources, algorithm=args.algorithm, order=args.order, out=args.out, collect=collect,
         lateness=lateness, ts_column=args.ts_column, ts_unit=args.ts_unit, chunk_rows=args.chunk_rows,
         rejects=args.rejects, progress=not args.quiet, master=args.master, conf=parse_conf(args.conf),
         trigger=args.trigger, once=True if args.once else None, checkpoint=args.checkpoint, **operator_options))
+    if result.stats.get("interrupted"):
+        again = "rerun the same command to continue" if args.checkpoint else "use --checkpoint DIR to make runs resumable"
+        print(f"slidewise: stopped (Ctrl-C) after {result.stats['micro_batches']} micro-batches; {again}",
+              file=sys.stderr)
+    return result
 
 
 def demo_from_args(args, query: str, sources: dict[str, str], *, lateness: int):

@@ -16,7 +16,9 @@ replay — and is converted by slidewise's converters through
 :func:`convert_table`: the same int64 timestamps, column values and bad-row
 reasons as the local engine. Rows Spark itself marks corrupt (wrong field
 count, broken JSON) become rejects with the local engine's reasons; line
-numbers count records (plus the CSV header) within the file.
+numbers count records (plus the CSV header) within the file. Each Arrow batch
+leaves as (at most) two packed chunk rows, tuples and rejects
+(:mod:`slidewise.spark.layout`).
 
 ``rate:rowsPerSecond=N[,distinct=K]`` is Spark's rate source as a stream with
 ``ts`` (event time in ms), ``a = value mod K`` (default 1000) and ``x = value
@@ -37,7 +39,7 @@ import pyarrow as pa
 from slidewise.errors import OptionError, SourceError
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources import open_source
-from slidewise.spark.layout import EOF, REJECT, TUPLE, Layout, StreamInfo
+from slidewise.spark.layout import EOF, REJECT, TUPLE, WIRE_DDL, Layout, StreamInfo, pack, wire_batch
 
 #: extensions Spark reads per format (plain or Hadoop-compressed text)
 _GLOBS = {"csv": "*.{csv,csv.gz,csv.bz2}", "json": "*.{jsonl,ndjson,json,jsonl.gz,ndjson.gz,json.gz,jsonl.bz2}",
@@ -122,7 +124,7 @@ def _materialise(name: str, spec, work_dir: Path) -> str:
 
 def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str,
                  max_files: int | None = None):
-    """The wide-layout streaming DataFrame of stream ``index``."""
+    """The streaming DataFrame of stream ``index`` in the wire layout (packed chunks)."""
     from pyspark.sql import functions as F
 
     fmt = recipe["fmt"]
@@ -130,7 +132,7 @@ def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layo
         raw = (spark.readStream.format("rate").option("rowsPerSecond", recipe["rowsPerSecond"])
                .option("numPartitions", recipe.get("numPartitions", "1")).load())
         body = functools.partial(rate_batches, stream=index, layout=layout, distinct=int(recipe["distinct"]))
-        return raw.mapInArrow(body, layout.wide_ddl())
+        return raw.mapInArrow(body, WIRE_DDL)
     reader = spark.readStream.option("pathGlobFilter", recipe["glob"])
     if max_files:
         reader = reader.option("maxFilesPerTrigger", int(max_files))
@@ -151,13 +153,13 @@ def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layo
                      F.col("_metadata.file_path").alias("_f"), F.col("_metadata.file_block_start").alias("_o"))
     body = functools.partial(scan_batches, stream=index, layout=layout, names=tuple(names),
                              ts_column=ts_column)
-    return raw.mapInArrow(body, layout.wide_ddl())
+    return raw.mapInArrow(body, WIRE_DDL)
 
 
 def control_frame(spark, control_dir: str, layout: Layout):
-    """End-of-input markers written by the runner, as wide rows of kind EOF."""
+    """End-of-input markers written by the runner, as wire rows of kind EOF."""
     raw = spark.readStream.format("json").schema("eof bigint").load(control_dir)
-    return raw.mapInArrow(functools.partial(control_batches, layout=layout), layout.wide_ddl())
+    return raw.mapInArrow(functools.partial(control_batches, layout=layout), WIRE_DDL)
 
 
 # --------------------------------------------------------------------------- executor side
@@ -213,7 +215,7 @@ def _padding_row(schema: pa.Schema, ts_column: str, unit: str) -> pa.Table:
 
 
 def scan_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...], ts_column: str):
-    """``mapInArrow`` body for file sources: ordinals within file splits, conversion, rejects."""
+    """``mapInArrow`` body for file sources: ordinals within file splits, conversion, rejects, packing."""
     info = layout.streams[stream]
     counters: dict[tuple[str, int], int] = {}
     for b in batches:
@@ -234,7 +236,23 @@ def scan_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...]
             raws[idx] = [(texts[j] or "").rstrip("\r\n") for j in idx]
             bad |= broken
         lines = ordinal + 1 + np.where(offsets == 0, info.header_lines, 0)
-        yield _wide_batch(layout, stream, bad, ts, cols, ordinal, files, offsets, lines, reasons, raws)
+        yield wire_batch(_chunks(stream, bad, ts, cols, ordinal, files, offsets, lines, reasons, raws))
+
+
+def _chunks(stream: int, bad, ts, cols, q, files, offsets, lines, reasons, raws) -> list[dict]:
+    """Wire rows: one chunk of the good tuples, one of the rejects (if any)."""
+    rows = []
+    ok = ~bad
+    if ok.any():
+        names, fi = np.unique(files[ok].astype(str), return_inverse=True)
+        rows.append({"k": TUPLE, "s": stream, "q": int(ok.sum()), "p": pack(
+            {"t": ts[ok], "q": q[ok], "o": offsets[ok], "fi": fi.astype(np.int32), "files": names.tolist(),
+             **{a: v[ok] for a, v in cols.items()}})})
+    if bad.any():
+        rows.append({"k": REJECT, "s": stream, "q": int(bad.sum()), "p": pack(
+            {"file": files[bad].astype(object), "line": lines[bad].astype(np.int64),
+             "reason": reasons[bad].astype(object), "raw": raws[bad].astype(object)})})
+    return rows
 
 
 def _ordinals(files: np.ndarray, offsets: np.ndarray, counters: dict) -> np.ndarray:
@@ -267,38 +285,6 @@ def _malformed(text: str | None, expected: int, fmt: str) -> str:
     return "malformed JSON line: not an object" if not isinstance(obj, dict) else "malformed JSON line"
 
 
-def _wide_batch(layout: Layout, stream: int, bad, ts, cols, q, files, offsets, lines, reasons, raws):
-    n = len(ts)
-    schema = layout.wide_arrow()
-    data = {
-        "k": pa.array(np.where(bad, REJECT, TUPLE).astype(np.int8)),
-        "b": pa.array(np.zeros(n, np.int32)),
-        "s": pa.array(np.full(n, stream, np.int8)),
-        "q": pa.array(q.astype(np.int64)),
-        "t": pa.array(np.where(bad, 0, ts).astype(np.int64)),
-        "f": pa.array(files, pa.string()),
-        "o": pa.array(np.where(bad, lines, offsets).astype(np.int64)),
-        "rr": pa.array(np.where(bad, reasons, None), pa.string()),
-        "rw": pa.array(np.where(bad, raws, None), pa.string()),
-    }
-    for i in range(len(layout.streams)):
-        for col, attr, kind in layout.attr_columns(i):
-            if i == stream:
-                data[col] = pa.array(cols[attr], _ARROW_OF[kind])
-            else:
-                data[col] = _defaults(n, kind)
-    return pa.RecordBatch.from_pydict(data, schema=schema)
-
-
-def _defaults(n: int, kind: str) -> pa.Array:
-    """Placeholder values of another stream's column: never null (see the sequencer's ``_frame``)."""
-    if kind == "str":
-        return pa.nulls(n, pa.string())
-    if kind == "bool":
-        return pa.array(np.zeros(n, bool))
-    return pa.array(np.zeros(n, _ARROW_OF[kind].to_pandas_dtype()))
-
-
 def rate_batches(batches, *, stream: int, layout: Layout, distinct: int):
     """``mapInArrow`` body for the rate source."""
     for b in batches:
@@ -307,29 +293,19 @@ def rate_batches(batches, *, stream: int, layout: Layout, distinct: int):
             continue
         value = b.column("value").to_numpy(zero_copy_only=False).astype(np.int64)
         micros = b.column("timestamp").cast(pa.int64()).to_numpy(zero_copy_only=False)
-        ts = np.floor_divide(micros, 1000)
         cols = {"a": value % distinct, "x": value % 100}
         files = np.full(n, "rate", dtype=object)
         zero = np.zeros(n, np.int64)
-        yield _wide_batch(layout, stream, np.zeros(n, bool), ts, cols, value, files, zero, zero,
-                          np.full(n, None, object), np.full(n, None, object))
+        none = np.full(n, None, object)
+        yield wire_batch(_chunks(stream, np.zeros(n, bool), np.floor_divide(micros, 1000), cols, value, files,
+                                 zero, zero, none, none))
 
 
 def control_batches(batches, *, layout: Layout):
     """``mapInArrow`` body for the control source: one EOF row per marker."""
-    schema = layout.wide_arrow()
     for b in batches:
-        n = b.num_rows
-        if n == 0:
-            continue
-        data = {f.name: pa.nulls(n, f.type) if pa.types.is_string(f.type) else
-                pa.array(np.zeros(n, f.type.to_pandas_dtype())) for f in schema}
-        data["k"] = pa.array(np.full(n, EOF, np.int8))
-        data["b"] = pa.array(np.zeros(n, np.int32))
-        data["s"] = pa.array(np.zeros(n, np.int8))
-        data["q"] = pa.array(np.zeros(n, np.int64))
-        data["t"] = pa.array(np.zeros(n, np.int64))
-        yield pa.RecordBatch.from_pydict(data, schema=schema)
+        if b.num_rows:
+            yield wire_batch([{"k": EOF} for _ in range(b.num_rows)])
 
 
 def file_path(uri: str) -> str:

@@ -3,7 +3,7 @@
 ::
 
     file / rate sources ──mapInArrow: convert──┐
-    control (end of input) ────────────────────┤ union (wide rows, stream id s)
+    control (end of input) ────────────────────┤ union (packed chunks, stream id s)
                                                ▼
         groupBy(s).transformWithStateInPandas(SequencerProcessor)   stage 1, key = stream
             input order, late rejects, sequence numbers, key buckets, frontier markers
@@ -33,7 +33,7 @@ from slidewise.plan.query import JoinQuery
 from slidewise.spark.bucket import BucketJoin
 from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
 from slidewise.spark.keying import Keying, choose_keying
-from slidewise.spark.layout import Layout, StreamInfo
+from slidewise.spark.layout import WIRE_DDL, Layout, StreamInfo
 from slidewise.spark.sequencer import SequencerLogic
 
 
@@ -96,7 +96,7 @@ def build_stream(spark, jp: JoinPlan, *, control_dir: str, ts_column: str = "ts"
     union = functools.reduce(lambda a, b: a.union(b), frames)
     sequenced = union.groupBy("s").transformWithStateInPandas(
         statefulProcessor=SequencerProcessor(SequencerLogic(layout, jp.keying)),
-        outputStructType=layout.wide_ddl(), outputMode="Append", timeMode="None")
+        outputStructType=WIRE_DDL, outputMode="Append", timeMode="None")
     q = jp.query
     logic = BucketJoin(q, layout, algorithm=jp.plan.algorithm.name, order=[q.aliases[i] for i in jp.plan.order],
                        options=jp.options, chunk_rows=chunk_rows)

@@ -14,9 +14,19 @@ has all its members in exactly one common bucket.
   only, stream ``j`` at ``h`` band hops from stream 0 is replicated to cells
   ``c-h .. c+h`` (``|x_j - x_0| <= h*w``). Bucket = cell mod P, each tuple at
   most once per bucket, so a result is found once: in its owner's bucket.
+* ``grid`` — equi-joins on different attributes (``S1.a = S2.a AND S2.x =
+  S3.x``), keyed per join edge: the equalities' columns fall into attribute
+  classes (``{S1.a, S2.a}``, ``{S2.x, S3.x}``), each class ``c`` is one
+  dimension of a grid of ``p_c`` hash buckets (``P = prod p_c``; the
+  "shares" of a hypercube join). A tuple's coordinate along ``c`` is
+  hash(its ``c`` attribute) mod ``p_c``; a stream without an attribute in
+  ``c`` is replicated along that dimension. The members of a result agree on
+  every class's value, so they all meet in exactly one cell — the one of
+  those values — and each result is found once, in one bucket, by the same
+  multi-way operator; no intermediate result is materialised.
 * ``single`` — everything in bucket 0 (one task): count windows (they count
-  every arrival of a stream, a global order), theta predicates and joins on
-  different attributes. Correct, not parallel; the run summary says so.
+  every arrival of a stream, a global order) and theta predicates without
+  any equality or band. Correct, not parallel; the run summary says so.
 
 Hashing is ``pandas.util.hash_array`` (fixed key, the same in every process);
 integer and float keys hash as float64 when the streams mix them (so 1 = 1.0).
@@ -57,12 +67,19 @@ class Keying:
     band: tuple[str, ...] = ()          # band: banded attribute per stream
     radius: tuple[int, ...] = ()        # band: replication radius (cells) per stream
     width: float = 1.0                  # band: cell width
+    dims: tuple[int, ...] = ()          # grid: buckets per attribute class
+    coords: tuple[tuple[tuple[int, str], ...], ...] = ()  # grid: per stream, (class, attribute) pairs
+    class_kinds: tuple[str, ...] = ()   # grid: int | float | str per class
+    classes: tuple[str, ...] = ()       # grid: the classes as text, for the run summary
     warnings: tuple[str, ...] = ()
 
     def describe(self) -> str:
         """One line for the run summary."""
         if self.mode == "hash":
             return f"hash of the join key mod {self.buckets} buckets"
+        if self.mode == "grid":
+            return (f"per join edge: a {' x '.join(map(str, self.dims))} grid of buckets, one dimension per "
+                    f"join attribute ({'; '.join(self.classes)}), replicated along the others")
         if self.mode == "band":
             return (f"band cells of width {self.width:g} mod {self.buckets} buckets, "
                     f"replicated ±{max(self.radius)} cells")
@@ -77,7 +94,9 @@ class Keying:
         if self.mode == "hash":
             key = self.keys[stream]
             values = ts if key == "ts" else cols[key]
-            return rows, self._hash(values)
+            return rows, _hash(values, self.key_kind, self.buckets)
+        if self.mode == "grid":
+            return self._grid(stream, rows, ts, cols)
         values = np.asarray(ts if self.band[stream] == "ts" else cols[self.band[stream]], dtype=np.float64)
         finite = np.isfinite(values)
         cell = np.zeros(n, np.int64)
@@ -94,15 +113,46 @@ class Keying:
         out_cell = np.repeat(cell, reps) + np.where(np.repeat(finite, reps), offsets[np.minimum(k, spread - 1)], 0)
         return out_rows, np.mod(out_cell, self.buckets).astype(np.int32)
 
-    def _hash(self, values: np.ndarray) -> np.ndarray:
-        if self.key_kind == "float":
-            v = np.asarray(values, dtype=np.float64) + 0.0  # -0.0 hashes as 0.0
-        elif self.key_kind == "int":
-            v = np.asarray(values).astype(np.int64, copy=False)
-        else:
-            v = np.asarray(values, dtype=object)
-        h = pd.util.hash_array(v, categorize=False)
-        return (h % np.uint64(self.buckets)).astype(np.int32)
+    def _grid(self, stream: int, rows: np.ndarray, ts: np.ndarray, cols: dict[str, np.ndarray]):
+        """Cell of each tuple along its own classes; all cells along the classes it lacks."""
+        strides = np.cumprod((1,) + self.dims[:-1]).astype(np.int64)
+        base = np.zeros(len(rows), np.int64)
+        have = set()
+        for c, attr in self.coords[stream]:
+            values = ts if attr == "ts" else cols[attr]
+            base += _hash(values, self.class_kinds[c], self.dims[c]).astype(np.int64) * strides[c]
+            have.add(c)
+        spread = np.zeros(1, np.int64)
+        for c, p in enumerate(self.dims):
+            if c not in have and p > 1:
+                spread = (spread[:, None] + np.arange(p, dtype=np.int64) * strides[c]).ravel()
+        if len(spread) == 1:
+            return rows, (base + spread[0]).astype(np.int32)
+        return (np.repeat(rows, len(spread)),
+                (np.repeat(base, len(spread)) + np.tile(spread, len(rows))).astype(np.int32))
+
+
+def _hash(values: np.ndarray, kind: str, buckets: int) -> np.ndarray:
+    """``hash(value) mod buckets`` (int32), the same in every process; int and float agree (1 = 1.0)."""
+    if buckets == 1:
+        return np.zeros(len(values), np.int32)
+    if kind == "float":
+        v = np.asarray(values, dtype=np.float64) + 0.0  # -0.0 hashes as 0.0
+    elif kind == "int":
+        v = np.asarray(values).astype(np.int64, copy=False)
+    else:
+        v = np.asarray(values, dtype=object)
+    h = pd.util.hash_array(v, categorize=False)
+    return (h % np.uint64(buckets)).astype(np.int32)
+
+
+def _key_kind(found: set[str]) -> str:
+    if found <= _NUMERIC:
+        return "float" if "float" in found else "int"
+    if found == {"str"}:
+        return "str"
+    raise PlanError(f"the join attribute has different types in different streams ({', '.join(sorted(found))})",
+                    hint="give the join columns one type in every source")
 
 
 def choose_keying(query: JoinQuery, kinds: list[dict[str, str]], buckets: int) -> Keying:
@@ -115,22 +165,66 @@ def choose_keying(query: JoinQuery, kinds: list[dict[str, str]], buckets: int) -
             "the join runs in one key bucket (one task)",))
     keys = query.key_columns()
     if keys is not None:
-        found = {"int" if a == "ts" else kinds[i].get(a, "int") for i, a in enumerate(keys)}
-        if found <= _NUMERIC:
-            kind = "float" if "float" in found else "int"
-        elif found == {"str"}:
-            kind = "str"
-        else:
-            raise PlanError(f"the join attribute has different types in different streams ({', '.join(sorted(found))})",
-                            hint="give the join columns one type in every source")
+        kind = _key_kind({"int" if a == "ts" else kinds[i].get(a, "int") for i, a in enumerate(keys)})
         return Keying("hash", buckets, keys=tuple(keys), key_kind=kind)
     band = _band(query, kinds)
     if band is not None:
         attrs, radius, width = band
         return Keying("band", buckets, band=attrs, radius=radius, width=width)
-    why = ("joins on different attributes" if query.equalities else "theta predicates without a common key")
+    if query.equalities:
+        return _grid(query, kinds, buckets)
     return Keying("single", 1, warnings=(
-        f"{why}: the join runs in one key bucket (one task); per-edge keying is not implemented",))
+        "theta predicates without an equality or band: the join runs in one key bucket (one task)",))
+
+
+def _grid(query: JoinQuery, kinds: list[dict[str, str]], buckets: int) -> Keying:
+    """Per-edge keying: one grid dimension per attribute class of the equalities."""
+    parent: dict[tuple[int, str], tuple[int, str]] = {}
+
+    def find(x):
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for eq in query.equalities:
+        parent[find((eq.left.stream, eq.left.attr))] = find((eq.right.stream, eq.right.attr))
+    groups: dict[tuple[int, str], list[tuple[int, str]]] = {}
+    for col in sorted(parent):
+        groups.setdefault(find(col), []).append(col)
+    classes = sorted(groups.values())
+    dims = _shares(buckets, len(classes))
+    coords = []
+    for i in range(query.n):
+        mine = []
+        for c, members in enumerate(classes):
+            attrs = sorted(a for s, a in members if s == i)
+            if attrs:
+                mine.append((c, attrs[0]))  # a result has equal values in all of them
+        coords.append(tuple(mine))
+    class_kinds = tuple(_key_kind({"int" if a == "ts" else kinds[s].get(a, "int") for s, a in members})
+                        for members in classes)
+    text = tuple(" = ".join(f"{query.aliases[s]}.{a}" for s, a in members) for members in classes)
+    return Keying("grid", int(np.prod(dims)), dims=dims, coords=tuple(coords), class_kinds=class_kinds,
+                  classes=text)
+
+
+def _shares(buckets: int, k: int) -> tuple[int, ...]:
+    """``buckets`` split into ``k`` factors (prime factors, largest first, to the smallest share)."""
+    factors, n, f = [], max(1, buckets), 2
+    while f * f <= n:
+        while n % f == 0:
+            factors.append(f)
+            n //= f
+        f += 1
+    if n > 1:
+        factors.append(n)
+    dims = [1] * k
+    for f in sorted(factors, reverse=True):
+        j = dims.index(min(dims))
+        dims[j] *= f
+    return tuple(dims)
 
 
 def _band(query: JoinQuery, kinds: list[dict[str, str]]):

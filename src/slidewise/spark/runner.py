@@ -29,10 +29,13 @@ cleanly; a later run with the same checkpoint continues) or ``timeout``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
+import signal
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -165,6 +168,7 @@ class SparkRun:
         self.query = None
         self.progress: list = []
         self.interrupted = False
+        self._pressed = None
         self.ended = False
         self.started = time.perf_counter()
         self.seconds = None
@@ -181,12 +185,23 @@ class SparkRun:
             raise _spark_error(e, self.jp) from None
 
     def wait(self, timeout: float | None = None) -> None:
-        """``once``: every file present now, then end of input; else until ``timeout`` or Ctrl-C."""
-        if self.once:
-            self.process_all_available()
-            self.end_input()
-            return
-        self._await(None if timeout is None else time.monotonic() + timeout)
+        """``once``: every file present now, then end of input; else until ``timeout`` or Ctrl-C.
+
+        Ctrl-C stops the query between py4j calls (it never interrupts one:
+        PySpark's own SIGINT handling would leave the gateway in a bad state)
+        and sets :attr:`interrupted`.
+        """
+        with _ctrl_c() as pressed:
+            self._pressed = pressed
+            try:
+                if self.once:
+                    if self.process_all_available():
+                        self.end_input()
+                    return
+                deadline = None if timeout is None else time.monotonic() + timeout
+                self._until(lambda: self.query.awaitTermination(0.25), deadline)
+            finally:
+                self._pressed = None
 
     def end_input(self) -> None:
         """End of input: write the marker; every bucket flushes its buffer and pending evaluations."""
@@ -194,34 +209,63 @@ class SparkRun:
         tmp = marker.with_name("." + marker.name)
         tmp.write_text(json.dumps({"eof": 1}) + "\n")
         tmp.rename(marker)
-        self.process_all_available()
-        self.ended = True
+        if self.process_all_available():
+            self.ended = True
 
-    def _await(self, deadline: float | None) -> None:
+    def process_all_available(self) -> bool:
+        """Block until every file present now has been processed; False if interrupted."""
+        done = threading.Event()
+        box: dict = {}
+
+        def body() -> None:
+            try:
+                self.query.processAllAvailable()
+            except Exception as e:  # noqa: BLE001 - reported below unless we stopped the query
+                box["error"] = e
+            finally:
+                done.set()
+
+        threading.Thread(target=body, name="slidewise-processAllAvailable", daemon=True).start()
+        self._until(lambda: done.wait(0.25), None)
+        if "error" in box and not self.interrupted:
+            self._keep_progress()
+            raise _spark_error(box["error"], self.jp) from None
+        return not self.interrupted
+
+    def _until(self, finished, deadline: float | None) -> None:
+        """Poll ``finished()`` (each call blocks at most ~0.25 s) until true, the deadline or Ctrl-C."""
+        pressed = getattr(self, "_pressed", None)
         while True:
             try:
-                done = self.query.awaitTermination(0.25)
+                if finished():
+                    break
             except Exception as e:
                 self._keep_progress()
                 raise _spark_error(e, self.jp) from None
-            if done:
-                self._keep_progress()
-                return
+            if pressed is not None and pressed.is_set():
+                self.interrupted = True
+                self.stop()
+                break
             if deadline is not None and time.monotonic() >= deadline:
-                self._keep_progress()
-                return
+                break
+        self._keep_progress()
 
-    def process_all_available(self) -> None:
-        """Block until every file present now has been processed (live queries)."""
-        try:
-            self.query.processAllAvailable()
-        except Exception as e:
-            raise _spark_error(e, self.jp) from None
+    def stop(self, grace: float = 30.0) -> None:
+        """Stop the streaming query (committed batches stay committed).
 
-    def stop(self) -> None:
-        """Stop the streaming query (committed batches stay committed)."""
+        Waits up to ``grace`` seconds for a running micro-batch to finish, so a
+        stop does not cancel its sink half-way (a cancelled batch is replayed
+        on restart; waiting just avoids the noise).
+        """
         if self.query is not None:
             self._keep_progress()
+            deadline = time.monotonic() + grace
+            try:
+                while self.query.isActive and self.query.status.get("isTriggerActive") \
+                        and time.monotonic() < deadline:
+                    time.sleep(0.1)
+            except Exception:  # a failed query has no status to wait for
+                pass
             try:
                 self.query.stop()
             except Exception:  # stopping a failed query
@@ -299,6 +343,20 @@ class SparkRun:
 
 
 # --------------------------------------------------------------------------- helpers
+
+@contextlib.contextmanager
+def _ctrl_c():
+    """While active, SIGINT (Ctrl-C) sets the yielded event instead of raising KeyboardInterrupt."""
+    pressed = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield pressed
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: pressed.set())
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
 
 def _is_live(spec) -> bool:
     """A source that may grow: a directory or the rate source."""

@@ -1,15 +1,16 @@
 """Stage 1 of the Spark join: per stream, input order, lateness, sequence numbers and key buckets.
 
-Keyed by stream (one key per FROM stream), once per micro-batch. The rows of
-the stream in the batch are put in input order — (file, split offset, row
-ordinal), so files of one batch in name order, batches in arrival order —
-and checked against the stream's running maximum timestamp exactly like the
-local merger (:mod:`slidewise.runtime.reorder`): a tuple with
+Keyed by stream (one key per FROM stream), once per micro-batch. The stream's
+tuple chunks of the batch are unpacked and put in input order — (file, split
+offset, row ordinal), so files of one batch in name order, batches in arrival
+order — and checked against the stream's running maximum timestamp exactly
+like the local merger (:mod:`slidewise.runtime.reorder`): a tuple with
 ``ts < max ts before it - lateness`` is a reject (``late by ...``), never
 silently dropped. Admitted tuples get the stream's next sequence numbers
 (the tie order of equal timestamps; deterministic on replay, since the state
 is restored with the batch) and their key bucket(s) from the
-:class:`~slidewise.spark.keying.Keying`.
+:class:`~slidewise.spark.keying.Keying`, and leave as one packed chunk per
+bucket.
 
 Per stream and batch it also sends every bucket a *frontier marker* (the
 stream's maximum timestamp so far; the one for bucket 0 carries the number
@@ -28,7 +29,7 @@ import pandas as pd
 
 from slidewise.runtime.rejects import rows_as_text
 from slidewise.spark.keying import Keying
-from slidewise.spark.layout import EOF, MARKER, REJECT, TUPLE, Layout
+from slidewise.spark.layout import EOF, MARKER, REJECT, TUPLE, Layout, concat, pack, take, unpack, wire_frame
 
 NEG = np.iinfo(np.int64).min // 2
 STATE_DDL = "mx bigint, nx bigint"
@@ -42,81 +43,61 @@ class SequencerLogic:
         self.keying = keying
 
     def process(self, stream: int, state: tuple | None, frame: pd.DataFrame) -> tuple[tuple, list[pd.DataFrame]]:
-        """New state ``(max ts, next seq)`` and the output frames (wide layout) for one batch."""
+        """New state ``(max ts, next seq)`` and the output frames (wire layout) for one batch."""
         mx, nx = (state if state is not None else (None, 0))
         mx = NEG if mx is None else int(mx)
+        nx = int(nx)
         kind = frame["k"].to_numpy()
-        out: list[pd.DataFrame] = []
-        rej = frame[kind == REJECT]
-        if len(rej):
-            rej = rej.copy()
-            rej["f"] = [self.layout.streams[stream].display(f) for f in rej["f"]]
-            out.append(rej)
-        data = frame[kind == TUPLE]
-        if len(data):
-            mx, nx, parts = self._tuples(stream, data, mx, int(nx))
-            out += parts
-        if (kind == EOF).any():
-            out.append(self._broadcast(EOF, stream, 0, 0))
-        return ((None if mx == NEG else mx), nx), out
-
-    def _tuples(self, stream: int, data: pd.DataFrame, mx: int, nx: int):
         info = self.layout.streams[stream]
-        data = data.sort_values(["f", "o", "q"], kind="stable")
-        ts = data["t"].to_numpy(np.int64)
+        rows: list[dict] = []
+        rejects = [unpack(p) for p in frame["p"][kind == REJECT]]
+        tuples = [unpack(p) for p in frame["p"][kind == TUPLE]]
+        if tuples:
+            mx, nx, late, out = self._tuples(stream, concat(tuples), mx, nx)
+            rows += out
+            if late is not None:
+                rejects.append(late)
+        if rejects:
+            rej = concat(rejects)
+            rej["file"] = np.asarray([info.display(f) for f in rej["file"]], dtype=object)
+            rows.append({"k": REJECT, "s": stream, "q": len(rej["line"]), "p": pack(rej)})
+        if (kind == EOF).any():
+            rows += [{"k": EOF, "b": b, "s": stream} for b in range(self.keying.buckets)]
+        return ((None if mx == NEG else mx), nx), [wire_frame(rows)] if rows else []
+
+    def _tuples(self, stream: int, chunk: dict, mx: int, nx: int):
+        info = self.layout.streams[stream]
+        order = np.lexsort((chunk["q"], chunk["o"], chunk["fi"]))
+        chunk = take(chunk, order)
+        ts = chunk["t"]
         prev = np.maximum.accumulate(np.concatenate(([mx], ts)))[:-1]
         late = (prev > NEG) & (ts < prev - info.lateness)
-        attrs = self.layout.attr_columns(stream)
-        parts = []
+        rejected = None
         if late.any():
-            lr = data[late]
-            by = (prev[late] - ts[late]).tolist()
             unit = f" {info.label}" if info.label else ""
-            reasons = [f"late by {d}{unit} (lateness {info.lateness})" for d in by]
-            raw = rows_as_text({"ts": ts[late], **{a: lr[c].to_numpy() for c, a, _ in attrs}}).to_pylist()
-            o = lr["o"].to_numpy(np.int64)
-            lines = lr["q"].to_numpy(np.int64) + 1 + np.where(o == 0, info.header_lines, 0)
-            parts.append(_frame(self.layout, len(lr), k=REJECT, s=stream, t=ts[late],
-                                f=[info.display(f) for f in lr["f"]], o=lines, rr=reasons, rw=raw))
-        ok = data[~late]
-        m = len(ok)
-        new_mx = max(mx, int(ts.max()))
+            reasons = [f"late by {d}{unit} (lateness {info.lateness})" for d in (prev[late] - ts[late]).tolist()]
+            attrs = list(info.kinds)
+            raw = rows_as_text({"ts": ts[late], **{a: chunk[a][late] for a in attrs}}).to_pylist()
+            o = chunk["o"][late]
+            rejected = {"file": np.asarray(chunk["files"], dtype=object)[chunk["fi"][late]],
+                        "line": chunk["q"][late] + 1 + np.where(o == 0, info.header_lines, 0),
+                        "reason": np.asarray(reasons, dtype=object), "raw": np.asarray(raw, dtype=object)}
+        ok = ~late
+        m = int(ok.sum())
+        new_mx = max(mx, int(ts.max())) if len(ts) else mx
+        rows = []
         if m:
-            ts_ok = ts[~late]
-            cols = {a: ok[c].to_numpy() for c, a, _ in attrs}
-            rows, buckets = self.keying.assign(stream, ts_ok, cols)
+            ts_ok = ts[ok]
+            cols = {a: chunk[a][ok] for a in info.kinds}
+            idx, buckets = self.keying.assign(stream, ts_ok, cols)
             seq = nx + np.arange(m, dtype=np.int64)
-            values = {c: ok[c].to_numpy()[rows] for c, _, _ in attrs}
-            parts.append(_frame(self.layout, len(rows), k=TUPLE, b=buckets, s=stream, q=seq[rows],
-                                t=ts_ok[rows], **values))
-        parts.append(self._broadcast(MARKER, stream, new_mx, m))
-        return new_mx, nx + m, parts
-
-    def _broadcast(self, kind: int, stream: int, ts: int, count: int) -> pd.DataFrame:
-        p = self.keying.buckets
-        q = np.zeros(p, np.int64)
-        q[0] = count
-        return _frame(self.layout, p, k=kind, b=np.arange(p, dtype=np.int32), s=stream, q=q,
-                      t=np.full(p, ts, np.int64))
-
-
-def _frame(layout: Layout, n: int, **given) -> pd.DataFrame:
-    """A wide-layout frame of ``n`` rows: ``given`` columns (scalars broadcast), the rest defaults.
-
-    Numbers and booleans never travel as nulls (pandas would turn an integer
-    column with nulls into float64 and lose precision): absent ones are 0 /
-    False; absent strings are null.
-    """
-    data = {}
-    for name, ddl in layout.wide_fields():
-        v = given.get(name)
-        if v is None:
-            data[name] = np.full(n, None, dtype=object) if ddl == "string" else np.zeros(n, _DTYPE[ddl])
-        elif np.isscalar(v):
-            data[name] = np.full(n, v, dtype=_DTYPE.get(ddl, object))
-        else:
-            data[name] = np.asarray(v, dtype=_DTYPE[ddl]) if ddl != "string" else np.asarray(v, dtype=object)
-    return pd.DataFrame(data)
-
-
-_DTYPE = {"tinyint": np.int8, "int": np.int32, "bigint": np.int64, "double": np.float64, "boolean": np.bool_}
+            by_bucket = np.argsort(buckets, kind="stable")
+            sorted_b = buckets[by_bucket]
+            bounds = np.flatnonzero(np.diff(sorted_b)) + 1
+            for part in np.split(by_bucket, bounds):
+                rows_ = idx[part]
+                rows.append({"k": TUPLE, "b": int(buckets[part[0]]), "s": stream, "q": len(part), "p": pack(
+                    {"t": ts_ok[rows_], "q": seq[rows_], **{a: v[rows_] for a, v in cols.items()}})})
+        rows += [{"k": MARKER, "b": b, "s": stream, "t": new_mx, "q": m if b == 0 else 0}
+                 for b in range(self.keying.buckets)]
+        return new_mx, nx + m, rejected, rows

@@ -7,8 +7,9 @@ and stats) collected to the driver, and the results written to:
 * a directory ``PATH`` ending ``.parquet``, ``.csv`` or ``.jsonl`` / ``.json``
   (no extension: Parquet) — Spark's writer, one sub-directory
   ``batch-NNNNNN`` per micro-batch, overwritten when Spark replays that batch
-  after a crash: with the checkpoint this is exactly-once (a batch's output is
-  a deterministic function of its input files and the restored state);
+  after a crash (and removed when the replay has no results): with the
+  checkpoint this is exactly-once (a batch's output is a deterministic
+  function of its input files and the restored state);
 * ``"memory"`` / ``None`` — collected as pandas frames in the driver when
   ``collect`` (for the Python API and tests; cannot resume: a restart begins a
   new collection), else only counted;
@@ -25,6 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -78,6 +80,8 @@ class BatchSink:
         self.bucket_tuples: dict[int, int] = {}
         self.bucket_bytes: dict[int, int] = {}
         self.state_tuples_peak = 0
+        #: ``(batch id, wall time the batch's output was written, results)`` per micro-batch
+        self.timeline: list[tuple[int, float, int]] = []
         self._header = True
 
     def __call__(self, df, batch_id: int) -> None:
@@ -89,8 +93,12 @@ class BatchSink:
             n_results = self._count(small, batch_id)
             if n_results and (self.collect or self.kind != "memory"):
                 self._write(df.filter(F.col("k") == RESULT), batch_id)
+            elif self.kind in ("parquet", "csv", "json"):
+                # idempotent per batch id: a replayed batch leaves exactly its own output
+                shutil.rmtree(Path(self.out) / f"batch-{batch_id:06d}", ignore_errors=True)
         finally:
             df.unpersist()
+        self.timeline.append((batch_id, time.time(), n_results))
 
     def _count(self, small: pd.DataFrame, batch_id: int) -> int:
         kind = small["k"].to_numpy()
@@ -122,6 +130,8 @@ class BatchSink:
                 tmp = target.with_suffix(".csv.tmp")
                 batch.write(tmp)
                 os.replace(tmp, target)
+        elif self.rejects_dir:
+            (Path(self.rejects_dir) / f"batch-{batch_id:06d}.csv").unlink(missing_ok=True)
         if batch_id not in self.batches:
             self.batches.append(batch_id)
         if self.progress:
