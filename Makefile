@@ -9,16 +9,21 @@ $(BIN)/slidewise: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: install demo test test-spark
+.PHONY: install demo test test-fast test-spark
 install: $(BIN)/slidewise
 
 demo: install
 	$(BIN)/slidewise demo
 
-# The suite CI runs: everything but the Spark integration tests (no JVM needed).
+# The suite CI runs: everything, Spark integration tests on local[2] included
+# (Java 17 needed; about 10 minutes on 2 cores).
 test: install
+	$(BIN)/python -m pytest -q src tests
+
+# Everything but the Spark integration tests (no JVM; a few minutes).
+test-fast: install
 	$(BIN)/python -m pytest -q src tests -m "not spark"
 
-# Spark integration tests on local[2] (needs Java 17; several minutes).
+# Only the Spark integration tests.
 test-spark: install
 	$(BIN)/python -m pytest -q tests/spark -m spark

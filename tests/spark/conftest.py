@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from slidewise.spark.session import find_java
@@ -9,8 +11,15 @@ from slidewise.spark.session import find_java
 
 @pytest.fixture(scope="session")
 def spark():
-    """The shared session (local[2], 2 shuffle partitions, UI off); skips the test without Java."""
+    """The shared session (local[2], 2 shuffle partitions, UI off).
+
+    Without Java the Spark tests are skipped, or fail when ``SLIDEWISE_REQUIRE_SPARK``
+    is set (CI sets it, so a missing JVM cannot pass unnoticed).
+    """
     if find_java() is None:
+        if os.environ.get("SLIDEWISE_REQUIRE_SPARK"):
+            pytest.fail("SLIDEWISE_REQUIRE_SPARK is set but Java is missing "
+                        "(apt-get install openjdk-17-jre-headless)", pytrace=False)
         pytest.skip("the Spark tests need Java (apt-get install openjdk-17-jre-headless)")
     from slidewise.spark.session import get_session
 
