@@ -130,9 +130,65 @@ def test_real_engine_tiny_strategies_agree(tmp_path):
     if not hasattr(pytest.importorskip("slidewise.cql"), "parse_plan"):
         pytest.skip("slidewise.cql.parse_plan not written yet")
     report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="both", verify_rows=True,
-                                          budget_s=5.0)
+                                          budget_s=5.0, repeats=1)
     errors = [(src, e, pt["window"], k, s["error"]) for src, r in report["sources"].items()
               for e, x in r["experiments"].items() for pt in x["points"]
               for k, s in pt["series"].items() if "error" in s]
     assert errors == []
     assert report["mismatches"] == []
+
+
+def test_acceptance_and_state_after_fill_with_fake_engine(tmp_path):
+    def runner(text, streams, strategy, partitions, lateness, collect=False, *, options=None):
+        stats, results = fake_runner(text, streams, strategy, partitions, lateness, collect, options=options)
+        n = sum(len(df) for df in streams.values())
+        held = n if strategy == "nt" else max(1, n // 8)   # the fake state grows with the input
+        stats.update(state_area=held * n, state_span=n, state_tuples_avg=held,
+                     state_by_operator={"window": {"area": held * n if strategy == "nt" else 0}})
+        return stats, results
+
+    exps = tuple(e for e in up.EXPERIMENTS if e.name in ("q1_selective", "q2_src"))
+    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="generated", runner=runner,
+                                          experiments=exps, plot=False)
+    src = report["sources"]["generated"]
+    nt = src["experiments"]["q2_src"]["points"][-1]["series"]["NT"]
+    assert nt["state_tuples_avg_after_fill"] > 0 and "window" in nt["state_by_operator_after_fill"]
+    acc = report["acceptance"]["generated"]
+    assert acc == src["acceptance"]
+    q2 = acc["q2_src"]
+    assert q2["window"] == max(src["windows"])
+    assert {"time_ratio_nt_over_upa", "time_met", "state_ratio_upa_over_nt", "state_met",
+            "nt_state_by_operator", "upa_state_by_operator"} <= set(q2)
+    assert q2["state_ratio_upa_over_nt"] < 0.25 and q2["state_met"]
+    assert {"time_ratio_nt_over_upa50", "met"} <= set(acc["q1_selective"])
+    assert json.loads((tmp_path / "update_patterns.json").read_text())["acceptance"] == report["acceptance"]
+
+
+def test_q2_state_composition_upa_keeps_no_window():
+    """δ* over a WKS window needs no copy of the window (seed 003 §3.5.2); NT keeps it plus counts."""
+    from slidewise.cql import parse_plan
+    from slidewise.runtime.plans import execute_plan
+
+    link = pd.DataFrame(generate_links(1, 3000, sources=50, destinations=10, seed=1)[0])
+    plan = parse_plan(up.Q2_SRC.format(w=1000))
+    nt = execute_plan(plan, {"Link1": link}, strategy="nt").stats
+    upa = execute_plan(plan, {"Link1": link}, strategy="upa").stats
+    assert nt["results"] == upa["results"]
+    assert upa["state_by_operator"]["window"]["peak"] == 0
+    assert nt["state_by_operator"]["window"]["peak"] == 1001          # [RANGE 1000]: ts-1000 .. ts
+    delta_star = upa["state_by_operator"]["distinct-delta-star"]
+    assert delta_star["peak"] <= 2 * 50                                  # output + one auxiliary per value
+    assert upa["state_tuples_avg"] * 4 < nt["state_tuples_avg"]
+    assert upa["state_tuples_peak"] >= upa["state_tuples_avg"] > 0
+
+
+def test_time_weighted_state_average():
+    """Held state integrates over time: one tuple per 10 time units in a [RANGE 4] window under NT."""
+    from slidewise.cql import parse_plan
+    from slidewise.runtime.plans import execute_plan
+
+    s = pd.DataFrame({"ts": [0, 10, 20], "a": [1, 2, 3]})
+    st = execute_plan(parse_plan("SELECT RSTREAM(*) FROM S [RANGE 4]"), {"S": s}, strategy="nt").stats
+    # window holds 1 tuple over [0,5), [10,15), [20,21) (time ends at the last input); span 21
+    assert st["state_by_operator"]["window"]["area"] == 5 + 5 + 1
+    assert st["state_span"] == 21 and st["state_tuples_peak"] == 2   # window copy + the output's answer

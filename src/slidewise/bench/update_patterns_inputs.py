@@ -116,8 +116,8 @@ def generated_inputs(scale: float = 1.0, *, seed: int = 0) -> Inputs:
     """Three IP-like links (:func:`~slidewise.runtime.generate.generate_links`, Zipf(1) over 2000 sources)."""
     from slidewise.runtime.generate import generate_links
 
-    windows = tuple(sorted({max(10, int(round(w * scale))) for w in (250, 500, 1000, 2000)}))
-    span = max(100, int(round(4000 * scale)))
+    windows = tuple(sorted({max(10, int(round(w * scale))) for w in (1000, 4000, 16000)}))
+    span = max(100, int(round(24000 * scale)))
     n = max(windows) + span + 1
     raw = generate_links(3, n, sources=2000, destinations=200, zipf=1.0, seed=seed)
     links = {f"Link{i + 1}": pd.DataFrame(r) for i, r in enumerate(raw)}
@@ -133,8 +133,8 @@ def zeek_inputs(scale: float = 1.0, data_dir: str | Path | None = None) -> Input
     inputs in the first minute), the unselective one ``rdp`` (60x more: four
     hosts make all of it).
     """
-    windows = tuple(sorted({max(200, int(round(w * scale))) for w in (1_000, 2_000, 4_000, 8_000)}))
-    span = max(2000, int(round(20_000 * scale)))
+    windows = tuple(sorted({max(200, int(round(w * scale))) for w in (2_000, 8_000, 32_000)}))
+    span = max(2000, int(round(60_000 * scale)))
     links, arrival, info = load_links(data_dir)
     start = min(int(a[0]) for a in arrival.values() if len(a))
     until = start + max(windows) + span

@@ -118,15 +118,17 @@ class DeltaStar(Incremental):
         self.aux: dict = {}
 
     def push(self, side, rows, now):
+        """O(1) per row: one hash probe of the output, at most one auxiliary update."""
         out: list = []
         output, aux = self.output, self.aux
+        lookup = output.index_get   # the hash index: value -> its output row(s)
         for row in rows:
             v, _, exp, sign = row
             if sign < 0:
                 raise ExecutionError("δ* distinct received a negative tuple",
                                      hint="its input must not be strict non-monotonic; "
                                           "plan the strict distinct instead")
-            current = output.lookup(v)
+            current = lookup(v)
             if not current:
                 o = (v, now, exp, 1)
                 output.insert(o)
@@ -138,18 +140,23 @@ class DeltaStar(Incremental):
         return out
 
     def expire(self, now):
+        """Expired output rows (in ``exp`` order from the store) are replaced by their auxiliary duplicate."""
+        expired = self.output.expire(now)
+        if not expired:
+            return []
         out: list = []
-        aux = self.aux
-        for o in self.output.expire(now):
+        aux, insert = self.aux, self.output.insert
+        for o in expired:
             a = aux.pop(o[0], None)
             if a is not None and a[2] >= now:
                 new = (o[0], now, a[2], 1)
-                self.output.insert(new)
+                insert(new)
                 out.append(new)
         return out
 
     def next_event(self):
-        return _next(self.output)
+        t = self.output.next_expiry()
+        return None if t is None else t + 1
 
     def state_size(self):
         return len(self.output) + len(self.aux)

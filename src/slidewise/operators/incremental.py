@@ -36,7 +36,12 @@ then :meth:`push` with each child's rows of this instant (the rows a child
 returned from its own ``expire`` and ``push`` calls at ``now``, in that
 order). The answer after the instant's last call must equal Definition 3.1's
 ``Q(now)``; within an instant operators may emit a row and its deletion.
-:meth:`next_event` lets the executor skip instants where nothing happens.
+:meth:`next_event` lets the executor skip instants where nothing happens —
+and operators with nothing due: an operator gets no call at an instant
+where no child has rows for it and its last ``next_event()`` is later, and
+gets :meth:`expire` only when that event is due (or at the first instant),
+so ``expire`` must not do per-instant bookkeeping
+(:mod:`slidewise.runtime.plan_runner`).
 """
 
 from __future__ import annotations

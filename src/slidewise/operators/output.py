@@ -29,6 +29,7 @@ Emitted rows are ``(vals, ts, sign)`` with ``ts`` the instant of the change.
 from __future__ import annotations
 
 from collections import Counter, deque
+from operator import itemgetter
 
 from slidewise.errors import PlanError
 from slidewise.operators.incremental import NO_EXP, Context, Incremental, Row
@@ -41,8 +42,24 @@ def order_key(vals: tuple) -> tuple:
     return tuple((0, v) if isinstance(v, (int, float)) else (1, str(v)) for v in vals)
 
 
+_NUMBERS = frozenset((int, float, bool))
+_FIRST = itemgetter(0)
+
+
+def _raw_order_is_key_order(rows) -> bool:
+    """True if comparing the values themselves orders ``rows`` as :func:`order_key` does:
+    every column holds only numbers or only text (then ``(0, v)`` / ``(1, str(v))`` add nothing)."""
+    signatures = {tuple(map(type, v)) for v in rows}
+    if len({len(t) for t in signatures}) != 1:
+        return False
+    return all(set(col) <= _NUMBERS or set(col) == {str} for col in zip(*signatures))
+
+
 def _sorted_rows(counts: Counter) -> list[tuple]:
-    return sorted((v for v, m in counts.items() for _ in range(m) if m > 0), key=order_key)
+    rows = [v for v, m in counts.items() for _ in range(m) if m > 0]
+    if len(rows) > 1:
+        rows.sort(key=None if _raw_order_is_key_order(rows) else order_key)
+    return rows
 
 
 def answer_store(ctx: Context, pattern):
@@ -54,31 +71,47 @@ class AnswerTracker:
     """The current answer of a plan node in a store, and its net change within an instant.
 
     :meth:`begin` expires rows with ``exp < now``; :meth:`add` applies signed
-    rows; :meth:`take` returns the instant's net change by value and resets it.
+    rows; :meth:`take` returns the instant's net change by value (a Counter
+    without zeros, empty when nothing changed) and resets it.
     """
 
     def __init__(self, ctx: Context, pattern):
         self.store = answer_store(ctx, pattern)
-        self.delta: Counter = Counter()
+        self.delta: dict = {}
 
     def begin(self, now: int) -> None:
-        self.delta = Counter()
-        for row in self.store.expire(now):
-            self.delta[row[0]] -= 1
+        if self.delta:
+            self.delta = {}
+        expired = self.store.expire(now)
+        if expired:
+            delta = self.delta
+            for row in expired:
+                v = row[0]
+                delta[v] = delta.get(v, 0) - 1
 
     def add(self, rows: list[Row], now: int) -> None:
         store, delta = self.store, self.delta
         for row in rows:
+            v = row[0]
             if row[3] > 0:
                 store.insert(row)
-                delta[row[0]] += 1
-            elif store.delete(row[0], row[2]) or row[2] >= now:
-                delta[row[0]] -= 1
+                delta[v] = delta.get(v, 0) + 1
+            elif store.delete(v, row[2]) or row[2] >= now:
+                delta[v] = delta.get(v, 0) - 1
+
+    def take_raw(self) -> dict:
+        """The instant's change as a plain dict (zeros possible), reset; no copy."""
+        delta = self.delta
+        if delta:
+            self.delta = {}
+        return delta
 
     def take(self) -> Counter:
-        out = Counter({v: m for v, m in self.delta.items() if m})
-        self.delta = Counter()
-        return out
+        delta = self.delta
+        if not delta:
+            return _EMPTY
+        self.delta = {}
+        return Counter({v: m for v, m in delta.items() if m})
 
     def next_event(self) -> int | None:
         exp = self.store.next_expiry()
@@ -86,6 +119,9 @@ class AnswerTracker:
 
     def __len__(self) -> int:
         return len(self.store)
+
+
+_EMPTY: Counter = Counter()   # never modified: callers only read a taken change
 
 
 class OutputWindow:
@@ -148,6 +184,8 @@ class OutputOperator(Incremental):
         self.next_eval: int | None = None
         self.period_change: Counter = Counter()
         self.period_ins: Counter = Counter()
+        # eager ISTREAM / DSTREAM / RSTREAM of an external plan: rows straight from the net change
+        self.plain = not self.slide and not internal and self.window is None and self.answer is None
 
     def expire(self, now: int) -> list[Row]:
         if self.slide and self.next_eval is None:
@@ -161,6 +199,8 @@ class OutputOperator(Incremental):
 
     def end_instant(self, now: int) -> list[tuple]:
         """The instant's output rows, after :meth:`expire` and every :meth:`push` at ``now``."""
+        if self.plain:
+            return _plain_rows(self.kind, self.tracker.take_raw(), now)
         change = self.tracker.take()
         if self.internal:
             change = +change
@@ -232,7 +272,33 @@ class Accumulate(Incremental):
         return len(self.tracker)
 
 
+def _plain_rows(kind: str, delta: dict, now: int) -> list[tuple]:
+    """Eager output rows of one instant's net change: deletions first, each sign in value order."""
+    if not delta:
+        return []
+    if len(delta) == 1:
+        (v, m), = delta.items()
+        if m > 0 and kind != "dstream":
+            return [(v, now, 1)] * m
+        if m < 0 and kind != "istream":
+            return [(v, now, -1)] * -m
+        return []
+    pos = [(v, m) for v, m in delta.items() if m > 0] if kind != "dstream" else []
+    neg = [(v, -m) for v, m in delta.items() if m < 0] if kind != "istream" else []
+    out: list[tuple] = []
+    for pairs, sign in ((neg, -1), (pos, 1)):
+        if len(pairs) > 1:
+            plain = _raw_order_is_key_order([p[0] for p in pairs])
+            pairs.sort(key=_FIRST if plain else (lambda p: order_key(p[0])))
+        for v, m in pairs:
+            out += [(v, now, sign)] * m
+    return out
+
+
 def _rows(counts: Counter, now: int, sign: int) -> list[tuple]:
+    if len(counts) == 1:
+        (v, m), = counts.items()
+        return [(v, now, sign)] * m if m > 0 else []
     return [(v, now, sign) for v in _sorted_rows(counts)]
 
 

@@ -70,6 +70,8 @@ class WindowScan(Incremental):
         self._fifo: deque = deque()           # nt: (expiry instant, vals); count: vals
         self._parts: dict = {}                # partitioned count windows: key -> deque of vals
         self._held = 0                        # tuples in _fifo and _parts
+        self.length = self.spec.length if self.spec.kind in ("range", "now") else None
+        self.stateless = not self.count and not self.negatives   # direct/upa time windows keep nothing
 
     def push(self, side: int, rows: list[Row], now: int) -> list[Row]:
         out: list[Row] = []
@@ -90,7 +92,7 @@ class WindowScan(Incremental):
             return out
         if spec.kind == "unbounded":
             return [(vals, now, NO_EXP, 1) for vals, *_ in rows]
-        length = spec.length
+        length = self.length
         if self.negatives:
             fifo = self._fifo
             for vals, ts, _exp, _sign in rows:

@@ -14,12 +14,13 @@ with update patterns (:func:`slidewise.plan.patterns.annotate`) and builds
 one operator per node, bottom-up: base windows and table feeders
 (:mod:`slidewise.operators.window_scan`), the output operator
 (:mod:`slidewise.operators.output`), the rest from
-:func:`slidewise.operators.plan_ops.build`. It then drives them instant by
-instant: the next instant is the earliest of the next arrival timestamp and
-every operator's :meth:`next_event`; at each, every operator (children
-first) gets :meth:`expire` once, then one :meth:`push` per child with all of
-that child's rows of the instant — relation children first, so table updates
-at a timestamp apply before stream tuples of that timestamp. Time ends at the
+:func:`slidewise.operators.plan_ops.build`. :class:`~slidewise.runtime.plan_runner.PlanRunner`
+then drives them instant by instant: the next instant is the earliest of the
+next arrival timestamp and every operator's :meth:`next_event`; at each, the
+operators with work (fed rows, or an event due; children first) get
+:meth:`expire` when due, then one :meth:`push` per child with all of that
+child's rows of the instant — relation children first, so table updates at
+a timestamp apply before stream tuples of that timestamp. Time ends at the
 last input timestamp, or for periodic plans at the next multiple of the
 slide.
 
@@ -39,9 +40,9 @@ import numpy as np
 import pandas as pd
 
 from slidewise.errors import OptionError, PlanError, SourceError
-from slidewise.model.batch import NO_EXP
 from slidewise.operators.incremental import STRATEGIES, Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
+from slidewise.runtime.plan_runner import PlanRunner as _Runner
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
 from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
 from slidewise.runtime.engine import RunResult, peak_rss_mb
@@ -138,7 +139,7 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
         "tuples_per_second": round(total / seconds, 1) if seconds > 0 else None,
         "results_per_second": round(runner.results / seconds, 1) if seconds > 0 else None,
         "peak_rss_mb": round(peak_rss_mb(), 1),
-        "state_tuples_peak": runner.state_peak,
+        **runner.state_stats(),
         "negative_tuples": runner.negatives,
         "instants": runner.instants,
         "patterns": net.pattern_labels(),
@@ -333,124 +334,3 @@ class _Network:
                 label, k = f"{node.label()} #{k}", k + 1
             out[label] = str(self.patterns[node])
         return out
-
-
-# ---------------------------------------------------------------- driving
-
-class _Runner:
-    """Groups arrivals by timestamp and drives the network instant by instant."""
-
-    def __init__(self, net: _Network, sink, collect: bool, columns: list[str]):
-        self.net, self.sink, self.collect, self.columns = net, sink, collect, columns
-        self.ops, self.children = net.ops, net.children
-        self.output: OutputOperator = net.ops[-1]
-        self.queue: dict[int, list] = {}     # ts -> [(leaf operators, rows)] not yet run
-        self.last_now: int | None = None
-        self.last_input: int | None = None
-        self.buffer: list[tuple] = []
-        self.frames: list[pd.DataFrame] = []
-        self.results = self.retractions = self.negatives = self.state_peak = self.instants = 0
-
-    def add(self, source: str, batch, is_table: bool) -> None:
-        """Arrivals of one source in one chunk (timestamps non-decreasing)."""
-        ts = batch.ts.tolist()
-        cols = [c for c in batch.cols if not (is_table and c == "op")]
-        vals = list(zip(*(batch.cols[c].tolist() for c in cols))) if cols else [()] * len(ts)
-        if is_table:
-            ops = batch.cols["op"].tolist() if "op" in batch.cols else ["+"] * len(ts)
-            bad = [o for o in ops if o not in ("+", "-")]
-            if bad:
-                raise SourceError(f"table {source}: unknown op {bad[0]!r}", hint="use '+' (insert) or '-' (delete)")
-            rows = [(v, t, NO_EXP, 1 if o == "+" else -1) for v, t, o in zip(vals, ts, ops)]
-        else:
-            rows = [((t,) + v, t, NO_EXP, 1) for v, t in zip(vals, ts)]
-        leaves = self.net.feeds.get(source, [])
-        bounds = np.flatnonzero(np.diff(batch.ts)) + 1
-        for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(ts)]):
-            self._arrive(ts[lo], leaves, rows[lo:hi])
-
-    def _arrive(self, t: int, leaves: list[int], rows: list) -> None:
-        self.queue.setdefault(t, []).append((leaves, rows))
-
-    def flush_output(self, final: bool = False) -> None:
-        """Run every complete instant queued so far (all but the latest unless ``final``)."""
-        q = self.queue
-        if q:
-            times = sorted(q)
-            ready = times if final else times[:-1]
-            for t in ready:
-                self._advance_before(t)
-                self._instant(t, q.pop(t))
-        self._write()
-
-    def finish(self, slide: int | None) -> None:
-        self.flush_output(final=True)
-        if self.last_input is None:
-            return
-        end = self.last_input if slide is None else -(-self.last_input // slide) * slide
-        self._advance_before(end + 1)
-        self._write()
-
-    def _advance_before(self, t: int) -> None:
-        """Visit every event instant before ``t``."""
-        while True:
-            events = [e for e in (op.next_event() for op in self.ops) if e is not None]
-            if not events:
-                return
-            e = min(events)
-            if self.last_now is not None:
-                e = max(e, self.last_now + 1)
-            if e >= t:
-                return
-            self._instant(e, [])
-
-    def _instant(self, now: int, arrivals: list) -> None:
-        if arrivals:
-            self.last_input = now
-        self.last_now = now
-        self.instants += 1
-        fed: dict[int, list] = {}
-        for leaves, rows in arrivals:
-            for i in leaves:
-                fed.setdefault(i, []).extend(rows)
-        outputs: list[list] = [None] * len(self.ops)
-        last = len(self.ops) - 1
-        for i, op in enumerate(self.ops):
-            rows = op.expire(now)
-            kids = self.children[i]
-            if not kids:
-                if i in fed:
-                    rows = rows + op.push(0, fed[i], now)
-            else:
-                for side, c in kids:
-                    if outputs[c]:
-                        rows = rows + op.push(side, outputs[c], now)
-            if i != last:
-                self.negatives += sum(1 for r in rows if r[3] < 0)
-            outputs[i] = rows
-        for vals, ts, sign in self.output.end_instant(now):
-            self.buffer.append((vals, ts, sign))
-            if sign > 0:
-                self.results += 1
-            else:
-                self.retractions += 1
-        size = sum(op.state_size() for op in self.ops)
-        self.state_peak = max(self.state_peak, size)
-
-    def _write(self) -> None:
-        if not self.buffer:
-            return
-        rows, self.buffer = self.buffer, []
-        width = len(self.columns) - 2
-        cols = {name: _array([r[0][j] for r in rows]) for j, name in enumerate(self.columns[:width])}
-        cols["ts"] = np.array([r[1] for r in rows], dtype=np.int64)
-        cols["sign"] = np.array([r[2] for r in rows], dtype=np.int8)
-        if self.sink is not None:
-            self.sink.write(cols)
-        if self.collect:
-            self.frames.append(pd.DataFrame(cols))
-
-
-def _array(values: list) -> np.ndarray:
-    arr = np.asarray(values)
-    return arr if arr.dtype.kind in "biuf" else np.array(values, dtype=object)

@@ -10,12 +10,16 @@ of width 10 at time 50; at time 60 the left-most one holds exps 101–110).
 Rows more than one "year" ahead share a partition with nearer rows.
 
 Operations (rows are tuples whose ``row[2]`` is ``exp``; ``NO_EXP`` rows are
-kept aside and never expire):
+kept aside and never expire), amortised costs:
 
-* :meth:`insert` — O(1): append to the row's partition;
-* :meth:`expire` — pops whole due partitions (every row of a past day whose
-  partition holds no later-year row) and scans only the partitions that may
-  mix due and live rows (the boundary day, or one holding later-year rows);
+* :meth:`insert` — O(1): append to the row's partition (a binary-search
+  insertion if that partition is the sorted boundary day, below);
+* :meth:`expire` — O(1) while the smallest ``exp`` held is not due; else a
+  partition whose rows are all due is popped whole, and the *boundary day*
+  (some rows due, some not) is sorted once by ``exp`` — as in Brown's
+  calendar queue, whose days are sorted lists — then its due prefix is cut
+  off (binary search) as time advances through the day: O(rows due) plus
+  one sort per day, never a rescan of the live rows;
 * :meth:`delete` — a premature deletion (negative tuple) scans the row's
   partition; the thesis notes this cost (§3.5.2).
 
@@ -28,7 +32,7 @@ depends on it, only speed.
 ...     q.insert(((exp,), 0, exp, 1))
 >>> [r[2] for r in q.expire(60)]     # day 50-59 popped whole
 [55, 58]
->>> [r[2] for r in q.expire(63)]     # boundary day 60-69 scanned
+>>> [r[2] for r in q.expire(63)]     # boundary day 60-69 sorted, due prefix cut
 [62]
 >>> len(q), q.next_expiry()
 (2, 71)
@@ -36,10 +40,16 @@ depends on it, only speed.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
+from operator import itemgetter
+
 from slidewise.errors import PlanError
 from slidewise.model.batch import NO_EXP
 
 __all__ = ["CalendarQueue"]
+
+
+_EXP = itemgetter(2)
 
 
 class CalendarQueue:
@@ -55,17 +65,12 @@ class CalendarQueue:
         self.partitions = int(partitions)
         self.width = None if width is None else int(width)
         self._buckets: list[list] = [[] for _ in range(self.partitions)]
-        self._lo = [NO_EXP] * self.partitions   # lower bound of the exps in each partition
-        self._hi = [-1] * self.partitions       # upper bound
+        self._sorted = [False] * self.partitions   # bucket sorted by exp (due rows first)
+        self._lo = [NO_EXP] * self.partitions      # lower bound of the exps in each partition
+        self._hi = [-1] * self.partitions          # upper bound
+        self._next = NO_EXP                        # lower bound of every finite exp held
         self._never: list = []
-        self._floor: int | None = None          # every row with exp < floor has been popped
         self._n = 0
-
-    def _slot(self, exp: int) -> int:
-        day = exp // self.width
-        if self._floor is not None and exp < self._floor:
-            day = self._floor // self.width     # already due: keep it in the boundary day
-        return day % self.partitions
 
     def insert(self, row) -> None:
         """Add ``row`` to the partition of its ``exp`` (``row[2]``)."""
@@ -77,54 +82,51 @@ class CalendarQueue:
         if self.width is None:
             life = exp - row[1]
             self.width = max(1, -(-life // self.partitions))
-        i = self._slot(exp)
-        self._buckets[i].append(row)
+        i = (exp // self.width) % self.partitions
+        if self._sorted[i]:
+            insort(self._buckets[i], row, key=_EXP)
+        else:
+            self._buckets[i].append(row)
         if exp < self._lo[i]:
             self._lo[i] = exp
+            if exp < self._next:
+                self._next = exp
         if exp > self._hi[i]:
             self._hi[i] = exp
 
-    def _filter(self, i: int, now: int, out: list) -> None:
-        keep = []
-        lo, hi = NO_EXP, -1
-        for r in self._buckets[i]:
-            e = r[2]
-            if e < now:
-                out.append(r)
-            else:
-                keep.append(r)
-                if e < lo:
-                    lo = e
-                if e > hi:
-                    hi = e
-        self._buckets[i], self._lo[i], self._hi[i] = keep, lo, hi
-
-    def _pop(self, i: int, out: list) -> None:
-        out.extend(self._buckets[i])
-        self._buckets[i], self._lo[i], self._hi[i] = [], NO_EXP, -1
+    def _boundary(self, i: int, now: int, out: list) -> None:
+        """Expire the due rows of a partition that also holds live ones (sorted once, then cut)."""
+        bucket = self._buckets[i]
+        if not self._sorted[i]:
+            bucket.sort(key=_EXP)
+            self._sorted[i] = True
+        cut = bisect_left(bucket, now, key=_EXP)
+        if cut:
+            out.extend(bucket[:cut])
+            del bucket[:cut]
+        self._lo[i] = bucket[0][2] if bucket else NO_EXP
+        if not bucket:
+            self._hi[i], self._sorted[i] = -1, False
 
     def expire(self, now: int) -> list:
-        """Remove and return the rows with ``exp < now`` (day by day)."""
+        """Remove and return the rows with ``exp < now``."""
+        if self._next >= now:
+            return []
         out: list = []
-        if self.width is None:
-            self._floor = now if self._floor is None else max(self._floor, now)
-            return out
         w, parts, lo, hi = self.width, self.partitions, self._lo, self._hi
-        first = (min(lo) if self._floor is None else self._floor) // w
-        last = now // w
-        if last - first >= parts:
-            days = [d % parts for d in range(last - parts + 1, last + 1)]
-        else:
-            days = [d % parts for d in range(first, last + 1)]
-        for i in days:
+        first, last = self._next // w, (now - 1) // w
+        days = range(first, last + 1) if last - first < parts else range(last - parts + 1, last + 1)
+        for d in days:
+            i = d % parts
             if lo[i] >= now:
                 continue
             if hi[i] < now:
-                self._pop(i, out)
+                out.extend(self._buckets[i])
+                self._buckets[i], lo[i], hi[i], self._sorted[i] = [], NO_EXP, -1, False
             else:
-                self._filter(i, now, out)
+                self._boundary(i, now, out)
         self._n -= len(out)
-        self._floor = now if self._floor is None else max(self._floor, now)
+        self._next = min(lo)
         return out
 
     def delete(self, row) -> bool:
@@ -132,14 +134,14 @@ class CalendarQueue:
         exp = row[2]
         if exp == NO_EXP:
             return self._remove_from(self._never, row)
-        if self.width is not None:
-            natural = (exp // self.width) % self.partitions
-            if self._remove_from(self._buckets[natural], row):
-                return True
-            for b in self._buckets:   # inserted while already due: in an earlier boundary day
-                if self._remove_from(b, row):
-                    return True
-        return False
+        if self.width is None:
+            return False
+        i = (exp // self.width) % self.partitions
+        if not self._remove_from(self._buckets[i], row):
+            return False
+        if not self._buckets[i]:
+            self._lo[i], self._hi[i], self._sorted[i] = NO_EXP, -1, False
+        return True
 
     def _remove_from(self, bucket: list, row) -> bool:
         try:
@@ -151,8 +153,7 @@ class CalendarQueue:
 
     def next_expiry(self) -> int | None:
         """A lower bound of the smallest finite ``exp`` held (exact after :meth:`expire`), or None."""
-        m = min(self._lo)
-        return None if m == NO_EXP else m
+        return None if self._next == NO_EXP else self._next
 
     def partition_sizes(self) -> list[int]:
         """Rows per partition (for tests and explain)."""

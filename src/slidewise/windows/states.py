@@ -57,6 +57,7 @@ class HashStore:
     def __init__(self, key=None):
         self.key = key
         self._index: dict = {}
+        self.index_get = self._index.get   # key -> bucket or None, without a method call in between
         self._n = 0
 
     def _key(self, vals):
@@ -249,6 +250,8 @@ class CalendarStore(HashStore):
         return row
 
     def expire(self, now: int) -> list:
+        if self.calendar._next >= now:
+            return []
         out = self.calendar.expire(now)
         for row in out:
             self._unindex_row(row)
@@ -256,7 +259,8 @@ class CalendarStore(HashStore):
         return out
 
     def next_expiry(self) -> int | None:
-        return self.calendar.next_expiry()
+        t = self.calendar._next
+        return None if t == NO_EXP else t
 
 
 def make_store(strategy: str, pattern: Pattern, key=None, partitions: int = 10):

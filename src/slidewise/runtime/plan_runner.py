@@ -1,0 +1,252 @@
+"""Driving a general plan's operator network instant by instant (seed 003 §3.5, DESIGN §1).
+
+:class:`PlanRunner` groups arrivals by timestamp and runs the operators of a
+:class:`slidewise.runtime.plans._Network` (children first) at every instant
+that has an arrival or an operator event. Per instant only the operators
+with work run: those fed by a child (or an arrival) and those whose cached
+:meth:`~slidewise.operators.incremental.Incremental.next_event` is due; each
+gets :meth:`expire` when due, then one :meth:`push` per child with rows. The
+rest keep their state untouched, so skipping them is exact
+(``next_event`` is the operator contract: nothing changes before it); every
+operator runs at the first instant, and an operator whose ``expire`` also
+closes per-instant bookkeeping (:class:`~slidewise.operators.output.MixedJoin`)
+gets it whenever it runs. The same executor path serves NT, DIRECT and UPA.
+
+State is accounted incrementally: sizes are re-read only from the operators
+that ran, which keeps the peak and the time-weighted average exact
+(``state_tuples_avg``, the thesis's "average space", §3.6) and splits it per
+operator (what each strategy's state consists of).
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+
+import numpy as np
+import pandas as pd
+
+from slidewise.errors import SourceError
+from slidewise.model.batch import NO_EXP
+from slidewise.operators.incremental import Incremental
+from slidewise.operators.output import MixedJoin, OutputOperator
+
+__all__ = ["PlanRunner"]
+
+
+class PlanRunner:
+    """Arrivals grouped by timestamp, run instant by instant through ``net`` (see the module doc)."""
+
+    def __init__(self, net, sink, collect: bool, columns: list[str]):
+        self.net, self.sink, self.collect, self.columns = net, sink, collect, columns
+        self.ops, self.children = net.ops, net.children
+        self.output: OutputOperator = net.ops[-1]
+        self.queue: dict[int, list] = {}     # ts -> [(leaf operators, rows)] not yet run
+        self.last_now: int | None = None
+        self.last_input: int | None = None
+        self.buffer: list[tuple] = []
+        self.frames: list[pd.DataFrame] = []
+        self.results = self.retractions = self.negatives = self.state_peak = self.instants = 0
+        n = len(self.ops)
+        self.next: list = [NO_EXP] * n       # cached next_event() of each operator (NO_EXP: none)
+        self.sizes = [0] * n                 # cached state_size() of each operator
+        self.state = 0                       # sum of sizes
+        self.first_now: int | None = None
+        self.area = 0                        # ∫ state dt over [first_now, last_now)
+        self.op_area = [0] * n               # the same per operator
+        self.op_since = [0] * n              # instant of each operator's last size change
+        self.op_peak = [0] * n
+        # expire() only when due (Incremental.next_event's contract), except for operators whose
+        # expire() also closes the previous instant's bookkeeping
+        self.every_instant = [isinstance(op, MixedJoin) for op in self.ops]
+        self.static = [_stateless(op) for op in self.ops]   # no state, no events: nothing to re-read
+        self.steps = [(i, op, tuple(kids), tuple(kids[0]) if len(kids) == 1 else None, self.static[i],
+                       self.every_instant[i]) for i, (op, kids) in enumerate(zip(self.ops, self.children))]
+        self.outputs: list = [()] * n        # each operator's rows of the current instant
+
+    def add(self, source: str, batch, is_table: bool) -> None:
+        """Arrivals of one source in one chunk (timestamps non-decreasing)."""
+        ts = batch.ts.tolist()
+        cols = [c for c in batch.cols if not (is_table and c == "op")]
+        vals = list(zip(*(batch.cols[c].tolist() for c in cols))) if cols else [()] * len(ts)
+        if is_table:
+            ops = batch.cols["op"].tolist() if "op" in batch.cols else ["+"] * len(ts)
+            bad = [o for o in ops if o not in ("+", "-")]
+            if bad:
+                raise SourceError(f"table {source}: unknown op {bad[0]!r}", hint="use '+' (insert) or '-' (delete)")
+            rows = [(v, t, NO_EXP, 1 if o == "+" else -1) for v, t, o in zip(vals, ts, ops)]
+        else:
+            rows = [((t,) + v, t, NO_EXP, 1) for v, t in zip(vals, ts)]
+        leaves = self.net.feeds.get(source, [])
+        if not leaves:
+            return
+        bounds = np.flatnonzero(np.diff(batch.ts)) + 1
+        queue = self.queue
+        for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(ts)]):
+            t = ts[lo]
+            entry = queue.get(t)
+            if entry is None:
+                queue[t] = [(leaves, rows[lo:hi])]
+            else:
+                entry.append((leaves, rows[lo:hi]))
+
+    def flush_output(self, final: bool = False) -> None:
+        """Run every complete instant queued so far (all but the latest unless ``final``)."""
+        q = self.queue
+        if q:
+            times = sorted(q)
+            ready = times if final else times[:-1]
+            for t in ready:
+                self._advance_before(t)
+                self._instant(t, q.pop(t))
+        self._write()
+
+    def finish(self, slide: int | None) -> None:
+        self.flush_output(final=True)
+        if self.last_input is None:
+            return
+        end = self.last_input if slide is None else -(-self.last_input // slide) * slide
+        self._advance_before(end + 1)
+        self._write()
+
+    def _advance_before(self, t: int) -> None:
+        """Visit every event instant before ``t``."""
+        nxt = self.next
+        while True:
+            e = min(nxt)
+            if e == NO_EXP:
+                return
+            if self.last_now is not None and e <= self.last_now:
+                e = self.last_now + 1
+            if e >= t:
+                return
+            self._instant(e, [])
+
+    def _instant(self, now: int, arrivals: list) -> None:
+        if arrivals:
+            self.last_input = now
+        if self.first_now is None:
+            self.first_now = self.last_now = now
+            first = True
+        else:
+            self.area += self.state * (now - self.last_now)
+            first = False
+        self.last_now = now
+        self.instants += 1
+        fed: dict[int, list] = {}
+        if len(arrivals) == 1 and len(arrivals[0][0]) == 1:
+            fed[arrivals[0][0][0]] = arrivals[0][1]
+        else:
+            for leaves, rows in arrivals:
+                for i in leaves:
+                    got = fed.get(i)
+                    fed[i] = rows if got is None else got + rows
+        nxt = self.next
+        outputs: list = self.outputs
+        ran_root = False
+        sizes = self.sizes
+        for i, op, kids, single, static, every in self.steps:
+            due = nxt[i] <= now
+            if single is not None:
+                given = outputs[single[1]]
+                inputs = ((single[0], given),) if given else ()
+            elif kids:
+                inputs = [(side, outputs[c]) for side, c in kids if outputs[c]]
+            else:
+                got = fed.get(i)
+                inputs = ((0, got),) if got else ()
+            if not (inputs or due or first):
+                outputs[i] = ()
+                continue                      # nothing fed, nothing due: state unchanged
+            rows = op.expire(now) if (due or first or every) else []
+            for side, given in inputs:
+                out = op.push(side, given, now)
+                if out:
+                    rows = rows + out if rows else out
+            outputs[i] = rows
+            if op is self.output:
+                ran_root = True
+                continue
+            if rows:
+                self.negatives += (len(rows) - sum(map(_sign, rows))) >> 1
+            if not static:
+                e = op.next_event()
+                nxt[i] = NO_EXP if e is None else e
+                size = op.state_size()
+                if size != sizes[i]:
+                    self._resize(i, size, now)
+        if ran_root:
+            for vals, ts, sign in self.output.end_instant(now):
+                self.buffer.append((vals, ts, sign))
+                if sign > 0:
+                    self.results += 1
+                else:
+                    self.retractions += 1
+            last = len(nxt) - 1
+            e = self.output.next_event()           # after end_instant: it may fill an output window
+            nxt[last] = NO_EXP if e is None else e
+            self._resize(last, self.output.state_size(), now)
+        if self.state > self.state_peak:
+            self.state_peak = self.state
+
+    def _resize(self, i: int, size: int, now: int) -> None:
+        old = self.sizes[i]
+        if size != old:
+            self.op_area[i] += old * (now - self.op_since[i])
+            self.op_since[i] = now
+            self.sizes[i] = size
+            self.state += size - old
+            if size > self.op_peak[i]:
+                self.op_peak[i] = size
+
+    def state_stats(self) -> dict:
+        """Peak, time-weighted average and per-operator composition of the state (tuples).
+
+        The state after an instant is held until the next one; the last
+        instant's state counts for one time unit. ``state_area`` and
+        ``state_span`` (its integral and length) let a caller average over a
+        part of the run by difference.
+        """
+        if self.first_now is None:
+            return {"state_tuples_peak": 0, "state_tuples_avg": 0.0, "state_area": 0, "state_span": 0,
+                    "state_by_operator": {}}
+        end = self.last_now + 1
+        span = end - self.first_now
+        area = self.area + self.state * (end - self.last_now)
+        by_op: dict = {}
+        for i, op in enumerate(self.ops):
+            a = self.op_area[i] + self.sizes[i] * (end - self.op_since[i])
+            label, k = f"{op.name}", 2
+            while label in by_op:
+                label, k = f"{op.name} #{k}", k + 1
+            by_op[label] = {"avg": round(a / span, 2), "peak": self.op_peak[i], "final": self.sizes[i],
+                            "area": a}
+        return {"state_tuples_peak": self.state_peak, "state_tuples_avg": round(area / span, 2),
+                "state_area": area, "state_span": span, "state_by_operator": by_op}
+
+    def _write(self) -> None:
+        if not self.buffer:
+            return
+        rows, self.buffer = self.buffer, []
+        width = len(self.columns) - 2
+        cols = {name: _array([r[0][j] for r in rows]) for j, name in enumerate(self.columns[:width])}
+        cols["ts"] = np.array([r[1] for r in rows], dtype=np.int64)
+        cols["sign"] = np.array([r[2] for r in rows], dtype=np.int8)
+        if self.sink is not None:
+            self.sink.write(cols)
+        if self.collect:
+            self.frames.append(pd.DataFrame(cols))
+
+
+_sign = itemgetter(3)
+
+
+def _stateless(op: Incremental) -> bool:
+    """True if ``op`` never holds state nor schedules events (select, project, union, UPA windows)."""
+    cls = type(op)
+    return getattr(op, "stateless", False) or (
+        cls.next_event is Incremental.next_event and cls.state_size is Incremental.state_size)
+
+
+def _array(values: list) -> np.ndarray:
+    arr = np.asarray(values)
+    return arr if arr.dtype.kind in "biuf" else np.array(values, dtype=object)

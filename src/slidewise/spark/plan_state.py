@@ -1,0 +1,285 @@
+"""General plans on Spark, the pure-Python part: partitioning attribute and the per-bucket executor.
+
+Seed 003 ch. 3 plans (DISTINCT, GROUP BY, NOT EXISTS, UNION, joins, output
+operators) run on Spark as the join engine runs joins (DESIGN §3): the
+sequencer stage (:class:`~slidewise.spark.sequencer.SequencerLogic`) puts each
+stream in input order, rejects late tuples and assigns key buckets; then one
+stateful stage keyed by bucket hosts, per bucket, the SAME operator network
+the local executor builds (:class:`slidewise.runtime.plans._Network`, driven
+by its ``_Runner``) — "aggregation and distinct keyed by group; negation
+keyed by the negation attribute".
+
+Partitioning (:func:`partition_attribute`): a plan is hash-partitioned on a
+source attribute ``a`` present in every stream when every join connects its
+inputs through ``a``, every negation correlates on ``a``, every GROUP BY
+keeps ``a``, and ``a`` reaches the output rows. Then each operator's state
+and each output row depend on the tuples of one value of ``a`` only, so a
+bucket's answer is the global answer restricted to its values and the
+output netting per instant (seed 003 §3.3.4) per bucket equals the global
+one. Otherwise (count windows, relations, joins on other attributes,
+aggregates without a common key) everything runs in one bucket, with a
+warning — correct, not parallel.
+
+State per bucket: the whole ``_Runner`` (operators and their stores), the
+buffer of admitted tuples not yet released, each stream's frontier, pickled
+with cloudpickle (operators hold closures) into one binary ``ValueState``.
+Simple and correct; the cost is one full (de)serialisation of the bucket's
+state per micro-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from slidewise.plan.logical import (Aggregate, Distinct, Join, Negation, Node, Output, Plan, Project, Scan,
+                                    Select, Subquery, Union)
+from slidewise.spark.layout import EOF, MARKER, REJECT, TUPLE, concat, pack, unpack
+
+NEG = np.iinfo(np.int64).min // 2
+POS = np.iinfo(np.int64).max
+RESULT, REJECTS, STATS, ADMITTED = 0, 1, 2, 3
+#: output rows of the bucket stage: results and rejects travel packed in ``p``
+OUT_DDL = "k tinyint, s int, q bigint, p binary, n0 bigint, n1 bigint, n2 bigint, n3 bigint"
+STATE_DDL = "blob binary"
+
+
+# ---------------------------------------------------------------- partitioning
+
+def partition_attribute(plan: Plan) -> tuple[str | None, str | None]:
+    """``(attribute, None)`` if the bound plan can be hash-partitioned on it, else ``(None, why)``."""
+    scans = plan.scans()
+    if any(s.is_relation for s in scans):
+        return None, "relations need every bucket"
+    candidates = [c for c in (scans[0].columns or ()) if all(c in (s.columns or ()) for s in scans)]
+    if not candidates:
+        return None, "the streams share no attribute"
+    for attr in candidates:
+        keys = _keyed(plan.root, attr)
+        if keys:
+            return attr, None
+    return None, (f"no attribute ({', '.join(candidates)}) is common to every join, negation, "
+                  "GROUP BY and the output, or a count window needs the global order")
+
+
+def _keyed(node: Node, attr: str) -> frozenset[int] | None:
+    """Positions of ``node.schema`` that hold the partitioning value of every row, or None."""
+    if isinstance(node, Scan):
+        w = node.window
+        if node.is_relation or (w.kind == "rows" and w.partition_by != attr) or attr not in node.columns:
+            return None
+        return frozenset({node.schema.index(f"{node.alias}.{attr}")})
+    if isinstance(node, (Select, Distinct)):
+        return _keyed(node.child, attr)
+    if isinstance(node, Subquery):
+        if node.window is not None and node.window.kind == "rows" and node.window.partition_by is None:
+            return None
+        return _keyed(node.child, attr)
+    if isinstance(node, Output):
+        if node.window is not None and node.window.kind == "rows":
+            return None
+        return _keyed(node.child, attr) or None
+    if isinstance(node, Project):
+        return _project(node, attr)
+    if isinstance(node, Aggregate):
+        inner = _names(node.child, attr)
+        if inner is None:
+            return None
+        out = frozenset(j for j, k in enumerate(node.keys) if str(k.expr) in inner)
+        return out or None
+    if isinstance(node, Union):
+        sets = [_keyed(c, attr) for c in node.inputs]
+        if any(s is None for s in sets):
+            return None
+        return frozenset.intersection(*sets) or None
+    if isinstance(node, Join):
+        return _join(node, attr)
+    if isinstance(node, Negation):
+        left, right = _names(node.left, attr), _names(node.right, attr)
+        if left is None or right is None:
+            return None
+        if node.mode == "except":
+            both = _keyed(node.left, attr) & _keyed(node.right, attr)
+            return both or None
+        if any((str(a) in left and str(b) in right) or (str(b) in left and str(a) in right) for a, b in node.on):
+            return _keyed(node.left, attr)
+        return None
+    return None
+
+
+def _names(node: Node, attr: str) -> set[str] | None:
+    keys = _keyed(node, attr)
+    return None if keys is None else {node.schema[i] for i in keys}
+
+
+def _project(node: Project, attr: str) -> frozenset[int] | None:
+    inner = _names(node.child, attr)
+    if inner is None:
+        return None
+    out, pos = set(), 0
+    for item in node.items:
+        e = item.expr
+        if getattr(e, "attr", None) == "*":
+            for c in node.child.schema:
+                if c.startswith(f"{e.name}."):
+                    if c in inner:
+                        out.add(pos)
+                    pos += 1
+        else:
+            if str(e) in inner:
+                out.add(pos)
+            pos += 1
+    return frozenset(out) or None
+
+
+def _join(node: Join, attr: str) -> frozenset[int] | None:
+    names = [_names(c, attr) for c in node.inputs]
+    if any(n is None for n in names):
+        return None
+    parent = list(range(len(node.inputs)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    def side(col) -> int | None:
+        return next((j for j, n in enumerate(names) if str(col) in n), None)
+
+    for a, b in node.equalities:
+        i, j = side(a), side(b)
+        if i is not None and j is not None:
+            parent[find(i)] = find(j)
+    if len({find(i) for i in range(len(names))}) != 1:
+        return None
+    out, offset = set(), 0
+    for c in node.inputs:
+        out |= {offset + i for i in _keyed(c, attr)}
+        offset += len(c.schema)
+    return frozenset(out)
+
+
+# ---------------------------------------------------------------- one bucket
+
+class _Collect:
+    """The runner's sink inside a bucket: keeps the column dicts written since the last take."""
+
+    def __init__(self):
+        self.parts: list[dict] = []
+
+    def write(self, cols: dict) -> None:
+        self.parts.append(cols)
+
+
+class _Batch:
+    """What ``_Runner.add`` reads: ``ts`` and ``cols`` of one source, in order."""
+
+    def __init__(self, ts: np.ndarray, cols: dict[str, np.ndarray]):
+        self.ts, self.cols = ts, cols
+
+
+@dataclass
+class PlanBucketState:
+    """Everything a bucket keeps between micro-batches."""
+
+    runner: object
+    buffer: list[list[dict]] = field(default_factory=list)
+    frontier: np.ndarray | None = None
+    ended: bool = False
+    flushed: bool = False
+
+
+class PlanBucket:
+    """Stage 2 for general plans: one bucket hosting the local executor's operator network.
+
+    Releases buffered tuples below ``min over streams (frontier - lateness)``
+    (everything after end of input), in ``(ts, seq)`` order per source, to the
+    executor, which runs every complete instant; at end of input it runs the
+    expirations and evaluations up to the *global* last input timestamp.
+    """
+
+    def __init__(self, plan: Plan, sources: list[str], attrs: list[list[str]], lateness: list[int], *,
+                 strategy: str = "upa", partitions: int = 10, options: dict | None = None):
+        self.plan, self.sources, self.attrs = plan, list(sources), [list(a) for a in attrs]
+        self.lateness = np.asarray(lateness, np.int64)
+        self.strategy, self.partitions, self.options = strategy, int(partitions), dict(options or {})
+        self.columns = list(plan.root.schema) + ["ts", "sign"]
+
+    def new_state(self) -> PlanBucketState:
+        from slidewise.runtime.plans import _Network, _Runner
+
+        net = _Network(self.plan, self.strategy, self.partitions, self.options)
+        n = len(self.sources)
+        return PlanBucketState(_Runner(net, _Collect(), False, self.columns), [[] for _ in range(n)],
+                               np.full(n, NEG, np.int64))
+
+    def process(self, bucket: int, blob: bytes | None, frame: pd.DataFrame) -> tuple[bytes, list[pd.DataFrame]]:
+        """New state bytes and the output rows (:data:`OUT_DDL`) of one call."""
+        from pyspark import cloudpickle
+
+        st = cloudpickle.loads(blob) if blob else self.new_state()
+        runner = st.runner
+        before = (runner.negatives, runner.instants)
+        rows: list[dict] = []
+        kind = frame["k"].to_numpy()
+        streams = frame["s"].to_numpy().astype(np.int64)
+        for payload, s, q in zip(frame["p"][kind == REJECT], streams[kind == REJECT], frame["q"][kind == REJECT]):
+            rows.append({"k": REJECTS, "s": int(s), "q": int(q), "p": bytes(payload)})
+        marks = kind == MARKER
+        if marks.any():
+            np.maximum.at(st.frontier, streams[marks], frame["t"].to_numpy(np.int64)[marks])
+            qs = frame["q"].to_numpy(np.int64)
+            rows += [{"k": ADMITTED, "s": int(s), "q": int(q)} for s, q in zip(streams[marks], qs[marks]) if q > 0]
+        if (kind == EOF).any():
+            st.ended = True
+        for payload, s in zip(frame["p"][kind == TUPLE], streams[kind == TUPLE]):
+            st.buffer[int(s)].append(unpack(payload))
+        w = POS if st.ended else (int((st.frontier - self.lateness).min()) if (st.frontier > NEG).all() else NEG)
+        self._release(st, w)
+        runner.flush_output(final=True)
+        if st.ended and not st.flushed:
+            st.flushed = True
+            if runner.last_input is not None:
+                runner.last_input = int(st.frontier.max())
+                runner.finish(self.plan.root.slide)
+        parts, runner.sink.parts = runner.sink.parts, []
+        if parts:
+            cols = {c: np.concatenate([p[c] for p in parts]) for c in self.columns}
+            rows.append({"k": RESULT, "q": len(cols["ts"]), "p": pack(cols),
+                         "n0": int((cols["sign"] < 0).sum())})
+        blob = cloudpickle.dumps(st)
+        state = sum(op.state_size() for op in runner.ops) + sum(len(c["t"]) for b in st.buffer for c in b)
+        rows.append({"k": STATS, "s": bucket, "n0": state, "n1": len(blob),
+                     "n2": runner.negatives - before[0], "n3": runner.instants - before[1]})
+        return blob, [out_frame(rows)]
+
+    def _release(self, st: PlanBucketState, w: int) -> None:
+        """Feed every buffered tuple with ``ts < w`` to the executor, per source in ``(ts, seq)`` order."""
+        if w == NEG:
+            return
+        for i, chunks in enumerate(st.buffer):
+            if not chunks:
+                continue
+            chunk = concat(chunks)
+            t = chunk["t"]
+            cut = np.ones(len(t), bool) if w == POS else t < w
+            keep = ~cut
+            st.buffer[i] = [{k: v[keep] for k, v in chunk.items()}] if keep.any() else []
+            if not cut.any():
+                continue
+            order = np.lexsort((chunk["q"][cut], t[cut]))
+            cols = {a: chunk[a][cut][order] for a in self.attrs[i]}
+            st.runner.add(self.sources[i], _Batch(t[cut][order], cols), is_table=False)
+
+
+def out_frame(rows: list[dict]) -> pd.DataFrame:
+    """Rows of :data:`OUT_DDL` (absent numbers 0, absent payload null)."""
+    names = [f.split()[0] for f in OUT_DDL.split(", ")]
+    data = {n: [r.get(n, None if n == "p" else 0) for r in rows] for n in names}
+    frame = pd.DataFrame(data)
+    for n, dt in (("k", np.int8), ("s", np.int32), ("q", np.int64), ("n0", np.int64), ("n1", np.int64),
+                  ("n2", np.int64), ("n3", np.int64)):
+        frame[n] = frame[n].astype(dt)
+    return frame
