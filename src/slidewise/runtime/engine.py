@@ -44,6 +44,22 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def run_counts(inputs: dict, results: int, retractions: int, rejects: Rejects, seconds: float) -> dict:
+    """The stats every engine reports: inputs per stream, results, rejects, seconds, rates, peak memory."""
+    total = sum(inputs.values())
+    return {
+        "inputs": inputs,
+        "results": results,
+        "retractions": retractions,
+        "rejects": rejects.total,
+        "rejects_by_reason": rejects.summary(),
+        "seconds": round(seconds, 6),
+        "tuples_per_second": round(total / seconds, 1) if seconds > 0 else None,
+        "results_per_second": round(results / seconds, 1) if seconds > 0 else None,
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+    }
+
+
 def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | None = None,
             order: str | list[str] | None = None, out: str | Callable | None = None,
             collect: bool = False, lateness: int = 0, ts_column: str = "ts", ts_unit: str = "auto",
@@ -107,21 +123,13 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
     seconds = time.perf_counter() - started
     if rejects_path:
         rejects.write(rejects_path)
-    total = int(inputs.sum())
     stats = {
         "query": query.text or query.describe(),
         "algorithm": plan.algorithm.name,
         "join_order": [query.aliases[i] for i in plan.order],
         "orders": plan.orders(),
-        "inputs": {ref.alias: int(inputs[i]) for i, ref in enumerate(query.streams)},
-        "results": n_results,
-        "retractions": n_retractions,
-        "rejects": rejects.total,
-        "rejects_by_reason": rejects.summary(),
-        "seconds": round(seconds, 6),
-        "tuples_per_second": round(total / seconds, 1) if seconds > 0 else None,
-        "results_per_second": round(n_results / seconds, 1) if seconds > 0 else None,
-        "peak_rss_mb": round(peak_rss_mb(), 1),
+        **run_counts({ref.alias: int(inputs[i]) for i, ref in enumerate(query.streams)},
+                     n_results, n_retractions, rejects, seconds),
         "comparisons": int(operator.comparisons),
         "state_tuples_peak": int(state_peak),
         "chunks": n_chunks,

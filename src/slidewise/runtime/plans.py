@@ -45,7 +45,7 @@ from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
 from slidewise.runtime.plan_runner import PlanRunner as _Runner
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
 from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
-from slidewise.runtime.engine import RunResult, peak_rss_mb
+from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
@@ -125,20 +125,11 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     seconds = time.perf_counter() - started
     if rejects_path:
         rejects.write(rejects_path)
-    total = sum(inputs.values())
     stats = {
         "query": plan.text or plan.root.label(),
         "strategy": strategy,
         "partitions": int(partitions),
-        "inputs": inputs,
-        "results": runner.results,
-        "retractions": runner.retractions,
-        "rejects": rejects.total,
-        "rejects_by_reason": rejects.summary(),
-        "seconds": round(seconds, 6),
-        "tuples_per_second": round(total / seconds, 1) if seconds > 0 else None,
-        "results_per_second": round(runner.results / seconds, 1) if seconds > 0 else None,
-        "peak_rss_mb": round(peak_rss_mb(), 1),
+        **run_counts(inputs, runner.results, runner.retractions, rejects, seconds),
         **runner.state_stats(),
         "negative_tuples": runner.negatives,
         "instants": runner.instants,

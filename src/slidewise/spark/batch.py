@@ -55,7 +55,7 @@ from slidewise.model.batch import NO_EXP
 from slidewise.operators.project import output_names
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or, streams_of
 from slidewise.plan.query import JoinQuery
-from slidewise.runtime.engine import RunResult, _check_columns, peak_rss_mb
+from slidewise.runtime.engine import RunResult, _check_columns, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sinks import open_sink
 
@@ -118,18 +118,12 @@ def run_batch(query: str | JoinQuery, sources: dict[str, object], *, spark=None,
         shutil.rmtree(work, ignore_errors=True)
     if rejects:
         rej.write(rejects)
-    total = sum(inputs)
     stats = {
         "query": q.text or q.describe(), "engine": "spark", "mode": "batch",
         "algorithm": "spark-batch (band joins per origin stream)",
         "join_order": q.aliases, "orders": orders,
-        "inputs": {ref.alias: n for ref, n in zip(q.streams, inputs)},
-        "results": n_results, "retractions": n_retractions,
-        "rejects": rej.total, "rejects_by_reason": rej.summary(),
-        "seconds": round(seconds, 6),
-        "tuples_per_second": round(total / seconds, 1) if seconds > 0 else None,
-        "results_per_second": round(n_results / seconds, 1) if seconds > 0 else None,
-        "peak_rss_mb": round(peak_rss_mb(), 1), "comparisons": 0, "state_tuples_peak": 0,
+        **run_counts({ref.alias: n for ref, n in zip(q.streams, inputs)}, n_results, n_retractions, rej, seconds),
+        "comparisons": 0, "state_tuples_peak": 0,
         "spark_master": spark.sparkContext.master,
     }
     return RunResult(frame, stats, rej)

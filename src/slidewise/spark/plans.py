@@ -39,7 +39,7 @@ from pyspark.sql.streaming import StatefulProcessor
 
 from slidewise.errors import OptionError, PlanError, SourceError
 from slidewise.plan.logical import Plan
-from slidewise.runtime.engine import RunResult, peak_rss_mb
+from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.spark.plan_state import (ADMITTED, OUT_DDL, REJECTS, RESULT, STATE_DDL, STATS, PlanBucket,
                                         partition_attribute)
@@ -231,21 +231,14 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
         shutil.rmtree(root, ignore_errors=True)
     if rejects_path:
         sink.rejects.write(rejects_path)
-    total = sum(sink.inputs.values())
     stats = {
         "query": plan.text or plan.root.label(),
         "engine": "spark",
         "mode": "stream",
         "strategy": strategy,
         "partitions": int(partitions),
-        "inputs": {n: int(sink.inputs.get(n, 0)) for n in names},
-        "results": int(sink.results),
-        "retractions": int(sink.retractions),
-        "rejects": sink.rejects.total,
-        "rejects_by_reason": sink.rejects.summary(),
-        "seconds": round(seconds, 6),
-        "tuples_per_second": round(total / seconds, 1) if seconds > 0 else None,
-        "peak_rss_mb": round(peak_rss_mb(), 1),
+        **run_counts({n: int(sink.inputs.get(n, 0)) for n in names}, int(sink.results), int(sink.retractions),
+                     sink.rejects, seconds),
         "state_tuples_peak": int(sum(s for s, _ in sink.state.values())),  # sum of per-bucket peaks
         "state_bytes_slidewise": int(sum(b for _, b in sink.state.values())),
         "negative_tuples": int(sink.negatives),

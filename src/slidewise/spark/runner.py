@@ -44,7 +44,7 @@ from slidewise.cql import load_query
 from slidewise.errors import ExecutionError, OptionError, SlidewiseError, SourceError
 from slidewise.model.time import parse_duration
 from slidewise.plan.query import JoinQuery
-from slidewise.runtime.engine import RunResult, peak_rss_mb
+from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.spark.join import JoinPlan, build_stream, plan_join
 from slidewise.spark.session import check_master, default_partitions, get_session
 from slidewise.spark.sinks import BatchSink, sink_kind
@@ -300,7 +300,6 @@ class SparkRun:
         jp, sink, q = self.jp, self.sink, self.jp.query
         seconds = self.seconds if self.seconds is not None else time.perf_counter() - self.started
         inputs = {ref.alias: int(sink.inputs.get(ref.alias, 0)) for ref in q.streams}
-        total = sum(inputs.values())
         state_rows = state_bytes = 0
         for p in reversed(self.progress):
             ops = p.get("stateOperators") or []
@@ -315,15 +314,7 @@ class SparkRun:
             "algorithm": jp.plan.algorithm.name,
             "join_order": [q.aliases[i] for i in jp.plan.order],
             "orders": jp.plan.orders(),
-            "inputs": inputs,
-            "results": sink.results,
-            "retractions": sink.retractions,
-            "rejects": sink.rejects.total,
-            "rejects_by_reason": sink.rejects.summary(),
-            "seconds": round(seconds, 6),
-            "tuples_per_second": round(total / seconds, 1) if seconds > 0 else None,
-            "results_per_second": round(sink.results / seconds, 1) if seconds > 0 else None,
-            "peak_rss_mb": round(peak_rss_mb(), 1),
+            **run_counts(inputs, sink.results, sink.retractions, sink.rejects, seconds),
             "comparisons": sink.comparisons,
             "state_tuples_peak": sink.state_tuples_peak,
             "chunks": len(sink.batches),
