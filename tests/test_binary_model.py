@@ -201,7 +201,8 @@ def test_asymmetric_bench_smoke(tmp_path, monkeypatch):
         {**wl, "window_a": max(8, wl["window_a"] // 500), "window_b": max(8, wl["window_b"] // 500)}
         for wl in asymmetric.TABLE_3))
     report = asymmetric.run_asymmetric_bench(tmp_path, sweep_window=40, min_time=0.0005, repeats=1,
-                                             points=5, calibration_sizes=(20, 40), progress=False)
+                                             points=5, calibration_sizes=(20, 40), table3_rounds=2,
+                                             table3_pieces=2, piece_arrivals=30, progress=False)
     assert (tmp_path / "asymmetric.png").stat().st_size > 0
     assert (tmp_path / "asymmetric-profile.json").exists()
     data = json.loads((tmp_path / "asymmetric.json").read_text())
@@ -213,7 +214,31 @@ def test_asymmetric_bench_smoke(tmp_path, monkeypatch):
         assert set(row["measured"]) == set(ALL_COMBINATIONS) and all(v > 0 for v in row["measured"].values())
         assert row["all_sixteen"]["chosen"] in ALL_COMBINATIONS
         assert set(row["paper_eight"]["chosen"]) <= set("NHT")
+        for pool in ("paper_eight", "all_sixteen"):
+            v = row[pool]
+            # the chosen combination is always timed in pieces, against every faster timed contender
+            assert row["measured_by"][v["chosen"]] == "pieces"
+            assert v["chosen_rank_measured"] == v["measured_order"].index(v["chosen"]) + 1
+            assert v["chosen_over_fastest"] >= 1 and v["agree"] == (v["chosen_rank_measured"] == 1)
+            assert v["faster_distinguishable"] == bool(v["distinguishably_beaten_by"])
+            assert set(v["distinguishably_beaten_by"]) <= set(v["chosen_vs"])
+        assert row["timing"]["rounds"] == 2 and row["timing"]["pieces"] == 2
     assert len(report["summary"]["table3"]) == 3
+
+
+def test_asymmetric_pieces_mix_and_paired_timing():
+    """Table 3's pieces: the workload's A share, continued across pieces; every combination on every piece."""
+    from slidewise.bench import asymmetric
+
+    assert asymmetric._mix(0.002, 500).count(0) == 1
+    assert sum(asymmetric._mix(0.3, 100, k * 100).count(0) for k in range(10)) == 300
+    pieces = asymmetric.make_pieces(30, 20, 0.5, pieces=3, arrivals=40, seed=1)
+    assert [p.tuples for p in pieces] == [40, 40, 40]
+    assert all([t.stream for t in p.warm] == [0] * 30 + [1] * 20 for p in pieces)
+    assert all(sum(t.stream == 0 for t in p.chunks) == 20 for p in pieces)
+    runs = asymmetric.time_combinations(pieces, ("BB", "TN"), 30, 20, 2, seed=0)
+    for c in ("BB", "TN"):
+        assert runs[c]["cpu"].shape == (2, 3) and (runs[c]["cpu"] >= 0).all()
 
 
 # -- the calibrated terms: constants and window-size surcharges (module docstring) ------

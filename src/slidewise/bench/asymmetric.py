@@ -18,15 +18,41 @@ Procedure:
    (probe + insert + invalidate, process CPU time, median of ``repeats``
    rounds; all combinations of a workload are built first and every round
    times them in a shuffled order, so that load changes on a shared machine
-   hit every combination alike — :func:`measure_combinations`). With physical windows a stream's per-arrival cost does not depend
-   on the rates (Eq. 1), so the measured cost at rates ``(λa, λb)`` is
-   ``λa · t_A + λb · t_B`` (CPU seconds per second).
+   hit every combination alike — :func:`measure_combinations`; used by the
+   sweep and by Table 3's screen). With physical windows a stream's
+   per-arrival cost does not depend on the rates (Eq. 1), so the measured
+   cost at rates ``(λa, λb)`` is ``λa · t_A + λb · t_B`` (CPU seconds per
+   second).
 3. Validation of that linearity: interleaved mixed runs at a few rate shares.
 4. Fig. 2 vs Fig. 3: model and measured costs over ``λa/λb`` from 1e-4 to 1e4
    (``λa + λb = 1000`` tuples/s), with the crossover points of both
    (:func:`~slidewise.optimizer.binary.envelope_crossovers`).
 5. Table 3: the three workloads, all 16 combinations; the model's choice
-   (among the paper's eight and among all 16) against the measured fastest.
+   (among the paper's eight and among all 16) against the measured fastest,
+   timed as ``slidewise bench ordering``'s Table 8 is
+   (:mod:`slidewise.bench.table8`; :func:`run_table3`):
+
+   a. *screen*: one quick round of per-arrival costs of all 16
+      (:func:`measure_combinations`); the *contenders* — every combination
+      within :data:`SCREEN_FACTOR` of the screen's fastest of either pool,
+      plus both pools' choices — go on; the rest are reported from the
+      screen (``measured_by``), being far slower (nested loops over a big,
+      often probed window cost 10-100x more).
+   b. *pieces*: :data:`TABLE3_PIECES` pieces of :data:`PIECE_ARRIVALS`
+      arrivals of the workload's mix (A and B evenly interleaved at
+      λa/(λa+λb), continued across pieces), each from its own full windows
+      (the same tuples for every combination).
+   c. *timing*: :data:`TABLE3_ROUNDS` rounds; in each, piece by piece, every
+      contender runs the same piece (on a fresh operator preloaded with the
+      piece's windows) in a new random sequence, in CPU seconds with the
+      garbage collector paused (:func:`time_combinations`). ``rate`` = arrivals / Σ over
+      pieces of the piece's minimum CPU time (table8's ``_rates``); the
+      measured cost is ``(λa + λb) / rate`` CPU seconds per second.
+   d. *decision*: rank by ``rate``; the chosen combination against every
+      other contender (table8's ``_paired``): CPU-time ratio and
+      *distinguishable* (every round agrees on the sign and the [min,
+      median] ranges of round times do not overlap);
+      ``distinguishably_beaten_by`` lists the faster ones beyond noise.
 
 Not timed: the conversion of columnar chunks into tuples, which is the same for
 every combination. Outputs: ``asymmetric.json``, ``asymmetric.png`` and
@@ -35,11 +61,17 @@ every combination. Outputs: ``asymmetric.json``, ``asymmetric.png`` and
 
 from __future__ import annotations
 
+import gc
+import random
 import statistics
 import time
 from pathlib import Path
 
+import numpy as np
+
 from slidewise.bench.common import machine_info, pyplot, save_png, write_json
+from slidewise.bench.table8 import Piece, _paired
+from slidewise.bench.table8 import _rates as piece_rates
 from slidewise.optimizer.binary import (ALL_COMBINATIONS, PAPER_COMBINATIONS, Structure, Weights,
                                         choose, combination_cost, envelope_crossovers, load_weights)
 from slidewise.optimizer.calibrate import (DEFAULT_SIZES, Feed, calibrate, profile_weights,
@@ -57,6 +89,10 @@ TABLE_3 = (
     {"workload": "Fig. 4b", "window_a": 7000, "window_b": 3000, "rate_a": 800, "rate_b": 200, "paper": "HT"},
     {"workload": "Fig. 4c", "window_a": 4000, "window_b": 6000, "rate_a": 550, "rate_b": 450, "paper": "HH"},
 )
+#: Table 3 timing (module docstring, step 5): rounds, pieces, arrivals per piece (500: one A of 4a per piece)
+TABLE3_ROUNDS, TABLE3_PIECES, PIECE_ARRIVALS = 7, 8, 500
+#: combinations within this factor of the screen's fastest are timed in pieces
+SCREEN_FACTOR = 1.6
 
 
 def sweep_ratios(points: int = 33) -> list[float]:
@@ -209,50 +245,159 @@ def run_sweep(weights: Weights, *, window: int = SWEEP_WINDOW,
                            "measured": _crossovers(envelope_crossovers(measured_lines))}}
 
 
-def run_table3(weights: Weights, *, min_time: float = 0.05, repeats: int = 3,
+def _mix(share: float, n: int, offset: int = 0) -> list[int]:
+    """Streams (0: A, 1: B) of arrivals ``offset .. offset + n`` of an even mix with a share ``share`` of A's."""
+    return [0 if int((i + 1) * share) > int(i * share) else 1 for i in range(offset, offset + n)]
+
+
+def make_pieces(window_a: int, window_b: int, share: float, *, pieces: int = TABLE3_PIECES,
+                arrivals: int = PIECE_ARRIVALS, seed: int = 0) -> list[Piece]:
+    """``pieces`` pieces of the workload's mix: ``Piece.warm`` the tuples that fill both windows,
+    ``Piece.chunks`` the arrivals (the same tuples for every combination), ``Piece.tuples`` their number."""
+    out = []
+    for p in range(pieces):
+        feed = Feed(seed + 7919 * p)
+        preload = feed.take(0, window_a) + feed.take(1, window_b)
+        tuples = [feed.take(s, 1)[0] for s in _mix(share, arrivals, p * arrivals)]
+        out.append(Piece(p, preload, tuples, len(tuples)))
+    return out
+
+
+def time_combinations(pieces: list[Piece], combinations, window_a: int, window_b: int, rounds: int,
+                      seed: int, *, structure: Structure = Structure(), progress=None) -> dict:
+    """CPU seconds of every combination on every piece, ``rounds`` times (as table8's ``time_orders``).
+
+    Within a round, piece by piece, every combination runs the piece's
+    arrivals (probe + insert + invalidate) on a fresh operator preloaded
+    with the piece's windows, in a new random sequence, timed by
+    ``time.process_time`` with the garbage collector paused. (``time_orders``
+    copies one warmed operator and re-orders it; here every combination is
+    its own operator, and the B+tree's linked leaves defeat ``deepcopy``, so
+    operators are rebuilt — outside the timed region — which also gives
+    every round a fresh memory layout.) Returns per combination ``cpu`` and
+    ``wall`` (rounds × pieces).
+    """
+    k = len(pieces)
+    cpu = {c: np.full((rounds, k), np.nan) for c in combinations}
+    wall = {c: np.full((rounds, k), np.nan) for c in combinations}
+    rng = random.Random(seed)
+    gc.collect()
+    gc.freeze()          # the pieces' tuples: keep them out of every collection while timing
+    try:
+        for r in range(rounds):
+            for s, piece in enumerate(pieces):
+                todo = list(combinations)
+                rng.shuffle(todo)
+                ops = []
+                for c in todo:
+                    op = _operator(c, window_a, window_b, structure)
+                    op.preload(piece.warm)
+                    ops.append(op)
+                gc.collect()
+                gc.disable()
+                try:
+                    for c, op in zip(todo, ops):
+                        run = _arrive(op)
+                        w0, t0 = time.perf_counter(), time.process_time()
+                        run(piece.chunks)
+                        cpu[c][r, s] = time.process_time() - t0
+                        wall[c][r, s] = time.perf_counter() - w0
+                finally:
+                    gc.enable()
+                del ops
+            if progress:
+                progress(f"round {r + 1}/{rounds}")
+    finally:
+        gc.unfreeze()
+    return {c: {"cpu": cpu[c], "wall": wall[c]} for c in combinations}
+
+
+def _contenders(screened: dict, pools: dict, chosen) -> list[str]:
+    keep = list(chosen)
+    for pool in pools.values():
+        best = min(screened[c] for c in pool)
+        keep += [c for c in sorted(pool, key=screened.get) if screened[c] <= SCREEN_FACTOR * best]
+    return list(dict.fromkeys(keep))
+
+
+def run_table3(weights: Weights, *, min_time: float = 0.05, rounds: int = TABLE3_ROUNDS,
+               pieces: int = TABLE3_PIECES, piece_arrivals: int = PIECE_ARRIVALS,
                combinations: tuple[str, ...] = ALL_COMBINATIONS, progress=None) -> list[dict]:
-    """The three workloads of Table 3: model choice vs measured fastest."""
+    """The three workloads of Table 3: model choice vs measured fastest (module docstring, step 5)."""
     s = weights.structure
     out = []
     for n, wl in enumerate(TABLE_3):
         a, b, la, lb = wl["window_a"], wl["window_b"], wl["rate_a"], wl["rate_b"]
-        predicted, measured, per_arrival = {}, {}, {}
-        runs = measure_combinations(combinations, a, b, structure=s, min_time=min_time, repeats=repeats,
-                                    seed=1000 * (n + 1))
+        predicted = {c: combination_cost(c, la, lb, a, b, weights) for c in combinations}
+        pools = {label: [c for c in pool if c in combinations]
+                 for label, pool in (("paper_eight", PAPER_COMBINATIONS), ("all_sixteen", ALL_COMBINATIONS))}
+        # all 16: the per-window choice (§4.2); the eight: the cheapest of Table 3's columns
+        chosen = {"paper_eight": min(pools["paper_eight"], key=predicted.get),
+                  "all_sixteen": choose(la, lb, a, b, weights).combination}
+        # (a) the screen
+        screen = measure_combinations(combinations, a, b, structure=s, min_time=min_time, repeats=1,
+                                      seed=1000 * (n + 1))
+        per_arrival, screened = {}, {}
         for c in combinations:
-            m = runs[c].result()
-            per_arrival[c] = {"a": m["seconds_per_a"], "b": m["seconds_per_b"], "rounds": m["rounds"]}
-            measured[c] = la * m["seconds_per_a"] + lb * m["seconds_per_b"]
-            predicted[c] = combination_cost(c, la, lb, a, b, weights)
-        row = {**wl, "predicted": predicted, "measured": measured, "per_arrival_seconds": per_arrival}
-        for label, pool in (("paper_eight", PAPER_COMBINATIONS), ("all_sixteen", ALL_COMBINATIONS)):
-            pool = [c for c in pool if c in measured]
-            # all 16: the per-window choice (§4.2); the eight: the cheapest of Table 3's columns
-            chosen = (choose(la, lb, a, b, weights).combination if label == "all_sixteen"
-                      else min(pool, key=predicted.get))
-            fastest = min(pool, key=measured.get)
+            m = screen[c].result()
+            per_arrival[c] = {"a": m["seconds_per_a"], "b": m["seconds_per_b"]}
+            screened[c] = la * m["seconds_per_a"] + lb * m["seconds_per_b"]
+        timed = [c for c in _contenders(screened, pools, chosen.values()) if c in combinations]
+        if progress:
+            progress(f"{wl['workload']}: timing {', '.join(timed)} on {pieces} pieces x {piece_arrivals} "
+                     f"arrivals, {rounds} rounds")
+        # (b)-(c) pieces and interleaved timing
+        share = la / (la + lb)
+        built = make_pieces(a, b, share, pieces=pieces, arrivals=piece_arrivals, seed=1000 * (n + 1) + 17)
+        runs = time_combinations(built, timed, a, b, rounds, seed=n, structure=s,
+                                 progress=(lambda m, w=wl["workload"]: progress(f"{w}: {m}")) if progress else None)
+        rate = {c: piece_rates(runs[c], built) for c in timed}
+        measured = {c: (la + lb) / rate[c]["rate"] if c in rate else screened[c] for c in combinations}
+        row = {**wl, "predicted": predicted, "measured": measured,
+               "measured_by": {c: "pieces" if c in rate else "screen" for c in combinations},
+               "screened": screened, "screen_per_arrival_seconds": per_arrival,
+               "timing": {"rounds": rounds, "pieces": len(built), "arrivals_per_piece": piece_arrivals,
+                          "a_share": share, "a_arrivals": sum(t.stream == 0 for p in built for t in p.chunks),
+                          "arrivals": sum(p.tuples for p in built), "screen_factor": SCREEN_FACTOR,
+                          "timed": timed},
+               "rates": {c: {k: v for k, v in rate[c].items() if k != "cpu_seconds"} for c in timed},
+               "cpu_seconds": {c: rate[c]["cpu_seconds"] for c in timed}}
+        cols = np.arange(len(built))
+        for label, pool in pools.items():
+            ch = chosen[label]
             ranked = sorted(pool, key=measured.get)
-            row[label] = {"chosen": chosen, "measured_fastest": fastest, "agree": chosen == fastest,
-                          "chosen_over_fastest": measured[chosen] / measured[fastest],
-                          "chosen_rank_measured": ranked.index(chosen) + 1,
-                          "second_over_fastest": measured[ranked[1]] / measured[fastest],
-                          "round_spread": {c: _spread(runs[c], la, lb) for c in dict.fromkeys(
-                              [chosen, *ranked[:2]])},
+            in_pieces = [c for c in ranked if c in rate]
+            fastest = ranked[0]
+            vs = {c: _chosen_vs(runs[ch], runs[c], cols) for c in in_pieces if c != ch}
+            beaten_by = [c for c, v in vs.items() if v["time_ratio"] < 1 and v["distinguishable"]]
+            row[label] = {"chosen": ch, "measured_fastest": fastest, "agree": ch == fastest,
+                          "chosen_rank_measured": ranked.index(ch) + 1,
+                          "chosen_over_fastest": round(measured[ch] / measured[fastest], 4),
+                          "faster_distinguishable": bool(beaten_by),
+                          "distinguishably_beaten_by": beaten_by,
+                          "faster_not_distinguishable": [c for c in ranked[:ranked.index(ch)]
+                                                         if c not in beaten_by],
+                          "chosen_vs": vs,
+                          "second_over_fastest": round(measured[ranked[1]] / measured[fastest], 4),
+                          "round_spread": {c: rate[c]["rate_spread"] for c in dict.fromkeys([ch, *in_pieces[:2]])},
                           "predicted_order": sorted(pool, key=predicted.get),
                           "measured_order": ranked}
         out.append(row)
         if progress:
             e, x = row["paper_eight"], row["all_sixteen"]
-            progress(f"{wl['workload']}: eight: chosen {e['chosen']}, fastest {e['measured_fastest']}; "
-                     f"sixteen: chosen {x['chosen']}, fastest {x['measured_fastest']}")
+            progress(f"{wl['workload']}: eight: chosen {e['chosen']} (rank {e['chosen_rank_measured']}, "
+                     f"x{e['chosen_over_fastest']:.3f}), fastest {e['measured_fastest']}, beaten beyond noise by "
+                     f"{e['distinguishably_beaten_by'] or 'none'}; sixteen: chosen {x['chosen']} (rank "
+                     f"{x['chosen_rank_measured']}), fastest {x['measured_fastest']}, beaten beyond noise by "
+                     f"{x['distinguishably_beaten_by'] or 'none'}")
     return out
 
 
-def _spread(run: ComboRun, rate_a: float, rate_b: float) -> float:
-    """Relative half-range of a combination's per-round costs ``λa·t_A + λb·t_B`` (the noise)."""
-    totals = [rate_a * x + rate_b * y for x, y in zip(run.rounds[0], run.rounds[1])]
-    mid = statistics.median(totals)
-    return round((max(totals) - min(totals)) / (2 * mid), 4) if mid > 0 else 0.0
+def _chosen_vs(chosen: dict, other: dict, cols) -> dict:
+    """table8's ``_paired`` with the chosen combination in the heuristic's place (ratio > 1: chosen faster)."""
+    v = _paired(chosen, other, cols)
+    v["chosen_faster_rounds"] = v.pop("heuristic_faster_rounds")
+    return v
 
 
 def _plot(report: dict, path: Path) -> Path:
@@ -307,11 +452,17 @@ def _plot(report: dict, path: Path) -> Path:
 
 def _verdict(row: dict, pool: str) -> str:
     v, m = row[pool], row["measured"]
-    return (f"chosen {v['chosen']} ({1e3 * m[v['chosen']]:.2f} ms/s), measured fastest "
-            f"{v['measured_fastest']} ({1e3 * m[v['measured_fastest']]:.2f} ms/s): "
-            + ("agree" if v["agree"] else f"differ, chosen is {v['chosen_over_fastest']:.3f}x slower "
-               f"(rank {v['chosen_rank_measured']}; round-to-round spread ±"
-               f"{100 * max(v['round_spread'].values()):.0f} %)"))
+    head = (f"chosen {v['chosen']} ({1e3 * m[v['chosen']]:.2f} ms/s), measured fastest "
+            f"{v['measured_fastest']} ({1e3 * m[v['measured_fastest']]:.2f} ms/s): ")
+    if v["agree"]:
+        return head + "agree"
+    faster = [c for c in v["measured_order"][:v["chosen_rank_measured"] - 1] if c in v["chosen_vs"]]
+    rounds = "; ".join(f"chosen faster than {c} in {v['chosen_vs'][c]['chosen_faster_rounds']}/"
+                       f"{v['chosen_vs'][c]['rounds']} rounds" for c in faster)
+    return head + (f"differ, chosen is {v['chosen_over_fastest']:.3f}x slower (rank {v['chosen_rank_measured']}); "
+                   + (f"distinguishably faster: {', '.join(v['distinguishably_beaten_by'])}"
+                      if v["faster_distinguishable"] else "no faster combination is distinguishable from noise")
+                   + (f" ({rounds})" if rounds else ""))
 
 
 def summarize(report: dict) -> dict:
@@ -340,7 +491,8 @@ def summarize(report: dict) -> dict:
 def run_asymmetric_bench(out_dir: str | Path = "bench-results", *, profile: str | Path | None = None,
                          sweep_window: int = SWEEP_WINDOW, min_time: float = 0.05, repeats: int = 5,
                          points: int = 33, calibration_sizes=DEFAULT_SIZES, table3: bool = True,
-                         progress: bool = True) -> dict:
+                         table3_rounds: int = TABLE3_ROUNDS, table3_pieces: int = TABLE3_PIECES,
+                         piece_arrivals: int = PIECE_ARRIVALS, progress: bool = True) -> dict:
     """Run the experiment; write ``asymmetric.json`` / ``.png`` (and the profile) to ``out_dir``."""
     import sys
 
@@ -363,7 +515,8 @@ def run_asymmetric_bench(out_dir: str | Path = "bench-results", *, profile: str 
     say(f"sweep over λa/λb, A = B = {sweep_window}")
     sweep = run_sweep(weights, window=sweep_window, min_time=min_time, repeats=repeats,
                       points=points, progress=say)
-    rows = run_table3(weights, min_time=min_time, repeats=repeats, progress=say) if table3 else []
+    rows = run_table3(weights, min_time=min_time, rounds=table3_rounds, pieces=table3_pieces,
+                      piece_arrivals=piece_arrivals, progress=say) if table3 else []
     report = {"experiment": "asymmetric", "paper": "Kang, Naughton & Viglas, ICDE 2003, §5.1",
               "naming": "XY = structure X on window A (S1), Y on window B (S2)",
               "clock": "process CPU time", "machine": machine_info(),

@@ -24,6 +24,7 @@ capture points) are kept, as real input.
 
 from __future__ import annotations
 
+import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,11 +41,16 @@ _CACHE: dict = {}
 
 
 def default_dir() -> Path:
-    for d in (DEFAULT_DIR, Path.cwd().parent / "shared" / "data" / "zeek_wrccdc2018"):
+    """The Zeek data set: ``$SLIDEWISE_ZEEK_DIR``, else ``../shared/data/zeek_wrccdc2018`` beside the checkout or the cwd."""
+    env = os.environ.get("SLIDEWISE_ZEEK_DIR")
+    candidates = [Path(env)] if env else []
+    candidates += [DEFAULT_DIR, Path.cwd().parent / "shared" / "data" / "zeek_wrccdc2018"]
+    for d in candidates:
         if d.is_dir():
             return d.resolve()
     raise SourceError("the Zeek WRCCDC 2018 logs were not found",
-                      location=str(DEFAULT_DIR), hint="pass --source generated, or put the data set there")
+                      location=str(DEFAULT_DIR),
+                      hint="pass --source generated, set SLIDEWISE_ZEEK_DIR, or put the data set there")
 
 
 def load_links(data_dir: str | Path | None = None, n_links: int = 3
