@@ -128,9 +128,10 @@ class Scan(Node):
 
 
 @dataclass(frozen=True, eq=False)
-class Select(Node):
+class Unary(Node):
+    """A node with one input, ``child``; by default its output has the child's schema."""
+
     child: Node
-    predicate: Expr
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -140,20 +141,20 @@ class Select(Node):
     def schema(self) -> tuple[str, ...]:
         return self.child.schema
 
+
+@dataclass(frozen=True, eq=False)
+class Select(Unary):
+    predicate: Expr
+
     def label(self) -> str:
         return f"Select {self.predicate}"
 
 
 @dataclass(frozen=True, eq=False)
-class Project(Node):
+class Project(Unary):
     """Evaluates ``items`` per row; ``SelectItem(Col(i, '*', alias))`` keeps all of ``alias.*``."""
 
-    child: Node
     items: tuple[SelectItem, ...]
-
-    @property
-    def children(self) -> tuple[Node, ...]:
-        return (self.child,)
 
     @property
     def schema(self) -> tuple[str, ...]:
@@ -211,18 +212,8 @@ class Union(Node):
 
 
 @dataclass(frozen=True, eq=False)
-class Distinct(Node):
+class Distinct(Unary):
     """Duplicate elimination over all columns of ``child``."""
-
-    child: Node
-
-    @property
-    def children(self) -> tuple[Node, ...]:
-        return (self.child,)
-
-    @property
-    def schema(self) -> tuple[str, ...]:
-        return self.child.schema
 
     def label(self) -> str:
         return "Distinct"
@@ -279,7 +270,7 @@ class AggCall:
 
 
 @dataclass(frozen=True, eq=False)
-class Aggregate(Node):
+class Aggregate(Unary):
     """GROUP BY ``keys`` with aggregates ``aggs``: one row per non-empty group.
 
     Without keys there is one group; it has a row only while its input is
@@ -288,13 +279,8 @@ class Aggregate(Node):
     Output schema: key names then aggregate names.
     """
 
-    child: Node
     keys: tuple[SelectItem, ...] = ()
     aggs: tuple[AggCall, ...] = ()
-
-    @property
-    def children(self) -> tuple[Node, ...]:
-        return (self.child,)
 
     @property
     def schema(self) -> tuple[str, ...]:
@@ -330,14 +316,13 @@ class Subquery(Node):
 
 
 @dataclass(frozen=True, eq=False)
-class Output(Node):
+class Output(Unary):
     """The root: how the answers become a stream (see the module docstring).
 
     ``slide``: periodic evaluation interval (from the windows' SLIDE), or None.
     ``window``: for ``wstream`` only, ``ROWS n`` or ``RANGE t``.
     """
 
-    child: Node
     kind: str = "istream"
     restore: bool = False
     slide: int | None = None
@@ -354,14 +339,6 @@ class Output(Node):
             raise PlanError("WSTREAM has no restore form: a window over the output is not compatible "
                             "with periodic re-evaluation (seed 003 §3.4)",
                             hint="use ISTREAM_RESTORE or RSTREAM_RESTORE, or drop SLIDE")
-
-    @property
-    def children(self) -> tuple[Node, ...]:
-        return (self.child,)
-
-    @property
-    def schema(self) -> tuple[str, ...]:
-        return self.child.schema
 
     def label(self) -> str:
         name = self.kind.upper() + ("_RESTORE" if self.restore else "")
