@@ -125,16 +125,7 @@ def simulate(query, tuples, *, batches: int = 3, buckets: int = 4, lateness: int
             rows.append({"k": EOF, "s": 0})
         if not rows:
             continue
-        batch = wire_frame(rows)
-        stage1 = []
-        for s, group in batch.groupby("s", sort=True):
-            new, frames = seq.process(int(s), seq_state.get(int(s)), group.reset_index(drop=True))
-            seq_state[int(s)] = new
-            stage1 += frames
-        by_bucket = defaultdict(list)
-        for f in stage1:
-            for b, group in f.groupby("b", sort=True):
-                by_bucket[int(b)].append(group)
+        by_bucket = sequence_into_buckets(seq, seq_state, wire_frame(rows))
         for b, parts in sorted(by_bucket.items()):
             if restart:  # a fresh logic object per call, as a restarted worker would have
                 join = BucketJoin(query, layout)
@@ -145,3 +136,16 @@ def simulate(query, tuples, *, batches: int = 3, buckets: int = 4, lateness: int
     res = allout[allout["k"] == 0]
     named = pd.DataFrame({n: res[f"r{j}"].to_numpy() for j, n in enumerate(layout.out_names)})
     return named, allout
+
+
+def sequence_into_buckets(seq, seq_state: dict, batch) -> dict[int, list]:
+    """Stage 1 in-process: each stream's rows of ``batch`` through the sequencer, output grouped by bucket."""
+    stage1 = []
+    for s, group in batch.groupby("s", sort=True):
+        seq_state[int(s)], frames = seq.process(int(s), seq_state.get(int(s)), group.reset_index(drop=True))
+        stage1 += frames
+    by_bucket = defaultdict(list)
+    for f in stage1:
+        for b, group in f.groupby("b", sort=True):
+            by_bucket[int(b)].append(group)
+    return by_bucket

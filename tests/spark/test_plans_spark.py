@@ -9,12 +9,13 @@ in-process (no JVM) over several micro-batches.
 from __future__ import annotations
 
 import os
-from collections import Counter, defaultdict
+from collections import Counter
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from harness import sequence_into_buckets
 from slidewise.cql.parser import parse_plan
 from slidewise.runtime.plans import _bind, execute_plan
 from slidewise.spark.keying import Keying
@@ -84,14 +85,7 @@ def simulate(query: str, data: dict, strategy: str, *, batches: int = 3, buckets
                  **{a: sub[a].to_numpy() for a in COLUMNS}})})
         if step == batches:
             rows.append({"k": EOF, "s": 0})
-        stage1 = []
-        for s, group in wire_frame(rows).groupby("s", sort=True):
-            seq_state[int(s)], frames = seq.process(int(s), seq_state.get(int(s)), group.reset_index(drop=True))
-            stage1 += frames
-        by_bucket = defaultdict(list)
-        for f in stage1:
-            for b, group in f.groupby("b", sort=True):
-                by_bucket[int(b)].append(group)
+        by_bucket = sequence_into_buckets(seq, seq_state, wire_frame(rows))
         for b, parts in sorted(by_bucket.items()):
             logic = PlanBucket(plan, names, [COLUMNS] * len(names), [0] * len(names), strategy=strategy)
             blobs[b], frames = logic.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))

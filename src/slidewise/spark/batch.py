@@ -159,19 +159,11 @@ def _read(spark, info, recipe: dict, files: list[str], ts_column: str, cached: l
     from pyspark.sql import functions as F
     from pyspark.sql.window import Window
 
+    from slidewise.spark.ingest import file_reader
+
     fmt = recipe["fmt"]
     reader = spark.read.option("pathGlobFilter", recipe["glob"])
-    if fmt == "parquet":
-        schema = _parquet_schema(spark, files[0])
-        names = schema.fieldNames()
-        reader = reader.format("parquet").schema(schema)
-    else:
-        names = list(recipe["columns"])
-        ddl = ", ".join(f"`{c}` string" for c in names) + ", _corrupt string"
-        reader = (reader.format(fmt).schema(ddl).option("mode", "PERMISSIVE")
-                  .option("columnNameOfCorruptRecord", "_corrupt"))
-        if fmt == "csv":
-            reader = reader.option("header", True).option("enforceSchema", False).option("escape", '"')
+    reader, names = file_reader(reader, recipe, _parquet_schema(spark, files[0]) if fmt == "parquet" else None)
     raw = reader.load(recipe["dir"])
     corrupt = F.col("_corrupt") if fmt != "parquet" else F.lit(None).cast("string")
     raw = raw.select(*[F.col(f"`{c}`").alias(f"v{j}") for j, c in enumerate(names)], corrupt.alias("_corrupt"),

@@ -122,6 +122,25 @@ def _materialise(name: str, spec, work_dir: Path) -> str:
     return str(out)
 
 
+def file_reader(reader, recipe: dict, parquet_schema=None):
+    """``(reader, column names)``: a Spark file reader (stream or batch) set up for ``recipe``.
+
+    Parquet is read with ``parquet_schema``; CSV / JSON lines read every column
+    as a string plus ``_corrupt`` (permissive mode), so malformed rows become
+    rejects instead of failing the query.
+    """
+    fmt = recipe["fmt"]
+    if fmt == "parquet":
+        return reader.format("parquet").schema(parquet_schema), parquet_schema.fieldNames()
+    names = list(recipe["columns"])
+    ddl = ", ".join(f"`{c}` string" for c in names) + ", _corrupt string"
+    reader = (reader.format(fmt).schema(ddl).option("mode", "PERMISSIVE")
+              .option("columnNameOfCorruptRecord", "_corrupt"))
+    if fmt == "csv":
+        reader = reader.option("header", True).option("enforceSchema", False).option("escape", '"')
+    return reader, names
+
+
 def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str,
                  max_files: int | None = None):
     """The streaming DataFrame of stream ``index`` in the wire layout (packed chunks)."""
@@ -138,15 +157,9 @@ def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layo
         reader = reader.option("maxFilesPerTrigger", int(max_files))
     if fmt == "parquet":
         first = sorted(p for p in Path(recipe["dir"]).iterdir() if _format(p) == "parquet")[0]
-        names = spark.read.parquet(str(first)).columns
-        reader = reader.format("parquet").schema(spark.read.parquet(str(first)).schema)
+        reader, names = file_reader(reader, recipe, spark.read.parquet(str(first)).schema)
     else:
-        names = list(recipe["columns"])
-        ddl = ", ".join(f"`{c}` string" for c in names) + ", _corrupt string"
-        reader = (reader.format(fmt).schema(ddl).option("mode", "PERMISSIVE")
-                  .option("columnNameOfCorruptRecord", "_corrupt"))
-        if fmt == "csv":
-            reader = reader.option("header", True).option("enforceSchema", False).option("escape", '"')
+        reader, names = file_reader(reader, recipe)
     raw = reader.load(recipe["dir"])
     corrupt = F.col("_corrupt") if fmt != "parquet" else F.lit(None).cast("string")
     raw = raw.select(*[F.col(f"`{c}`").alias(f"v{j}") for j, c in enumerate(names)], corrupt.alias("_corrupt"),
