@@ -195,7 +195,10 @@ def test_time_weighted_state_average():
     from slidewise.runtime.plans import execute_plan
 
     s = pd.DataFrame({"ts": [0, 10, 20], "a": [1, 2, 3]})
-    st = execute_plan(parse_plan("SELECT RSTREAM(*) FROM S [RANGE 4]"), {"S": s}, strategy="nt").stats
-    # window holds 1 tuple over [0,5), [10,15), [20,21) (time ends at the last input); span 21
+    st = execute_plan(parse_plan("SELECT RSTREAM(*) FROM S [RANGE 4]"), {"S": s}, strategy="nt", span=1).stats
+    # exact per-instant accounting (span=1): window holds 1 tuple over [0,5), [10,15), [20,21) (time ends at the last input); span 21
     assert st["state_by_operator"]["window"]["area"] == 5 + 5 + 1
     assert st["state_span"] == 21 and st["state_tuples_peak"] == 2   # window copy + the output's answer
+    # spans of several instants sample the state at span ends: the same peak here, the same answers
+    sampled = execute_plan(parse_plan("SELECT RSTREAM(*) FROM S [RANGE 4]"), {"S": s}, strategy="nt").stats
+    assert sampled["state_tuples_peak"] == 2 and sampled["results"] == st["results"]

@@ -154,6 +154,53 @@ class DeltaStar(Incremental):
                 out.append(new)
         return out
 
+    def advance(self, inputs, lo, hi):
+        """Many instants in one pass: output expirations interleaved at their instants; a push can
+        only add output rows, so the next event after it is known from the rows it emitted."""
+        if len(inputs) > 1:
+            return super().advance(inputs, lo, hi)
+        out: list = []
+        push, expire = self.push, self.expire
+        e = self.next_event()
+        e = NO_EXP if e is None else e
+        prev = lo - 1
+        for t, rows in (inputs[0][1] if inputs else ()):
+            while True:                                   # expirations before t, at their own instants
+                if e <= prev:
+                    e = prev + 1
+                if e >= t:
+                    break
+                got = expire(e)
+                if got:
+                    out.append((e, got))
+                prev = e
+                e = self.next_event()
+                e = NO_EXP if e is None else e
+            grp = expire(t) if e <= t else []
+            if grp:
+                e = self.next_event()
+                e = NO_EXP if e is None else e
+            got = push(0, rows, t)
+            if got:
+                grp = grp + got if grp else got
+                first = min([o[2] for o in got]) + 1
+                if first < e:
+                    e = first
+            if grp:
+                out.append((t, grp))
+            prev = t
+        while True:
+            if e <= prev:
+                e = prev + 1
+            if e > hi:
+                return out
+            got = expire(e)
+            if got:
+                out.append((e, got))
+            prev = e
+            e = self.next_event()
+            e = NO_EXP if e is None else e
+
     def next_event(self):
         t = self.output.next_expiry()
         return None if t is None else t + 1

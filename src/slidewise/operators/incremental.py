@@ -42,6 +42,12 @@ where no child has rows for it and its last ``next_event()`` is later, and
 gets :meth:`expire` only when that event is due (or at the first instant),
 so ``expire`` must not do per-instant bookkeeping
 (:mod:`slidewise.runtime.plan_runner`).
+
+:meth:`advance` runs many instants in one call (the executor's spans): its
+inputs and output are *timed groups*, lists of ``(instant, rows)`` in
+increasing instant order, and it must leave the operator exactly as the
+per-instant calls would. The default does those calls; stateless and hot
+operators override it with one pass over the groups.
 """
 
 from __future__ import annotations
@@ -55,7 +61,26 @@ Row = tuple  # (vals: tuple, ts: int, exp: int, sign: int)
 
 STRATEGIES = ("nt", "direct", "upa")
 
-__all__ = ["NO_EXP", "STRATEGIES", "Context", "Incremental", "Row"]
+__all__ = ["NO_EXP", "STRATEGIES", "Context", "Incremental", "Row", "merge_groups"]
+
+#: Timed groups: ``[(instant, rows), ...]``, instants increasing, each at most once.
+Groups = list
+
+
+def merge_groups(inputs) -> list:
+    """``[(side, groups), ...]`` → ``[(instant, ((side, rows), ...)), ...]`` by instant, sides in input order."""
+    if len(inputs) == 1:
+        side, groups = inputs[0]
+        return [(t, ((side, rows),)) for t, rows in groups]
+    by_t: dict = {}
+    for side, groups in inputs:
+        for t, rows in groups:
+            got = by_t.get(t)
+            if got is None:
+                by_t[t] = [(side, rows)]
+            else:
+                got.append((side, rows))
+    return sorted(by_t.items())
 
 
 @dataclass
@@ -81,6 +106,8 @@ class Incremental:
     """Base class: one logical node, executed under one strategy."""
 
     name = "incremental"
+    #: expire() also closes the previous instant's bookkeeping: call it at every instant the operator runs
+    expire_every_instant = False
 
     def __init__(self, node: Node, ctx: Context):
         self.node = node
@@ -93,6 +120,43 @@ class Incremental:
     def push(self, side: int, rows: list[Row], now: int) -> list[Row]:
         """Rows from child ``side`` at instant ``now``; returns this operator's output rows."""
         raise NotImplementedError
+
+    def advance(self, inputs, lo: int, hi: int) -> Groups:
+        """Instants ``lo..hi`` in one call; ``inputs``: ``[(side, groups)]`` (see the module doc).
+
+        Equal to the executor's per-instant calls: at each instant with input
+        rows or a due :meth:`next_event` (an event before ``lo`` or before
+        the previous instant is due at the next one), :meth:`expire` when due
+        (every time if :attr:`expire_every_instant`), then :meth:`push` per
+        side. Returns this operator's output groups; every event ``<= hi``
+        has been processed.
+        """
+        merged = merge_groups(inputs) if inputs else []
+        every = self.expire_every_instant
+        out: list = []
+        e = self.next_event()
+        e = NO_EXP if e is None else e
+        prev, k, n = lo - 1, 0, len(merged)
+        while True:
+            if e <= prev:
+                e = prev + 1
+            t = merged[k][0] if k < n else NO_EXP
+            if e < t:
+                t = e
+            if t > hi:
+                return out
+            rows = self.expire(t) if (e <= t or every) else []
+            if k < n and merged[k][0] == t:
+                for side, given in merged[k][1]:
+                    got = self.push(side, given, t)
+                    if got:
+                        rows = rows + got if rows else got
+                k += 1
+            if rows:
+                out.append((t, rows))
+            e = self.next_event()
+            e = NO_EXP if e is None else e
+            prev = t
 
     def next_event(self) -> int | None:
         """The earliest future instant at which :meth:`expire` may emit or change state, if any."""

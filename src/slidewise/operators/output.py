@@ -312,6 +312,7 @@ class MixedJoin(Incremental):
     """
 
     name = "mixed-internal-join"
+    expire_every_instant = True
 
     def __init__(self, node: Node, ctx: Context, inner: Incremental, kept: dict[int, tuple[int, int]],
                  kept_patterns: dict[int, object], result_pattern):

@@ -93,6 +93,20 @@ class ProjectRows(Incremental):
         fns = self.fns
         return [(tuple([f(v) for f in fns]), ts, exp, sign) for v, ts, exp, sign in rows]
 
+    def advance(self, inputs, lo, hi):
+        """Stateless: every group mapped in one pass."""
+        groups = inputs[0][1] if inputs else ()
+        if self.positions is not None:
+            pos = self.positions
+            if len(pos) == 1:
+                i = pos[0]
+                return [(t, [((v[i],), ts, exp, sign) for v, ts, exp, sign in rows]) for t, rows in groups]
+            return [(t, [(tuple([v[i] for i in pos]), ts, exp, sign) for v, ts, exp, sign in rows])
+                    for t, rows in groups]
+        fns = self.fns
+        return [(t, [(tuple([f(v) for f in fns]), ts, exp, sign) for v, ts, exp, sign in rows])
+                for t, rows in groups]
+
 
 def _getter(i):
     def get(vals):

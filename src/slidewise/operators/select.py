@@ -122,3 +122,13 @@ class SelectRows(Incremental):
     def push(self, side, rows, now):
         test = self.test
         return [r for r in rows if test(r[0])]
+
+    def advance(self, inputs, lo, hi):
+        """Stateless: every group filtered in one pass (empty groups dropped)."""
+        test = self.test
+        out = []
+        for t, rows in (inputs[0][1] if inputs else ()):
+            kept = [r for r in rows if test(r[0])]
+            if kept:
+                out.append((t, kept))
+        return out

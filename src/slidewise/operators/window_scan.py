@@ -101,6 +101,46 @@ class WindowScan(Incremental):
             return out
         return [(vals, now, ts + length, 1) for vals, ts, _exp, _sign in rows]
 
+    def advance(self, inputs, lo: int, hi: int):
+        """Many instants in one pass (:meth:`Incremental.advance`): time windows map rows directly;
+        under NT the negative tuples are interleaved at their own instants."""
+        if self.count or self.spec.kind == "unbounded" or len(inputs) > 1:
+            return super().advance(inputs, lo, hi)
+        groups = inputs[0][1] if inputs else ()
+        length = self.length
+        if not self.negatives:
+            return [(t, [(vals, t, ts + length, 1) for vals, ts, _exp, _sign in rows]) for t, rows in groups]
+        fifo, out = self._fifo, []
+        prev = lo - 1
+        for t, rows in groups:
+            prev = self._negatives_before(t, prev, out)
+            grp = []
+            while fifo and fifo[0][0] <= t:
+                grp.append((fifo.popleft()[1], t, NO_EXP, -1))
+            for vals, ts, _exp, _sign in rows:
+                fifo.append((ts + length + 1, vals))
+                grp.append((vals, t, NO_EXP, 1))
+            out.append((t, grp))
+            prev = t
+        self._negatives_before(hi + 1, prev, out)
+        return out
+
+    def _negatives_before(self, limit: int, prev: int, out: list) -> int:
+        """Append the NT expirations due before ``limit`` as groups at their instants (after ``prev``)."""
+        fifo = self._fifo
+        while fifo:
+            e = fifo[0][0]
+            if e <= prev:
+                e = prev + 1
+            if e >= limit:
+                break
+            grp = []
+            while fifo and fifo[0][0] <= e:
+                grp.append((fifo.popleft()[1], e, NO_EXP, -1))
+            out.append((e, grp))
+            prev = e
+        return prev
+
     def expire(self, now: int) -> list[Row]:
         if not self.negatives:
             return []

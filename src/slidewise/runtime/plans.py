@@ -22,7 +22,9 @@ operators with work (fed rows, or an event due; children first) get
 child's rows of the instant — relation children first, so table updates at
 a timestamp apply before stream tuples of that timestamp. Time ends at the
 last input timestamp, or for periodic plans at the next multiple of the
-slide.
+slide. By default it takes up to ``span`` instants per pass
+(:meth:`~slidewise.operators.incremental.Incremental.advance`, same answers,
+state sizes sampled per span).
 
 INTERNAL windows (§3.3.2): a subtree whose stream leaves are all INTERNAL runs
 as if they were external; above it an :class:`~slidewise.operators.output.Accumulate`
@@ -42,6 +44,7 @@ import pandas as pd
 from slidewise.errors import OptionError, PlanError, SourceError
 from slidewise.operators.incremental import STRATEGIES, Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
+from slidewise.runtime.plan_runner import DEFAULT_SPAN
 from slidewise.runtime.plan_runner import PlanRunner as _Runner
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
 from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
@@ -59,7 +62,7 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
                  strategy: str = "upa", partitions: int = 10, out=None, collect: bool = False,
                  lateness: int = 0, ts_column: str = "ts", ts_unit: str = "auto", chunk_rows: int = 65536,
                  rejects_path: str | None = None, progress: bool = False,
-                 options: dict | None = None, rewrite: bool = False) -> RunResult:
+                 options: dict | None = None, rewrite: bool = False, span: int = DEFAULT_SPAN) -> RunResult:
     """Run ``plan`` over ``streams`` (source name -> path / DataFrame / ...) and ``tables`` to the end.
 
     Tables: rows with ``ts`` (when the update happens; 0 if absent), optional
@@ -67,7 +70,9 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     Results: the plan's columns, then ``ts`` (instant of the change) and ``sign``.
     ``rewrite=True`` runs the cheapest update-pattern rewriting of the plan
     (:func:`slidewise.plan.rewrite.choose_plan`, what ``explain`` shows) instead
-    of the plan as written.
+    of the plan as written. ``span``: instants per executor pass (answers do
+    not depend on it; 1 gives exact per-instant state accounting, see
+    :mod:`slidewise.runtime.plan_runner`).
     """
     if strategy not in STRATEGIES:
         raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
@@ -105,7 +110,10 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     columns = list(plan.root.schema) + ["ts", "sign"]
     sink = open_sink(out, columns) if out is not None else None
     rejects = Rejects()
-    runner = _Runner(net, sink, collect, columns)
+    if not isinstance(span, (int, np.integer)) or span < 1:
+        raise OptionError(f"span must be a positive integer, got {span!r}",
+                          hint="instants per executor pass, e.g. 64; 1 runs instant by instant")
+    runner = _Runner(net, sink, collect, columns, span=int(span))
     bar = Progress(enabled=progress)
     inputs = dict.fromkeys(names, 0)
     started = time.perf_counter()
@@ -133,6 +141,7 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
         **runner.state_stats(),
         "negative_tuples": runner.negatives,
         "instants": runner.instants,
+        "passes": runner.passes,
         "patterns": net.pattern_labels(),
     }
     if rewrite_report is not None:
