@@ -23,9 +23,11 @@ kept aside and never expire), amortised costs:
 * :meth:`delete` — a premature deletion (negative tuple) scans the row's
   partition; the thesis notes this cost (§3.5.2).
 
-``width`` defaults to ``ceil(lifetime / partitions)`` of the first row inserted
-(``exp - ts``), so the partitions span about one window. Correctness never
-depends on it, only speed.
+``width`` defaults to ``ceil((lifetime + 1) / (partitions - 1))`` of the first
+row inserted (``exp - ts``): the days ahead of the current one span a whole
+lifetime, so a new row never lands in the partition of the day being expired
+(which is kept sorted: an insertion there is a binary-search insert into a
+large list). Correctness never depends on it, only speed.
 
 >>> q = CalendarQueue(partitions=5, width=10)
 >>> for exp in (55, 62, 71, 58, 160):
@@ -80,8 +82,8 @@ class CalendarQueue:
             self._never.append(row)
             return
         if self.width is None:
-            life = exp - row[1]
-            self.width = max(1, -(-life // self.partitions))
+            life = exp - row[1] + 1
+            self.width = max(1, -(-life // max(1, self.partitions - 1)))
         i = (exp // self.width) % self.partitions
         if self._sorted[i]:
             insort(self._buckets[i], row, key=_EXP)
