@@ -160,26 +160,25 @@ class DeltaStar(Incremental):
         if len(inputs) > 1:
             return super().advance(inputs, lo, hi)
         out: list = []
-        push, expire = self.push, self.expire
-        e = self.next_event()
-        e = NO_EXP if e is None else e
-        prev = lo - 1
-        for t, rows in (inputs[0][1] if inputs else ()):
-            while True:                                   # expirations before t, at their own instants
+        push, expire, event = self.push, self.expire, self._event
+
+        def expirations_before(limit: int, e: int, prev: int) -> tuple[int, int]:
+            while True:
                 if e <= prev:
                     e = prev + 1
-                if e >= t:
-                    break
+                if e >= limit:
+                    return e, prev
                 got = expire(e)
                 if got:
                     out.append((e, got))
-                prev = e
-                e = self.next_event()
-                e = NO_EXP if e is None else e
-            grp = expire(t) if e <= t else []
-            if grp:
-                e = self.next_event()
-                e = NO_EXP if e is None else e
+                prev, e = e, event()
+
+        e, prev = event(), lo - 1
+        for t, rows in (inputs[0][1] if inputs else ()):
+            e, prev = expirations_before(t, e, prev)
+            grp = []
+            if e <= t:
+                grp, e = expire(t), event()
             got = push(0, rows, t)
             if got:
                 grp = grp + got if grp else got
@@ -189,17 +188,12 @@ class DeltaStar(Incremental):
             if grp:
                 out.append((t, grp))
             prev = t
-        while True:
-            if e <= prev:
-                e = prev + 1
-            if e > hi:
-                return out
-            got = expire(e)
-            if got:
-                out.append((e, got))
-            prev = e
-            e = self.next_event()
-            e = NO_EXP if e is None else e
+        expirations_before(hi + 1, e, prev)
+        return out
+
+    def _event(self) -> int:
+        t = self.output.next_expiry()
+        return NO_EXP if t is None else t + 1
 
     def next_event(self):
         t = self.output.next_expiry()

@@ -61,7 +61,7 @@ Row = tuple  # (vals: tuple, ts: int, exp: int, sign: int)
 
 STRATEGIES = ("nt", "direct", "upa")
 
-__all__ = ["NO_EXP", "STRATEGIES", "Context", "Incremental", "Row", "merge_groups"]
+__all__ = ["NO_EXP", "STRATEGIES", "Context", "Incremental", "Row", "instants", "merge_groups"]
 
 #: Timed groups: ``[(instant, rows), ...]``, instants increasing, each at most once.
 Groups = list
@@ -81,6 +81,36 @@ def merge_groups(inputs) -> list:
             else:
                 got.append((side, rows))
     return sorted(by_t.items())
+
+
+def instants(op, inputs, lo: int, hi: int):
+    """The instants ``op`` runs at in ``lo..hi``, in order: ``(t, due, [(side, rows)])``.
+
+    ``t`` has input rows or ``op``'s :meth:`~Incremental.next_event`, re-read
+    after each instant (an event not after the previous instant, or before
+    ``lo``, is due at the next one); ``due``: the event is due at ``t``.
+    """
+    merged = merge_groups(inputs) if inputs else []
+    e = op.next_event()
+    e = NO_EXP if e is None else e
+    prev, k, n = lo - 1, 0, len(merged)
+    while True:
+        if e <= prev:
+            e = prev + 1
+        t = merged[k][0] if k < n else NO_EXP
+        if e < t:
+            t = e
+        if t > hi:
+            return
+        if k < n and merged[k][0] == t:
+            given = merged[k][1]
+            k += 1
+        else:
+            given = ()
+        yield t, e <= t, given
+        e = op.next_event()
+        e = NO_EXP if e is None else e
+        prev = t
 
 
 @dataclass
@@ -131,32 +161,17 @@ class Incremental:
         side. Returns this operator's output groups; every event ``<= hi``
         has been processed.
         """
-        merged = merge_groups(inputs) if inputs else []
         every = self.expire_every_instant
         out: list = []
-        e = self.next_event()
-        e = NO_EXP if e is None else e
-        prev, k, n = lo - 1, 0, len(merged)
-        while True:
-            if e <= prev:
-                e = prev + 1
-            t = merged[k][0] if k < n else NO_EXP
-            if e < t:
-                t = e
-            if t > hi:
-                return out
-            rows = self.expire(t) if (e <= t or every) else []
-            if k < n and merged[k][0] == t:
-                for side, given in merged[k][1]:
-                    got = self.push(side, given, t)
-                    if got:
-                        rows = rows + got if rows else got
-                k += 1
+        for t, due, given in instants(self, inputs, lo, hi):
+            rows = self.expire(t) if (due or every) else []
+            for side, batch in given:
+                got = self.push(side, batch, t)
+                if got:
+                    rows = rows + got if rows else got
             if rows:
                 out.append((t, rows))
-            e = self.next_event()
-            e = NO_EXP if e is None else e
-            prev = t
+        return out
 
     def next_event(self) -> int | None:
         """The earliest future instant at which :meth:`expire` may emit or change state, if any."""

@@ -39,7 +39,7 @@ import pandas as pd
 
 from slidewise.errors import SourceError
 from slidewise.model.batch import NO_EXP
-from slidewise.operators.incremental import Incremental, merge_groups
+from slidewise.operators.incremental import Incremental, instants
 from slidewise.operators.output import OutputOperator
 from slidewise.plan.logical import Pattern
 
@@ -207,14 +207,7 @@ class PlanRunner:
                 fed.setdefault(i, []).append((t, rows))
         nxt, outputs, sizes = self.next, self.outputs, self.sizes
         for i, op, kids, single, static, _every in self.steps:
-            if single is not None:
-                given = outputs[single[1]]
-                inputs = ((single[0], given),) if given else ()
-            elif kids:
-                inputs = [(side, outputs[c]) for side, c in kids if outputs[c]]
-            else:
-                got = fed.get(i)
-                inputs = ((0, got),) if got else ()
+            inputs = _inputs(outputs, fed, i, kids, single)
             if not inputs and nxt[i] > hi:
                 outputs[i] = ()
                 continue                      # nothing fed, nothing due: state unchanged
@@ -237,34 +230,16 @@ class PlanRunner:
 
     def _root_span(self, inputs, lo: int, hi: int) -> None:
         """The output operator over ``lo..hi``: per instant expire (when due), push, end_instant."""
-        out, buffer = self.output, self.buffer
-        merged = merge_groups(inputs) if inputs else []
-        last = len(self.next) - 1
-        e = self.next[last]
-        prev, k, n = lo - 1, 0, len(merged)
-        while True:
-            if e <= prev:
-                e = prev + 1
-            t = merged[k][0] if k < n else NO_EXP
-            if e < t:
-                t = e
-            if t > hi:
-                break
-            if e <= t:
+        out = self.output
+        for t, due, given in instants(out, inputs, lo, hi):
+            if due:
                 out.expire(t)
-            if k < n and merged[k][0] == t:
-                for side, rows in merged[k][1]:
-                    out.push(side, rows, t)
-                k += 1
-            for row in out.end_instant(t):
-                buffer.append(row)
-                if row[2] > 0:
-                    self.results += 1
-                else:
-                    self.retractions += 1
-            e = out.next_event()
-            e = NO_EXP if e is None else e
-            prev = t
+            for side, rows in given:
+                out.push(side, rows, t)
+            self._emit(out.end_instant(t))
+        last = len(self.next) - 1
+        e = out.next_event()
+        e = NO_EXP if e is None else e
         self.next[last] = e
         self._resize(last, out.state_size(), hi)
 
@@ -294,14 +269,7 @@ class PlanRunner:
         sizes = self.sizes
         for i, op, kids, single, static, every in self.steps:
             due = nxt[i] <= now
-            if single is not None:
-                given = outputs[single[1]]
-                inputs = ((single[0], given),) if given else ()
-            elif kids:
-                inputs = [(side, outputs[c]) for side, c in kids if outputs[c]]
-            else:
-                got = fed.get(i)
-                inputs = ((0, got),) if got else ()
+            inputs = _inputs(outputs, fed, i, kids, single)
             if not (inputs or due or first):
                 outputs[i] = ()
                 continue                      # nothing fed, nothing due: state unchanged
@@ -323,18 +291,21 @@ class PlanRunner:
                 if size != sizes[i]:
                     self._resize(i, size, now)
         if ran_root:
-            for vals, ts, sign in self.output.end_instant(now):
-                self.buffer.append((vals, ts, sign))
-                if sign > 0:
-                    self.results += 1
-                else:
-                    self.retractions += 1
+            self._emit(self.output.end_instant(now))
             last = len(nxt) - 1
             e = self.output.next_event()           # after end_instant: it may fill an output window
             nxt[last] = NO_EXP if e is None else e
             self._resize(last, self.output.state_size(), now)
         if self.state > self.state_peak:
             self.state_peak = self.state
+
+    def _emit(self, rows: list[tuple]) -> None:
+        """The output operator's rows ``(vals, ts, sign)`` of one instant, to the buffer."""
+        if rows:
+            self.buffer.extend(rows)
+            pos = sum([r[2] > 0 for r in rows])
+            self.results += pos
+            self.retractions += len(rows) - pos
 
     def _resize(self, i: int, size: int, now: int) -> None:
         old = self.sizes[i]
@@ -386,6 +357,17 @@ class PlanRunner:
 
 
 _sign = itemgetter(3)
+
+
+def _inputs(outputs: list, fed: dict, i: int, kids: tuple, single) -> tuple | list:
+    """``[(side, rows or groups)]`` for operator ``i``: its children's outputs, or a leaf's arrivals."""
+    if single is not None:
+        given = outputs[single[1]]
+        return ((single[0], given),) if given else ()
+    if kids:
+        return [(side, outputs[c]) for side, c in kids if outputs[c]]
+    got = fed.get(i)
+    return ((0, got),) if got else ()
 
 
 def _stateless(op: Incremental) -> bool:
