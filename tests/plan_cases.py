@@ -183,7 +183,10 @@ def plan_cases(draw, shapes=("spj", "project", "distinct", "anti", "except", "ag
                         mode="except")
     elif shape == "aggregate":
         keys = draw(st.sampled_from([(), (item(c("S1", "a")),)]))
-        base = Aggregate(base, keys, draw(aggregates("S1")))
+        aggs = draw(aggregates("S1"))
+        base = Aggregate(base, keys, aggs)
+        if draw(st.booleans()):   # HAVING: a selection over the groups' rows
+            base = Select(base, Cmp(">", named(aggs[0].alias), Lit(1)))
     elif shape == "subquery":  # a window over a monotonic subquery's output (§3.3.2, §3.4)
         inner = draw(spj(n, None, relation, internal=True))
         inner = draw(st.sampled_from([

@@ -224,6 +224,36 @@ def test_select_order_other_than_keys_then_aggregates_adds_a_project():
     assert plan.root.child.items == (SelectItem(Col(-1, "n", ""), "n"), SelectItem(Col(-1, "S.a", ""), "S.a"))
 
 
+def test_having_filters_groups_by_an_aggregate_a_key_or_an_alias():
+    plan = plan_of("SELECT S.a, COUNT(*) AS n FROM S [RANGE 10] GROUP BY S.a HAVING COUNT(*) > 2 AND S.a != 0")
+    assert tree(plan.root) == ("ISTREAM\n"
+                               "  Select n > 2 AND S.a != 0\n"
+                               "    Aggregate n GROUP BY S.a\n"
+                               "      Window S[RANGE 10]")
+    by_alias = plan_of("SELECT S.a, COUNT(*) AS n FROM S [RANGE 10] GROUP BY S.a HAVING n > 2")
+    assert by_alias.root.child.predicate == Cmp(">", Col(-1, "n", ""), Lit(2))
+
+
+def test_having_may_read_an_aggregate_the_select_list_lacks():
+    plan = plan_of("SELECT S.a FROM S [RANGE 10] GROUP BY S.a HAVING SUM(S.b) >= 5")
+    assert tree(plan.root) == ("ISTREAM\n"
+                               "  Project S.a\n"
+                               "    Select SUM(S.b) >= 5\n"
+                               "      Aggregate SUM(S.b) GROUP BY S.a\n"
+                               "        Window S[RANGE 10]")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("SELECT * FROM S [RANGE 5] HAVING S.a > 1", "HAVING without GROUP BY or aggregates"),
+    ("SELECT S.a FROM S [RANGE 5] GROUP BY S.a HAVING S.b > 1", "HAVING reads S.b, which is neither a GROUP BY key"),
+    ("SELECT S.a FROM S [RANGE 5] WHERE NOT EXISTS (SELECT * FROM T [RANGE 2] WHERE T.a = S.a "
+     "HAVING COUNT(*) > 1)", "HAVING in a NOT EXISTS subquery"),
+])
+def test_having_errors_say_why(text, message):
+    with pytest.raises(QueryError, match=message):
+        parse_plan(text)
+
+
 def test_distinct_goes_above_the_aggregate_and_select_distinct_star():
     assert tree(plan_of("SELECT DISTINCT COUNT(*) FROM S GROUP BY S.a").root).splitlines()[1:] == [
         "  Distinct", "    Project COUNT(*)", "      Aggregate COUNT(*) GROUP BY S.a", "        Window S[UNBOUNDED]"]
@@ -350,7 +380,7 @@ def test_parse_points_general_queries_to_parse_plan():
 def test_parse_any_syntax_errors_list_the_full_dialect():
     with pytest.raises(QueryError) as info:
         parse_any("SELECT * FROM S1 [RANGE 5] WHER S1.a = 2")
-    assert info.value.hint == ("did you mean WHERE? expected one of: AS, EXCEPT, GROUP, INTERNAL, UNION, WHERE, "
+    assert info.value.hint == ("did you mean WHERE? expected one of: AS, EXCEPT, GROUP, HAVING, INTERNAL, UNION, WHERE, "
                                "',', ';', end of query")
     with pytest.raises(QueryError) as info:
         parse_any("SELECT")

@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lark import Token, Tree
 
 from slidewise.cql.builder import Builder, _fresh
 from slidewise.cql.plan_checks import PlanChecks, arity
-from slidewise.plan.expr import And, Cmp, Col, Expr, streams_of
+from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Not, Or, streams_of
 from slidewise.plan.logical import (AGG_FUNCS, Aggregate, AggCall, Distinct, Join, Negation, Node, Output,
                                     Plan, Project, Scan, Select, Subquery, Union)
 from slidewise.plan.query import SelectItem, WindowSpec
@@ -99,6 +99,7 @@ class PlanBuilder(PlanChecks, Builder):
         self.window_at: dict[Node, Tree] = {}
         self.scope = Scope([])
         self.context = "SELECT"
+        self._having: tuple | None = None   # (aggregates, SELECT aliases) while HAVING is read
 
     # -- query -------------------------------------------------------------
     def build(self, tree: Tree) -> Plan:
@@ -132,18 +133,20 @@ class PlanBuilder(PlanChecks, Builder):
 
     def core(self, tree: Tree, outer: Scope | None = None) -> tuple[Node, list[Head], tuple]:
         """One SELECT; ``outer`` given for a NOT EXISTS subquery, which also returns its correlation pairs."""
-        head_tree, ref_list, where, group_by = tree.children
+        head_tree, ref_list, where, group_by, having = tree.children
         scope = Scope(self.from_clause(ref_list), outer)
         saved, self.scope = self.scope, scope
         try:
             head = self.head(head_tree)
             node, pairs = self.where(where)
             if outer is not None:
-                if group_by is not None:
-                    raise self.error(group_by, "GROUP BY in a NOT EXISTS subquery",
-                                     hint="NOT EXISTS only asks whether a matching row exists; drop GROUP BY")
+                if group_by is not None or having is not None:
+                    clause = "GROUP BY" if group_by is not None else "HAVING"
+                    raise self.error(group_by if group_by is not None else having,
+                                     f"{clause} in a NOT EXISTS subquery",
+                                     hint=f"NOT EXISTS only asks whether a matching row exists; drop {clause}")
                 return node, [head], pairs
-            node = self.projection(node, head, group_by)
+            node = self.projection(node, head, group_by, having)
         finally:
             self.scope = saved
         return node, [head], ()
@@ -344,7 +347,7 @@ class PlanBuilder(PlanChecks, Builder):
         return Negation(left, right, pairs, "anti")
 
     # -- SELECT list, GROUP BY -------------------------------------------------
-    def projection(self, node: Node, head: Head, group_by: Tree | None) -> Node:
+    def projection(self, node: Node, head: Head, group_by: Tree | None, having: Tree | None = None) -> Node:
         items = self.select_items(head.select_list)
         self.context = "GROUP BY"
         aliased = {it.alias: it.expr for _, it in items or () if isinstance(it, SelectItem) and it.alias}
@@ -356,9 +359,13 @@ class PlanBuilder(PlanChecks, Builder):
                 raise self.error(group_by, "SELECT * with GROUP BY: each group gives one row, which has no single "
                                  "value of the other columns", hint="list the group keys and aggregates instead of *")
         elif group_by is not None or any(isinstance(it, AggCall) for _, it in items):
-            node = self.aggregate(node, items, keys)
+            node = self.aggregate(node, items, keys, having)
+            having = None
         else:
             node = Project(node, tuple(it for _, it in items))
+        if having is not None:
+            raise self.error(having, "HAVING without GROUP BY or aggregates: it filters groups",
+                             hint="filter rows with WHERE, or add GROUP BY and aggregates")
         if head.distinct is not None:
             node = Distinct(node)
         return node
@@ -407,7 +414,8 @@ class PlanBuilder(PlanChecks, Builder):
         self.context = "SELECT"
         return AggCall(func, arg, tree.data == "agg_distinct", alias)
 
-    def aggregate(self, node: Node, items: list[tuple[Tree, SelectItem | AggCall]], keys: list[Expr]) -> Node:
+    def aggregate(self, node: Node, items: list[tuple[Tree, SelectItem | AggCall]], keys: list[Expr],
+                  having: Tree | None = None) -> Node:
         keyed: list[SelectItem] = []
         for k in dict.fromkeys(keys):
             alias = next((it.alias for _, it in items if isinstance(it, SelectItem) and it.expr == k), None)
@@ -418,15 +426,72 @@ class PlanBuilder(PlanChecks, Builder):
                 raise self.error(tree, f"{it.name} is neither aggregated nor in GROUP BY: {groups} gives one row, "
                                  f"which has no single value of {it.expr}",
                                  hint=f"add {it.expr} to GROUP BY or aggregate it, e.g. MAX({it.expr})")
-        aggs = tuple(it for _, it in items if isinstance(it, AggCall))
-        agg = Aggregate(node, tuple(keyed), aggs)
+        aggs = [it for _, it in items if isinstance(it, AggCall)]
+        predicate = None
+        if having is not None:
+            predicate = self.having(having, items, keyed, aggs)   # may add aggregates HAVING alone reads
+        agg = Aggregate(node, tuple(keyed), tuple(aggs))
+        top = agg if predicate is None else Select(agg, predicate)
         wanted = [it.name for _, it in items]
         if wanted == list(agg.schema):
-            return agg
-        return Project(agg, tuple(SelectItem(Col(-1, n, ""), n) for n in wanted))
+            return top
+        return Project(top, tuple(SelectItem(Col(-1, n, ""), n) for n in wanted))
+
+    def having(self, tree: Tree, items, keyed: list[SelectItem], aggs: list[AggCall]) -> Expr:
+        """HAVING's condition over the aggregate's output columns (``Col(-1, name)``).
+
+        Aggregate calls become the column of an equal aggregate of the SELECT
+        list, or of one appended to ``aggs`` (projected away later); other
+        columns must be GROUP BY keys; SELECT aliases may be named.
+        """
+        names = {it.alias: it.name for _, it in items if it.alias}
+        self._having = (aggs, names)
+        self.context = "HAVING"
+        try:
+            cond = self.condition(tree.children[0], "HAVING")
+        finally:
+            self._having, self.context = None, "SELECT"
+        keys = {k.expr: k.name for k in keyed}
+
+        def rebase(e: Expr) -> Expr:
+            if e in keys:
+                return Col(-1, keys[e], "")
+            if isinstance(e, Col):
+                if e.stream < 0:
+                    return e
+                raise self.error(tree, f"HAVING reads {e}, which is neither a GROUP BY key nor aggregated: "
+                                 "a group has no single value of it",
+                                 hint=f"add {e} to GROUP BY or aggregate it, e.g. MAX({e})")
+            if isinstance(e, (BinOp, Cmp)):
+                return replace(e, left=rebase(e.left), right=rebase(e.right))
+            if isinstance(e, (And, Or)):
+                return replace(e, items=tuple(rebase(i) for i in e.items))
+            if isinstance(e, Not):
+                return replace(e, item=rebase(e.item))
+            if isinstance(e, Func):
+                return replace(e, args=tuple(rebase(a) for a in e.args))
+            return e
+
+        return rebase(cond)
+
+    def having_aggregate(self, node: Tree) -> Col:
+        """An aggregate call inside HAVING: the output column of an equal aggregate (added if new)."""
+        aggs, _ = self._having
+        call = self.agg_call(node, None)
+        self.context = "HAVING"
+        same = next((a for a in aggs if (a.func, a.arg, a.distinct) == (call.func, call.arg, call.distinct)), None)
+        if same is None:
+            same = call
+            aggs.append(call)
+        return Col(-1, same.name, "")
 
     # -- expressions -------------------------------------------------------------
     def expr(self, node: Tree) -> Expr:
+        if self._having is not None:
+            if self.is_aggregate(node):
+                return self.having_aggregate(node)
+            if node.data == "bare" and str(node.children[0]) in self._having[1]:
+                return Col(-1, self._having[1][str(node.children[0])], "")
         if node.data in ("agg_star", "agg_distinct"):
             raise self.misplaced_aggregate(node.children[0])
         if node.data == "exists":

@@ -26,13 +26,16 @@ class Expr:
 
 @dataclass(frozen=True)
 class Col(Expr):
-    """Attribute ``attr`` of the stream at index ``stream`` in FROM (``ts`` allowed)."""
+    """Attribute ``attr`` of the stream at index ``stream`` in FROM (``ts`` allowed); ``stream = -1``:
+    the column named ``attr`` of the plan node below (an aggregate's output, e.g. in HAVING)."""
 
     stream: int
     attr: str
     name: str = ""  # stream alias, for display
 
     def __str__(self) -> str:
+        if self.stream < 0 and not self.name:   # an output column of the node below, by name
+            return self.attr
         return f"{self.name or f'#{self.stream}'}.{self.attr}"
 
 
