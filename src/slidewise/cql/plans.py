@@ -32,16 +32,17 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from lark import Token, Tree
 
-from slidewise.cql.builder import Builder, _fresh
+from slidewise.cql.builder import Builder
+from slidewise.cql.grouping import Grouping
 from slidewise.cql.plan_checks import PlanChecks, arity
-from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Not, Or, streams_of
-from slidewise.plan.logical import (AGG_FUNCS, Aggregate, AggCall, Distinct, Join, Negation, Node, Output,
-                                    Plan, Project, Scan, Select, Subquery, Union)
-from slidewise.plan.query import SelectItem, WindowSpec
+from slidewise.plan.expr import And, Cmp, Col, Expr, streams_of
+from slidewise.plan.logical import (AGG_FUNCS, Join, Negation, Node, Output, Plan, Scan, Select, Subquery,
+                                    Union)
+from slidewise.plan.query import WindowSpec
 
 _SLIDE_HINT = "lazy re-evaluation has one interval per query; use the same SLIDE"
 
@@ -87,7 +88,7 @@ def _conjunction(conds: list[Expr]) -> Expr:
     return conds[0] if len(conds) == 1 else And(tuple(conds))
 
 
-class PlanBuilder(PlanChecks, Builder):
+class PlanBuilder(Grouping, PlanChecks, Builder):
     """Walks one full-dialect parse tree into a :class:`Plan`; ``tables`` are the names given as tables."""
 
     def __init__(self, text: str, tables: frozenset[str] = frozenset()):
@@ -345,145 +346,6 @@ class PlanBuilder(PlanChecks, Builder):
         right, heads, pairs = self.core(query.children[0], outer=self.scope)
         self.subquery_heads(heads)
         return Negation(left, right, pairs, "anti")
-
-    # -- SELECT list, GROUP BY -------------------------------------------------
-    def projection(self, node: Node, head: Head, group_by: Tree | None, having: Tree | None = None) -> Node:
-        items = self.select_items(head.select_list)
-        self.context = "GROUP BY"
-        aliased = {it.alias: it.expr for _, it in items or () if isinstance(it, SelectItem) and it.alias}
-        keys = [aliased[str(k.children[0])] if k.data == "bare" and str(k.children[0]) in aliased
-                else self.value(k, "GROUP BY") for k in (group_by.children if group_by is not None else ())]
-        self.context = "SELECT"
-        if items is None:
-            if group_by is not None:
-                raise self.error(group_by, "SELECT * with GROUP BY: each group gives one row, which has no single "
-                                 "value of the other columns", hint="list the group keys and aggregates instead of *")
-        elif group_by is not None or any(isinstance(it, AggCall) for _, it in items):
-            node = self.aggregate(node, items, keys, having)
-            having = None
-        else:
-            node = Project(node, tuple(it for _, it in items))
-        if having is not None:
-            raise self.error(having, "HAVING without GROUP BY or aggregates: it filters groups",
-                             hint="filter rows with WHERE, or add GROUP BY and aggregates")
-        if head.distinct is not None:
-            node = Distinct(node)
-        return node
-
-    def select_items(self, node: Tree) -> list[tuple[Tree, SelectItem | AggCall]] | None:
-        if node.data == "select_star":
-            return None
-        items: list[tuple[Tree, SelectItem | AggCall]] = []
-        seen: set[str] = set()
-        for item in node.children:
-            if item.data == "item_all":
-                entry = SelectItem(self.column(item.children[0], None, "*"))
-            else:
-                expr, alias_tok = item.children
-                alias = str(alias_tok) if alias_tok is not None else None
-                entry = self.agg_call(expr, alias) if self.is_aggregate(expr) else SelectItem(self.expr(expr), alias)
-            if entry.name in seen:
-                shown, base = (entry.expr, entry.name) if isinstance(entry, SelectItem) else (entry.name, entry.func)
-                raise self.error(item, f"output column {entry.name!r} appears twice in SELECT",
-                                 hint=f"rename one with AS, e.g. {shown} AS {_fresh(base, seen)}")
-            seen.add(entry.name)
-            items.append((item, entry))
-        return items
-
-    @staticmethod
-    def is_aggregate(tree: Tree) -> bool:
-        return tree.data in ("agg_star", "agg_distinct") or (
-            tree.data == "func" and str(tree.children[0]).lower() in AGG_FUNCS)
-
-    def agg_call(self, tree: Tree, alias: str | None) -> AggCall:
-        name_tok = tree.children[0]
-        func = str(name_tok).lower()
-        if func not in AGG_FUNCS:
-            raise self.error(name_tok, f"{func.upper()} is not an aggregate", hint=f"aggregates: {', '.join(AGG_FUNCS)}")
-        if tree.data == "agg_star":
-            if func != "count":
-                raise self.error(name_tok, f"{func.upper()}(*) is not defined: only COUNT(*) counts rows",
-                                 hint=f"write COUNT(*) or {func.upper()}(S.x)")
-            return AggCall("count", None, False, alias)
-        args = [tree.children[2]] if tree.data == "agg_distinct" else [a for a in tree.children[1:] if a is not None]
-        if len(args) != 1:
-            raise self.error(name_tok, f"{func.upper()} takes 1 argument, got {len(args)}",
-                             hint=f"write e.g. {func.upper()}(S.x)")
-        self.context = "aggregate"
-        arg = self.value(args[0], func.upper())
-        self.context = "SELECT"
-        return AggCall(func, arg, tree.data == "agg_distinct", alias)
-
-    def aggregate(self, node: Node, items: list[tuple[Tree, SelectItem | AggCall]], keys: list[Expr],
-                  having: Tree | None = None) -> Node:
-        keyed: list[SelectItem] = []
-        for k in dict.fromkeys(keys):
-            alias = next((it.alias for _, it in items if isinstance(it, SelectItem) and it.expr == k), None)
-            keyed.append(SelectItem(k, alias))
-        for tree, it in items:
-            if isinstance(it, SelectItem) and it.expr not in keys:
-                groups = "each group" if keys else "the one group of a query with aggregates and no GROUP BY"
-                raise self.error(tree, f"{it.name} is neither aggregated nor in GROUP BY: {groups} gives one row, "
-                                 f"which has no single value of {it.expr}",
-                                 hint=f"add {it.expr} to GROUP BY or aggregate it, e.g. MAX({it.expr})")
-        aggs = [it for _, it in items if isinstance(it, AggCall)]
-        predicate = None
-        if having is not None:
-            predicate = self.having(having, items, keyed, aggs)   # may add aggregates HAVING alone reads
-        agg = Aggregate(node, tuple(keyed), tuple(aggs))
-        top = agg if predicate is None else Select(agg, predicate)
-        wanted = [it.name for _, it in items]
-        if wanted == list(agg.schema):
-            return top
-        return Project(top, tuple(SelectItem(Col(-1, n, ""), n) for n in wanted))
-
-    def having(self, tree: Tree, items, keyed: list[SelectItem], aggs: list[AggCall]) -> Expr:
-        """HAVING's condition over the aggregate's output columns (``Col(-1, name)``).
-
-        Aggregate calls become the column of an equal aggregate of the SELECT
-        list, or of one appended to ``aggs`` (projected away later); other
-        columns must be GROUP BY keys; SELECT aliases may be named.
-        """
-        names = {it.alias: it.name for _, it in items if it.alias}
-        self._having = (aggs, names)
-        self.context = "HAVING"
-        try:
-            cond = self.condition(tree.children[0], "HAVING")
-        finally:
-            self._having, self.context = None, "SELECT"
-        keys = {k.expr: k.name for k in keyed}
-
-        def rebase(e: Expr) -> Expr:
-            if e in keys:
-                return Col(-1, keys[e], "")
-            if isinstance(e, Col):
-                if e.stream < 0:
-                    return e
-                raise self.error(tree, f"HAVING reads {e}, which is neither a GROUP BY key nor aggregated: "
-                                 "a group has no single value of it",
-                                 hint=f"add {e} to GROUP BY or aggregate it, e.g. MAX({e})")
-            if isinstance(e, (BinOp, Cmp)):
-                return replace(e, left=rebase(e.left), right=rebase(e.right))
-            if isinstance(e, (And, Or)):
-                return replace(e, items=tuple(rebase(i) for i in e.items))
-            if isinstance(e, Not):
-                return replace(e, item=rebase(e.item))
-            if isinstance(e, Func):
-                return replace(e, args=tuple(rebase(a) for a in e.args))
-            return e
-
-        return rebase(cond)
-
-    def having_aggregate(self, node: Tree) -> Col:
-        """An aggregate call inside HAVING: the output column of an equal aggregate (added if new)."""
-        aggs, _ = self._having
-        call = self.agg_call(node, None)
-        self.context = "HAVING"
-        same = next((a for a in aggs if (a.func, a.arg, a.distinct) == (call.func, call.arg, call.distinct)), None)
-        if same is None:
-            same = call
-            aggs.append(call)
-        return Col(-1, same.name, "")
 
     # -- expressions -------------------------------------------------------------
     def expr(self, node: Tree) -> Expr:
