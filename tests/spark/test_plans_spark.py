@@ -2,8 +2,10 @@
 
 Thesis Queries 1–3 (§3.6) and a GROUP BY on small generated link streams
 written as CSV files, compared as multisets of ``(ts, vals, sign)`` with
-:func:`slidewise.runtime.plans.execute_plan`. The bucket logic is also run
-in-process (no JVM) over several micro-batches.
+:func:`slidewise.runtime.plans.execute_plan`; joins with a non-retroactive
+relation and a retroactive TABLE updated while the stream runs (broadcast to
+every bucket). The bucket logic is also run in-process (no JVM) over several
+micro-batches.
 """
 
 from __future__ import annotations
@@ -30,7 +32,21 @@ Q2 = f"SELECT RSTREAM(DISTINCT Link1.src) FROM Link1 [RANGE {W}]"
 Q3 = (f"SELECT RSTREAM(*) FROM Link1 [RANGE {W}] WHERE NOT EXISTS "
       f"(SELECT * FROM Link2 [RANGE {W}] WHERE Link2.src = Link1.src)")
 AGG = f"SELECT RSTREAM(Link1.src, COUNT(*) AS n) FROM Link1 [RANGE {W}] GROUP BY Link1.src"
+NRR = f"SELECT RSTREAM(*) FROM Link1 [RANGE {W}], R WHERE Link1.src = R.src"
+TABLE = (f"SELECT RSTREAM(Link1.src, R.label, COUNT(*) AS n) FROM Link1 [RANGE {W}], TABLE R "
+         "WHERE Link1.src = R.src GROUP BY Link1.src, R.label")
 COLUMNS = ["src", "dst", "proto"]
+
+
+def relation(retroactive: bool) -> pd.DataFrame:
+    """Updates of R (key src) before and while the stream runs: deletes, new keys, one after its end;
+    a retroactive TABLE also re-inserts a deleted key with a new label."""
+    rows = [(0, "+", 0, 10), (0, "+", 1, 11), (0, "+", 2, 12), (0, "+", 3, 13), (8, "-", 1, 11),
+            (12, "+", 4, 14), (12, "-", 2, 12), (20, "+", 5, 15), (100, "+", 6, 16)]
+    if retroactive:
+        rows += [(30, "-", 3, 13), (30, "+", 3, 23), (31, "+", 1, 21)]
+    frame = pd.DataFrame(rows, columns=["ts", "op", "src", "label"])
+    return frame.sort_values("ts", kind="stable", ignore_index=True)
 
 
 def links(seed: int, n: int = 60) -> dict[str, pd.DataFrame]:
@@ -52,18 +68,23 @@ def rows_of(frame: pd.DataFrame) -> Counter:
     return Counter((int(r[-2]), tuple(r[:-2]), int(r[-1])) for r in frame[vals + ["ts", "sign"]].itertuples(index=False))
 
 
-def local(query: str, data: dict, strategy: str) -> Counter:
-    plan = parse_plan(query)
+def local(query: str, data: dict, strategy: str, tables: dict | None = None) -> Counter:
+    plan = parse_plan(query, list(tables or ()))
     used = {s.source for s in plan.scans()}
-    return rows_of(execute_plan(plan, {k: v for k, v in data.items() if k in used}, strategy=strategy,
+    return rows_of(execute_plan(plan, {k: v for k, v in data.items() if k in used}, tables, strategy=strategy,
                                 collect=True).results)
 
 
-def simulate(query: str, data: dict, strategy: str, *, batches: int = 3, buckets: int = 4) -> Counter:
+def simulate(query: str, data: dict, strategy: str, *, batches: int = 3, buckets: int = 4,
+             tables: dict | None = None) -> Counter:
     """Sequencer and plan buckets in-process, as Spark runs them (state as bytes between calls)."""
-    plan = parse_plan(query)
-    names = list(dict.fromkeys(s.source for s in plan.scans()))
-    plan = _bind(plan, {n: COLUMNS for n in names})
+    from slidewise.runtime.rejects import Rejects
+    from slidewise.spark.plans import _read_tables
+
+    plan = parse_plan(query, list(tables or ()))
+    names = list(dict.fromkeys(s.source for s in plan.scans() if not s.is_relation))
+    table_rows, schemas = _read_tables(tables or {}, 0, "ts", "auto", Rejects())
+    plan = _bind(plan, {**schemas, **{n: COLUMNS for n in names}})
     attr, _ = partition_attribute(plan)
     keying = Keying("hash", buckets, keys=(attr,) * len(names)) if attr else Keying("single", 1)
     layout = Layout(tuple(StreamInfo(n, n, {c: "int" for c in COLUMNS}, "raw", 0, "csv", 1) for n in names))
@@ -87,7 +108,8 @@ def simulate(query: str, data: dict, strategy: str, *, batches: int = 3, buckets
             rows.append({"k": EOF, "s": 0})
         by_bucket = sequence_into_buckets(seq, seq_state, wire_frame(rows))
         for b, parts in sorted(by_bucket.items()):
-            logic = PlanBucket(plan, names, [COLUMNS] * len(names), [0] * len(names), strategy=strategy)
+            logic = PlanBucket(plan, names, [COLUMNS] * len(names), [0] * len(names), strategy=strategy,
+                               tables=table_rows)
             blobs[b], frames = logic.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
             for f in frames:
                 for r in f[f["k"] == RESULT].itertuples(index=False):
@@ -108,6 +130,13 @@ def test_partition_attribute_of_thesis_queries():
     assert partition_attribute(join)[0] is None   # output rows lack src: per-bucket netting would differ
     rows = _bind(parse_plan("SELECT RSTREAM(DISTINCT Link1.src) FROM Link1 [ROWS 3]"), schemas)
     assert partition_attribute(rows)[0] is None
+    # relations are broadcast: partitioned on the streams' attribute, unless relation rows reach the output alone
+    schemas["R"] = ["op", "src", "label"]
+    for q in (NRR, TABLE, Q3.replace(f"Link2 [RANGE {W}]", "R").replace("Link2.", "R.")):
+        assert partition_attribute(_bind(parse_plan(q, ["R"]), schemas)) == ("src", None)
+    for q in (f"SELECT RSTREAM(R.src) FROM R UNION SELECT RSTREAM(Link1.src) FROM Link1 [RANGE {W}]",
+              f"SELECT RSTREAM(*) FROM R WHERE NOT EXISTS (SELECT * FROM Link1 [RANGE {W}] WHERE Link1.src = R.src)"):
+        assert partition_attribute(_bind(parse_plan(q, ["R"]), schemas))[0] is None
 
 
 @pytest.mark.parametrize("query", [Q1, Q2, Q3, AGG], ids=["q1", "q2", "q3", "agg"])
@@ -117,6 +146,16 @@ def test_buckets_in_process_equal_local(query, strategy):
     want = local(query, data, strategy)
     assert want
     assert simulate(query, data, strategy) == want
+
+
+@pytest.mark.parametrize("query", [NRR, TABLE], ids=["nrr", "table"])
+@pytest.mark.parametrize("strategy", ["upa", "nt"])
+def test_buckets_with_a_relation_in_process_equal_local(query, strategy):
+    tables = {"R": relation(retroactive=query is TABLE)}
+    data = links(7)
+    want = local(query, data, strategy, tables)
+    assert any(sign < 0 for _ts, _v, sign in want)
+    assert simulate(query, data, strategy, tables=tables) == want
 
 
 def _write_inputs(tmp_path, data: dict, parts: int = 2) -> dict[str, str]:
@@ -152,10 +191,43 @@ def test_spark_equals_local(spark, tmp_path, query, strategy, per_trigger):
     assert res.stats["results"] + res.stats["retractions"] == sum(want.values())
 
 
-def test_tables_on_spark_are_a_clear_error(tmp_path):
-    from slidewise.errors import PlanError
+@pytest.mark.spark
+@pytest.mark.parametrize("query,strategy", [(NRR, "upa"), (TABLE, "nt")], ids=["nrr-upa", "table-nt"])
+def test_spark_with_a_relation_equals_local(spark, tmp_path, query, strategy):
     from slidewise.spark.plans import run_plan_spark
 
-    query = f"SELECT RSTREAM(*) FROM Link1 [RANGE {W}], R WHERE Link1.src = R.src"
-    with pytest.raises(PlanError, match="streams only"):
-        run_plan_spark(query, {"Link1": links(1)["Link1"]}, {"R": pd.DataFrame({"src": [1], "x": [2]})})
+    data = links(11, n=40)
+    path = tmp_path / "r.csv"
+    relation(retroactive=query is TABLE).to_csv(path, index=False)
+    tables = {"R": str(path)}
+    want = local(query, data, strategy, tables)
+    assert any(sign < 0 for _ts, _v, sign in want)
+    sources = _write_inputs(tmp_path, {"Link1": data["Link1"]})
+    res = run_plan_spark(query, sources, tables, strategy=strategy, spark=spark, max_files_per_trigger=1)
+    assert rows_of(res.results) == want
+    assert res.stats["keying"].startswith("hash of src") and res.stats["buckets"] > 1
+    n = len(relation(retroactive=query is TABLE))
+    assert res.stats["inputs"] == {"R": n, "Link1": 40}   # the relation once, not once per bucket
+
+
+def test_reused_nrr_key_is_the_local_error_on_spark(tmp_path, capsys):
+    from slidewise.cli import main
+    from slidewise.errors import SourceError
+    from slidewise.spark.plans import run_plan_spark
+
+    data = links(1)
+    bad = pd.concat([relation(False), pd.DataFrame({"ts": [30], "op": ["+"], "src": [1], "label": [21]})],
+                    ignore_index=True).sort_values("ts", kind="stable", ignore_index=True)
+    with pytest.raises(SourceError) as local_err:
+        execute_plan(parse_plan(NRR, ["R"]), {"Link1": data["Link1"]}, {"R": bad})
+    assert "reused at ts 30" in local_err.value.message
+    with pytest.raises(SourceError) as spark_err:   # on the driver, before Spark starts
+        run_plan_spark(NRR, {"Link1": data["Link1"]}, {"R": bad})
+    assert str(spark_err.value) == str(local_err.value)
+    with pytest.raises(SourceError, match="unknown op 'x'"):
+        run_plan_spark(NRR, {"Link1": data["Link1"]}, {"R": bad.assign(op=bad["op"].replace("-", "x"))})
+    data["Link1"].to_csv(tmp_path / "link1.csv", index=False)
+    bad.to_csv(tmp_path / "r.csv", index=False)
+    code = main(["run", NRR, "--source", f"Link1={tmp_path / 'link1.csv'}", "--table", f"R={tmp_path / 'r.csv'}",
+                 "--engine", "spark"])   # the CLI's Spark path with --table
+    assert code != 0 and f"slidewise: error: {local_err.value}" in capsys.readouterr().err

@@ -16,9 +16,18 @@ keeps ``a``, and ``a`` reaches the output rows. Then each operator's state
 and each output row depend on the tuples of one value of ``a`` only, so a
 bucket's answer is the global answer restricted to its values and the
 output netting per instant (seed 003 §3.3.4) per bucket equals the global
-one. Otherwise (count windows, relations, joins on other attributes,
-aggregates without a common key) everything runs in one bucket, with a
-warning — correct, not parallel.
+one. Otherwise (count windows, joins on other attributes, aggregates
+without a common key) everything runs in one bucket, with a warning —
+correct, not parallel.
+
+Relations are broadcast: every bucket holds all of their update rows (read
+on the driver, :mod:`slidewise.spark.plans`) and adds them to its executor
+below the same release bound as its stream tuples, so a subtree over
+relations only (:data:`BROADCAST`) is computed whole, identically, in every
+bucket; it joins any stream side and may be a negation's right side without
+a link through ``a``. Where relation rows could reach the output without a
+stream tuple (a UNION with a relation, a relation minus a stream, the
+output itself) the rows would repeat per bucket: one bucket.
 
 State per bucket: the whole ``_Runner`` (operators and their stores), the
 buffer of admitted tuples not yet released, each stream's frontier, pickled
@@ -49,49 +58,81 @@ STATE_DDL = "blob binary"
 # ---------------------------------------------------------------- partitioning
 
 def partition_attribute(plan: Plan) -> tuple[str | None, str | None]:
-    """``(attribute, None)`` if the bound plan can be hash-partitioned on it, else ``(None, why)``."""
-    scans = plan.scans()
-    if any(s.is_relation for s in scans):
-        return None, "relations need every bucket"
+    """``(attribute, None)`` if the bound plan can be hash-partitioned on it, else ``(None, why)``.
+
+    Relations are broadcast (every bucket holds all of their rows), so the
+    attribute is one common to the stream scans; a plan whose output rows can
+    come from relations alone (a UNION with a relation, a relation minus a
+    stream, a query over relations only) is not partitionable.
+    """
+    scans = [s for s in plan.scans() if not s.is_relation]
+    if not scans:
+        return None, "the query reads relations only"
     candidates = [c for c in (scans[0].columns or ()) if all(c in (s.columns or ()) for s in scans)]
     if not candidates:
         return None, "the streams share no attribute"
+    broadcast = False
     for attr in candidates:
         keys = _keyed(plan.root, attr)
-        if keys:
+        if keys is BROADCAST:
+            broadcast = True
+        elif keys:
             return attr, None
+    if broadcast:
+        return None, "output rows can come from relations alone"
     return None, (f"no attribute ({', '.join(candidates)}) is common to every join, negation, "
                   "GROUP BY and the output, or a count window needs the global order")
 
 
-def _keyed(node: Node, attr: str) -> frozenset[int] | None:
-    """Positions of ``node.schema`` that hold the partitioning value of every row, or None."""
+class _Broadcast:
+    """:func:`_keyed` of a subtree over relations only: the same rows in every bucket."""
+
+    def __repr__(self) -> str:
+        return "BROADCAST"
+
+
+BROADCAST = _Broadcast()
+
+
+def _keyed(node: Node, attr: str):
+    """Positions of ``node.schema`` that hold the partitioning value of every row, :data:`BROADCAST`
+    (the subtree reads relations only: every bucket computes all of it), or None."""
     if isinstance(node, Scan):
+        if node.is_relation:
+            return BROADCAST
         w = node.window
-        if node.is_relation or (w.kind == "rows" and w.partition_by != attr) or attr not in node.columns:
+        if (w.kind == "rows" and w.partition_by != attr) or attr not in node.columns:
             return None
         return frozenset({node.schema.index(f"{node.alias}.{attr}")})
     if isinstance(node, (Select, Distinct)):
         return _keyed(node.child, attr)
     if isinstance(node, Subquery):
+        inner = _keyed(node.child, attr)
+        if inner is BROADCAST:
+            return inner
         if node.window is not None and node.window.kind == "rows" and node.window.partition_by is None:
             return None
-        return _keyed(node.child, attr)
+        return inner
     if isinstance(node, Output):
+        inner = _keyed(node.child, attr)
+        if inner is BROADCAST:
+            return inner
         if node.window is not None and node.window.kind == "rows":
             return None
-        return _keyed(node.child, attr) or None
+        return inner or None
     if isinstance(node, Project):
         return _project(node, attr)
     if isinstance(node, Aggregate):
         inner = _names(node.child, attr)
-        if inner is None:
-            return None
+        if inner is None or inner is BROADCAST:
+            return inner
         out = frozenset(j for j, k in enumerate(node.keys) if str(k.expr) in inner)
         return out or None
     if isinstance(node, Union):
         sets = [_keyed(c, attr) for c in node.inputs]
-        if any(s is None for s in sets):
+        if all(s is BROADCAST for s in sets):
+            return BROADCAST
+        if any(s is None or s is BROADCAST for s in sets):   # relation rows would repeat in every bucket
             return None
         return frozenset.intersection(*sets) or None
     if isinstance(node, Join):
@@ -100,6 +141,10 @@ def _keyed(node: Node, attr: str) -> frozenset[int] | None:
         left, right = _names(node.left, attr), _names(node.right, attr)
         if left is None or right is None:
             return None
+        if left is BROADCAST:      # relation rows out, decided by stream rows: not per bucket
+            return BROADCAST if right is BROADCAST else None
+        if right is BROADCAST:     # every bucket holds the whole right side
+            return _keyed(node.left, attr)
         if node.mode == "except":
             both = _keyed(node.left, attr) & _keyed(node.right, attr)
             return both or None
@@ -109,15 +154,15 @@ def _keyed(node: Node, attr: str) -> frozenset[int] | None:
     return None
 
 
-def _names(node: Node, attr: str) -> set[str] | None:
+def _names(node: Node, attr: str):
     keys = _keyed(node, attr)
-    return None if keys is None else {node.schema[i] for i in keys}
+    return keys if keys is None or keys is BROADCAST else {node.schema[i] for i in keys}
 
 
-def _project(node: Project, attr: str) -> frozenset[int] | None:
+def _project(node: Project, attr: str):
     inner = _names(node.child, attr)
-    if inner is None:
-        return None
+    if inner is None or inner is BROADCAST:
+        return inner
     out, pos = set(), 0
     for item in node.items:
         e = item.expr
@@ -134,11 +179,15 @@ def _project(node: Project, attr: str) -> frozenset[int] | None:
     return frozenset(out) or None
 
 
-def _join(node: Join, attr: str) -> frozenset[int] | None:
+def _join(node: Join, attr: str):
+    """Stream inputs must be connected through ``attr``; relation-only inputs are broadcast."""
     names = [_names(c, attr) for c in node.inputs]
     if any(n is None for n in names):
         return None
-    parent = list(range(len(node.inputs)))
+    keyed = [j for j, n in enumerate(names) if n is not BROADCAST]
+    if not keyed:
+        return BROADCAST
+    parent = {j: j for j in keyed}
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -146,17 +195,18 @@ def _join(node: Join, attr: str) -> frozenset[int] | None:
         return i
 
     def side(col) -> int | None:
-        return next((j for j, n in enumerate(names) if str(col) in n), None)
+        return next((j for j in keyed if str(col) in names[j]), None)
 
     for a, b in node.equalities:
         i, j = side(a), side(b)
         if i is not None and j is not None:
             parent[find(i)] = find(j)
-    if len({find(i) for i in range(len(names))}) != 1:
+    if len({find(i) for i in keyed}) != 1:
         return None
     out, offset = set(), 0
-    for c in node.inputs:
-        out |= {offset + i for i in _keyed(c, attr)}
+    for j, c in enumerate(node.inputs):
+        if j in parent:
+            out |= {offset + i for i in _keyed(c, attr)}
         offset += len(c.schema)
     return frozenset(out)
 
@@ -189,6 +239,7 @@ class PlanBucketState:
     frontier: np.ndarray | None = None
     ended: bool = False
     flushed: bool = False
+    table_pos: list[int] = field(default_factory=list)   # rows of each relation added to the runner
 
 
 class PlanBucket:
@@ -198,14 +249,24 @@ class PlanBucket:
     (everything after end of input), in ``(ts, seq)`` order per source, to the
     executor, which runs every complete instant; at end of input it runs the
     expirations and evaluations up to the *global* last input timestamp.
+
+    ``tables``: every relation's admitted update rows, read on the driver
+    (name -> ``(ts, cols)``, ``ts`` non-decreasing, file order within a
+    timestamp; ``cols`` as the local reader gives them, ``op`` included),
+    held by every bucket: each release first adds the relation rows below the
+    same bound, so they enter the executor's instants exactly as locally
+    (relation children first within an instant).
     """
 
     def __init__(self, plan: Plan, sources: list[str], attrs: list[list[str]], lateness: list[int], *,
-                 strategy: str = "upa", partitions: int = 10, options: dict | None = None):
+                 strategy: str = "upa", partitions: int = 10, options: dict | None = None,
+                 tables: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] | None = None):
         self.plan, self.sources, self.attrs = plan, list(sources), [list(a) for a in attrs]
         self.lateness = np.asarray(lateness, np.int64)
         self.strategy, self.partitions, self.options = strategy, int(partitions), dict(options or {})
         self.columns = list(plan.root.schema) + ["ts", "sign"]
+        self.tables = {n: (np.asarray(ts, np.int64), dict(cols)) for n, (ts, cols) in (tables or {}).items()}
+        self.table_end = max((int(ts[-1]) for ts, _ in self.tables.values() if len(ts)), default=None)
 
     def new_state(self) -> PlanBucketState:
         from slidewise.runtime.plans import _Network, _Runner
@@ -213,7 +274,7 @@ class PlanBucket:
         net = _Network(self.plan, self.strategy, self.partitions, self.options)
         n = len(self.sources)
         return PlanBucketState(_Runner(net, _Collect(), False, self.columns), [[] for _ in range(n)],
-                               np.full(n, NEG, np.int64))
+                               np.full(n, NEG, np.int64), table_pos=[0] * len(self.tables))
 
     def process(self, bucket: int, blob: bytes | None, frame: pd.DataFrame) -> tuple[bytes, list[pd.DataFrame]]:
         """New state bytes and the output rows (:data:`OUT_DDL`) of one call."""
@@ -242,7 +303,8 @@ class PlanBucket:
         if st.ended and not st.flushed:
             st.flushed = True
             if runner.last_input is not None:
-                runner.last_input = int(st.frontier.max())
+                last = int(st.frontier.max())
+                runner.last_input = last if self.table_end is None else max(last, self.table_end)
                 runner.finish(self.plan.root.slide)
         parts, runner.sink.parts = runner.sink.parts, []
         if parts:
@@ -256,9 +318,16 @@ class PlanBucket:
         return blob, [out_frame(rows)]
 
     def _release(self, st: PlanBucketState, w: int) -> None:
-        """Feed every buffered tuple with ``ts < w`` to the executor, per source in ``(ts, seq)`` order."""
+        """Feed every relation row and buffered tuple with ``ts < w`` to the executor, per source in
+        ``(ts, seq)`` order."""
         if w == NEG:
             return
+        for j, (name, (ts, cols)) in enumerate(self.tables.items()):
+            lo = st.table_pos[j]
+            hi = len(ts) if w == POS else int(np.searchsorted(ts, w, side="left"))
+            if hi > lo:
+                st.table_pos[j] = hi
+                st.runner.add(name, _Batch(ts[lo:hi], {c: v[lo:hi] for c, v in cols.items()}), is_table=True)
         for i, chunks in enumerate(st.buffer):
             if not chunks:
                 continue

@@ -18,8 +18,17 @@ Sources, sequencer and end-of-input marker are the join engine's
 plan's partitioning attribute (:func:`~slidewise.spark.plan_state.partition_attribute`)
 or one bucket with a warning. The run is available-now: every file present at
 the start, then end of input. Results are written by the driver (collected,
-or a local file sink as the local engine's ``out``); streams only — relations
-(``--table``) are not supported on Spark yet.
+or a local file sink as the local engine's ``out``).
+
+Relations (``--table``, NRR or retroactive ``TABLE``) are small: the driver
+reads them with the local engine's reader and merger
+(:func:`slidewise.runtime.plans._open_table`, :func:`~slidewise.runtime.reorder.merge_all`:
+same rows, same rejects), checks them through the relations' own operators
+(bad ``op``, reused NRR key: the local :class:`~slidewise.errors.SourceError`
+before Spark starts) and ships their update rows inside the bucket logic, so
+every bucket holds every relation (:class:`~slidewise.spark.plan_state.PlanBucket`).
+Only stream tuples are partitioned; a plan whose output rows can come from
+relations alone runs in one bucket.
 """
 
 from __future__ import annotations
@@ -79,14 +88,15 @@ class PlanProcessor(StatefulProcessor):
 class _PlanSink:
     """``foreachBatch`` target: unpacks results, rejects and stats on the driver."""
 
-    def __init__(self, columns: list[str], sources: list[str], *, out=None, collect: bool = True):
+    def __init__(self, columns: list[str], sources: list[str], *, out=None, collect: bool = True,
+                 rejects: Rejects | None = None):
         from slidewise.runtime.sinks import open_sink
 
         self.columns, self.sources = columns, sources
         self.sink = open_sink(out, columns) if out is not None else None
         self.collect = collect
         self.frames: list[pd.DataFrame] = []
-        self.rejects = Rejects()
+        self.rejects = rejects if rejects is not None else Rejects()
         self.inputs: Counter = Counter()
         self.results = self.retractions = self.negatives = self.instants = 0
         self.state: dict[int, tuple[int, int]] = {}
@@ -158,16 +168,24 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
 
             plan = parse_plan(plan.text)
     scans = plan.scans()
-    if tables or any(s.is_relation for s in scans):
-        raise PlanError("the Spark engine runs general queries over streams only so far; this one reads a table",
+    names = list(dict.fromkeys(s.source for s in scans if not s.is_relation))
+    table_names = list(dict.fromkeys(s.source for s in scans if s.is_relation))
+    tables = dict(tables or {})
+    if not names:
+        raise PlanError("the query reads relations only; the Spark engine needs at least one stream",
                         hint="run it with --engine local")
-    names = list(dict.fromkeys(s.source for s in scans))
     for name in names:
         if name not in sources:
             raise SourceError(f"no input given for stream {name!r}",
                               hint=f"pass --source {name}=PATH (FROM reads: {', '.join(names)})")
+    for name in table_names:
+        if name not in tables:
+            raise SourceError(f"no input given for table {name!r}", hint=f"pass --table {name}=PATH")
     if not isinstance(lateness, int) or lateness < 0:
         raise OptionError(f"lateness must be a non-negative integer, got {lateness!r}")
+    rejects = Rejects()
+    table_rows, table_schemas = _read_tables({n: tables[n] for n in table_names}, lateness, ts_column, ts_unit,
+                                             rejects)
     root = Path(tempfile.mkdtemp(prefix="slidewise-spark-plan-"))
     (root / "control").mkdir()
     try:
@@ -177,7 +195,7 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
                                           lateness=lateness, work_dir=root)
             infos.append(info)
             recipes.append(recipe)
-        plan = _bind(plan, {n: list(i.kinds) for n, i in zip(names, infos)})
+        plan = _bind(plan, {**table_schemas, **{n: list(i.kinds) for n, i in zip(names, infos)}})
         if rewrite:
             from slidewise.plan.rewrite import choose_plan
 
@@ -197,8 +215,8 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
             keying = Keying("hash", p, keys=(attr,) * len(names), key_kind=kind)
         layout = Layout(tuple(infos))
         logic = PlanBucket(plan, names, [list(i.kinds) for i in infos], [lateness] * len(names),
-                           strategy=strategy, partitions=partitions, options=options)
-        logic.new_state()  # operator errors now, not inside a Spark task
+                           strategy=strategy, partitions=partitions, options=options, tables=table_rows)
+        _check_tables(logic.new_state().runner, table_rows)  # operator and table errors now, not in a task
         started = time.perf_counter()
         session = spark if spark is not None else get_session(master, conf)
         frames = [stream_frame(session, i, info, recipes[i], layout, ts_column, max_files_per_trigger)
@@ -211,7 +229,8 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
         output = sequenced.groupBy("b").transformWithStateInPandas(
             statefulProcessor=PlanProcessor(logic), outputStructType=OUT_DDL, outputMode="Append",
             timeMode="None")
-        sink = _PlanSink(logic.columns, names, out=out, collect=(out is None) if collect is None else collect)
+        sink = _PlanSink(logic.columns, names, out=out, collect=(out is None) if collect is None else collect,
+                         rejects=rejects)
         query = (output.writeStream.foreachBatch(sink).option("checkpointLocation", str(root / "query")).start())
         try:
             query.processAllAvailable()
@@ -237,7 +256,8 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
         "mode": "stream",
         "strategy": strategy,
         "partitions": int(partitions),
-        **run_counts({n: int(sink.inputs.get(n, 0)) for n in names}, int(sink.results), int(sink.retractions),
+        **run_counts({**{n: len(table_rows[n][0]) for n in table_names},   # relations once, not per bucket
+                      **{n: int(sink.inputs.get(n, 0)) for n in names}}, int(sink.results), int(sink.retractions),
                      sink.rejects, seconds),
         "state_tuples_peak": int(sum(s for s, _ in sink.state.values())),  # sum of per-bucket peaks
         "state_bytes_slidewise": int(sum(b for _, b in sink.state.values())),
@@ -248,3 +268,55 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
         "warnings": warnings,
     }
     return RunResult(sink.frame() if sink.collect else None, stats, sink.rejects)
+
+
+def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_unit: str, rejects: Rejects,
+                 chunk_rows: int = 65536) -> tuple[dict, dict]:
+    """Each relation's admitted update rows ``name -> (ts, cols)`` in ``(ts, file order)``, and its schema.
+
+    The local engine's reading: :func:`slidewise.runtime.plans._open_table`
+    and :func:`~slidewise.runtime.reorder.merge_all` (late and bad rows go to
+    ``rejects``), the same ``op`` column check as
+    :func:`~slidewise.runtime.plans.execute_plan`.
+    """
+    import numpy as np
+
+    from slidewise.runtime.plans import _open_table
+    from slidewise.runtime.reorder import merge_all
+
+    if not tables:
+        return {}, {}
+    names = list(tables)
+    opened = [_open_table(n, tables[n], ts_column, ts_unit, chunk_rows) for n in names]
+    for name, src in zip(names, opened):
+        if "op" in src.schema and src.schema["op"] != np.dtype(object):
+            raise SourceError(f"table {name}: column op must hold '+' or '-'", hint="'+' inserts, '-' deletes")
+    parts: dict[str, list] = {n: [] for n in names}
+    for chunk in merge_all(opened, lateness, rejects, chunk_rows):
+        for i, b in enumerate(chunk):
+            if len(b):
+                parts[names[i]].append(b)
+    rows = {}
+    for name, src in zip(names, opened):
+        got = parts[name]
+        if got:
+            rows[name] = (np.concatenate([b.ts for b in got]),
+                          {c: np.concatenate([b.cols[c] for b in got]) for c in got[0].cols})
+        else:
+            rows[name] = (np.empty(0, np.int64), {c: np.empty(0, dt) for c, dt in src.schema.items()})
+    return rows, {n: list(src.schema) for n, src in zip(names, opened)}
+
+
+def _check_tables(runner, tables: dict) -> None:
+    """Push every relation's rows through its own operators (the relation scans) on the driver: a
+    bad ``op``, a key inserted twice, a delete of a missing key or a reused NRR key is the local
+    engine's :class:`~slidewise.errors.SourceError`, raised before Spark starts."""
+    from slidewise.spark.plan_state import _Batch
+
+    for name, (ts, cols) in tables.items():
+        if len(ts):
+            runner.add(name, _Batch(ts, cols), is_table=True)
+    for t in sorted(runner.queue):
+        for leaves, rows in runner.queue.pop(t):
+            for i in leaves:
+                runner.ops[i].push(0, rows, t)
