@@ -63,8 +63,13 @@ def _sorted_rows(counts: Counter) -> list[tuple]:
 
 
 def answer_store(ctx: Context, pattern):
-    """The store for a materialised answer of ``pattern`` under ``ctx.strategy`` (§3.5.2)."""
-    return make_store(ctx.strategy, pattern, partitions=ctx.partitions)
+    """The store for a materialised answer of ``pattern`` under ``ctx.strategy`` (§3.5.2).
+
+    Rows of an answer are only inserted, expired and deleted by negative
+    tuples, never looked up by value: a WK answer under UPA is a calendar
+    queue without a hash index.
+    """
+    return make_store(ctx.strategy, pattern, partitions=ctx.partitions, lookups=False)
 
 
 class AnswerTracker:

@@ -145,6 +145,20 @@ class CalendarQueue:
             self._lo[i], self._hi[i], self._sorted[i] = NO_EXP, -1, False
         return True
 
+    def take(self, vals, exp):
+        """Remove and return one row with values ``vals`` and ``exp`` (a scan of its partition), or None."""
+        if exp == NO_EXP:
+            bucket = self._never
+        elif self.width is None:
+            return None
+        else:
+            bucket = self._buckets[(exp // self.width) % self.partitions]
+        for r in bucket:
+            if r[2] == exp and r[0] == vals:
+                self.delete(r)
+                return r
+        return None
+
     def _remove_from(self, bucket: list, row) -> bool:
         try:
             bucket.remove(row)

@@ -230,20 +230,37 @@ class FifoStore(HashStore):
 
 
 class CalendarStore(HashStore):
-    """UPA state for WK (or STR) input: a calendar queue by ``exp`` plus a hash index (§3.5.2)."""
+    """UPA state for WK (or STR) input: a calendar queue by ``exp`` plus a hash index (§3.5.2).
+
+    ``indexed=False`` keeps the calendar queue alone, for state nobody looks
+    up by value and whose rows leave by expiration (a WK answer: §3.5.2 keeps
+    weak non-monotonic results in a calendar queue); :meth:`lookup` is then
+    unavailable and :meth:`remove` scans the row's partition.
+    """
 
     kind = "calendar"
 
-    def __init__(self, key=None, partitions: int = 10, width: int | None = None):
+    def __init__(self, key=None, partitions: int = 10, width: int | None = None, *, indexed: bool = True):
         super().__init__(key)
         self.calendar = CalendarQueue(partitions, width)
+        self.indexed = indexed
+        if not indexed:
+            self.index_get = self.lookup
 
     def insert(self, row) -> None:
+        if not self.indexed:
+            self.calendar.insert(row)          # NO_EXP rows: kept aside by the calendar
+            self._n += 1
+            return
         super().insert(row)
         if row[2] != NO_EXP:
             self.calendar.insert(row)
 
     def remove(self, vals, exp):
+        if not self.indexed:
+            row = self.calendar.take(vals, exp)
+            self._n -= row is not None
+            return row
         row = self._unindex(vals, exp)
         if row is not None and exp != NO_EXP:
             self.calendar.delete(row)
@@ -253,8 +270,9 @@ class CalendarStore(HashStore):
         if self.calendar._next >= now:
             return []
         out = self.calendar.expire(now)
-        for row in out:
-            self._unindex_row(row)
+        if self.indexed:
+            for row in out:
+                self._unindex_row(row)
         self._n -= len(out)
         return out
 
@@ -262,14 +280,24 @@ class CalendarStore(HashStore):
         t = self.calendar._next
         return None if t == NO_EXP else t
 
+    def lookup(self, key):
+        if not self.indexed:
+            raise PlanError("this calendar store keeps no index by value", hint="build it with indexed=True")
+        return super().lookup(key)
 
-def make_store(strategy: str, pattern: Pattern, key=None, partitions: int = 10):
+    def __iter__(self):
+        return iter(self.calendar) if not self.indexed else super().__iter__()
+
+
+def make_store(strategy: str, pattern: Pattern, key=None, partitions: int = 10, *, lookups: bool = True):
     """The state structure for an input of update ``pattern`` under ``strategy`` (§3.5.2).
 
     ``nt`` → :class:`HashStore`; ``direct`` → :class:`ScanStore`; ``upa`` →
     :class:`FifoStore` for MONO/WKS input, :class:`CalendarStore` with
     ``partitions`` days for WK and STR input (STR rows that never expire by
     time stay in its hash index; premature deletions scan one partition).
+    ``lookups=False``: the owner never looks rows up by value, so a WK
+    calendar store keeps no hash index.
     """
     if strategy not in STRATEGIES:
         raise PlanError(f"unknown processing strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
@@ -279,4 +307,4 @@ def make_store(strategy: str, pattern: Pattern, key=None, partitions: int = 10):
         return ScanStore(key)
     if pattern <= Pattern.WKS:
         return FifoStore(key)
-    return CalendarStore(key, partitions)
+    return CalendarStore(key, partitions, indexed=lookups or pattern == Pattern.STR)
