@@ -347,9 +347,11 @@ class PlanRunner:
             return
         rows, self.buffer = self.buffer, []
         width = len(self.columns) - 2
-        cols = {name: _array([r[0][j] for r in rows]) for j, name in enumerate(self.columns[:width])}
-        cols["ts"] = np.array([r[1] for r in rows], dtype=np.int64)
-        cols["sign"] = np.array([r[2] for r in rows], dtype=np.int8)
+        vals, ts, signs = zip(*rows)
+        columns = list(zip(*vals)) if width else []
+        cols = {name: _array(list(col)) for name, col in zip(self.columns[:width], columns)}
+        cols["ts"] = np.array(ts, dtype=np.int64)
+        cols["sign"] = np.array(signs, dtype=np.int8)
         if self.sink is not None:
             self.sink.write(cols)
         if self.collect:
