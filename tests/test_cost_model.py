@@ -216,6 +216,30 @@ def test_lazy_grouping_counts_distinct_new_values():
     assert grouped.cost([0, 1]).total < plain.cost([0, 1]).total
 
 
+def test_operator_windows_of_grouped_lazy_depend_on_the_order():
+    """Alg. 4 as slidewise runs it: window j holds λ_j·(T_j − τ) old tuples, plus its λ_j·τ new
+    ones iff j precedes the origin in the global order; the papers' T+τ stays available."""
+    q = common_key_query((100, 100, 200, 100), slide=5)
+    st = parse_stats(["S1:rate=10,distinct=500", "S2:rate=1,distinct=50",
+                      "S3:rate=1,distinct=40", "S4:rate=3,distinct=5"], q)
+    m = model_for(q, st, "lazy")
+    assert m.lazy_windows == "operators" and m.ordered
+    assert model_for(q, st, "lazy", lazy_windows="paper").size == [1050, 105, 205, 315]
+    fronts = m.fronts([0, 1, 3, 2])
+    assert fronts == {0: 0, 1: 0b1, 3: 0b11, 2: 0b1011}
+    assert m.window(2, 3, fronts[3]) == 195                 # S3 after S4: old tuples only
+    assert m.window(3, 2, fronts[2]) == 300                 # S4 before S3: with its new tuples
+    assert m.window(1, 0, fronts[0]) == 95
+    # one origin by hand: S4's groups probe S1 (full), S2 (full), S3 (old only)
+    groups = 5 * (1 - (1 - 1 / 5) ** 15) / 5
+    w1, w2, w3 = 1000, 100, 195
+    by_hand = groups * (w1 + w1 / 500 * w2 + w1 / 500 * w2 / 50 * w3)
+    assert m.cost([0, 1, 3, 2]).per_origin[3] == pytest.approx(by_hand)
+    # eager models and hash-lazy do not depend on the order of insertion
+    assert not model_for(q, st, "hash-lazy", 5).ordered
+    assert not model_for(common_key_query((100, 100, 200, 100)), st, "nlj").ordered
+
+
 # ------------------------------------------------------------ validation ----
 
 def _batches(streams, lo, hi):

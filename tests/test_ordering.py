@@ -113,6 +113,23 @@ def test_exact_search_is_brute_force(kind, tau):
             assert c == pytest.approx(brute[o])
 
 
+def test_exact_search_is_brute_force_with_order_dependent_windows():
+    """Grouped lazy under the operators' windows (new tuples inserted in the global order)."""
+    rng = np.random.default_rng(11)
+    for restore in (False, True):
+        for _ in range(8):
+            n = int(rng.integers(2, 7))
+            m = model(rng.uniform(1, 20, n), rng.choice([50, 100, 200], n), rng.integers(2, 300, n),
+                      kind="lazy", tau=10, grouped=True, lazy_windows="operators", restore=restore)
+            assert m.ordered
+            found = exact_search(m)
+            brute = {o: m.cost(o).total for o in itertools.permutations(range(n))}
+            assert found.cost.total == pytest.approx(min(brute.values()))
+            for o, c in found.alternatives:
+                assert c == pytest.approx(brute[o])
+            assert heuristic_search(m).cost.total >= found.cost.total * (1 - 1e-9)
+
+
 def test_general_lazy_orders_per_origin():
     """Per-origin exact search: each origin's order is its own optimum, never worse than lazy."""
     m = model((1, 1, 1, 10), (100,) * 4, (50, 50, 50, 50), kind="general", tau=40)
@@ -336,6 +353,19 @@ def test_bench_table8_machinery():
             for chunk in arr.chunks(lo, hi):
                 op.process(chunk)
             assert op.comparisons - c0 == counts[o][lo:hi].sum() > 0
+    # the lazy re-count (lazy: Alg. 4 with ordered insertion; hash-lazy) equals the operators' too
+    lo, hi = arr.at(50), arr.at(90)                     # whole periods of both τ
+    for name, tau, buckets in (("lazy", 5, None), ("lazy", 10, None), ("hash-lazy", 5, 3), ("hash-lazy", 10, 1)):
+        counts = bench.count_comparisons(arr, windows, orders, name, tau, buckets)
+        for o in orders:
+            op = get_algorithm(name)(ordering._query(windows, slide=tau), order=list(o),
+                                     **({"buckets": buckets} if buckets else {}))
+            for chunk in arr.chunks(0, lo):
+                op.process(chunk)
+            c0 = op.comparisons
+            for chunk in arr.chunks(lo, hi):
+                op.process(chunk)
+            assert op.comparisons - c0 == counts[o][lo:hi].sum() > 0, (name, tau, o)
     # windows filled without joining give the same results and counts as a full warm-up
     for name, tau, buckets in (("nlj", None, None), ("lazy", 5, None), ("hash", None, 3), ("hash-lazy", 10, 3)):
         q = ordering._query(windows, slide=tau)

@@ -11,15 +11,17 @@ the comparisons of a short random input fluctuate far more (the costly
 arrivals are rare: an S1 tuple with a value ≤ 5 that also matches S2), so:
 
 1. *input*: a long run of :data:`LONG_RUN_UNITS` time units is counted
-   exactly (:func:`count_eager`, the eager operators' loops; ``convergence``
-   in the JSON shows the counts per time unit of each order over growing
-   spans against the model); the timed input is a *balanced sample* of
-   :data:`PIECES` pieces of :data:`PIECE_UNITS` time units from it
-   (:func:`balanced_sample`), whose eager ``nlj`` and ``hash`` counts per
-   time unit equal the long run's for every contender within
-   ``max_relative_deviation_from_long_run``. Each piece starts from the
-   windows the operator holds at that instant (filled by replaying the
-   preceding tuples without joining).
+   exactly with the configuration's own operator loops (:func:`count_eager`
+   for ``nlj``/``hash``, :func:`count_lazy` for ``lazy``/``hash-lazy``;
+   ``convergence`` in the JSON shows the counts per time unit of each order
+   over growing spans against the model); the timed input is, per
+   configuration, a *balanced sample* of :data:`PIECES` pieces of
+   :data:`PIECE_UNITS` time units from it (:func:`balanced_sample`), whose
+   counts per time unit *of that configuration* equal the long run's for
+   every contender within ``max_relative_deviation_from_long_run`` (a sample
+   balanced on eager counts left the lazy counts of two orders 5 % apart the
+   wrong way). Each piece starts from the windows the operator holds at that
+   instant (filled by replaying the preceding tuples without joining).
 2. *timing*: :data:`TABLE8_ROUNDS` rounds; in each, piece by piece, every
    order processes the same piece in a new random sequence
    (:func:`time_orders`), timed in CPU seconds. ``rate`` = tuples / Σ over
@@ -35,7 +37,10 @@ arrivals are rare: an S1 tuple with a value ≤ 5 that also matches S2), so:
    ``heuristic_distinguishably_beaten_by`` lists the orders faster beyond
    noise.
 
-Also reported: ranks by counted comparisons, the correlation of time per
+The model is the planner's (:func:`~slidewise.optimizer.cost.model_for`:
+for the lazy operators, the windows they actually scan, order-dependent for
+``lazy``); ``predicted_cost_paper`` is seed 000 App. A's T+τ formula.
+Also reported: ranks by counted comparisons (sample and long run), the correlation of time per
 tuple with comparisons per tuple, and the intermediate results per time
 unit of each order (:meth:`~slidewise.optimizer.cost.CostModel.partial_results`,
 not in the papers' cost; under 1 % of the comparisons here).
@@ -58,7 +63,8 @@ from slidewise.optimizer.cost import model_for
 from slidewise.optimizer.ordering import exact_search, heuristic_search
 from slidewise.runtime.generate import generate
 
-__all__ = ["TABLE8_ROUNDS", "Arrivals", "balanced_sample", "count_eager", "make_arrivals", "table8",
+__all__ = ["TABLE8_ROUNDS", "Arrivals", "balanced_sample", "count_comparisons", "count_eager", "count_lazy",
+           "make_arrivals", "table8",
            "time_orders"]
 #
 # Table 8 measures small differences (the model's two best orders differ by
@@ -168,6 +174,120 @@ def count_eager(arr: Arrivals, windows, orders, buckets: int | None = None) -> d
                     break
             out[o, p] = c
     return {tuple(o): out[k] for k, o in enumerate(orders)}
+
+
+def count_lazy(arr: Arrivals, windows, orders, tau: int, buckets: int | None = None, *,
+               grouped: bool = True) -> dict:
+    """Comparisons that lazy ``lazy`` (``grouped``) or ``hash-lazy`` counts, per arrival and order.
+
+    The lazy counterpart of :func:`count_eager` (no-restore semantics, time
+    windows, one equality attribute), exact for the operators of
+    :mod:`slidewise.operators.joins.lazy` and ``.hash``: the evaluation at NOW
+    (a multiple of τ) runs when the first arrival with ``ts > NOW`` comes, and
+    its comparisons are booked on that arrival (so a piece of whole periods
+    holds the evaluations its timed run performs). At NOW the windows hold
+    the tuples with ``ts >= NOW - T_j`` (purged before, or after the previous
+    evaluation), split into *old* ones (earlier periods) and the period's
+    *new* ones:
+
+    * ``lazy`` (thesis Alg. 4, seed 003 §5.2.2): for each stream i in the
+      global order, its new tuples are inserted, then one probe per distinct
+      value x among them scans, in ``[i] + order``, the windows of the other
+      streams — with their new tuples iff they precede i in the order;
+    * ``hash-lazy`` (seed 000 §3.3–3.4): every new tuple, in arrival order,
+      probes the buckets ``x mod b`` counting only tuples that arrived before
+      it (window membership and ``exp >= NOW`` are uncounted checks).
+
+    Tests check it against the operators' ``comparisons``.
+    """
+    n, ts, sid, val = arr.n, arr.ts.tolist(), arr.sid.tolist(), arr.attr.tolist()
+    out = np.zeros((len(orders), len(ts)))
+    b = buckets or 0
+    seqs = [[[i] + [s for s in o if s != i] for i in range(n)] for o in orders]
+    before = [[[o.index(j) < o.index(i) for j in range(n)] for i in range(n)] for o in orders]
+    fifo: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    head, size = [0] * n, [0] * n
+    count: list[dict] = [{} for _ in range(n)]
+    inbucket: list[dict] = [{} for _ in range(n)]
+
+    def add(j: int, x: int, t: int) -> None:
+        fifo[j].append((t, x))
+        size[j] += 1
+        count[j][x] = count[j].get(x, 0) + 1
+        if b:
+            inbucket[j][x % b] = inbucket[j].get(x % b, 0) + 1
+
+    def purge(now: int) -> None:
+        for j in range(n):
+            h, lst, bound = head[j], fifo[j], now - windows[j]
+            while h < len(lst) and lst[h][0] < bound:
+                x = lst[h][1]
+                size[j] -= 1
+                count[j][x] -= 1
+                if b:
+                    inbucket[j][x % b] -= 1
+                h += 1
+            head[j] = h
+
+    p, total = 0, len(ts)
+    while p < total:
+        now = -(-ts[p] // tau) * tau
+        lo = p
+        while p < total and ts[p] <= now:
+            p += 1
+        booked = min(p, total - 1)     # the arrival that triggers this evaluation
+        purge(now)
+        if grouped:
+            new = [[] for _ in range(n)]
+            for q in range(lo, p):
+                new[sid[q]].append(val[q])
+            newcount = [{} for _ in range(n)]
+            for i in range(n):
+                for x in new[i]:
+                    newcount[i][x] = newcount[i].get(x, 0) + 1
+            for o in range(len(orders)):
+                c = 0
+                for i in range(n):
+                    ahead = before[o][i]
+                    for x in newcount[i]:
+                        mult = 1
+                        for j in seqs[o][i][1:]:
+                            if ahead[j]:
+                                c += mult * (size[j] + len(new[j]))
+                                mult *= count[j].get(x, 0) + newcount[j].get(x, 0)
+                            else:
+                                c += mult * size[j]
+                                mult *= count[j].get(x, 0)
+                            if not mult:
+                                break
+                out[o, booked] += c
+            for q in range(lo, p):
+                add(sid[q], val[q], ts[q])
+        else:
+            for q in range(lo, p):
+                i, x = sid[q], val[q]
+                scanned = [inbucket[j].get(x % b, 0) for j in range(n)] if b else size
+                for o, seq in enumerate(seqs):
+                    c, mult = 0, 1
+                    for j in seq[i][1:]:
+                        c += mult * scanned[j]
+                        mult *= count[j].get(x, 0)
+                        if not mult:
+                            break
+                    out[o, booked] += c
+                add(i, x, ts[q])
+        purge(now + tau)
+    return {tuple(o): out[k] for k, o in enumerate(orders)}
+
+
+def count_comparisons(arr: Arrivals, windows, orders, algorithm: str, tau: int | None,
+                      buckets: int | None) -> dict:
+    """Per arrival and order, the comparisons of one Table 8 configuration (exact re-count)."""
+    if algorithm in ("nlj", "hash"):
+        return count_eager(arr, windows, orders, buckets)
+    if algorithm in ("lazy", "hash-lazy"):
+        return count_lazy(arr, windows, orders, tau, buckets, grouped=algorithm == "lazy")
+    raise ValueError(f"no exact comparison count for {algorithm!r}")
 
 
 def _pieces(first: int, last: int, spacing: int) -> list[int]:
@@ -377,7 +497,7 @@ def _paired(h: dict, o: dict, pieces_used: np.ndarray) -> dict:
 
 
 def convergence(arr: Arrivals, windows, warm_units: int, configs: dict, spans=CONVERGENCE_SPANS) -> dict:
-    """Counted comparisons per time unit of eager orders over growing spans, against the model.
+    """Counted comparisons per time unit of orders over growing spans, against the model.
 
     ``configs``: label → (counts per arrival by order, model cost by order).
     For each span from the end of the warm-up: comparisons per time unit of
@@ -414,48 +534,35 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
     per_unit = sum(rates)
     units = int(LONG_RUN_UNITS * max(scale, 0.1))
     arr = make_arrivals(rates, distinct, int((warm_units + units + PIECE_UNITS + 1) * per_unit), seed=seed)
-    models, searches = {}, {}
-    for name, tau, buckets in TABLE8_CONFIGS:
-        query = _query(windows, slide=tau)
-        model = model_for(query, stats, name, buckets)
-        models[(name, tau, buckets)] = (query, model)
-        searches[(name, tau, buckets)] = (exact_search(model), heuristic_search(model),
-                                          heuristic_search(model, refine=False))
-    # (1) the long run: eager nlj and hash counts of the contenders, per arrival
-    progress(f"table8: counting comparisons over {units} time units")
-    eager = {}
-    for name, buckets in (("nlj", None), ("hash", 5)):
-        found, heur, paper = searches[(name, None, buckets)]
-        ranked = [o for o, _ in found.alternatives]
-        orders = list(dict.fromkeys(ranked[:CONTENDERS] + [heur.order, paper.order]))
-        eager[name] = (count_eager(arr, windows, orders, buckets), {o: dict(found.alternatives)[o] for o in orders})
-    conv = convergence(arr, windows, warm_units, {"nlj": eager["nlj"], "hash, b=5": eager["hash"]})
-    # (2) the balanced sample of pieces
     starts = _pieces(warm_units, warm_units + units, POOL_SPACING)
-    last = arr.at(warm_units + units)
-    first = arr.at(warm_units)
-    aux, target = [], []
-    for counts, _ in eager.values():
-        for o, c in counts.items():
-            aux.append(_per_piece(arr, c, starts) / PIECE_UNITS)
-            target.append(float(c[first:last].sum()) / units)
-    k = max(4, int(round(PIECES * max(scale, 0.1))))
-    chosen, deviation = balanced_sample(np.column_stack(aux), np.asarray(target), min(k, len(starts)), seed)
-    sample = [starts[c] for c in chosen]
-    out: dict = {"sample": {"piece_units": PIECE_UNITS, "pieces": len(sample), "piece_starts": sample,
-                            "long_run_units": units, "pool": len(starts),
-                            "max_relative_deviation_from_long_run": round(deviation, 5),
-                            "balanced_on": {name: [_names(o) for o in eager[name][0]] for name in eager}},
-                 "convergence": conv, "configurations": {}}
+    first, last = arr.at(warm_units), arr.at(warm_units + units)
+    k = min(max(4, int(round(PIECES * max(scale, 0.1)))), len(starts))
+    out: dict = {"long_run_units": units, "piece_units": PIECE_UNITS, "pool": len(starts),
+                 "convergence": {}, "configurations": {}}
     for cfg in TABLE8_CONFIGS:
         name, tau, buckets = cfg
         label = name + (f", tau={tau}" if tau else "") + (f", b={buckets}" if buckets else "")
-        query, model = models[cfg]
-        exact, heur, paper = searches[cfg]
+        query = _query(windows, slide=tau)
+        model = model_for(query, stats, name, buckets)          # the planner's model
+        paper_model = model_for(query, stats, name, buckets, lazy_windows="paper")
+        exact, heur, paper = exact_search(model), heuristic_search(model), heuristic_search(model, refine=False)
         predicted = dict(exact.alternatives)
         ranked = [o for o, _ in exact.alternatives]
         best_o, worst_o = exact.order, ranked[-1]
-        orders = list(dict.fromkeys(ranked[:CONTENDERS] + [heur.order, paper.order, worst_o]))
+        contenders = list(dict.fromkeys(ranked[:CONTENDERS] + [heur.order, paper.order]))
+        orders = contenders + [worst_o]
+        # (1) the long run: this configuration's exact counts per arrival, for every order timed
+        progress(f"table8 {label}: counting comparisons over {units} time units")
+        counts = count_comparisons(arr, windows, orders, name, tau, buckets)
+        long_run = {o: float(counts[o][first:last].sum()) / units for o in orders}
+        out["convergence"][label] = convergence(
+            arr, windows, warm_units, {label: ({o: counts[o] for o in contenders},
+                                               {o: predicted[o] for o in contenders})})[label]
+        # (2) the balanced sample: pieces whose counts of the contenders match the long run's
+        aux = np.column_stack([_per_piece(arr, counts[o], starts) / PIECE_UNITS for o in contenders])
+        chosen, deviation = balanced_sample(aux, np.asarray([long_run[o] for o in contenders]), k, seed)
+        sample = [starts[c] for c in chosen]
+        # (3) timing
         options = {"buckets": buckets} if buckets else {}
         pieces = _make_pieces(name, query, options, arr, sample, warm_units, best_o)
         light = {worst_o: (min(WORST_ROUNDS, rounds), min(WORST_PIECES, len(pieces)))}
@@ -463,20 +570,23 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
                            light)
         rate = {o: _rates(runs[o], pieces) for o in orders}
         span = PIECE_UNITS * len(pieces)
-        comps = {o: float(np.nansum(runs[o]["comparisons"])) / span for o in orders if o != worst_o}
-        full = [o for o in orders if o != worst_o]            # timed on every piece, every round
+        comps = {o: float(np.nansum(runs[o]["comparisons"])) / span for o in contenders}
+        full = contenders                                      # timed on every piece, every round
         by_rate = sorted(full, key=lambda o: rate[o]["rate"], reverse=True)
         by_comps = sorted(full, key=comps.get)
+        by_long = sorted(full, key=long_run.get)
         h = heur.order
         all_pieces = np.arange(len(pieces))
         vs = {_names(o): _paired(runs[h], runs[o], all_pieces) for o in full if o != h}
         fastest = by_rate[0]
         worst_cols = np.arange(light[worst_o][1])
         best_worst = _paired(runs[worst_o], runs[best_o], worst_cols)["time_ratio"]
-        lazy_model = model_for(query, stats, name, buckets, lazy_windows="operators")
         beaten_by = [n for n, v in vs.items() if v["time_ratio"] < 1 and v["distinguishable"]]
         out["configurations"][label] = {
             "algorithm": name, "tau": tau, "buckets": buckets, "rounds": rounds,
+            "model": {"lazy_windows": model.lazy_windows, "order_dependent_windows": model.ordered},
+            "sample": {"pieces": len(sample), "piece_starts": sample, "balanced_on": [_names(o) for o in contenders],
+                       "max_relative_deviation_from_long_run": round(deviation, 5)},
             "best_plan": _names(best_o), "worst_plan": _names(worst_o),
             "heuristic_plan": _names(h), "paper_heuristic_plan": _names(paper.order),
             "max_rate_best_plan": rate[best_o]["rate"], "max_rate_worst_plan": rate[worst_o]["rate"],
@@ -489,8 +599,11 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
             "heuristic_distinguishably_beaten_by": beaten_by,
             "heuristic_vs": vs,
             "heuristic_rank_by_measured_comparisons": by_comps.index(h) + 1,
+            "heuristic_rank_by_long_run_comparisons": by_long.index(h) + 1,
             "measured_over_predicted_comparisons_heuristic": round(comps[h] / predicted[h], 4),
+            "long_run_over_predicted_comparisons_heuristic": round(long_run[h] / predicted[h], 4),
             "fewest_comparisons_plan": _names(by_comps[0]),
+            "fewest_long_run_comparisons_plan": _names(by_long[0]),
             "rank_correlation_rate": round(_spearman([-predicted[o] for o in full],
                                                      [rate[o]["rate"] for o in full]), 3),
             "correlation_time_per_tuple_comparisons": round(float(np.corrcoef(
@@ -498,8 +611,9 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
                 [float(np.nansum(runs[o]["comparisons"][:rate[o]["pieces"]])) / rate[o]["tuples"]
                  for o in orders])[0, 1]), 4),
             "orders": {_names(o): {"predicted_cost": round(predicted[o], 2),
-                                   "predicted_cost_operators": round(lazy_model.cost(o).total, 2),
+                                   "predicted_cost_paper": round(paper_model.cost(o).total, 2),
                                    "predicted_partial_results": round(model.partial_results(o), 2),
+                                   "long_run_comparisons_per_time_unit": round(long_run[o], 1),
                                    "comparisons_per_time_unit": round(float(np.nansum(runs[o]["comparisons"]))
                                                                       / (PIECE_UNITS * rate[o]["pieces"]), 1),
                                    **rate[o]} for o in orders},

@@ -85,7 +85,8 @@ def allocate_slow(total: int, rates: Sequence[float], hashed: Sequence[bool], pe
     return out
 
 
-def allocate_model(total: int, model: CostModel, orders: dict[int, Sequence[int]]) -> list[int]:
+def allocate_model(total: int, model: CostModel, orders: dict[int, Sequence[int]],
+                   fronts: dict[int, int] | None = None) -> list[int]:
     """The counts (at most ``total`` in all) that minimise the model's cost of the plan ``orders``.
 
     The cost separates per window (:meth:`CostModel.bucket_terms`), so a
@@ -99,7 +100,7 @@ def allocate_model(total: int, model: CostModel, orders: dict[int, Sequence[int]
     out = [1] * model.n
     if not idx or total <= len(idx):
         return out
-    _, coef = model.bucket_terms(orders)
+    _, coef = model.bucket_terms(orders, fronts)
     cap = total - len(idx) + 1                     # most buckets one window can get
     v = [model.member[i][model.hash_class[i]] if hashed[i] else 1.0 for i in range(model.n)]
     best = np.full(total + 1, np.inf)
@@ -143,7 +144,8 @@ def allocate(strategy: str, total: int, model: CostModel, order: Sequence[int]) 
     if strategy.startswith("slow="):
         return allocate_slow(total, model.rate, hashed, int(strategy.split("=", 1)[1]))
     if strategy == "model":
-        return allocate_model(total, model, {i: model.probe_sequence(i, order) for i in range(model.n)})
+        return allocate_model(total, model, {i: model.probe_sequence(i, order) for i in range(model.n)},
+                              model.fronts(order))
     raise ValueError(f"unknown bucket allocation strategy {strategy!r}; use one of {STRATEGIES}")
 
 
@@ -167,7 +169,7 @@ def allocate_buckets(plan):
     if all(c is None for c in model.hash_class):  # nothing is equi-joined: no hash tables
         return plan
     before = plan.search.cost.total
-    counts = allocate_model(budget, model, plan.search.orders)
+    counts = allocate_model(budget, model, plan.search.orders, plan.search.cost.fronts)
     if counts == plan.buckets:
         return plan
     plan.buckets = counts

@@ -38,7 +38,15 @@ Per unit time (``kind``):
   per unit time, ``v_i·(1-(1-1/v_i)^{λ_i τ})/τ``. The papers' windows grow
   by τ because they expire lazily; slidewise's lazy operators purge before
   every evaluation, and ``lazy_windows="operators"`` models that instead
-  (:data:`LAZY_WINDOWS`);
+  (:data:`LAZY_WINDOWS`). Alg. 4/5 (``grouped``) also insert stream i's new
+  tuples just before probing with them (thesis §5.2.2), so under
+  ``"operators"`` the window of j seen by new i tuples depends on the global
+  order: it holds j's λ_j·τ new tuples iff j precedes i (its *front*,
+  :meth:`CostModel.fronts`) — an order-dependent term the papers' uniform
+  T+τ does not have. :func:`model_for` (the planner's model) uses
+  ``"operators"`` for the lazy operators it describes (:data:`OPERATOR_WINDOWS`);
+  ``bench ordering`` checks it against exact counts of those operators
+  (:func:`slidewise.bench.table8.count_lazy`);
 * ``naive``: one fixed order for every origin, the new tuple at its own
   position (App. A ``G_i``; lazy: ``H_i``);
 * ``general``: one order per origin (General Lazy NLJ, seed 000 §3.3): the
@@ -61,7 +69,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from slidewise.errors import PlanError
@@ -70,16 +78,21 @@ from slidewise.optimizer.stats import Statistics
 from slidewise.plan.expr import streams_of
 from slidewise.plan.query import JoinQuery
 
-__all__ = ["KINDS", "LAZY_WINDOWS", "THETA_SELECTIVITY", "CostModel", "PlanCost", "ProbeStep", "bucket_share",
-           "model_for", "model_kind"]
+__all__ = ["KINDS", "LAZY_WINDOWS", "OPERATOR_WINDOWS", "THETA_SELECTIVITY", "CostModel", "PlanCost",
+           "ProbeStep", "bucket_share", "model_for", "model_kind"]
 
 KINDS = ("eager", "lazy", "naive", "general")
 #: window sizes under lazy evaluation: ``paper`` — T+τ (seed 000 App. A: expiration
 #: only every τ, stale tuples scanned); ``operators`` — what slidewise's lazy
 #: operators compare: they purge before each evaluation and skip (uncounted)
 #: members not valid for the origin, so a window offers λ·T valid tuples
-#: (restore) or λ·(T-τ/2) (no-restore: members must also outlive NOW)
+#: (restore) or λ·(T-τ/2) (no-restore: members must also outlive NOW) —
+#: ``hash-lazy``; for the grouped Alg. 4/5 operators the window depends on
+#: the order (:meth:`CostModel.window`)
 LAZY_WINDOWS = ("paper", "operators")
+#: algorithms whose windows :func:`model_for` models as the operators keep them
+#: (``lazy_windows="operators"``); the others (naive, general-lazy) keep the papers' T+τ
+OPERATOR_WINDOWS = frozenset({"lazy", "lazy-restore", "hash-lazy"})
 #: fraction of its input a theta predicate (non-equality filter) keeps
 THETA_SELECTIVITY = 1 / 3
 #: algorithms whose windows are hash tables (all equi-joined windows hashed)
@@ -140,6 +153,9 @@ class PlanCost:
     total: float
     per_origin: tuple[float, ...]
     orders: dict[int, tuple[int, ...]]
+    #: per origin, the streams whose new tuples are in their windows when it probes
+    #: (bit mask; only order-dependent models use it, see :meth:`CostModel.fronts`)
+    fronts: dict[int, int] = field(default_factory=dict)
 
 
 class CostModel:
@@ -149,8 +165,13 @@ class CostModel:
     (required for ``lazy`` and ``general``; for ``naive`` it selects the lazy
     variant); ``buckets``: ``b_i`` per stream (``None``: nested loops, no hash
     tables; 1 for a window means it is scanned); ``grouped``: lazy probes once
-    per distinct new value; ``lazy_windows``: see :data:`LAZY_WINDOWS`;
+    per distinct new value, inserting each stream's new tuples just before its
+    probes (thesis Alg. 4/5); ``lazy_windows``: see :data:`LAZY_WINDOWS`;
     ``restore``: restore semantics (default: the query's).
+
+    ``ordered``: window sizes depend on the global order (grouped lazy under
+    ``"operators"``); then every cost takes the origin's *front* (streams
+    before it in the global order) and :meth:`cost` derives it from the order.
     """
 
     def __init__(self, query: JoinQuery, stats: Statistics, *, kind: str = "eager",
@@ -178,6 +199,12 @@ class CostModel:
         if len(self.buckets) != self.n:
             raise PlanError(f"{len(self.buckets)} bucket counts for {self.n} streams")
         self.grouped = grouped and self.lazy and kind == "lazy"
+        self.ordered = self.grouped and lazy_windows == "operators"
+        #: ordered models: window j's tuples seen by new ``origin`` tuples when j is not
+        #: in the origin's front (``base[origin][j]``), and what j's new tuples add (``ahead[j]``)
+        self.ahead = [self.rate[j] * self.tau if self.ordered else 0.0 for j in range(self.n)]
+        self.base = [[self._operator_window(i, j) for j in range(self.n)] for i in range(self.n)] \
+            if self.ordered else []
         # equality classes: per stream, (class, v) for each class it belongs to
         self.classes = equality_classes(query)
         self.member: list[dict[int, float]] = [{} for _ in range(self.n)]
@@ -205,6 +232,46 @@ class CostModel:
             return 0.0
         return -self.tau / 2
 
+    def _operator_window(self, origin: int, j: int) -> float:
+        """Grouped lazy operators (thesis Alg. 4/5 as slidewise runs them): window j without its new tuples.
+
+        ``lazy`` (no-restore) purges ``exp < NOW`` first, so a time window
+        holds λ_j·(T_j − τ) old tuples. ``lazy-restore`` keeps ``exp >= NOW − τ``
+        but scans only ``exp >= mints`` (the group's earliest ts, uncounted
+        skip), i.e. λ_j·(T_j − δ) with δ = τ/(m+1), the expected offset of the
+        earliest of m tuples (m: origin's mean group size). Count windows hold
+        their last N arrivals as of the previous evaluation.
+        """
+        st = self.stats[j]
+        if st.count:
+            return st.tuples(0.0)
+        if not self.restore:
+            return st.tuples(-self.tau)
+        v = self.stats[origin].v()
+        new = self.rate[origin] * self.tau
+        groups = v * (1.0 - (1.0 - 1.0 / v) ** new) if v > 1 else min(1.0, new)
+        m = new / groups if groups > 0 else 1.0
+        return st.tuples(-self.tau / (m + 1.0))
+
+    def window(self, j: int, origin: int | None = None, front: int = 0) -> float:
+        """Tuples of window j scanned for new ``origin`` tuples whose front is ``front``."""
+        if not self.ordered or origin is None:
+            return self.size[j]
+        return self.base[origin][j] + (self.ahead[j] if front >> j & 1 else 0.0)
+
+    def fronts(self, order: Sequence[int]) -> dict[int, int]:
+        """Per origin, the mask of the streams before it in the global ``order`` (0 if unordered).
+
+        Grouped lazy operators insert the new tuples stream by stream in the
+        global order, each just before probing with them, so the new tuples of
+        the streams in an origin's front are in their windows when it probes.
+        """
+        out, mask = {}, 0
+        for i in order:
+            out[i] = mask if self.ordered else 0
+            mask |= 1 << i
+        return out
+
     def origin_size(self, origin: int) -> float:
         """Tuples of the origin stream joined per probe: 1 (eager), λ_i·τ (naive lazy / general)."""
         if self.kind in ("general", "naive") and self.lazy:
@@ -222,13 +289,14 @@ class CostModel:
             return groups / self.tau
         return self.rate[origin]
 
-    def phi(self, mask: int, origin: int | None = None) -> float:
+    def phi(self, mask: int, origin: int | None = None, front: int = 0) -> float:
         """Expected size of the join of the windows in ``mask`` (origin counted as its new tuples)."""
-        return self._prefix(mask, origin)[0]
+        return self._prefix(mask, origin, front)[0]
 
-    def _prefix(self, mask: int, origin: int | None) -> tuple[float, dict[int, float]]:
+    def _prefix(self, mask: int, origin: int | None, front: int = 0) -> tuple[float, dict[int, float]]:
         osize = self.origin_size(origin) if origin is not None else 0.0
-        key = (mask, -1 if origin is None else origin, osize)
+        front = front & mask if self.ordered else 0
+        key = (mask, -1 if origin is None else origin, osize, front)
         hit = self._phi.get(key)
         if hit is not None:
             return hit
@@ -238,7 +306,7 @@ class CostModel:
         for s in range(self.n):
             if not mask >> s & 1:
                 continue
-            size *= osize if s == origin else self.size[s]
+            size *= osize if s == origin else self.window(s, origin, front)
             for c, v in self.member[s].items():
                 mins[c] = min(v, mins.get(c, v))
                 prods[c] = prods.get(c, 1.0) * v
@@ -251,24 +319,27 @@ class CostModel:
         self._phi[key] = out
         return out
 
-    def scan(self, j: int, mask: int, origin: int | None = None) -> float:
+    def scan(self, j: int, mask: int, origin: int | None = None, front: int = 0) -> float:
         """Tuples of window ``j`` scanned per partial result of the streams in ``mask``."""
         if j == origin:
             return self.origin_size(origin)
+        size = self.window(j, origin, front)
         c = self.hash_class[j]
         if c is None:
-            return self.size[j]
+            return size
         mins = self._prefix(mask, origin)[1]
         if c not in mins:
-            return self.size[j]  # no bound value to hash: every bucket is scanned
-        return self.size[j] * bucket_share(mins[c], self.member[j][c], self.buckets[j])
+            return size  # no bound value to hash: every bucket is scanned
+        return size * bucket_share(mins[c], self.member[j][c], self.buckets[j])
 
-    def step(self, origin: int, mask: int, j: int) -> float:
+    def step(self, origin: int, mask: int, j: int, front: int = 0) -> float:
         """Comparisons per probe of loop ``j`` below the streams ``mask`` (origin in or above)."""
-        key = (origin, mask, j)
+        front = front & (mask | 1 << j) if self.ordered else 0
+        key = (origin, mask, j, front)
         hit = self._step.get(key)
         if hit is None:
-            hit = self._step[key] = self.phi(mask, origin) * self.scan(j, mask, origin) if mask else 0.0
+            hit = self._step[key] = (self.phi(mask, origin, front) * self.scan(j, mask, origin, front)
+                                     if mask else 0.0)
         return hit
 
     # -- per origin and per plan -------------------------------------------
@@ -278,11 +349,11 @@ class CostModel:
             return list(order)
         return [origin] + [s for s in order if s != origin]
 
-    def origin_cost(self, origin: int, seq: Sequence[int]) -> float:
+    def origin_cost(self, origin: int, seq: Sequence[int], front: int = 0) -> float:
         """Comparisons per unit time of processing new ``origin`` tuples with loops ``seq``."""
         total, mask = 0.0, 0
         for j in seq:
-            total += self.step(origin, mask, j)
+            total += self.step(origin, mask, j, front)
             mask |= 1 << j
         return self.multiplier(origin) * total
 
@@ -291,12 +362,15 @@ class CostModel:
         if sorted(order) != list(range(self.n)):
             raise PlanError(f"join order {list(order)} is not a permutation of the {self.n} streams")
         seqs = {i: tuple(self.probe_sequence(i, order)) for i in range(self.n)}
-        return self.cost_orders(seqs)
+        return self.cost_orders(seqs, self.fronts(order))
 
-    def cost_orders(self, orders: dict[int, Sequence[int]]) -> PlanCost:
-        """Cost with an explicit probe sequence per origin (General Lazy NLJ)."""
-        per = tuple(self.origin_cost(i, orders[i]) for i in range(self.n))
-        return PlanCost(sum(per), per, {i: tuple(orders[i]) for i in range(self.n)})
+    def cost_orders(self, orders: dict[int, Sequence[int]], fronts: dict[int, int] | None = None) -> PlanCost:
+        """Cost with an explicit probe sequence per origin (General Lazy NLJ); ``fronts``: see :meth:`fronts`."""
+        if self.ordered and fronts is None:
+            raise PlanError("this lazy cost model depends on the global order: price it with cost(order)")
+        fronts = {i: (fronts or {}).get(i, 0) for i in range(self.n)}
+        per = tuple(self.origin_cost(i, orders[i], fronts[i]) for i in range(self.n))
+        return PlanCost(sum(per), per, {i: tuple(orders[i]) for i in range(self.n)}, fronts)
 
     def partial_results(self, order: Sequence[int]) -> float:
         """Intermediate results per unit time of a global order — *not* part of the papers' cost.
@@ -313,12 +387,13 @@ class CostModel:
         if sorted(order) != list(range(self.n)):
             raise PlanError(f"join order {list(order)} is not a permutation of the {self.n} streams")
         total = 0.0
+        fronts = self.fronts(order)
         for origin in range(self.n):
             mask, inner = 0, 0.0
             for k, j in enumerate(self.probe_sequence(origin, order)):
                 mask |= 1 << j
                 if 1 <= k < self.n - 1:
-                    inner += self.phi(mask, origin)
+                    inner += self.phi(mask, origin, fronts[origin])
             total += self.multiplier(origin) * inner
         return total
 
@@ -329,29 +404,31 @@ class CostModel:
         other._step = {}
         return other
 
-    def bucket_terms(self, orders: dict[int, Sequence[int]]) -> tuple[float, list[dict[float, float]]]:
+    def bucket_terms(self, orders: dict[int, Sequence[int]],
+                     fronts: dict[int, int] | None = None) -> tuple[float, list[dict[float, float]]]:
         """The plan's cost as ``fixed + Σ_j Σ_m coef[j][m] · bucket_share(m, v_j, b_j)``.
 
         Every loop scans one window, so the cost separates per window: this
         is what bucket allocation optimises (:mod:`slidewise.optimizer.buckets`).
         """
         fixed, coef = 0.0, [dict() for _ in range(self.n)]
+        fronts = fronts or {}
         for origin in range(self.n):
-            mult, mask = self.multiplier(origin), 0
+            mult, mask, front = self.multiplier(origin), 0, fronts.get(origin, 0)
             for j in orders[origin]:
                 if mask:
                     mins = self._prefix(mask, origin)[1]
                     c = self.hash_class[j]
-                    base = mult * self.phi(mask, origin)
+                    base = mult * self.phi(mask, origin, front)
                     if j != origin and c is not None and c in mins:
                         m = mins[c]
-                        coef[j][m] = coef[j].get(m, 0.0) + base * self.size[j]
+                        coef[j][m] = coef[j].get(m, 0.0) + base * self.window(j, origin, front)
                     else:
-                        fixed += base * self.scan(j, mask, origin)
+                        fixed += base * self.scan(j, mask, origin, front)
                 mask |= 1 << j
         return fixed, coef
 
-    def steps(self, origin: int, seq: Sequence[int]) -> list[ProbeStep]:
+    def steps(self, origin: int, seq: Sequence[int], front: int = 0) -> list[ProbeStep]:
         """Loop-by-loop breakdown of :meth:`origin_cost`, for explain."""
         out, mask = [], 0
         mult = self.multiplier(origin)
@@ -359,7 +436,7 @@ class CostModel:
             if mask == 0:
                 access = "new tuple" if j == origin and self.origin_size(origin) == 1 else \
                     ("new tuples" if j == origin else "scan")
-                out.append(ProbeStep(j, access, 0.0, self.scan(j, 0, origin) if j != origin
+                out.append(ProbeStep(j, access, 0.0, self.scan(j, 0, origin, front) if j != origin
                                      else self.origin_size(origin), 0.0))
             else:
                 if j == origin:
@@ -369,21 +446,25 @@ class CostModel:
                     access = f"hash b={self.buckets[j]}"
                 else:
                     access = "scan"
-                out.append(ProbeStep(j, access, self.phi(mask, origin), self.scan(j, mask, origin),
-                                     mult * self.step(origin, mask, j)))
+                out.append(ProbeStep(j, access, self.phi(mask, origin, front), self.scan(j, mask, origin, front),
+                                     mult * self.step(origin, mask, j, front)))
             mask |= 1 << j
         return out
 
 
 def model_for(query: JoinQuery, stats: Statistics, algorithm: str,
-              buckets: int | Sequence[int] | None = None, lazy_windows: str = "paper") -> CostModel:
-    """The cost model of the registered algorithm ``algorithm`` for ``query``.
+              buckets: int | Sequence[int] | None = None, lazy_windows: str | None = None) -> CostModel:
+    """The cost model of the registered algorithm ``algorithm`` for ``query`` (the planner's model).
 
     Hash-family algorithms (:data:`HASHED`) get ``buckets`` (an int for every
     window or one per stream; default the operators' ``min(window size, 64)``);
     the others scan whole windows. ``lazy`` / ``lazy-restore`` probe once per
-    distinct new value (``grouped``).
+    distinct new value (``grouped``). ``lazy_windows`` (default): the
+    operators' windows for :data:`OPERATOR_WINDOWS`, the papers' T+τ
+    otherwise; pass ``"paper"`` for seed 000 App. A's formula.
     """
+    if lazy_windows is None:
+        lazy_windows = "operators" if algorithm in OPERATOR_WINDOWS else "paper"
     from slidewise.operators.joins.hash import default_buckets
 
     counts = None

@@ -54,12 +54,13 @@ def _evaluation(query) -> str:
     return f"lazy every {query.slide} ({'restore' if query.restore else 'no-restore'})"
 
 
-def _probes(model, orders, aliases) -> dict:
+def _probes(model, cost, aliases) -> dict:
     out = {}
-    for origin, seq in orders.items():
-        steps = model.steps(origin, seq)
+    for origin, seq in cost.orders.items():
+        front = cost.fronts.get(origin, 0)
+        steps = model.steps(origin, seq, front)
         out[aliases[origin]] = {
-            "cost": model.origin_cost(origin, seq),
+            "cost": model.origin_cost(origin, seq, front),
             "probes_per_time_unit": model.multiplier(origin),
             "loops": [{"stream": aliases[s.stream], "access": s.access, "scanned": s.scanned,
                        "partials": s.partials, "cost": s.cost} for s in steps],
@@ -138,7 +139,7 @@ def explain_info(plan) -> dict:
         "buckets": dict(zip(aliases, plan.buckets)) if plan.buckets is not None else None,
         "predicted_cost": search.cost.total,
         "per_origin": {aliases[i]: c for i, c in enumerate(search.cost.per_origin)},
-        "probes": _probes(model, search.orders, aliases),
+        "probes": _probes(model, search.cost, aliases),
         "search": {"method": search.method, "considered": search.considered},
         "alternatives": _alternatives(search, aliases),
         "alternatives_priced": len(alts),

@@ -18,6 +18,11 @@ global order (``nlj``, ``hash``, ``lazy``...), or n·n! per-origin orders for
   (every origin i ≠ j has joined exactly S ∪ {i} above j), so each of the
   2^n·n extensions is priced once and shared by all orders. For
   ``general-lazy`` each origin's order is searched on its own (costs add up).
+  When window sizes depend on the order (grouped lazy operators insert new
+  tuples stream by stream, :attr:`CostModel.ordered`), an origin already in
+  the prefix also depends on the streams before it (its front), so that
+  part is priced per (origin, front, prefix, stream) while origins after the
+  prefix still share (prefix, stream).
 * :func:`heuristic_search`: start from the selectivity order — the pair of
   windows with the smallest join, then repeatedly the stream giving the
   smallest intermediate result, preferring streams joined by a predicate to
@@ -147,6 +152,51 @@ def _enumerate(n: int, add: Callable[[int, int], float]):
     yield from rec(0, 0.0)
 
 
+def _enumerate_ordered(model: CostModel):
+    """:func:`_enumerate` for order-dependent windows (:attr:`CostModel.ordered`).
+
+    Appending j after prefix S (in this order): origins after the prefix have
+    every stream of S and j in their front, so their share depends on (S, j)
+    only; an origin i of S has the streams before it as its front.
+    """
+    n = model.n
+    mult = [model.multiplier(i) for i in range(n)]
+    later: dict[tuple[int, int], float] = {}
+    inside: dict[tuple[int, int, int, int], float] = {}
+    order: list[int] = []
+    fronts: list[int] = []
+
+    def add(mask: int, j: int) -> float:
+        key = (mask, j)
+        hit = later.get(key)
+        if hit is None:
+            front = mask | 1 << j
+            hit = later[key] = sum(mult[i] * model.step(i, mask | 1 << i, j, front)
+                                   for i in range(n) if not (mask >> i & 1) and i != j)
+        for i, front in zip(order, fronts):
+            k = (i, front, mask, j)
+            part = inside.get(k)
+            if part is None:
+                part = inside[k] = mult[i] * model.step(i, mask, j, front)
+            hit += part
+        return hit
+
+    def rec(mask: int, acc: float):
+        if len(order) == n:
+            yield tuple(order), acc
+            return
+        for j in range(n):
+            if not mask >> j & 1:
+                step = add(mask, j)
+                order.append(j)
+                fronts.append(mask)
+                yield from rec(mask | 1 << j, acc + step)
+                order.pop()
+                fronts.pop()
+
+    yield from rec(0, 0.0)
+
+
 def exact_search(model: CostModel, valid: Valid = None) -> OrderSearch:
     """The cheapest plan over all n! global orders (all n·n! per-origin orders for ``general``)."""
     n = model.n
@@ -155,7 +205,8 @@ def exact_search(model: CostModel, valid: Valid = None) -> OrderSearch:
                           f"the query has {n}", hint="use --search heuristic")
     if model.kind == "general":
         return _exact_general(model)
-    priced = [(o, c) for o, c in _enumerate(n, _extension_cost(model)) if valid is None or valid(o)]
+    orders = _enumerate_ordered(model) if model.ordered else _enumerate(n, _extension_cost(model))
+    priced = [(o, c) for o, c in orders if valid is None or valid(o)]
     if not priced:
         raise OptionError("no join order is valid for this algorithm",
                           hint="choose another algorithm with --algorithm")
