@@ -43,16 +43,20 @@ def order_key(vals: tuple) -> tuple:
 
 
 _NUMBERS = frozenset((int, float, bool))
+_TEXT = frozenset((str,))
 _FIRST = itemgetter(0)
 
 
 def _raw_order_is_key_order(rows) -> bool:
     """True if comparing the values themselves orders ``rows`` as :func:`order_key` does:
     every column holds only numbers or only text (then ``(0, v)`` / ``(1, str(v))`` add nothing)."""
-    signatures = {tuple(map(type, v)) for v in rows}
-    if len({len(t) for t in signatures}) != 1:
+    if len(set(map(len, rows))) != 1:
         return False
-    return all(set(col) <= _NUMBERS or set(col) == {str} for col in zip(*signatures))
+    for col in zip(*rows):
+        kinds = set(map(type, col))
+        if not (kinds <= _NUMBERS or kinds == _TEXT):
+            return False
+    return True
 
 
 def _sorted_rows(counts: Counter) -> list[tuple]:
@@ -77,14 +81,18 @@ class AnswerTracker:
 
     :meth:`begin` expires rows with ``exp < now``; :meth:`add` applies signed
     rows; :meth:`take` returns the instant's net change by value (a Counter
-    without zeros, empty when nothing changed) and resets it.
+    without zeros, empty when nothing changed) and resets it. A change not
+    taken at its instant (expirations at an instant without later rows) is
+    dropped when rows of a later instant arrive: it never nets with them.
     """
 
     def __init__(self, ctx: Context, pattern):
         self.store = answer_store(ctx, pattern)
         self.delta: dict = {}
+        self.at: int | None = None     # the instant ``delta`` belongs to
 
     def begin(self, now: int) -> None:
+        self.at = now
         if self.delta:
             self.delta = {}
         expired = self.store.expire(now)
@@ -95,6 +103,10 @@ class AnswerTracker:
                 delta[v] = delta.get(v, 0) - 1
 
     def add(self, rows: list[Row], now: int) -> None:
+        if self.at != now:
+            self.at = now
+            if self.delta:
+                self.delta = {}
         store, delta = self.store, self.delta
         for row in rows:
             v = row[0]
