@@ -82,13 +82,18 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
 
 
 def _run_plan(plan: Plan, sources, tables, *, engine: str, options: dict, **kwargs) -> RunResult:
-    """A general query on the local plan executor (Spark runs join queries only so far)."""
+    """A general query on the local plan executor, or on Spark (:func:`slidewise.spark.plans.run_plan_spark`)."""
     from slidewise.runtime.plans import execute_plan
 
     if engine == "spark":
-        from slidewise.spark.plans import run_plan_spark
+        from slidewise.spark.plans import SPARK_OPTIONS, refuse_options, run_plan_spark
 
-        return run_plan_spark(plan, sources, tables, rewrite=True, **kwargs)
+        given = dict(options)
+        spark = {k: given.pop(k) for k in SPARK_OPTIONS if k in given}
+        chunk_rows = kwargs.pop("chunk_rows", 65536)
+        refuse_options({**given, "chunk_rows": None if chunk_rows == 65536 else chunk_rows})
+        extra = {k: v for k, v in given.items() if k not in JOIN_ONLY_OPTIONS}
+        return run_plan_spark(plan, sources, tables, rewrite=True, options=extra, **kwargs, **spark)
     if engine != "local":
         raise OptionError(f"unknown engine {engine!r}", hint="use engine='local' or engine='spark'")
     given = [k for k in JOIN_ONLY_OPTIONS if options.get(k) not in (None, False)]

@@ -44,7 +44,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default=None, choices=ENGINES,
                    help=f"execution engine: spark (Spark Structured Streaming, local[*] unless --master) "
                         f"or local (embedded, in-process); default {default_engine()} (SLIDEWISE_ENGINE "
-                        "sets it; general queries and runs with overload or adaptive options default to local)")
+                        "sets it; runs with overload or adaptive options, and general queries without a "
+                        "Spark option such as --checkpoint or --trigger, default to local)")
     add_spark_options(p)
     p.add_argument("--mode", default="stream", choices=["stream", "batch"],
                    help="with --engine spark: stream (Structured Streaming) or batch (one Spark SQL job "
@@ -154,17 +155,22 @@ def cmd_run(args) -> int:
 
     show = args.out is None
     tables = _tables(args.table)
+    # a general query defaults to the local engine, unless it asks for Spark's options
+    spark_asked = any((args.master, args.conf, args.trigger, args.once, args.checkpoint))
     args.engine = resolve_engine(args.engine, local_only=bool(kwargs_from_args(args))
-                                 or (args.engine is None and _is_general(args.query, tables)))
+                                 or (args.engine is None and not spark_asked and _is_general(args.query, tables)))
+    if args.engine == "local" and spark_asked:
+        given = next(f"--{name}" for name in ("master", "conf", "trigger", "once", "checkpoint")
+                     if getattr(args, name))
+        raise OptionError(f"{given} applies to the Spark engine, but this run uses the local engine",
+                          hint="add --engine spark, or drop the option")
     if args.engine == "spark" and _is_general(args.query, tables):
-        from slidewise.spark.cli import parse_conf
-        from slidewise.spark.plans import run_plan_spark
+        from slidewise.spark.cli import plan_from_args
 
-        result = run_plan_spark(args.query, _sources(args.source), tables, strategy=args.strategy,
-                                partitions=args.partitions, out=args.out, collect=show and not args.quiet,
-                                lateness=parse_duration(args.lateness, what="lateness"), ts_column=args.ts_column,
-                                ts_unit=args.ts_unit, rejects_path=args.rejects, master=args.master,
-                                conf=parse_conf(args.conf), rewrite=True)
+        result = plan_from_args(args, _sources(args.source), tables,
+                                {**_operator_options(args), **kwargs_from_args(args)},
+                                lateness=parse_duration(args.lateness, what="lateness"),
+                                collect=show and not args.quiet)
     elif args.engine == "spark" and args.mode == "batch":
         from slidewise.spark.batch import batch_from_args
 

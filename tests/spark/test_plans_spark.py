@@ -184,7 +184,7 @@ def test_spark_equals_local(spark, tmp_path, query, strategy, per_trigger):
     sources = _write_inputs(tmp_path, data)
     used = {s.source for s in parse_plan(query).scans()}
     res = run_plan_spark(query, {k: v for k, v in sources.items() if k in used}, strategy=strategy, spark=spark,
-                         max_files_per_trigger=per_trigger)
+                         max_files_per_trigger=per_trigger, once=True)   # directories: live unless once
     assert rows_of(res.results) == want
     assert res.stats["keying"].startswith("hash of src")
     assert res.stats["inputs"] == {k: 40 for k in sorted(used)}
@@ -203,7 +203,7 @@ def test_spark_with_a_relation_equals_local(spark, tmp_path, query, strategy):
     want = local(query, data, strategy, tables)
     assert any(sign < 0 for _ts, _v, sign in want)
     sources = _write_inputs(tmp_path, {"Link1": data["Link1"]})
-    res = run_plan_spark(query, sources, tables, strategy=strategy, spark=spark, max_files_per_trigger=1)
+    res = run_plan_spark(query, sources, tables, strategy=strategy, spark=spark, max_files_per_trigger=1, once=True)
     assert rows_of(res.results) == want
     assert res.stats["keying"].startswith("hash of src") and res.stats["buckets"] > 1
     n = len(relation(retroactive=query is TABLE))

@@ -2,10 +2,12 @@
 
 ``--engine spark`` is the default of ``run`` and ``demo`` (``SLIDEWISE_ENGINE=local``
 or ``--engine local`` selects the embedded engine; a ``run`` without
-``--engine`` that asks for local-only features — general queries, overload
-budgets, adaptive re-ordering — runs locally). Options: ``--master URL`` (default ``local[*]``),
-``--conf k=v`` (repeatable; Spark settings, plus ``slidewise.buckets`` and
-``slidewise.maxFilesPerTrigger``), ``--trigger 2s`` (micro-batch interval),
+``--engine`` that asks for local-only features — general queries (unless they
+give Spark options: ``--master``, ``--conf``, ``--trigger``, ``--once``,
+``--checkpoint``), overload budgets, adaptive re-ordering — runs locally).
+Options: ``--master URL`` (default ``local[*]``), ``--conf k=v`` (repeatable;
+Spark settings, plus ``slidewise.buckets`` and ``slidewise.maxFilesPerTrigger``),
+``--trigger 2s`` (micro-batch interval),
 ``--once`` (available-now: what exists, then end of input and stop; the
 default when every source is a file), ``--checkpoint DIR`` (restartable runs).
 """
@@ -61,8 +63,6 @@ def parse_conf(pairs: list[str] | None) -> dict[str, str]:
 
 def run_from_args(args, sources: dict[str, str], operator_options: dict, *, lateness: int, collect: bool):
     """Run the ``run`` command's query on Spark; returns the RunResult."""
-    import sys
-
     from slidewise.spark.runner import run_spark
 
     result = _own_session(lambda: run_spark(
@@ -70,11 +70,44 @@ def run_from_args(args, sources: dict[str, str], operator_options: dict, *, late
         lateness=lateness, ts_column=args.ts_column, ts_unit=args.ts_unit, chunk_rows=args.chunk_rows,
         rejects=args.rejects, progress=not args.quiet, master=args.master, conf=parse_conf(args.conf),
         trigger=args.trigger, once=True if args.once else None, checkpoint=args.checkpoint, **operator_options))
+    _say_interrupted(args, result)
+    return result
+
+
+#: ``--chunk-rows`` when not given (a general query on Spark refuses any other value)
+DEFAULT_CHUNK_ROWS = 65536
+
+
+def plan_from_args(args, sources: dict[str, str], tables: dict[str, str], operator_options: dict, *,
+                   lateness: int, collect: bool):
+    """Run the ``run`` command's general query on Spark (:func:`slidewise.spark.plans.run_plan_spark`).
+
+    The Spark options take effect as for join queries (``--buckets`` sets the key buckets, as
+    there); the join engine's other options, the overload options, ``--chunk-rows`` and
+    ``--mode batch`` are refused with an OptionError naming them.
+    """
+    from slidewise.spark.plans import refuse_options, run_plan_spark
+
+    given = dict(operator_options)
+    buckets = given.pop("buckets", None)
+    refuse_options({"algorithm": args.algorithm, "order": args.order, "mode": args.mode,
+                    "chunk_rows": None if args.chunk_rows == DEFAULT_CHUNK_ROWS else args.chunk_rows, **given})
+    result = _own_session(lambda: run_plan_spark(
+        args.query, sources, tables, strategy=args.strategy, partitions=args.partitions, out=args.out,
+        collect=collect, lateness=lateness, ts_column=args.ts_column, ts_unit=args.ts_unit, rejects=args.rejects,
+        progress=not args.quiet, master=args.master, conf=parse_conf(args.conf), trigger=args.trigger,
+        once=True if args.once else None, checkpoint=args.checkpoint, buckets=buckets, rewrite=True))
+    _say_interrupted(args, result)
+    return result
+
+
+def _say_interrupted(args, result) -> None:
+    import sys
+
     if result.stats.get("interrupted"):
         again = "rerun the same command to continue" if args.checkpoint else "use --checkpoint DIR to make runs resumable"
         print(f"slidewise: stopped (Ctrl-C) after {result.stats['micro_batches']} micro-batches; {again}",
               file=sys.stderr)
-    return result
 
 
 def demo_from_args(args, query: str, sources: dict[str, str], *, lateness: int):

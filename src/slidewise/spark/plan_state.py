@@ -237,8 +237,8 @@ class PlanBucketState:
     runner: object
     buffer: list[list[dict]] = field(default_factory=list)
     frontier: np.ndarray | None = None
-    ended: bool = False
-    flushed: bool = False
+    ended: bool = False                                   # an end of input was flushed (this run or before)
+    done: int | None = None                               # instants up to here are final (after an end of input)
     table_pos: list[int] = field(default_factory=list)   # rows of each relation added to the runner
 
 
@@ -248,7 +248,11 @@ class PlanBucket:
     Releases buffered tuples below ``min over streams (frontier - lateness)``
     (everything after end of input), in ``(ts, seq)`` order per source, to the
     executor, which runs every complete instant; at end of input it runs the
-    expirations and evaluations up to the *global* last input timestamp.
+    expirations and evaluations up to the *global* last input timestamp
+    (:attr:`PlanBucketState.done`). Input may continue after an end of input
+    (a rerun on the same checkpoint): the release rule applies again, and a
+    tuple at or before ``done`` — an instant already closed — is a ``late``
+    reject.
 
     ``tables``: every relation's admitted update rows, read on the driver
     (name -> ``(ts, cols)``, ``ts`` non-decreasing, file order within a
@@ -293,19 +297,32 @@ class PlanBucket:
             np.maximum.at(st.frontier, streams[marks], frame["t"].to_numpy(np.int64)[marks])
             qs = frame["q"].to_numpy(np.int64)
             rows += [{"k": ADMITTED, "s": int(s), "q": int(q)} for s, q in zip(streams[marks], qs[marks]) if q > 0]
-        if (kind == EOF).any():
-            st.ended = True
+        eof = bool((kind == EOF).any())
         for payload, s in zip(frame["p"][kind == TUPLE], streams[kind == TUPLE]):
-            st.buffer[int(s)].append(unpack(payload))
-        w = POS if st.ended else (int((st.frontier - self.lateness).min()) if (st.frontier > NEG).all() else NEG)
+            chunk = unpack(payload)
+            if st.done is not None:   # behind an earlier end of input: those instants are closed
+                late = chunk["t"] <= st.done
+                if late.any():
+                    rows.append(self._late(int(s), {k: v[late] for k, v in chunk.items()}, st.done))
+                    chunk = {k: v[~late] for k, v in chunk.items()}
+            st.buffer[int(s)].append(chunk)
+        w = POS if eof else (int((st.frontier - self.lateness).min()) if (st.frontier > NEG).all() else NEG)
         self._release(st, w)
         runner.flush_output(final=True)
-        if st.ended and not st.flushed:
-            st.flushed = True
-            if runner.last_input is not None:
-                last = int(st.frontier.max())
-                runner.last_input = last if self.table_end is None else max(last, self.table_end)
-                runner.finish(self.plan.root.slide)
+        if eof:
+            # the end of this run's input: every instant up to the global last input timestamp (the
+            # next slide multiple for periodic plans) runs now; a continued run starts after it
+            st.ended = True
+            last = int(st.frontier.max()) if (st.frontier > NEG).any() else None
+            if self.table_end is not None:
+                last = self.table_end if last is None else max(last, self.table_end)
+            if last is not None:
+                if runner.last_input is not None:
+                    runner.last_input = last
+                    runner.finish(self.plan.root.slide)
+                slide = self.plan.root.slide
+                end = last if slide is None else -(-last // slide) * slide
+                st.done = end if st.done is None else max(st.done, end)
         parts, runner.sink.parts = runner.sink.parts, []
         if parts:
             cols = {c: np.concatenate([p[c] for p in parts]) for c in self.columns}
@@ -316,6 +333,19 @@ class PlanBucket:
         rows.append({"k": STATS, "s": bucket, "n0": state, "n1": len(blob),
                      "n2": runner.negatives - before[0], "n3": runner.instants - before[1]})
         return blob, [out_frame(rows)]
+
+    def _late(self, stream: int, chunk: dict, done: int) -> dict:
+        """A :data:`REJECTS` row for admitted tuples at or before ``done``, where an earlier end of input
+        closed the instants (a continued run; never silently dropped)."""
+        from slidewise.runtime.rejects import rows_as_text
+
+        t = chunk["t"]
+        n = len(t)
+        raw = rows_as_text({"ts": t, **{a: chunk[a] for a in self.attrs[stream]}}).to_pylist()
+        reasons = [f"late: at or before ts {done}, where an earlier run's input ended" for _ in range(n)]
+        return {"k": REJECTS, "s": stream, "q": n, "p": pack(
+            {"file": np.full(n, "", dtype=object), "line": np.zeros(n, np.int64),
+             "reason": np.asarray(reasons, dtype=object), "raw": np.asarray(raw, dtype=object)})}
 
     def _release(self, st: PlanBucketState, w: int) -> None:
         """Feed every relation row and buffered tuple with ``ts < w`` to the executor, per source in

@@ -16,9 +16,31 @@ Sources, sequencer and end-of-input marker are the join engine's
 :mod:`slidewise.spark.runner`); the bucket stage hosts
 :class:`~slidewise.spark.plan_state.PlanBucket`. Buckets are a hash of the
 plan's partitioning attribute (:func:`~slidewise.spark.plan_state.partition_attribute`)
-or one bucket with a warning. The run is available-now: every file present at
-the start, then end of input. Results are written by the driver (collected,
-or a local file sink as the local engine's ``out``).
+or one bucket with a warning. Results are unpacked on the driver and go where
+the join engine on Spark puts them (:class:`_PlanSink`: collected, or a
+directory of per-micro-batch parts, replaced on replay).
+
+Runs are the join runner's (:class:`~slidewise.spark.runner.SparkRun`, as
+:class:`PlanRun`): ``once`` (available-now, the default for file inputs: the
+files present, then the end-of-input marker, then stop) or live (directories:
+micro-batches every ``trigger`` until Ctrl-C or ``timeout``); ``checkpoint``
+keeps Spark's checkpoint, the control directory and ``slidewise.json`` (query,
+key buckets, strategy, partitions: another query's checkpoint, or other
+values, are refused).
+
+End of input and continued runs — as the join runner: an end of input (the
+end of an available-now run) is final for what it covers. Every bucket
+releases its buffer and runs every instant up to the global last input
+timestamp (the next slide multiple for periodic plans; the last relation
+update if later), so the run's answer is complete, as the local engine's.
+Rerunning the same command on the checkpoint with new files continues: the
+sources read only the new files, the buckets restore their operator state
+and emit the results of the new input only, so the union of the runs equals
+one run over all inputs. A new tuple at or before the end of an earlier run
+cannot join instants already closed: it becomes a reject (``late: at or
+before ts T, where an earlier run's input ended``), never silently dropped.
+A live run stopped by Ctrl-C or a timeout has not ended its input: its
+buffered tuples and pending instants wait in the state for the next run.
 
 Relations (``--table``, NRR or retroactive ``TABLE``) are small: the driver
 reads them with the local engine's reader and merger
@@ -34,12 +56,11 @@ relations alone runs in one bucket.
 from __future__ import annotations
 
 import functools
-import json
+import os
 import pickle
 import shutil
-import tempfile
+import sys
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -50,10 +71,11 @@ from slidewise.errors import OptionError, PlanError, SourceError
 from slidewise.plan.logical import Plan
 from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
+from slidewise.spark.runner import SparkRun
 from slidewise.spark.plan_state import (ADMITTED, OUT_DDL, REJECTS, RESULT, STATE_DDL, STATS, PlanBucket,
                                         partition_attribute)
 
-__all__ = ["PlanProcessor", "run_plan_spark"]
+__all__ = ["PlanProcessor", "PlanRun", "run_plan_spark", "start_plan_spark"]
 
 
 class PlanProcessor(StatefulProcessor):
@@ -85,22 +107,68 @@ class PlanProcessor(StatefulProcessor):
         pass
 
 
+#: options of :func:`slidewise.run` / ``slidewise run`` that a general plan on Spark does not take, with the
+#: hint of their error (the join engine's options; the overload options exist in the local engine only)
+REFUSED = {
+    "algorithm": "choose the processing strategy with --strategy nt|direct|upa",
+    "order": "choose the processing strategy with --strategy nt|direct|upa",
+    "stats": "the stream statistics steer join planning only",
+    "search": "the join-order search applies to join queries only",
+    "negatives": "general plans emit retractions (sign -1) as their output operator says",
+    "overload": "load shedding runs on the local engine's join queries only",
+    "adaptive": "adaptive re-ordering runs on the local engine's join queries only",
+    "chunk_rows": "on Spark, micro-batch sizes come from --conf slidewise.maxFilesPerTrigger=N",
+}
+
+
+#: keyword options of :func:`run_plan_spark` that :func:`slidewise.run` passes through on Spark
+SPARK_OPTIONS = ("master", "conf", "spark", "trigger", "once", "checkpoint", "buckets", "max_files_per_trigger",
+                 "ui", "timeout")
+
+
+def refuse_options(given: dict) -> None:
+    """An OptionError naming the first option of :data:`REFUSED` that ``given`` sets (not None / False),
+    or ``mode="batch"``."""
+    if given.get("mode") not in (None, "stream"):
+        raise OptionError(f"--mode {given['mode']} runs join queries only; general queries run as a stream",
+                          hint="drop --mode batch (--once processes the recorded files and stops)")
+    for name, hint in REFUSED.items():
+        if given.get(name) not in (None, False):
+            flag = {"negatives": "--negative-tuples", "overload": "--cpu-budget/--memory-budget"}.get(
+                name, "--" + name.replace("_", "-"))
+            raise OptionError(f"option {flag} ({name}) does not apply to this general query on the Spark engine",
+                              hint=hint)
+
+
 class _PlanSink:
-    """``foreachBatch`` target: unpacks results, rejects and stats on the driver."""
+    """``foreachBatch`` target: unpacks results, rejects and stats on the driver.
+
+    Results go where the Spark join engine's :class:`~slidewise.spark.sinks.BatchSink` puts them:
+    a directory (``.parquet`` / ``.csv`` / ``.jsonl``) with one ``batch-NNNNNN/part-00000.EXT`` per
+    micro-batch (replaced when Spark replays the batch, so with a checkpoint exactly once; read it with
+    :func:`slidewise.spark.read_results`), ``"-"`` (CSV on stdout), ``"console"``, a callable, or
+    memory (``collect``). Rejects go to ``rejects_dir/batch-NNNNNN.csv``.
+    """
 
     def __init__(self, columns: list[str], sources: list[str], *, out=None, collect: bool = True,
-                 rejects: Rejects | None = None):
+                 rejects: Rejects | None = None, rejects_dir: str | None = None, progress: bool = False):
         from slidewise.runtime.sinks import open_sink
+        from slidewise.spark.sinks import sink_kind
 
         self.columns, self.sources = columns, sources
-        self.sink = open_sink(out, columns) if out is not None else None
+        self.out, self.kind = out, sink_kind(out)
+        self.sink = open_sink(out, columns) if self.kind in ("stdout", "callable") else None
         self.collect = collect
+        self.rejects_dir, self.progress = rejects_dir, progress
         self.frames: list[pd.DataFrame] = []
         self.rejects = rejects if rejects is not None else Rejects()
         self.inputs: Counter = Counter()
         self.results = self.retractions = self.negatives = self.instants = 0
         self.state: dict[int, tuple[int, int]] = {}
         self.seen: set[int] = set()
+        self.batches: list[int] = []
+        if self.kind in ("parquet", "csv", "json"):
+            Path(out).mkdir(parents=True, exist_ok=True)
 
     def __call__(self, df, batch_id: int) -> None:
         from slidewise.spark.bucket import reject_kind
@@ -108,28 +176,78 @@ class _PlanSink:
 
         if batch_id in self.seen:   # a replayed batch within this run
             return
-        self.seen.add(batch_id)
+        results, rejected, admitted = [], Rejects(), 0
         for r in df.collect():
             k = r["k"]
             if k == RESULT:
-                cols = unpack(r["p"])
-                if self.sink is not None:
-                    self.sink.write(cols)
-                if self.collect:
-                    self.frames.append(pd.DataFrame(cols))
+                results.append(unpack(r["p"]))
                 self.retractions += r["n0"]
                 self.results += r["q"] - r["n0"]
             elif k == REJECTS:
                 rej = unpack(r["p"])
                 for f, line, reason, raw in zip(rej["file"], rej["line"], rej["reason"], rej["raw"]):
-                    self.rejects.add(self.sources[r["s"]], f, int(line), reason, raw, kind=reject_kind(reason))
+                    for target in (self.rejects, rejected):
+                        target.add(self.sources[r["s"]], f, int(line), reason, raw, kind=reject_kind(reason))
             elif k == ADMITTED:
                 self.inputs[self.sources[r["s"]]] += r["q"]
+                admitted += r["q"]
             elif k == STATS:
                 peak, _ = self.state.get(r["s"], (0, 0))
                 self.state[r["s"]] = (max(peak, r["n0"]), r["n1"])
                 self.negatives += r["n2"]
                 self.instants += r["n3"]
+        self._write(results, batch_id)
+        self._write_rejects(rejected, batch_id)
+        self.seen.add(batch_id)
+        self.batches.append(batch_id)
+        if self.progress:
+            print(f"slidewise: batch {batch_id}: {admitted:,} tuples in, {sum(len(c['ts']) for c in results):,} "
+                  f"output rows, {len(rejected):,} rejects, state {sum(s for s, _ in self.state.values()):,} "
+                  "tuples", file=sys.stderr)
+
+    def _write(self, results: list[dict], batch_id: int) -> None:
+        from slidewise.runtime.sinks import open_sink
+
+        if self.collect:
+            self.frames += [pd.DataFrame(cols) for cols in results]
+        if self.kind in ("parquet", "csv", "json"):
+            # idempotent per batch id: a replayed batch leaves exactly its own output
+            target = Path(self.out) / f"batch-{batch_id:06d}"
+            shutil.rmtree(target, ignore_errors=True)
+            if not results:
+                return
+            tmp = Path(self.out) / f".batch-{batch_id:06d}.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+            sink = open_sink(tmp / f"part-00000{_EXT[self.kind]}", self.columns)
+            for cols in results:
+                sink.write(cols)
+            sink.close()
+            os.replace(tmp, target)
+        elif self.sink is not None:
+            for cols in results:
+                self.sink.write(cols)
+        elif self.kind == "console" and results:
+            frame = pd.concat([pd.DataFrame(c) for c in results], ignore_index=True)
+            print(f"-- batch {batch_id}: {len(frame):,} output rows", file=sys.stderr)
+            print(frame.head(20).to_string(index=False))
+
+    def _write_rejects(self, rejected: Rejects, batch_id: int) -> None:
+        if not self.rejects_dir:
+            return
+        target = Path(self.rejects_dir) / f"batch-{batch_id:06d}.csv"
+        if not len(rejected):
+            target.unlink(missing_ok=True)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".csv.tmp")
+        rejected.write(tmp)
+        os.replace(tmp, target)
+
+    def close(self) -> None:
+        if self.sink is not None:
+            self.sink.close()
+            self.sink = None
 
     def frame(self) -> pd.DataFrame:
         if self.frames:
@@ -137,27 +255,89 @@ class _PlanSink:
         return pd.DataFrame({c: pd.Series(dtype="object") for c in self.columns})
 
 
-def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | None = None, *,
-                   strategy: str = "upa", partitions: int = 10, out=None, collect: bool | None = None,
-                   lateness: int = 0, ts_column: str = "ts", ts_unit: str = "auto", rejects_path: str | None = None,
-                   master: str | None = None, conf: dict | None = None, spark=None, buckets: int | None = None,
-                   options: dict | None = None, rewrite: bool = False, max_files_per_trigger: int | None = None,
-                   **_ignored) -> RunResult:
-    """Run a general plan on Spark over the files present now, to the end of its inputs.
+_EXT = {"parquet": ".parquet", "csv": ".csv", "json": ".jsonl"}
 
-    Results equal :func:`slidewise.runtime.plans.execute_plan` with the same
-    arguments (the multiset of ``(ts, vals, sign)``).
+
+class PlanRun(SparkRun):
+    """A running general plan on Spark: the join runner's :class:`~slidewise.spark.runner.SparkRun`
+    (start, once / live, end of input, Ctrl-C, stop) with the plan's stats."""
+
+    def __init__(self, spark, frame, sink: _PlanSink, *, info: dict, **kwargs):
+        super().__init__(spark, None, frame, sink, **kwargs)
+        self.info = info
+
+    def result(self) -> RunResult:
+        self.stop()
+        self.sink.close()
+        return super().result()
+
+    def stats(self) -> dict:
+        sink, info = self.sink, self.info
+        seconds = self.seconds if self.seconds is not None else time.perf_counter() - self.started
+        inputs = {**info["table_inputs"], **{n: int(sink.inputs.get(n, 0)) for n in info["streams"]}}
+        return {
+            **info["head"],
+            **run_counts(inputs, int(sink.results), int(sink.retractions), sink.rejects, seconds),
+            "state_tuples_peak": int(sum(s for s, _ in sink.state.values())),  # sum of per-bucket peaks
+            "state_bytes_slidewise": int(sum(b for _, b in sink.state.values())),
+            "negative_tuples": int(sink.negatives),
+            "instants": int(sink.instants),
+            **info["tail"],
+            "micro_batches": len(sink.batches),
+            "spark_master": self.spark.sparkContext.master,
+            "session_seconds": round(self.session_seconds, 3),
+            "checkpoint": None if self.temp else str(self.root),
+            "input_ended": self.ended,
+            "interrupted": self.interrupted,
+        }
+
+
+def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | None = None, *,
+                   timeout: float | None = None, **options) -> RunResult:
+    """Run a general plan on Spark to the end of its inputs (``once``) or until ``timeout`` / Ctrl-C.
+
+    Options as :func:`start_plan_spark`. With ``once`` the results equal
+    :func:`slidewise.runtime.plans.execute_plan` with the same arguments (the
+    multiset of ``(ts, vals, sign)``).
+    """
+    from slidewise.spark.runner import drive
+
+    return drive(start_plan_spark(plan, sources, tables, **options), timeout)
+
+
+def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | None = None, *,
+                     strategy: str = "upa", partitions: int = 10, out=None, collect: bool | None = None,
+                     lateness: int | str = 0, ts_column: str = "ts", ts_unit: str = "auto",
+                     rejects_path: str | None = None, rejects: str | None = None, progress: bool = False,
+                     master: str | None = None, conf: dict | None = None, spark=None, buckets: int | None = None,
+                     options: dict | None = None, rewrite: bool = False, max_files_per_trigger: int | None = None,
+                     trigger: str | None = None, once: bool | None = None, checkpoint: str | None = None,
+                     ui: bool = False) -> PlanRun:
+    """Start a general plan's Spark streaming query; the running :class:`PlanRun`.
+
+    The Spark options are the join runner's (:func:`slidewise.spark.runner.start_spark`):
+    ``once`` (available-now: the files present, then end of input; default when every
+    source is a file), ``trigger`` (micro-batch interval of a live run), ``checkpoint``
+    (rerunning continues: see the module doc), ``buckets`` (key buckets; also
+    ``--conf slidewise.buckets=N``), ``max_files_per_trigger``, ``master``, ``conf``,
+    ``spark``. ``out`` as the join runner's (a directory of per-batch parts, ``"-"``,
+    ``"console"``, a callable, or None: collected); ``rejects`` (or ``rejects_path``):
+    a directory of per-batch reject CSVs. ``strategy``, ``partitions``, ``options``,
+    ``rewrite``: the plan executor's (:func:`slidewise.runtime.plans.execute_plan`).
     """
     from slidewise.cql.parser import load_any
+    from slidewise.model.time import parse_duration
     from slidewise.operators.incremental import STRATEGIES
     from slidewise.runtime.plans import _bind
     from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
     from slidewise.spark.keying import Keying
     from slidewise.spark.layout import WIRE_DDL, Layout
     from slidewise.spark.processor import SequencerProcessor
-    from slidewise.spark.runner import _spark_error
+    from slidewise.spark.runner import (_checkpoint_meta, _partitions, _trigger_seconds, once_default,
+                                        open_checkpoint, spark_options)
     from slidewise.spark.sequencer import SequencerLogic
-    from slidewise.spark.session import default_partitions, get_session
+    from slidewise.spark.session import check_master, get_session
+    from slidewise.spark.sinks import sink_kind
 
     if strategy not in STRATEGIES:
         raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
@@ -167,6 +347,7 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
             from slidewise.cql.parser import parse_plan
 
             plan = parse_plan(plan.text)
+    identity = plan.text or plan.root.label()
     scans = plan.scans()
     names = list(dict.fromkeys(s.source for s in scans if not s.is_relation))
     table_names = list(dict.fromkeys(s.source for s in scans if s.is_relation))
@@ -181,14 +362,26 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
     for name in table_names:
         if name not in tables:
             raise SourceError(f"no input given for table {name!r}", hint=f"pass --table {name}=PATH")
+    lateness = parse_duration(lateness, what="lateness") if isinstance(lateness, str) else lateness
     if not isinstance(lateness, int) or lateness < 0:
         raise OptionError(f"lateness must be a non-negative integer, got {lateness!r}")
-    rejects = Rejects()
+    conf, buckets, max_files_per_trigger = spark_options(conf, buckets, max_files_per_trigger)
+    kind = sink_kind(out)
+    interval = _trigger_seconds(trigger)
+    once = once_default(once, [sources.get(n) for n in names])
+    if master is not None:
+        check_master(master)
+    if rejects is not None and rejects_path is not None and rejects != rejects_path:
+        raise OptionError("give rejects or rejects_path, not both")
+    rejects_dir = rejects if rejects is not None else rejects_path
+    rejected = Rejects()
     table_rows, table_schemas = _read_tables({n: tables[n] for n in table_names}, lateness, ts_column, ts_unit,
-                                             rejects)
-    root = Path(tempfile.mkdtemp(prefix="slidewise-spark-plan-"))
-    (root / "control").mkdir()
+                                             rejected)
+    settings = {"strategy": strategy, "partitions": int(partitions)}
+    root, temp = open_checkpoint(checkpoint)
     try:
+        meta = _checkpoint_meta(root, identity, sources, buckets or _partitions(spark, conf), write=False,
+                                settings=settings)
         infos, recipes = [], []
         for name in names:
             info, recipe = inspect_stream(name, name, sources[name], ts_column=ts_column, ts_unit=ts_unit,
@@ -209,16 +402,16 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
             warnings.append(f"{why}: the plan runs in one key bucket (one task)")
         else:
             kinds = {i.kinds[attr] for i in infos}
-            kind = "str" if kinds == {"str"} else "float" if "float" in kinds else "int"
-            p = buckets or (int(spark.conf.get("spark.sql.shuffle.partitions")) if spark is not None
-                            else default_partitions())
-            keying = Keying("hash", p, keys=(attr,) * len(names), key_kind=kind)
+            key_kind = "str" if kinds == {"str"} else "float" if "float" in kinds else "int"
+            keying = Keying("hash", int(meta["buckets"]), keys=(attr,) * len(names), key_kind=key_kind)
         layout = Layout(tuple(infos))
         logic = PlanBucket(plan, names, [list(i.kinds) for i in infos], [lateness] * len(names),
                            strategy=strategy, partitions=partitions, options=options, tables=table_rows)
         _check_tables(logic.new_state().runner, table_rows)  # operator and table errors now, not in a task
         started = time.perf_counter()
-        session = spark if spark is not None else get_session(master, conf)
+        session = spark if spark is not None else get_session(master, conf, ui=ui)
+        session_seconds = time.perf_counter() - started
+        _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings)
         frames = [stream_frame(session, i, info, recipes[i], layout, ts_column, max_files_per_trigger)
                   for i, info in enumerate(infos)]
         frames.append(control_frame(session, str(root / "control"), layout))
@@ -229,45 +422,28 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
         output = sequenced.groupBy("b").transformWithStateInPandas(
             statefulProcessor=PlanProcessor(logic), outputStructType=OUT_DDL, outputMode="Append",
             timeMode="None")
-        sink = _PlanSink(logic.columns, names, out=out, collect=(out is None) if collect is None else collect,
-                         rejects=rejects)
-        query = (output.writeStream.foreachBatch(sink).option("checkpointLocation", str(root / "query")).start())
-        try:
-            query.processAllAvailable()
-            marker = root / "control" / f"eof-{uuid.uuid4().hex}.json"
-            tmp = marker.with_name("." + marker.name)
-            tmp.write_text(json.dumps({"eof": 1}) + "\n")
-            tmp.rename(marker)
-            query.processAllAvailable()
-        except Exception as e:
-            raise _spark_error(e, None) from None
-        finally:
-            query.stop()
-            if sink.sink is not None:
-                sink.sink.close()
-        seconds = time.perf_counter() - started
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    if rejects_path:
-        sink.rejects.write(rejects_path)
-    stats = {
-        "query": plan.text or plan.root.label(),
-        "engine": "spark",
-        "mode": "stream",
-        "strategy": strategy,
-        "partitions": int(partitions),
-        **run_counts({**{n: len(table_rows[n][0]) for n in table_names},   # relations once, not per bucket
-                      **{n: int(sink.inputs.get(n, 0)) for n in names}}, int(sink.results), int(sink.retractions),
-                     sink.rejects, seconds),
-        "state_tuples_peak": int(sum(s for s, _ in sink.state.values())),  # sum of per-bucket peaks
-        "state_bytes_slidewise": int(sum(b for _, b in sink.state.values())),
-        "negative_tuples": int(sink.negatives),
-        "instants": int(sink.instants),
-        "keying": f"hash of {attr} mod {keying.buckets} buckets" if attr else "one bucket (single task)",
-        "buckets": keying.buckets,
-        "warnings": warnings,
-    }
-    return RunResult(sink.frame() if sink.collect else None, stats, sink.rejects)
+        sink = _PlanSink(logic.columns, names, out=out,
+                         collect=bool(collect) if collect is not None else kind == "memory",
+                         rejects=rejected, rejects_dir=rejects_dir, progress=progress)
+        if len(rejected) and rejects_dir:   # the relations' rejects, read on the driver
+            Path(rejects_dir).mkdir(parents=True, exist_ok=True)
+            rejected.write(Path(rejects_dir) / "relations.csv")
+        info = {
+            "head": {"query": plan.text or plan.root.label(), "engine": "spark", "mode": "stream",
+                     "strategy": strategy, "partitions": int(partitions)},
+            "tail": {"keying": f"hash of {attr} mod {keying.buckets} buckets" if attr else "one bucket (single task)",
+                     "buckets": keying.buckets, "warnings": warnings},
+            "streams": names,
+            "table_inputs": {n: len(table_rows[n][0]) for n in table_names},   # relations once, not per bucket
+        }
+        run = PlanRun(session, output, sink, info=info, root=root, temp=temp, once=once, interval=interval,
+                      session_seconds=session_seconds)
+        run.start()
+    except BaseException:
+        if temp:
+            shutil.rmtree(root, ignore_errors=True)
+        raise
+    return run
 
 
 def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_unit: str, rejects: Rejects,

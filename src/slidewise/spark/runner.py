@@ -59,7 +59,11 @@ def run_spark(query: str | JoinQuery, sources: dict[str, object], **options) -> 
     Options as :func:`start_spark`; ``timeout`` (seconds) bounds a run without ``once``.
     """
     timeout = options.pop("timeout", None)
-    run = start_spark(query, sources, **options)
+    return drive(start_spark(query, sources, **options), timeout)
+
+
+def drive(run: SparkRun, timeout: float | None = None) -> RunResult:
+    """Wait for a started run (``once``: to the end of input; else ``timeout`` or Ctrl-C), stop it, its result."""
     try:
         run.wait(timeout)
     except KeyboardInterrupt:
@@ -86,48 +90,28 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None,
     ``buckets`` / ``max_files_per_trigger``. ``spark``: an existing session.
     """
     q = query if isinstance(query, JoinQuery) else load_query(query)
-    conf = dict(conf or {})
-    for key, name in OPTION_KEYS.items():
-        if key in conf:
-            value = conf.pop(key)
-            if not str(value).isdigit() or int(value) < 1:
-                raise OptionError(f"--conf {key}={value}: expected a positive integer")
-            if name == "buckets":
-                buckets = buckets or int(value)
-            else:
-                max_files_per_trigger = max_files_per_trigger or int(value)
+    conf, buckets, max_files_per_trigger = spark_options(conf, buckets, max_files_per_trigger)
     for extra in ("overload", "adaptive"):
         if operator_options.get(extra):
             raise OptionError(f"{extra} is not available on the Spark engine", hint="use --engine local")
         operator_options.pop(extra, None)
     kind = sink_kind(out)
     interval = _trigger_seconds(trigger)
-    if once is None:
-        once = all(not _is_live(sources.get(s.source)) for s in q.streams)
-    if once and any(isinstance(sources.get(s.source), str) and sources[s.source].startswith("rate:")
-                    for s in q.streams):
-        raise OptionError("the rate source never ends, so it cannot run with --once",
-                          hint="drop --once and stop the query with Ctrl-C (or a timeout)")
+    once = once_default(once, [sources.get(s.source) for s in q.streams])
     lat = parse_duration(lateness, what="lateness") if isinstance(lateness, str) else lateness
     if master is not None:
         check_master(master)
-    temp = checkpoint is None
-    root = Path(tempfile.mkdtemp(prefix="slidewise-spark-")) if temp else Path(checkpoint)
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        (root / "control").mkdir(exist_ok=True)
-    except OSError as e:
-        raise OptionError(f"cannot create the checkpoint directory: {e.strerror or e}", location=str(root),
-                          hint="choose a writable --checkpoint DIR") from None
+    root, temp = open_checkpoint(checkpoint)
     try:
         # inputs, schemas and the plan first: user errors need no JVM
-        meta = _checkpoint_meta(root, q, sources, buckets or _partitions(spark, conf), write=False)
+        meta = _checkpoint_meta(root, q.text or q.describe(), sources, buckets or _partitions(spark, conf),
+                                write=False)
         jp = plan_join(q, sources, buckets=meta["buckets"], ts_column=ts_column, ts_unit=ts_unit, lateness=lat,
                        algorithm=algorithm, order=order, options=operator_options, work_dir=root)
         started = time.perf_counter()
         session = spark if spark is not None else get_session(master, conf, ui=ui)
         session_seconds = time.perf_counter() - started
-        _checkpoint_meta(root, q, sources, meta["buckets"], write=True)
+        _checkpoint_meta(root, q.text or q.describe(), sources, meta["buckets"], write=True)
         frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column,
                              chunk_rows=chunk_rows, max_files=max_files_per_trigger)
         sink = BatchSink(jp.layout, out=out, collect=bool(collect) if collect is not None else kind == "memory",
@@ -142,6 +126,49 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None,
             shutil.rmtree(root, ignore_errors=True)
         raise
     return run
+
+
+def spark_options(conf: dict | None, buckets: int | None, max_files: int | None) -> tuple[dict, int | None, int | None]:
+    """``conf`` without the slidewise keys of :data:`OPTION_KEYS`, and ``buckets`` / ``max_files`` they set."""
+    conf = dict(conf or {})
+    for key, name in OPTION_KEYS.items():
+        if key in conf:
+            value = conf.pop(key)
+            if not str(value).isdigit() or int(value) < 1:
+                raise OptionError(f"--conf {key}={value}: expected a positive integer")
+            if name == "buckets":
+                buckets = buckets or int(value)
+            else:
+                max_files = max_files or int(value)
+    if buckets is not None and (not isinstance(buckets, int) or buckets < 1):
+        raise OptionError(f"buckets must be a positive integer, got {buckets!r}")
+    return conf, buckets, max_files
+
+
+def once_default(once: bool | None, specs: list) -> bool:
+    """``once`` as given, else available-now unless a source may grow (a directory or the rate source);
+    refuses ``once`` with the rate source."""
+    if once is None:
+        once = all(not _is_live(spec) for spec in specs)
+    if once and any(isinstance(spec, str) and spec.startswith("rate:") for spec in specs):
+        raise OptionError("the rate source never ends, so it cannot run with --once",
+                          hint="drop --once and stop the query with Ctrl-C (or a timeout)")
+    return bool(once)
+
+
+def open_checkpoint(checkpoint: str | Path | None) -> tuple[Path, bool]:
+    """The run's root directory (``checkpoint``, or a temporary one) with its control directory; ``temp``."""
+    temp = checkpoint is None
+    root = Path(tempfile.mkdtemp(prefix="slidewise-spark-")) if temp else Path(checkpoint)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "control").mkdir(exist_ok=True)
+    except OSError as e:
+        if temp:
+            shutil.rmtree(root, ignore_errors=True)
+        raise OptionError(f"cannot create the checkpoint directory: {e.strerror or e}", location=str(root),
+                          hint="choose a writable --checkpoint DIR") from None
+    return root, temp
 
 
 def _partitions(spark, conf: dict) -> int:
@@ -368,21 +395,32 @@ def _trigger_seconds(trigger) -> float | None:
     return ms / 1000.0
 
 
-def _checkpoint_meta(root: Path, q: JoinQuery, sources: dict, buckets: int, *, write: bool) -> dict:
-    """The checkpoint's slidewise metadata (written on first use); refuses another query's checkpoint."""
+def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, write: bool,
+                     settings: dict | None = None) -> dict:
+    """The checkpoint's slidewise metadata (written on first use); refuses another query's checkpoint.
+
+    ``text``: the query's identity (its CQL text, or a description of a query built in Python).
+    ``settings``: options the checkpointed state depends on (a general plan's ``strategy``, ...),
+    stored with it; a run with other values is refused. The key buckets are stored too: a
+    continued run keeps them whatever its ``--conf`` says (the state is keyed by bucket).
+    """
     path = root / "slidewise.json"
-    text = q.text or q.describe()
+    settings = dict(settings or {})
     if path.exists():
         meta = json.loads(path.read_text())
         if meta.get("query") != text:
             raise OptionError("this checkpoint belongs to another query", location=str(root),
                               hint="use a new --checkpoint DIR for a new query")
+        for key, value in settings.items():
+            if key in meta and meta[key] != value:
+                raise OptionError(f"this checkpoint was written with {key} {meta[key]}, not {value}",
+                                  location=str(root), hint=f"rerun with the same {key}, or use a new --checkpoint DIR")
         return meta
     if (root / "query").exists():
         raise OptionError("this directory holds a checkpoint slidewise did not write", location=str(root),
                           hint="use a new --checkpoint DIR")
     meta = {"query": text, "sources": {k: str(v) for k, v in sources.items() if isinstance(v, (str, Path))},
-            "buckets": int(buckets), "version": 1}
+            "buckets": int(buckets), **settings, "version": 1}
     if write:
         path.write_text(json.dumps(meta, indent=2) + "\n")
     return meta
