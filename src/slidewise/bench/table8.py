@@ -166,14 +166,20 @@ def count_eager(arr: Arrivals, windows, orders, buckets: int | None = None) -> d
             head[j] = h
         scanned = [inbucket[j].get(x % b, 0) for j in range(n)] if b else size
         for o, seq in enumerate(seqs):
-            c, mult = 0, 1
-            for j in seq[i][1:]:
-                c += mult * scanned[j]
-                mult *= count[j].get(x, 0)
-                if not mult:
-                    break
-            out[o, p] = c
+            out[o, p] = _probe(seq[i], scanned, count, x)
     return {tuple(o): out[k] for k, o in enumerate(orders)}
+
+
+def _probe(seq: list[int], scanned: list[int], count: list[dict], x) -> int:
+    """Comparisons of one probe with value ``x`` through the loops ``seq[1:]``: each loop scans
+    ``scanned[j]`` tuples once per partial result reaching it (``count[j][x]`` matches go on)."""
+    c, mult = 0, 1
+    for j in seq[1:]:
+        c += mult * scanned[j]
+        mult *= count[j].get(x, 0)
+        if not mult:
+            break
+    return c
 
 
 def count_lazy(arr: Arrivals, windows, orders, tau: int, buckets: int | None = None, *,
@@ -268,13 +274,7 @@ def count_lazy(arr: Arrivals, windows, orders, tau: int, buckets: int | None = N
                 i, x = sid[q], val[q]
                 scanned = [inbucket[j].get(x % b, 0) for j in range(n)] if b else size
                 for o, seq in enumerate(seqs):
-                    c, mult = 0, 1
-                    for j in seq[i][1:]:
-                        c += mult * scanned[j]
-                        mult *= count[j].get(x, 0)
-                        if not mult:
-                            break
-                    out[o, booked] += c
+                    out[o, booked] += _probe(seq[i], scanned, count, x)
                 add(i, x, ts[q])
         purge(now + tau)
     return {tuple(o): out[k] for k, o in enumerate(orders)}

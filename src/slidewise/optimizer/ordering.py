@@ -115,13 +115,13 @@ def _names(model: CostModel, order: Sequence[int]) -> str:
 
 # --------------------------------------------------------------- exact ----
 
-def _extension_cost(model: CostModel) -> Callable[[int, int], float]:
-    """``add(S, j)``: comparisons per unit time spent in loop j when the global prefix is S."""
+def _extension_cost(model: CostModel) -> Callable[..., float]:
+    """``add(S, j, prefix)``: comparisons per unit time spent in loop j when the global prefix is S."""
     memo: dict[tuple[int, int], float] = {}
     naive = model.kind == "naive"
     mult = [model.multiplier(i) for i in range(model.n)]
 
-    def add(mask: int, j: int) -> float:
+    def add(mask: int, j: int, prefix=()) -> float:
         key = (mask, j)
         hit = memo.get(key)
         if hit is None:
@@ -135,8 +135,12 @@ def _extension_cost(model: CostModel) -> Callable[[int, int], float]:
     return add
 
 
-def _enumerate(n: int, add: Callable[[int, int], float]):
-    """Every permutation of ``range(n)`` with its summed extension cost (depth first)."""
+def _enumerate(n: int, add: Callable[[int, int, list[int]], float]):
+    """Every permutation of ``range(n)`` with its summed extension cost (depth first).
+
+    ``add(mask, j, prefix)``: the cost of appending ``j`` to ``prefix`` (the
+    streams of ``mask``, in order).
+    """
     order: list[int] = []
 
     def rec(mask: int, acc: float):
@@ -145,15 +149,16 @@ def _enumerate(n: int, add: Callable[[int, int], float]):
             return
         for j in range(n):
             if not mask >> j & 1:
+                step = add(mask, j, order)
                 order.append(j)
-                yield from rec(mask | 1 << j, acc + add(mask, j))
+                yield from rec(mask | 1 << j, acc + step)
                 order.pop()
 
     yield from rec(0, 0.0)
 
 
-def _enumerate_ordered(model: CostModel):
-    """:func:`_enumerate` for order-dependent windows (:attr:`CostModel.ordered`).
+def _ordered_extension_cost(model: CostModel) -> Callable[[int, int, list[int]], float]:
+    """:func:`_extension_cost` for order-dependent windows (:attr:`CostModel.ordered`).
 
     Appending j after prefix S (in this order): origins after the prefix have
     every stream of S and j in their front, so their share depends on (S, j)
@@ -163,38 +168,25 @@ def _enumerate_ordered(model: CostModel):
     mult = [model.multiplier(i) for i in range(n)]
     later: dict[tuple[int, int], float] = {}
     inside: dict[tuple[int, int, int, int], float] = {}
-    order: list[int] = []
-    fronts: list[int] = []
 
-    def add(mask: int, j: int) -> float:
+    def add(mask: int, j: int, prefix: list[int]) -> float:
         key = (mask, j)
         hit = later.get(key)
         if hit is None:
             front = mask | 1 << j
             hit = later[key] = sum(mult[i] * model.step(i, mask | 1 << i, j, front)
                                    for i in range(n) if not (mask >> i & 1) and i != j)
-        for i, front in zip(order, fronts):
+        front = 0
+        for i in prefix:
             k = (i, front, mask, j)
             part = inside.get(k)
             if part is None:
                 part = inside[k] = mult[i] * model.step(i, mask, j, front)
             hit += part
+            front |= 1 << i
         return hit
 
-    def rec(mask: int, acc: float):
-        if len(order) == n:
-            yield tuple(order), acc
-            return
-        for j in range(n):
-            if not mask >> j & 1:
-                step = add(mask, j)
-                order.append(j)
-                fronts.append(mask)
-                yield from rec(mask | 1 << j, acc + step)
-                order.pop()
-                fronts.pop()
-
-    yield from rec(0, 0.0)
+    return add
 
 
 def exact_search(model: CostModel, valid: Valid = None) -> OrderSearch:
@@ -205,7 +197,7 @@ def exact_search(model: CostModel, valid: Valid = None) -> OrderSearch:
                           f"the query has {n}", hint="use --search heuristic")
     if model.kind == "general":
         return _exact_general(model)
-    orders = _enumerate_ordered(model) if model.ordered else _enumerate(n, _extension_cost(model))
+    orders = _enumerate(n, _ordered_extension_cost(model) if model.ordered else _extension_cost(model))
     priced = [(o, c) for o, c in orders if valid is None or valid(o)]
     if not priced:
         raise OptionError("no join order is valid for this algorithm",
