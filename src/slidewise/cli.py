@@ -403,7 +403,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--table8-only", action="store_true",
                    help="ordering: run only seed 000 Table 8 (a few minutes; writes ordering-table8.json)")
     b.add_argument("--rounds", type=int, metavar="N",
-                   help="ordering: timing rounds of Table 8 (default 7)")
+                   help="ordering: timing rounds of Table 8 (default 7); update-patterns: runs per "
+                        "measurement, least CPU time kept (default 1)")
     b.set_defaults(func=cmd_bench)
 
     c = sub.add_parser("calibrate", help="measure the binary join cost model's weight factors here")
