@@ -194,7 +194,7 @@ def measure_point(exp: Experiment, inputs: Inputs, w: int, runner: Runner, *, sk
                    "series": {}}
     for s in exp.series:
         if s.label in skip:
-            point["series"][s.label] = {"skipped": f"predicted over the {budget_s:g} s budget per point"}
+            point["series"][s.label] = {"skipped": f"predicted over the {budget_s:g} s budget per run"}
             continue
         text = s.text.format(w=w, p=p)
         try:
@@ -222,8 +222,9 @@ def measure_point(exp: Experiment, inputs: Inputs, w: int, runner: Runner, *, sk
         say(f"  {exp.name} w={w} {s.label}: {entry['ms_per_1000']:.2f} ms/1000, results {entry['results']}, "
             f"state peak {st.get('state_tuples_peak')}")
         nxt = [x for x in inputs.windows if x > w]
-        if nxt and repeats * predicted_cpu(cpu_fill, cpu, w, nxt[0], entry["ms_per_1000"],
-                                           history.get(s.label)) > budget_s:
+        # the budget is per run: more --rounds repeat the same windows, they do not shrink them
+        if nxt and predicted_cpu(cpu_fill, cpu, w, nxt[0], entry["ms_per_1000"],
+                                 history.get(s.label)) > budget_s:
             skip.add(s.label)
         history[s.label] = (w, entry["ms_per_1000"])
     if exp.name == "q3" or verify_rows:
