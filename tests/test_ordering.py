@@ -335,7 +335,8 @@ def test_bench_ordering_smoke(tmp_path):
 
 def test_bench_table8_machinery():
     """Table 8's exact re-count, no-probe warm-up, balanced sample and interleaved timing (no timing asserts)."""
-    from slidewise.bench import ordering, table8 as bench
+    from slidewise.bench import exact_counts as bench
+    from slidewise.bench import ordering, table8
 
     rates, windows, distinct = (10, 1, 1, 3), (20, 20, 40, 20), (200, 20, 16, 5)
     arr = bench.make_arrivals(rates, distinct, 2000, seed=3)
@@ -373,8 +374,8 @@ def test_bench_table8_machinery():
         full = get_algorithm(name)(q, order=[0, 1, 2, 3], **opts)
         for chunk in arr.chunks(arr.at(10), arr.at(60)):
             full.process(chunk)
-        piece = bench._make_pieces(name, q, opts, arr, [60], 50, (0, 1, 2, 3))[0]
-        fast = bench._copy(piece.warm)
+        piece = table8._make_pieces(name, q, opts, arr, [60], 50, (0, 1, 2, 3))[0]
+        fast = table8._copy(piece.warm)
         assert fast.comparisons == 0
         c0 = full.comparisons
         for chunk in piece.chunks:
@@ -383,15 +384,15 @@ def test_bench_table8_machinery():
     # a balanced sample is closer to the target than a random one
     rng = np.random.default_rng(0)
     aux = rng.exponential(1.0, size=(200, 3))
-    chosen, dev = bench.balanced_sample(aux, aux.mean(0), 10, seed=1)
+    chosen, dev = table8.balanced_sample(aux, aux.mean(0), 10, seed=1)
     assert len(set(chosen)) == 10 and dev < 0.02
     # interleaved timing: every order on every piece, the light order on fewer
     q = ordering._query(windows)
-    pieces = bench._make_pieces("nlj", q, {}, arr, [60, 80, 100], 50, (0, 1, 2, 3))
-    runs = bench.time_orders(pieces, orders, 3, 0, lambda m: None, light={(3, 2, 1, 0): (2, 2)})
+    pieces = table8._make_pieces("nlj", q, {}, arr, [60, 80, 100], 50, (0, 1, 2, 3))
+    runs = table8.time_orders(pieces, orders, 3, 0, lambda m: None, light={(3, 2, 1, 0): (2, 2)})
     assert np.isnan(runs[(3, 2, 1, 0)]["cpu"][2]).all() and np.isnan(runs[(3, 2, 1, 0)]["cpu"][:, 2]).all()
-    rates_ = bench._rates(runs[(0, 1, 2, 3)], pieces)
+    rates_ = table8._rates(runs[(0, 1, 2, 3)], pieces)
     assert rates_["rounds"] == 3 and rates_["pieces"] == 3 and rates_["rate"] >= min(rates_["round_rates"])
-    assert bench._rates(runs[(3, 2, 1, 0)], pieces)["pieces"] == 2
-    vs = bench._paired(runs[(0, 1, 2, 3)], runs[(1, 0, 3, 2)], np.arange(3))
+    assert table8._rates(runs[(3, 2, 1, 0)], pieces)["pieces"] == 2
+    vs = table8._paired(runs[(0, 1, 2, 3)], runs[(1, 0, 3, 2)], np.arange(3))
     assert vs["rounds"] == 3 and isinstance(vs["distinguishable"], bool)

@@ -46,7 +46,7 @@ Per unit time (``kind``):
   T+τ does not have. :func:`model_for` (the planner's model) uses
   ``"operators"`` for the lazy operators it describes (:data:`OPERATOR_WINDOWS`);
   ``bench ordering`` checks it against exact counts of those operators
-  (:func:`slidewise.bench.table8.count_lazy`);
+  (:func:`slidewise.bench.exact_counts.count_lazy`);
 * ``naive``: one fixed order for every origin, the new tuple at its own
   position (App. A ``G_i``; lazy: ``H_i``);
 * ``general``: one order per origin (General Lazy NLJ, seed 000 §3.3): the
