@@ -80,16 +80,7 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
         raise OptionError(f"partitions must be a positive integer, got {partitions!r}",
                           hint="calendar queue partitions for UPA, e.g. 10 or 50")
     tables = dict(tables or {})
-    scans = plan.scans()
-    stream_names = list(dict.fromkeys(s.source for s in scans if not s.is_relation))
-    table_names = list(dict.fromkeys(s.source for s in scans if s.is_relation))
-    for name in stream_names:
-        if name not in streams:
-            raise SourceError(f"no input given for stream {name!r}",
-                              hint=f"pass --source {name}=PATH (FROM reads: {', '.join(stream_names)})")
-    for name in table_names:
-        if name not in tables:
-            raise SourceError(f"no input given for table {name!r}", hint=f"pass --table {name}=PATH")
+    stream_names, table_names = plan_inputs(plan, streams, tables)
     opened = [_open_table(n, tables[n], ts_column, ts_unit, chunk_rows) for n in table_names]
     opened += [open_source(n, streams[n], ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
                for n in stream_names]
@@ -104,9 +95,6 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
         if chosen.root.schema == plan.root.schema:
             plan = chosen
     net = _Network(plan, strategy, partitions, options or {})
-    for name, src in zip(names, opened):
-        if name in table_names and "op" in src.schema and src.schema["op"] != np.dtype(object):
-            raise SourceError(f"table {name}: column op must hold '+' or '-'", hint="'+' inserts, '-' deletes")
     columns = list(plan.root.schema) + ["ts", "sign"]
     sink = open_sink(out, columns) if out is not None else None
     rejects = Rejects()
@@ -155,17 +143,35 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
 
 # ---------------------------------------------------------------- inputs
 
+def plan_inputs(plan: Plan, streams: dict, tables: dict) -> tuple[list[str], list[str]]:
+    """The plan's stream and relation names (FROM order); a clear error for one without an input."""
+    scans = plan.scans()
+    stream_names = list(dict.fromkeys(s.source for s in scans if not s.is_relation))
+    table_names = list(dict.fromkeys(s.source for s in scans if s.is_relation))
+    for name in stream_names:
+        if name not in streams:
+            raise SourceError(f"no input given for stream {name!r}",
+                              hint=f"pass --source {name}=PATH (FROM reads: {', '.join(stream_names)})")
+    for name in table_names:
+        if name not in tables:
+            raise SourceError(f"no input given for table {name!r}", hint=f"pass --table {name}=PATH")
+    return stream_names, table_names
+
+
 def _open_table(name: str, data, ts_column: str, ts_unit: str, chunk_rows: int):
-    """A relation's update source; a missing timestamp column means every row at ts 0."""
+    """A relation's update source; a missing timestamp column means every row at ts 0; ``op`` must be text."""
     if isinstance(data, (pd.DataFrame, dict)) and ts_column not in data:
         data = pd.DataFrame(data).assign(**{ts_column: 0})
     try:
-        return open_source(name, data, ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
+        src = open_source(name, data, ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
     except SourceError as e:
         if "no timestamp column" not in e.message or not isinstance(data, str):
             raise
-    frame = _read_frame(data).assign(**{ts_column: 0})
-    return open_source(name, frame, ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
+        frame = _read_frame(data).assign(**{ts_column: 0})
+        src = open_source(name, frame, ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
+    if "op" in src.schema and src.schema["op"] != np.dtype(object):
+        raise SourceError(f"table {name}: column op must hold '+' or '-'", hint="'+' inserts, '-' deletes")
+    return src
 
 
 def _read_frame(path: str) -> pd.DataFrame:

@@ -328,7 +328,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.cql.parser import load_any
     from slidewise.model.time import parse_duration
     from slidewise.operators.incremental import STRATEGIES
-    from slidewise.runtime.plans import _bind
+    from slidewise.runtime.plans import _bind, plan_inputs
     from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
     from slidewise.spark.keying import Keying
     from slidewise.spark.layout import WIRE_DDL, Layout
@@ -348,20 +348,11 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
 
             plan = parse_plan(plan.text)
     identity = plan.text or plan.root.label()
-    scans = plan.scans()
-    names = list(dict.fromkeys(s.source for s in scans if not s.is_relation))
-    table_names = list(dict.fromkeys(s.source for s in scans if s.is_relation))
     tables = dict(tables or {})
-    if not names:
+    if all(s.is_relation for s in plan.scans()):
         raise PlanError("the query reads relations only; the Spark engine needs at least one stream",
                         hint="run it with --engine local")
-    for name in names:
-        if name not in sources:
-            raise SourceError(f"no input given for stream {name!r}",
-                              hint=f"pass --source {name}=PATH (FROM reads: {', '.join(names)})")
-    for name in table_names:
-        if name not in tables:
-            raise SourceError(f"no input given for table {name!r}", hint=f"pass --table {name}=PATH")
+    names, table_names = plan_inputs(plan, sources, tables)
     lateness = parse_duration(lateness, what="lateness") if isinstance(lateness, str) else lateness
     if not isinstance(lateness, int) or lateness < 0:
         raise OptionError(f"lateness must be a non-negative integer, got {lateness!r}")
@@ -452,7 +443,7 @@ def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_un
 
     The local engine's reading: :func:`slidewise.runtime.plans._open_table`
     and :func:`~slidewise.runtime.reorder.merge_all` (late and bad rows go to
-    ``rejects``), the same ``op`` column check as
+    ``rejects``) and ``op`` column check as
     :func:`~slidewise.runtime.plans.execute_plan`.
     """
     import numpy as np
@@ -463,10 +454,7 @@ def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_un
     if not tables:
         return {}, {}
     names = list(tables)
-    opened = [_open_table(n, tables[n], ts_column, ts_unit, chunk_rows) for n in names]
-    for name, src in zip(names, opened):
-        if "op" in src.schema and src.schema["op"] != np.dtype(object):
-            raise SourceError(f"table {name}: column op must hold '+' or '-'", hint="'+' inserts, '-' deletes")
+    opened = [_open_table(n, tables[n], ts_column, ts_unit, chunk_rows) for n in names]   # checks ``op``
     parts: dict[str, list] = {n: [] for n in names}
     for chunk in merge_all(opened, lateness, rejects, chunk_rows):
         for i, b in enumerate(chunk):
