@@ -135,32 +135,54 @@ class TTree:
         return out
 
     def _range(self, node: _Node | None, low, high, out: list) -> None:
+        """Lehman & Carey's search: descend by the node bounds to the nodes the range overlaps.
+
+        A node wholly above (below) the range sends the walk left (right) at
+        one or two comparisons; in an overlapping node, the left subtree is
+        walked with the upper bound dropped (all its entries are below this
+        node's minimum, which is within ``high``), the matching slice is taken
+        by binary search, and the walk goes on right with the lower bound
+        dropped.
+        """
         while node is not None:
             entries = node.entries
-            if low is None:
-                go_left, i = True, 0
-            else:
+            if high is not None:
                 self.comparisons += 1
-                go_left = low < entries[0]
-                if go_left:
+                if high < entries[0]:
+                    node = node.left
+                    continue
+            if low is not None:
+                self.comparisons += 1
+                if low > entries[-1]:
+                    node = node.right
+                    continue
+                self.comparisons += 1
+                if low < entries[0]:
                     i = 0
+                    if node.left is not None:
+                        self._range(node.left, low, None, out)
                 else:
                     self.comparisons += len(entries).bit_length()
                     i = bisect_left(entries, low)
-            if go_left and node.left is not None:
-                self._range(node.left, low, high, out)
-            if high is None:
-                go_right, j = True, len(entries)
             else:
+                i = 0
+                if node.left is not None:
+                    self._range(node.left, None, None, out)
+            if high is not None:
                 self.comparisons += 1
-                go_right = high > entries[-1]
-                if go_right:
+                if high > entries[-1]:
                     j = len(entries)
                 else:
                     self.comparisons += len(entries).bit_length()
                     j = bisect_right(entries, high)
-            out.extend(e[2] for e in entries[i:j])
-            node = node.right if go_right else None
+                    if i < j:
+                        out.extend([e[2] for e in entries[i:j]])
+                    return
+            else:
+                j = len(entries)
+            if i < j:
+                out.extend([e[2] for e in entries[i:j]])
+            node, low = node.right, None
 
     def equal(self, key) -> list:
         """Items whose key equals ``key``, oldest (smallest ``pos``) first."""
