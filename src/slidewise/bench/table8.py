@@ -33,10 +33,14 @@ arrivals are rare: an S1 tuple with a value ≤ 5 that also matches S2), so:
    on those same pieces.
 3. *decision*: ``heuristic_rank_measured`` ranks by ``rate``;
    ``heuristic_vs`` gives, per other order, the CPU-time ratio and whether
-   the difference is *distinguishable* (every round agrees on the sign and
-   the [min, median] ranges of round times do not overlap);
+   the difference is *distinguishable* (a sign test over the rounds at
+   p < :data:`SIGN_TEST_P` — at 7 rounds, all agree — and the [min, median]
+   ranges of round times do not overlap);
    ``heuristic_distinguishably_beaten_by`` lists the orders faster beyond
-   noise.
+   noise. A *near tie* (an order within :data:`NEAR_TIE` of the heuristic's
+   plan and not distinguishable from it) gets :data:`TABLE8_ROUNDS` more
+   rounds of every contender, up to :data:`MAX_ROUNDS` (``rounds`` in the
+   JSON); ``near_ties`` lists the orders still tied at the end.
 
 The model is the planner's (:func:`~slidewise.optimizer.cost.model_for`:
 for the lazy operators, the windows they actually scan, order-dependent for
@@ -51,6 +55,7 @@ from __future__ import annotations
 
 import copy
 import gc
+import math
 import random
 import time
 from dataclasses import dataclass
@@ -74,6 +79,11 @@ __all__ = ["TABLE8_ROUNDS", "balanced_sample", "table8", "time_orders"]
 
 #: rounds of Table 8 timings (every piece, every order, once per round)
 TABLE8_ROUNDS = 7
+#: near ties (an order within NEAR_TIE of the heuristic's plan, not distinguishable) get more rounds,
+#: TABLE8_ROUNDS at a time, up to MAX_ROUNDS in all
+NEAR_TIE, MAX_ROUNDS = 0.03, 28
+#: significance of the sign test in :func:`_paired`
+SIGN_TEST_P = 0.02
 #: time units of input per timed piece (a multiple of every τ of Table 8)
 PIECE_UNITS = 10
 #: timed pieces per Table 8 configuration (the balanced sample)
@@ -279,21 +289,57 @@ def _paired(h: dict, o: dict, pieces_used: np.ndarray) -> dict:
 
     ``ratio``: the other's CPU time over the heuristic's (> 1: the heuristic
     is faster), per round and with per-piece minima; ``distinguishable``:
-    every round agrees on the sign (a sign test, p = 2·0.5^rounds) and the
-    two orders' [min, median] ranges of round CPU times do not overlap.
+    the rounds agree on the sign beyond chance (two-sided sign test,
+    p < :data:`SIGN_TEST_P`; at 7 rounds every round must agree) and the two
+    orders' [min, median] ranges of round CPU times do not overlap.
     """
     rows = ~np.isnan(h["cpu"][:, pieces_used]).any(1) & ~np.isnan(o["cpu"][:, pieces_used]).any(1)
     th = h["cpu"][rows][:, pieces_used].sum(1)
     to = o["cpu"][rows][:, pieces_used].sum(1)
     ratios = to / th
     ratio_min = float(np.nanmin(o["cpu"][:, pieces_used], 0).sum() / np.nanmin(h["cpu"][:, pieces_used], 0).sum())
-    agree = bool(np.all(ratios > 1) or np.all(ratios < 1))
+    faster = int(np.sum(ratios > 1))
+    p_value = sign_test(faster, int(np.sum(ratios != 1)))
     lo_h, hi_h, lo_o, hi_o = th.min(), np.median(th), to.min(), np.median(to)
     separate = bool(hi_h < lo_o or hi_o < lo_h)
     return {"time_ratio": round(ratio_min, 4), "median_round_ratio": round(float(np.median(ratios)), 4),
             "round_ratios": [round(float(x), 4) for x in ratios],
-            "heuristic_faster_rounds": int(np.sum(ratios > 1)), "rounds": int(len(ratios)),
-            "distinguishable": agree and separate}
+            "heuristic_faster_rounds": faster, "rounds": int(len(ratios)),
+            "sign_test_p": round(p_value, 5),
+            "distinguishable": p_value < SIGN_TEST_P and separate}
+
+
+def sign_test(k: int, n: int) -> float:
+    """Two-sided sign test: the chance of a split at least as uneven as ``k`` of ``n`` under 50/50."""
+    if n == 0:
+        return 1.0
+    m = max(k, n - k)
+    tail = sum(math.comb(n, i) for i in range(m, n + 1)) / 2.0 ** n
+    return min(1.0, 2 * tail)
+
+
+def near_ties(runs: dict, h, others, pieces_used: np.ndarray) -> list:
+    """Orders within :data:`NEAR_TIE` of ``h`` (per-piece minima) that are not distinguishable from it."""
+    out = []
+    for o in others:
+        v = _paired(runs[h], runs[o], pieces_used)
+        if abs(v["time_ratio"] - 1) < NEAR_TIE and not v["distinguishable"]:
+            out.append(o)
+    return out
+
+
+def more_rounds(runs: dict, extra: dict) -> dict:
+    """``runs`` with the rounds of ``extra`` (same pieces, orders a subset) appended; NaN elsewhere."""
+    out = {}
+    for o, m in runs.items():
+        add = extra.get(o)
+        if add is None:
+            k = m["cpu"].shape[1]
+            r = next(iter(extra.values()))["cpu"].shape[0]
+            add = {"cpu": np.full((r, k), np.nan), "wall": np.full((r, k), np.nan)}
+        out[o] = {"cpu": np.vstack([m["cpu"], add["cpu"]]), "wall": np.vstack([m["wall"], add["wall"]]),
+                  "comparisons": m["comparisons"]}
+    return out
 
 
 def convergence(arr: Arrivals, windows, warm_units: int, configs: dict, spans=CONVERGENCE_SPANS) -> dict:
@@ -368,6 +414,15 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
         light = {worst_o: (min(WORST_ROUNDS, rounds), min(WORST_PIECES, len(pieces)))}
         runs = time_orders(pieces, orders, rounds, seed, lambda m, label=label: progress(f"table8 {label}: {m}"),
                            light)
+        h = heur.order
+        all_pieces = np.arange(len(pieces))
+        done, tied = rounds, near_ties(runs, h, [o for o in contenders if o != h], all_pieces)
+        while tied and done + rounds <= MAX_ROUNDS:
+            progress(f"table8 {label}: near tie with {', '.join(_names(o) for o in tied)}: {rounds} more rounds")
+            extra = time_orders(pieces, contenders, rounds, seed + done,
+                                lambda m, label=label: progress(f"table8 {label} (more): {m}"))
+            runs, done = more_rounds(runs, extra), done + rounds
+            tied = near_ties(runs, h, [o for o in contenders if o != h], all_pieces)
         rate = {o: _rates(runs[o], pieces) for o in orders}
         span = PIECE_UNITS * len(pieces)
         comps = {o: float(np.nansum(runs[o]["comparisons"])) / span for o in contenders}
@@ -375,15 +430,14 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
         by_rate = sorted(full, key=lambda o: rate[o]["rate"], reverse=True)
         by_comps = sorted(full, key=comps.get)
         by_long = sorted(full, key=long_run.get)
-        h = heur.order
-        all_pieces = np.arange(len(pieces))
         vs = {_names(o): _paired(runs[h], runs[o], all_pieces) for o in full if o != h}
         fastest = by_rate[0]
         worst_cols = np.arange(light[worst_o][1])
         best_worst = _paired(runs[worst_o], runs[best_o], worst_cols)["time_ratio"]
         beaten_by = [n for n, v in vs.items() if v["time_ratio"] < 1 and v["distinguishable"]]
         out["configurations"][label] = {
-            "algorithm": name, "tau": tau, "buckets": buckets, "rounds": rounds,
+            "algorithm": name, "tau": tau, "buckets": buckets, "rounds": done,
+            "near_ties": [_names(o) for o in tied],
             "model": {"lazy_windows": model.lazy_windows, "order_dependent_windows": model.ordered},
             "sample": {"pieces": len(sample), "piece_starts": sample, "balanced_on": [_names(o) for o in contenders],
                        "max_relative_deviation_from_long_run": round(deviation, 5)},
