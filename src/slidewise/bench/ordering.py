@@ -488,7 +488,7 @@ def summarize(report: dict) -> dict:
         t8 = report["table8"]["configurations"]
         keys = ("best_plan", "worst_plan", "heuristic_plan", "max_rate_best_plan", "max_rate_worst_plan",
                 "best_over_worst", "predicted_worst_over_best", "measured_fastest_plan",
-                "heuristic_rank_measured", "heuristic_rate_over_fastest", "heuristic_is_measured_best",
+                "measured_fastest_by", "fastest_by_max_rate", "rounds", "near_ties", "heuristic_rank_measured", "heuristic_rate_over_fastest", "heuristic_is_measured_best",
                 "heuristic_distinguishably_beaten_by", "heuristic_rank_by_measured_comparisons",
                 "heuristic_rank_by_long_run_comparisons", "measured_over_predicted_comparisons_heuristic",
                 "fewest_comparisons_plan", "fewest_long_run_comparisons_plan",
@@ -497,6 +497,7 @@ def summarize(report: dict) -> dict:
         nlj = [v for v in t8.values() if v["algorithm"] in ("nlj", "lazy")]
         s["nlj_best_over_worst_above_2"] = all(v["best_over_worst"] > 2 for v in nlj)
         s["heuristic_measured_best"] = sum(v["heuristic_is_measured_best"] for v in t8.values())
+        s["heuristic_highest_max_rate"] = sum(v["heuristic_rank_measured"] == 1 for v in t8.values())
         s["heuristic_distinguishably_beaten"] = sum(bool(v["heuristic_distinguishably_beaten_by"])
                                                     for v in t8.values())
         s["heuristic_fewest_measured_comparisons"] = sum(
