@@ -88,7 +88,9 @@ class PlanRunner:
     def add(self, source: str, batch, is_table: bool) -> None:
         """Arrivals of one source in one chunk (timestamps non-decreasing)."""
         ts = batch.ts.tolist()
-        cols = [c for c in batch.cols if not (is_table and c == "op")]
+        cols = self.net.columns.get(source)      # the attributes the plan reads (plan.prune)
+        if cols is None:
+            cols = [c for c in batch.cols if not (is_table and c == "op")]
         if is_table:
             vals = list(zip(*(batch.cols[c].tolist() for c in cols))) if cols else [()] * len(ts)
             ops = batch.cols["op"].tolist() if "op" in batch.cols else ["+"] * len(ts)

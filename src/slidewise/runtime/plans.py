@@ -48,6 +48,7 @@ from slidewise.runtime.plan_runner import DEFAULT_SPAN
 from slidewise.runtime.plan_runner import PlanRunner as _Runner
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
 from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
+from slidewise.plan.prune import prune_columns
 from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
@@ -94,6 +95,7 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
         chosen, rewrite_report = choose_plan(plan, strategy=strategy, partitions=partitions)
         if chosen.root.schema == plan.root.schema:
             plan = chosen
+    plan = prune_columns(plan)
     net = _Network(plan, strategy, partitions, options or {})
     columns = list(plan.root.schema) + ["ts", "sign"]
     sink = open_sink(out, columns) if out is not None else None
@@ -262,6 +264,7 @@ class _Network:
         self.ops: list[Incremental] = []
         self.children: list[list[tuple]] = []   # (side, operator) in push order: relations first
         self.feeds: dict[str, list[int]] = {}    # source -> leaf operators fed by it
+        self.columns: dict[str, tuple] = {}      # source -> the attributes its scans read, in row order
         root = plan.root
         internal = all_internal(root.child)
         child = self._build(root.child, internal)
@@ -287,6 +290,7 @@ class _Network:
             op = TableFeeder(node, ctx) if node.is_relation else WindowScan(node, ctx)
             idx = self._add(op, [])
             self.feeds.setdefault(node.source, []).append(idx)
+            self.columns[node.source] = node.columns
             return idx
         if isinstance(node, Subquery) and node.window is not None:
             inner = all_internal(node.child)
