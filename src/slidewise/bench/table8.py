@@ -42,8 +42,8 @@ arrivals are rare: an S1 tuple with a value ≤ 5 that also matches S2), so:
    p < :data:`SIGN_TEST_P` — at 7 rounds, all agree — and the [min, median]
    ranges of round times do not overlap);
    ``heuristic_distinguishably_beaten_by`` lists the orders faster beyond
-   noise. A *near tie* (an order within :data:`NEAR_TIE` of the heuristic's
-   plan and not distinguishable from it) gets :data:`TABLE8_ROUNDS` more
+   noise. A *near tie* (an order not distinguishable from the heuristic's
+   plan and within :data:`NEAR_TIE` of it) gets :data:`TABLE8_ROUNDS` more
    rounds of every contender, up to :data:`MAX_ROUNDS` (``rounds`` in the
    JSON); ``near_ties`` lists the orders still tied at the end.
 
@@ -332,11 +332,13 @@ def sign_test(k: int, n: int) -> float:
 
 
 def near_ties(runs: dict, h, others, pieces_used: np.ndarray) -> list:
-    """Orders within :data:`NEAR_TIE` of ``h`` (per-piece minima) that are not distinguishable from it."""
+    """Orders not distinguishable from ``h`` and within :data:`NEAR_TIE` of it in the median paired
+    round or by per-piece minima."""
     out = []
     for o in others:
         v = _paired(runs[h], runs[o], pieces_used)
-        if abs(v["time_ratio"] - 1) < NEAR_TIE and not v["distinguishable"]:
+        close = min(abs(v["median_round_ratio"] - 1), abs(v["time_ratio"] - 1)) < NEAR_TIE
+        if close and not v["distinguishable"]:
             out.append(o)
     return out
 
