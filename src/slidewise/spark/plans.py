@@ -328,6 +328,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.cql.parser import load_any
     from slidewise.model.time import parse_duration
     from slidewise.operators.incremental import STRATEGIES
+    from slidewise.plan.prune import prune_columns
     from slidewise.runtime.plans import _bind, plan_inputs
     from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
     from slidewise.spark.keying import Keying
@@ -386,6 +387,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             chosen, _ = choose_plan(plan, strategy=strategy, partitions=partitions)
             if chosen.root.schema == plan.root.schema:
                 plan = chosen
+        plan = prune_columns(plan)
         attr, why = partition_attribute(plan)
         warnings = []
         if attr is None:
