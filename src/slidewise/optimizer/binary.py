@@ -55,9 +55,9 @@ window of ``W`` tuples with ``t`` touched tuples is::
   interpreter's call and set-up cost, which a Python operator pays even when
   nothing is touched. Measured on this project's operators (2-core machine,
   CPU time, medians): a B+tree probe of a 10-tuple window (7 touches) costs
-  3.9 µs and one of 4000 tuples (14 touches) 5.1 µs; a T-tree probe 4.9 µs
-  at 10 tuples (7 touches) and 14 µs at 4000 (14.5); a hash probe of a
-  10-tuple bucket 10.4 µs. Fitting these through the origin (as Eq. 7 does)
+  3.9 µs and one of 4000 tuples (14 touches) 5.1 µs; a T-tree probe 3.8 µs
+  at 10 tuples (7 touches) and 5.6 µs at 4000 (14.5); a hash probe of a
+  10-tuple bucket 8-10 µs. Fitting these through the origin (as Eq. 7 does)
   made the B+tree look 2x dearer at 14 touches than at 7 and mis-ranked the
   structures whose touch counts differ (B/T against H/N).
 * ``κ_d`` / ``ν_d`` — a per-touched-tuple surcharge growing with ``log2 W``:

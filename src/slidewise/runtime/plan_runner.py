@@ -207,7 +207,7 @@ class PlanRunner:
                     per_leaf[i] = per_leaf.get(i, []) + rows
             for i, rows in per_leaf.items():
                 fed.setdefault(i, []).append((t, rows))
-        nxt, outputs, sizes = self.next, self.outputs, self.sizes
+        nxt, outputs = self.next, self.outputs
         for i, op, kids, single, static, _every in self.steps:
             inputs = _inputs(outputs, fed, i, kids, single)
             if not inputs and nxt[i] > hi:
@@ -222,11 +222,7 @@ class PlanRunner:
                 rows = sum([len(r) for _t, r in groups])
                 self.negatives += (rows - sum([x[3] for _t, r in groups for x in r])) >> 1
             if not static:
-                e = op.next_event()
-                nxt[i] = NO_EXP if e is None else e
-                size = op.state_size()
-                if size != sizes[i]:
-                    self._resize(i, size, hi)
+                self._reread(i, op, hi)
         if self.state > self.state_peak:
             self.state_peak = self.state
 
@@ -239,11 +235,7 @@ class PlanRunner:
             for side, rows in given:
                 out.push(side, rows, t)
             self._emit(out.end_instant(t))
-        last = len(self.next) - 1
-        e = out.next_event()
-        e = NO_EXP if e is None else e
-        self.next[last] = e
-        self._resize(last, out.state_size(), hi)
+        self._reread(len(self.next) - 1, out, hi)
 
     def _instant(self, now: int, arrivals: list) -> None:
         self.passes += 1
@@ -268,7 +260,6 @@ class PlanRunner:
         nxt = self.next
         outputs: list = self.outputs
         ran_root = False
-        sizes = self.sizes
         for i, op, kids, single, static, every in self.steps:
             due = nxt[i] <= now
             inputs = _inputs(outputs, fed, i, kids, single)
@@ -287,17 +278,10 @@ class PlanRunner:
             if rows:
                 self.negatives += (len(rows) - sum(map(_sign, rows))) >> 1
             if not static:
-                e = op.next_event()
-                nxt[i] = NO_EXP if e is None else e
-                size = op.state_size()
-                if size != sizes[i]:
-                    self._resize(i, size, now)
+                self._reread(i, op, now)
         if ran_root:
             self._emit(self.output.end_instant(now))
-            last = len(nxt) - 1
-            e = self.output.next_event()           # after end_instant: it may fill an output window
-            nxt[last] = NO_EXP if e is None else e
-            self._resize(last, self.output.state_size(), now)
+            self._reread(len(nxt) - 1, self.output, now)   # after end_instant: it may fill an output window
         if self.state > self.state_peak:
             self.state_peak = self.state
 
@@ -308,6 +292,12 @@ class PlanRunner:
             pos = sum([r[2] > 0 for r in rows])
             self.results += pos
             self.retractions += len(rows) - pos
+
+    def _reread(self, i: int, op, now: int) -> None:
+        """Operator ``i`` ran up to ``now``: cache its next event and account its state size."""
+        e = op.next_event()
+        self.next[i] = NO_EXP if e is None else e
+        self._resize(i, op.state_size(), now)
 
     def _resize(self, i: int, size: int, now: int) -> None:
         old = self.sizes[i]
