@@ -205,22 +205,13 @@ def _parquet_schema(spark, path: str):
 
 def _convert_batches(batches, *, info, names: tuple[str, ...], ts_column: str, files: dict[str, int]):
     """``mapInArrow`` body: the streaming engine's conversion (slidewise's converters), plus file index."""
-    from slidewise.spark.ingest import _malformed, convert_table, file_path
+    from slidewise.spark.ingest import convert_raw, file_path
 
     for b in batches:
         n = b.num_rows
         if n == 0:
             continue
-        table = pa.table({c: b.column(f"v{j}") for j, c in enumerate(names)})
-        ts, cols, bad, reasons, raws = convert_table(table, info, ts_column)
-        corrupt = b.column("_corrupt")
-        broken = corrupt.is_valid().to_numpy(zero_copy_only=False)
-        if broken.any():
-            texts = np.asarray(corrupt.to_pylist(), dtype=object)
-            idx = np.flatnonzero(broken)
-            reasons[idx] = [_malformed(texts[j], len(names), info.fmt) for j in idx]
-            raws[idx] = [(texts[j] or "").rstrip("\r\n") for j in idx]
-            bad = bad | broken
+        ts, cols, bad, reasons, raws = convert_raw(b, names, info, ts_column)
         uris = b.column("_f").to_numpy(zero_copy_only=False)
         index = {u: files.get(file_path(u), -1) for u in set(uris.tolist())}
         out = {"ts": pa.array(np.where(bad, 0, ts).astype(np.int64))}

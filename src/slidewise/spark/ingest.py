@@ -238,18 +238,25 @@ def scan_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...]
         files = b.column("_f").to_numpy(zero_copy_only=False)
         offsets = b.column("_o").to_numpy(zero_copy_only=False).astype(np.int64)
         ordinal = _ordinals(files, offsets, counters)
-        table = pa.table({c: b.column(f"v{j}") for j, c in enumerate(names)})
-        ts, cols, bad, reasons, raws = convert_table(table, info, ts_column)
-        corrupt = b.column("_corrupt")
-        broken = corrupt.is_valid().to_numpy(zero_copy_only=False)
-        if broken.any():
-            texts = np.asarray(corrupt.to_pylist(), dtype=object)
-            idx = np.flatnonzero(broken)
-            reasons[idx] = [_malformed(texts[j], len(names), info.fmt) for j in idx]
-            raws[idx] = [(texts[j] or "").rstrip("\r\n") for j in idx]
-            bad |= broken
+        ts, cols, bad, reasons, raws = convert_raw(b, names, info, ts_column)
         lines = ordinal + 1 + np.where(offsets == 0, info.header_lines, 0)
         yield wire_batch(_chunks(stream, bad, ts, cols, ordinal, files, offsets, lines, reasons, raws))
+
+
+def convert_raw(b, names: tuple[str, ...], info: StreamInfo, ts_column: str):
+    """One raw record batch (columns ``v0..``, ``_corrupt``) converted: ``convert_table`` plus the
+    rows the reader could not parse, marked bad with the reason and their text."""
+    table = pa.table({c: b.column(f"v{j}") for j, c in enumerate(names)})
+    ts, cols, bad, reasons, raws = convert_table(table, info, ts_column)
+    corrupt = b.column("_corrupt")
+    broken = corrupt.is_valid().to_numpy(zero_copy_only=False)
+    if broken.any():
+        texts = np.asarray(corrupt.to_pylist(), dtype=object)
+        idx = np.flatnonzero(broken)
+        reasons[idx] = [_malformed(texts[j], len(names), info.fmt) for j in idx]
+        raws[idx] = [(texts[j] or "").rstrip("\r\n") for j in idx]
+        bad = bad | broken
+    return ts, cols, bad, reasons, raws
 
 
 def _chunks(stream: int, bad, ts, cols, q, files, offsets, lines, reasons, raws) -> list[dict]:

@@ -335,7 +335,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.spark.layout import WIRE_DDL, Layout
     from slidewise.spark.processor import SequencerProcessor
     from slidewise.spark.runner import (_checkpoint_meta, _partitions, _trigger_seconds, once_default,
-                                        open_checkpoint, spark_options)
+                                        open_checkpoint, removed_on_error, spark_options)
     from slidewise.spark.sequencer import SequencerLogic
     from slidewise.spark.session import check_master, get_session
     from slidewise.spark.sinks import sink_kind
@@ -371,7 +371,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
                                              rejected)
     settings = {"strategy": strategy, "partitions": int(partitions)}
     root, temp = open_checkpoint(checkpoint)
-    try:
+    with removed_on_error(root, temp):
         meta = _checkpoint_meta(root, identity, sources, buckets or _partitions(spark, conf), write=False,
                                 settings=settings)
         infos, recipes = [], []
@@ -432,10 +432,6 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
         run = PlanRun(session, output, sink, info=info, root=root, temp=temp, once=once, interval=interval,
                       session_seconds=session_seconds)
         run.start()
-    except BaseException:
-        if temp:
-            shutil.rmtree(root, ignore_errors=True)
-        raise
     return run
 
 

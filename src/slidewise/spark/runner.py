@@ -102,7 +102,7 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None,
     if master is not None:
         check_master(master)
     root, temp = open_checkpoint(checkpoint)
-    try:
+    with removed_on_error(root, temp):
         # inputs, schemas and the plan first: user errors need no JVM
         meta = _checkpoint_meta(root, q.text or q.describe(), sources, buckets or _partitions(spark, conf),
                                 write=False)
@@ -121,10 +121,6 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None,
         run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=once, interval=interval,
                        session_seconds=session_seconds)
         run.start()
-    except BaseException:
-        if temp:
-            shutil.rmtree(root, ignore_errors=True)
-        raise
     return run
 
 
@@ -169,6 +165,17 @@ def open_checkpoint(checkpoint: str | Path | None) -> tuple[Path, bool]:
         raise OptionError(f"cannot create the checkpoint directory: {e.strerror or e}", location=str(root),
                           hint="choose a writable --checkpoint DIR") from None
     return root, temp
+
+
+@contextlib.contextmanager
+def removed_on_error(root: Path, temp: bool):
+    """Remove a temporary run directory if starting the run fails."""
+    try:
+        yield
+    except BaseException:
+        if temp:
+            shutil.rmtree(root, ignore_errors=True)
+        raise
 
 
 def _partitions(spark, conf: dict) -> int:
