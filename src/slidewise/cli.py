@@ -401,7 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--source", default="both", choices=["zeek", "generated", "both"],
                    help="update-patterns: real Zeek logs, generated IP-like links, or both (default)")
     b.add_argument("--table8-only", action="store_true",
-                   help="ordering: run only seed 000 Table 8 (a few minutes; writes ordering-table8.json)")
+                   help="ordering: run only seed 000 Table 8 (5-15 minutes: near ties get up to "
+                        "28 rounds; writes ordering-table8.json)")
     b.add_argument("--rounds", type=int, metavar="N",
                    help="ordering: timing rounds of Table 8 (default 7); update-patterns: runs per "
                         "measurement, least CPU time kept (default 1)")
