@@ -219,10 +219,12 @@ def test_asymmetric_bench_smoke(tmp_path, monkeypatch):
             # the chosen combination is always timed in pieces, against every faster timed contender
             assert row["measured_by"][v["chosen"]] == "pieces"
             assert v["chosen_rank_measured"] == v["measured_order"].index(v["chosen"]) + 1
-            assert v["chosen_over_fastest"] >= 1 and v["agree"] == (v["chosen_rank_measured"] == 1)
+            assert v["agree"] == (v["chosen"] == v["measured_fastest"])
+            if v["measured_fastest_by"] == "max rate":      # else: the paired rounds' winner
+                assert v["chosen_over_fastest"] >= 1 and v["agree"] == (v["chosen_rank_measured"] == 1)
             assert v["faster_distinguishable"] == bool(v["distinguishably_beaten_by"])
             assert set(v["distinguishably_beaten_by"]) <= set(v["chosen_vs"])
-        assert row["timing"]["rounds"] == 2 and row["timing"]["pieces"] == 2
+        assert row["timing"]["rounds"] in (2, 4, 6, 8) and row["timing"]["pieces"] == 2   # near ties: more
     assert len(report["summary"]["table3"]) == 3
 
 

@@ -44,8 +44,9 @@ arrivals are rare: an S1 tuple with a value ≤ 5 that also matches S2), so:
    ``heuristic_distinguishably_beaten_by`` lists the orders faster beyond
    noise. A *near tie* (an order not distinguishable from the heuristic's
    plan and within :data:`NEAR_TIE` of it) gets :data:`TABLE8_ROUNDS` more
-   rounds of every contender, up to :data:`MAX_ROUNDS` (``rounds`` in the
-   JSON); ``near_ties`` lists the orders still tied at the end.
+   rounds of every contender, up to :data:`MAX_ROUNDS_FACTOR` times as many
+   in all (``rounds`` in the JSON); ``near_ties`` lists the orders still
+   tied at the end.
 
 The model is the planner's (:func:`~slidewise.optimizer.cost.model_for`:
 for the lazy operators, the windows they actually scan, order-dependent for
@@ -85,8 +86,8 @@ __all__ = ["TABLE8_ROUNDS", "balanced_sample", "table8", "time_orders"]
 #: rounds of Table 8 timings (every piece, every order, once per round)
 TABLE8_ROUNDS = 7
 #: near ties (an order within NEAR_TIE of the heuristic's plan, not distinguishable) get more rounds,
-#: TABLE8_ROUNDS at a time, up to MAX_ROUNDS in all
-NEAR_TIE, MAX_ROUNDS = 0.03, 28
+#: as many as asked for at a time, up to MAX_ROUNDS_FACTOR times that in all (28 at 7 rounds)
+NEAR_TIE, MAX_ROUNDS_FACTOR = 0.03, 4
 #: significance of the sign test in :func:`_paired`
 SIGN_TEST_P = 0.02
 #: time units of input per timed piece (a multiple of every τ of Table 8)
@@ -352,8 +353,7 @@ def more_rounds(runs: dict, extra: dict) -> dict:
             k = m["cpu"].shape[1]
             r = next(iter(extra.values()))["cpu"].shape[0]
             add = {"cpu": np.full((r, k), np.nan), "wall": np.full((r, k), np.nan)}
-        out[o] = {"cpu": np.vstack([m["cpu"], add["cpu"]]), "wall": np.vstack([m["wall"], add["wall"]]),
-                  "comparisons": m["comparisons"]}
+        out[o] = {**m, "cpu": np.vstack([m["cpu"], add["cpu"]]), "wall": np.vstack([m["wall"], add["wall"]])}
     return out
 
 
@@ -432,7 +432,7 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
         h = heur.order
         all_pieces = np.arange(len(pieces))
         done, tied = rounds, near_ties(runs, h, [o for o in contenders if o != h], all_pieces)
-        while tied and done + rounds <= MAX_ROUNDS:
+        while tied and done + rounds <= MAX_ROUNDS_FACTOR * rounds:
             progress(f"table8 {label}: near tie with {', '.join(_names(o) for o in tied)}: {rounds} more rounds")
             extra = time_orders(pieces, contenders, rounds, seed + done,
                                 lambda m, label=label: progress(f"table8 {label} (more): {m}"))
