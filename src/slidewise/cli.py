@@ -156,13 +156,11 @@ def cmd_run(args) -> int:
     show = args.out is None
     tables = _tables(args.table)
     # a general query defaults to the local engine, unless it asks for Spark's options
-    spark_asked = any((args.master, args.conf, args.trigger, args.once, args.checkpoint))
+    spark_asked = [f"--{name}" for name in ("master", "conf", "trigger", "once", "checkpoint") if getattr(args, name)]
     args.engine = resolve_engine(args.engine, local_only=bool(kwargs_from_args(args))
                                  or (args.engine is None and not spark_asked and _is_general(args.query, tables)))
     if args.engine == "local" and spark_asked:
-        given = next(f"--{name}" for name in ("master", "conf", "trigger", "once", "checkpoint")
-                     if getattr(args, name))
-        raise OptionError(f"{given} applies to the Spark engine, but this run uses the local engine",
+        raise OptionError(f"{spark_asked[0]} applies to the Spark engine, but this run uses the local engine",
                           hint="add --engine spark, or drop the option")
     if args.engine == "spark" and _is_general(args.query, tables):
         from slidewise.spark.cli import plan_from_args

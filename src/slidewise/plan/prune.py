@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from slidewise.plan.bind import column_name, with_children
-from slidewise.plan.expr import Col, Expr, columns_of
+from slidewise.plan.expr import Col, columns_of
 from slidewise.plan.logical import Aggregate, Join, Node, Output, Plan, Project, Scan, Select, Subquery
 
 __all__ = ["prune_columns"]
@@ -46,17 +46,9 @@ def prune_columns(plan: Plan) -> Plan:
     wanted: dict[str, set[str]] = {}      # source -> attributes read from it
     scans: list[Scan] = []
     _need(plan.root, set(plan.root.schema), plan.aliases, wanted, scans)
-    keep = {}
-    for scan in scans:
-        if scan.is_relation:
-            continue
-        attrs = wanted.setdefault(scan.source, set())
-        if scan.window.partition_by is not None:
-            attrs.add(scan.window.partition_by)
-    for scan in scans:
-        if not scan.is_relation:
-            keep[scan.source] = tuple(c for c in scan.columns if c in wanted[scan.source])
-    if all(keep[s.source] == s.columns for s in scans if not s.is_relation):
+    streams = [s for s in scans if not s.is_relation]
+    keep = {s.source: tuple(c for c in s.columns if c in wanted[s.source]) for s in streams}
+    if all(keep[s.source] == s.columns for s in streams):
         return plan
     return replace(plan, root=_rebuild(plan.root, keep))
 
@@ -85,16 +77,17 @@ def _need(node: Node, need: set[str], aliases, wanted: dict, scans: list) -> Non
     if isinstance(node, Scan):
         scans.append(node)
         prefix = f"{node.alias}."
-        wanted.setdefault(node.source, set()).update(c[len(prefix):] for c in need if c.startswith(prefix))
+        attrs = wanted.setdefault(node.source, set())
+        attrs.update(c[len(prefix):] for c in need if c.startswith(prefix))
+        if node.window is not None and node.window.partition_by is not None:
+            attrs.add(node.window.partition_by)
         return
-    exprs: list[Expr]
     if isinstance(node, Output):
         _need(node.child, set(node.child.schema), aliases, wanted, scans)
     elif isinstance(node, Project):
         _need(node.child, _read([i.expr for i in node.items], node.child.schema, aliases), aliases, wanted, scans)
     elif isinstance(node, Select):
-        child = node.child.schema
-        _need(node.child, (need & set(child)) | _read([node.predicate], child, aliases), aliases, wanted, scans)
+        _need(node.child, need | _read([node.predicate], node.child.schema, aliases), aliases, wanted, scans)
     elif isinstance(node, Aggregate):
         exprs = [k.expr for k in node.keys] + [a.arg for a in node.aggs if a.arg is not None]
         _need(node.child, _read(exprs, node.child.schema, aliases), aliases, wanted, scans)

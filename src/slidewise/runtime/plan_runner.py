@@ -42,6 +42,7 @@ from slidewise.model.batch import NO_EXP
 from slidewise.operators.incremental import Incremental, instants
 from slidewise.operators.output import OutputOperator
 from slidewise.plan.logical import Pattern
+from slidewise.plan.query import eval_time
 
 __all__ = ["DEFAULT_SPAN", "PlanRunner"]
 
@@ -87,10 +88,11 @@ class PlanRunner:
 
     def add(self, source: str, batch, is_table: bool) -> None:
         """Arrivals of one source in one chunk (timestamps non-decreasing)."""
+        leaves = self.net.feeds.get(source, [])
+        if not leaves:
+            return
         ts = batch.ts.tolist()
-        cols = self.net.columns.get(source)      # the attributes the plan reads (plan.prune)
-        if cols is None:
-            cols = [c for c in batch.cols if not (is_table and c == "op")]
+        cols = self.net.columns[source]          # the attributes the plan reads (plan.prune)
         if is_table:
             vals = list(zip(*(batch.cols[c].tolist() for c in cols))) if cols else [()] * len(ts)
             ops = batch.cols["op"].tolist() if "op" in batch.cols else ["+"] * len(ts)
@@ -101,9 +103,6 @@ class PlanRunner:
         else:
             vals = zip(ts, *(batch.cols[c].tolist() for c in cols))
             rows = [(v, v[0], NO_EXP, 1) for v in vals]
-        leaves = self.net.feeds.get(source, [])
-        if not leaves:
-            return
         queue = self.queue
         if len(ts) == 1 or bool(np.all(batch.ts[1:] != batch.ts[:-1])):
             get = queue.get
@@ -144,7 +143,7 @@ class PlanRunner:
         self.flush_output(final=True)
         if self.last_input is None:
             return
-        end = self.last_input if slide is None else -(-self.last_input // slide) * slide
+        end = end_instant(self.last_input, slide)
         self._advance_before(end + 1)
         self._write()
 
@@ -351,6 +350,11 @@ class PlanRunner:
 
 
 _sign = itemgetter(3)
+
+
+def end_instant(last_input: int, slide: int | None) -> int:
+    """The last instant a run evaluates: its last input, or for periodic plans the next slide multiple."""
+    return last_input if slide is None else eval_time(last_input, slide)
 
 
 def _inputs(outputs: list, fed: dict, i: int, kids: tuple, single) -> tuple | list:

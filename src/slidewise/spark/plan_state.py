@@ -45,6 +45,7 @@ import pandas as pd
 
 from slidewise.plan.logical import (Aggregate, Distinct, Join, Negation, Node, Output, Plan, Project, Scan,
                                     Select, Subquery, Union)
+from slidewise.runtime.plan_runner import end_instant
 from slidewise.spark.layout import EOF, MARKER, REJECT, TUPLE, concat, pack, unpack
 
 NEG = np.iinfo(np.int64).min // 2
@@ -237,7 +238,6 @@ class PlanBucketState:
     runner: object
     buffer: list[list[dict]] = field(default_factory=list)
     frontier: np.ndarray | None = None
-    ended: bool = False                                   # an end of input was flushed (this run or before)
     done: int | None = None                               # instants up to here are final (after an end of input)
     table_pos: list[int] = field(default_factory=list)   # rows of each relation added to the runner
 
@@ -312,7 +312,6 @@ class PlanBucket:
         if eof:
             # the end of this run's input: every instant up to the global last input timestamp (the
             # next slide multiple for periodic plans) runs now; a continued run starts after it
-            st.ended = True
             last = int(st.frontier.max()) if (st.frontier > NEG).any() else None
             if self.table_end is not None:
                 last = self.table_end if last is None else max(last, self.table_end)
@@ -320,8 +319,7 @@ class PlanBucket:
                 if runner.last_input is not None:
                     runner.last_input = last
                     runner.finish(self.plan.root.slide)
-                slide = self.plan.root.slide
-                end = last if slide is None else -(-last // slide) * slide
+                end = end_instant(last, self.plan.root.slide)
                 st.done = end if st.done is None else max(st.done, end)
         parts, runner.sink.parts = runner.sink.parts, []
         if parts:
@@ -342,10 +340,10 @@ class PlanBucket:
         t = chunk["t"]
         n = len(t)
         raw = rows_as_text({"ts": t, **{a: chunk[a] for a in self.attrs[stream]}}).to_pylist()
-        reasons = [f"late: at or before ts {done}, where an earlier run's input ended" for _ in range(n)]
+        reason = f"late: at or before ts {done}, where an earlier run's input ended"
         return {"k": REJECTS, "s": stream, "q": n, "p": pack(
             {"file": np.full(n, "", dtype=object), "line": np.zeros(n, np.int64),
-             "reason": np.asarray(reasons, dtype=object), "raw": np.asarray(raw, dtype=object)})}
+             "reason": np.full(n, reason, dtype=object), "raw": np.asarray(raw, dtype=object)})}
 
     def _release(self, st: PlanBucketState, w: int) -> None:
         """Feed every relation row and buffered tuple with ``ts < w`` to the executor, per source in

@@ -151,37 +151,31 @@ class TTree:
                 if high < entries[0]:
                     node = node.left
                     continue
+            below = True                      # the range starts below this node: walk its left subtree
             if low is not None:
                 self.comparisons += 1
                 if low > entries[-1]:
                     node = node.right
                     continue
                 self.comparisons += 1
-                if low < entries[0]:
-                    i = 0
-                    if node.left is not None:
-                        self._range(node.left, low, None, out)
-                else:
-                    self.comparisons += len(entries).bit_length()
-                    i = bisect_left(entries, low)
-            else:
+                below = low < entries[0]
+            if below:
                 i = 0
                 if node.left is not None:
-                    self._range(node.left, None, None, out)
+                    self._range(node.left, low, None, out)
+            else:
+                self.comparisons += len(entries).bit_length()
+                i = bisect_left(entries, low)
+            j, last = len(entries), False     # last: the range ends in this node
             if high is not None:
                 self.comparisons += 1
-                if high > entries[-1]:
-                    j = len(entries)
-                else:
+                if not high > entries[-1]:
                     self.comparisons += len(entries).bit_length()
-                    j = bisect_right(entries, high)
-                    if i < j:
-                        out.extend([e[2] for e in entries[i:j]])
-                    return
-            else:
-                j = len(entries)
+                    j, last = bisect_right(entries, high), True
             if i < j:
                 out.extend([e[2] for e in entries[i:j]])
+            if last:
+                return
             node, low = node.right, None
 
     def equal(self, key) -> list:
