@@ -219,12 +219,14 @@ def test_asymmetric_bench_smoke(tmp_path, monkeypatch):
             # the chosen combination is always timed in pieces, against every faster timed contender
             assert row["measured_by"][v["chosen"]] == "pieces"
             assert v["chosen_rank_measured"] == v["measured_order"].index(v["chosen"]) + 1
-            assert v["agree"] == (v["chosen"] == v["measured_fastest"])
+            assert v["chosen_over_fastest"] >= 1 and row["measured_by"][v["measured_fastest"]] == "pieces"
             if v["measured_fastest_by"] == "max rate":      # else: the paired rounds' winner
-                assert v["chosen_over_fastest"] >= 1 and v["agree"] == (v["chosen_rank_measured"] == 1)
+                assert v["agree"] == (v["chosen_rank_measured"] == 1)
             assert v["faster_distinguishable"] == bool(v["distinguishably_beaten_by"])
             assert set(v["distinguishably_beaten_by"]) <= set(v["chosen_vs"])
-        assert row["timing"]["rounds"] in (2, 4, 6, 8) and row["timing"]["pieces"] == 2   # near ties: more
+        timing = row["timing"]    # near ties get 2 more rounds at a time, up to 8
+        assert timing["rounds"] in (2, 4, 6, 8) and (timing["rounds"] == 8 or not timing["near_ties"])
+        assert timing["pieces"] == 2
     assert len(report["summary"]["table3"]) == 3
 
 

@@ -335,17 +335,16 @@ def test_bench_ordering_smoke(tmp_path):
 
 def test_bench_table8_machinery():
     """Table 8's exact re-count, no-probe warm-up, balanced sample and interleaved timing (no timing asserts)."""
-    from slidewise.bench import exact_counts as bench
-    from slidewise.bench import ordering, table8
+    from slidewise.bench import exact_counts, ordering, table8
 
     rates, windows, distinct = (10, 1, 1, 3), (20, 20, 40, 20), (200, 20, 16, 5)
-    arr = bench.make_arrivals(rates, distinct, 2000, seed=3)
+    arr = exact_counts.make_arrivals(rates, distinct, 2000, seed=3)
     assert np.all(np.diff(arr.ts) >= 0) and arr.per_unit == 15
     orders = [(0, 1, 2, 3), (3, 2, 1, 0), (1, 0, 3, 2)]
     warm_units = 45
     lo, hi = arr.at(warm_units), arr.at(warm_units + 40)
     for name, buckets in (("nlj", None), ("hash", 3)):
-        counts = bench.count_eager(arr, windows, orders, buckets)
+        counts = exact_counts.count_eager(arr, windows, orders, buckets)
         for o in orders:   # the re-count equals the operator's own count
             op = get_algorithm(name)(ordering._query(windows), order=list(o), **({"buckets": buckets} if buckets else {}))
             for chunk in arr.chunks(0, lo):
@@ -357,7 +356,7 @@ def test_bench_table8_machinery():
     # the lazy re-count (lazy: Alg. 4 with ordered insertion; hash-lazy) equals the operators' too
     lo, hi = arr.at(50), arr.at(90)                     # whole periods of both τ
     for name, tau, buckets in (("lazy", 5, None), ("lazy", 10, None), ("hash-lazy", 5, 3), ("hash-lazy", 10, 1)):
-        counts = bench.count_comparisons(arr, windows, orders, name, tau, buckets)
+        counts = exact_counts.count_comparisons(arr, windows, orders, name, tau, buckets)
         for o in orders:
             op = get_algorithm(name)(ordering._query(windows, slide=tau), order=list(o),
                                      **({"buckets": buckets} if buckets else {}))
@@ -396,3 +395,35 @@ def test_bench_table8_machinery():
     assert table8._rates(runs[(3, 2, 1, 0)], pieces)["pieces"] == 2
     vs = table8._paired(runs[(0, 1, 2, 3)], runs[(1, 0, 3, 2)], np.arange(3))
     assert vs["rounds"] == 3 and isinstance(vs["distinguishable"], bool)
+
+
+def test_table8_decision_rules():
+    """Sign test, paired winner (antisymmetric also for even rounds), near ties and extra rounds."""
+    from slidewise.bench import table8
+
+    assert table8.sign_test(7, 7) == pytest.approx(2 * 0.5 ** 7) and table8.sign_test(6, 7) == pytest.approx(0.125)
+    assert table8.sign_test(0, 0) == 1.0
+
+    def run(*rounds):
+        cpu = np.array(rounds, dtype=float).reshape(len(rounds), 1)
+        return {"cpu": cpu, "wall": cpu.copy()}
+
+    cols = np.arange(1)
+    # two rounds: the mean of the middle ratios would call both faster; the median log ratio calls one
+    a, b = run(1.0, 1.0), run(0.5, 1.6)
+    assert table8.paired_faster(a, b, cols) != table8.paired_faster(b, a, cols)
+    runs = {"x": run(1.0, 1.0, 1.0), "y": run(1.1, 1.2, 0.9), "z": run(2.0, 2.1, 1.9)}
+    assert table8.paired_winner(runs, ["z", "y", "x"], cols) == "x"
+    assert table8.paired_winner({"p": a, "q": run(0.5, 2.0)}, ["p", "q"], cols) is None   # exact tie
+    # y is about 10 % slower than x: no near tie; w, within 1 %, is one
+    assert table8.near_ties(runs, "x", ["y", "z"], cols) == []
+    runs["w"] = run(1.01, 0.99, 1.01)
+    assert table8.near_ties(runs, "x", ["w", "z"], cols) == ["w"]
+    more = table8.more_rounds(runs, {"x": run(1.0), "w": run(1.0)})
+    assert more["x"]["cpu"].shape == (4, 1) and np.isnan(more["z"]["cpu"][3]).all()
+    said = []
+    settled, done, tied = table8.settle_near_ties(
+        runs, 3, lambda r: table8.near_ties(r, "x", ["w"], cols),
+        lambda done: {"x": run(1.0, 1.0, 1.0), "w": run(1.0, 1.0, 1.0)}, said.append)
+    assert done == 3 * table8.MAX_ROUNDS_FACTOR and tied == ["w"] and len(said) == table8.MAX_ROUNDS_FACTOR - 1
+    assert settled["x"]["cpu"].shape == (done, 1)

@@ -15,11 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from slidewise.bench.ordering import CHUNK
 from slidewise.model.batch import StreamBatch
 from slidewise.runtime.generate import generate
 
 __all__ = ["Arrivals", "count_comparisons", "count_eager", "count_lazy", "make_arrivals"]
+
+
+#: tuples per chunk fed to the operators (the ordering bench times them in these chunks)
+CHUNK = 64
 
 
 @dataclass

@@ -299,9 +299,7 @@ def _paired(h: dict, o: dict, pieces_used: np.ndarray) -> dict:
     p < :data:`SIGN_TEST_P`; at 7 rounds every round must agree) and the two
     orders' [min, median] ranges of round CPU times do not overlap.
     """
-    rows = ~np.isnan(h["cpu"][:, pieces_used]).any(1) & ~np.isnan(o["cpu"][:, pieces_used]).any(1)
-    th = h["cpu"][rows][:, pieces_used].sum(1)
-    to = o["cpu"][rows][:, pieces_used].sum(1)
+    th, to = _round_times(h, o, pieces_used)
     ratios = to / th
     ratio_min = float(np.nanmin(o["cpu"][:, pieces_used], 0).sum() / np.nanmin(h["cpu"][:, pieces_used], 0).sum())
     faster = int(np.sum(ratios > 1))
@@ -315,12 +313,37 @@ def _paired(h: dict, o: dict, pieces_used: np.ndarray) -> dict:
             "distinguishable": p_value < SIGN_TEST_P and separate}
 
 
+def _round_times(a: dict, b: dict, pieces_used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CPU seconds of ``a`` and of ``b`` per round over ``pieces_used``, in the rounds both ran."""
+    rows = ~np.isnan(a["cpu"][:, pieces_used]).any(1) & ~np.isnan(b["cpu"][:, pieces_used]).any(1)
+    return a["cpu"][rows][:, pieces_used].sum(1), b["cpu"][rows][:, pieces_used].sum(1)
+
+
+def paired_faster(a: dict, b: dict, pieces_used: np.ndarray) -> bool:
+    """``a`` is faster than ``b`` in the median paired round (median log time ratio > 0: of two
+    orders at most one is faster, also for an even number of rounds)."""
+    ta, tb = _round_times(a, b, pieces_used)
+    return float(np.median(np.log(tb / ta))) > 0
+
+
 def paired_winner(runs: dict, orders, pieces_used: np.ndarray):
     """The order faster than every other of ``orders`` in the median paired round, or None."""
     for a in orders:
-        if all(_paired(runs[a], runs[b], pieces_used)["median_round_ratio"] > 1 for b in orders if b != a):
+        if all(paired_faster(runs[a], runs[b], pieces_used) for b in orders if b != a):
             return a
     return None
+
+
+def settle_near_ties(runs: dict, rounds: int, tied_of, time_more, say) -> tuple[dict, int, list]:
+    """More rounds while ``tied_of(runs)`` names near ties: ``time_more(done)`` times ``rounds`` more
+    of every contender, up to :data:`MAX_ROUNDS_FACTOR` times ``rounds`` in all; ``say(tied)`` first.
+    Returns the runs, the rounds done and the orders still tied."""
+    done, tied = rounds, tied_of(runs)
+    while tied and done + rounds <= MAX_ROUNDS_FACTOR * rounds:
+        say(tied)
+        runs, done = more_rounds(runs, time_more(done)), done + rounds
+        tied = tied_of(runs)
+    return runs, done, tied
 
 
 def sign_test(k: int, n: int) -> float:
@@ -431,13 +454,12 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
                            light)
         h = heur.order
         all_pieces = np.arange(len(pieces))
-        done, tied = rounds, near_ties(runs, h, [o for o in contenders if o != h], all_pieces)
-        while tied and done + rounds <= MAX_ROUNDS_FACTOR * rounds:
-            progress(f"table8 {label}: near tie with {', '.join(_names(o) for o in tied)}: {rounds} more rounds")
-            extra = time_orders(pieces, contenders, rounds, seed + done,
-                                lambda m, label=label: progress(f"table8 {label} (more): {m}"))
-            runs, done = more_rounds(runs, extra), done + rounds
-            tied = near_ties(runs, h, [o for o in contenders if o != h], all_pieces)
+        runs, done, tied = settle_near_ties(
+            runs, rounds, lambda r: near_ties(r, h, [o for o in contenders if o != h], all_pieces),
+            lambda done: time_orders(pieces, contenders, rounds, seed + done,
+                                     lambda m, label=label: progress(f"table8 {label} (more): {m}")),
+            lambda tied, label=label: progress(f"table8 {label}: near tie with "
+                                               f"{', '.join(_names(o) for o in tied)}: {rounds} more rounds"))
         rate = {o: _rates(runs[o], pieces) for o in orders}
         span = PIECE_UNITS * len(pieces)
         comps = {o: float(np.nansum(runs[o]["comparisons"])) / span for o in contenders}

@@ -115,13 +115,14 @@ def _names(model: CostModel, order: Sequence[int]) -> str:
 
 # --------------------------------------------------------------- exact ----
 
-def _extension_cost(model: CostModel) -> Callable[..., float]:
-    """``add(S, j, prefix)``: comparisons per unit time spent in loop j when the global prefix is S."""
+def _extension_cost(model: CostModel) -> Callable[[int, int, list[int]], float]:
+    """``add(S, j, prefix)``: comparisons per unit time spent in loop j when the global prefix is S
+    (its order does not matter here)."""
     memo: dict[tuple[int, int], float] = {}
     naive = model.kind == "naive"
     mult = [model.multiplier(i) for i in range(model.n)]
 
-    def add(mask: int, j: int, prefix=()) -> float:
+    def add(mask: int, j: int, _prefix: list[int]) -> float:
         key = (mask, j)
         hit = memo.get(key)
         if hit is None:
@@ -176,14 +177,14 @@ def _ordered_extension_cost(model: CostModel) -> Callable[[int, int, list[int]],
             front = mask | 1 << j
             hit = later[key] = sum(mult[i] * model.step(i, mask | 1 << i, j, front)
                                    for i in range(n) if not (mask >> i & 1) and i != j)
-        front = 0
+        before = 0                           # the streams before origin i in the prefix
         for i in prefix:
-            k = (i, front, mask, j)
+            k = (i, before, mask, j)
             part = inside.get(k)
             if part is None:
-                part = inside[k] = mult[i] * model.step(i, mask, j, front)
+                part = inside[k] = mult[i] * model.step(i, mask, j, before)
             hit += part
-            front |= 1 << i
+            before |= 1 << i
         return hit
 
     return add
