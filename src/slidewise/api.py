@@ -90,8 +90,7 @@ def _run_plan(plan: Plan, sources, tables, *, engine: str, options: dict, **kwar
 
         given = dict(options)
         spark = {k: given.pop(k) for k in SPARK_OPTIONS if k in given}
-        chunk_rows = kwargs.pop("chunk_rows", 65536)
-        refuse_options({**given, "chunk_rows": None if chunk_rows == 65536 else chunk_rows})
+        refuse_options({**given, "chunk_rows": kwargs.pop("chunk_rows", None)})
         extra = {k: v for k, v in given.items() if k not in JOIN_ONLY_OPTIONS}
         return run_plan_spark(plan, sources, tables, rewrite=True, options=extra, **kwargs, **spark)
     if engine != "local":

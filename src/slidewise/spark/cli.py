@@ -74,10 +74,6 @@ def run_from_args(args, sources: dict[str, str], operator_options: dict, *, late
     return result
 
 
-#: ``--chunk-rows`` when not given (a general query on Spark refuses any other value)
-DEFAULT_CHUNK_ROWS = 65536
-
-
 def plan_from_args(args, sources: dict[str, str], tables: dict[str, str], operator_options: dict, *,
                    lateness: int, collect: bool):
     """Run the ``run`` command's general query on Spark (:func:`slidewise.spark.plans.run_plan_spark`).
@@ -91,7 +87,7 @@ def plan_from_args(args, sources: dict[str, str], tables: dict[str, str], operat
     given = dict(operator_options)
     buckets = given.pop("buckets", None)
     refuse_options({"algorithm": args.algorithm, "order": args.order, "mode": args.mode,
-                    "chunk_rows": None if args.chunk_rows == DEFAULT_CHUNK_ROWS else args.chunk_rows, **given})
+                    "chunk_rows": args.chunk_rows, **given})
     result = _own_session(lambda: run_plan_spark(
         args.query, sources, tables, strategy=args.strategy, partitions=args.partitions, out=args.out,
         collect=collect, lateness=lateness, ts_column=args.ts_column, ts_unit=args.ts_unit, rejects=args.rejects,

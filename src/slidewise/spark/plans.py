@@ -64,6 +64,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
@@ -72,6 +73,7 @@ from slidewise.plan.logical import Plan
 from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.spark.runner import SparkRun
+from slidewise.spark.sinks import write_batch_rejects
 from slidewise.spark.plan_state import (ADMITTED, OUT_DDL, REJECTS, RESULT, STATE_DDL, STATS, PlanBucket,
                                         partition_attribute)
 
@@ -126,9 +128,15 @@ SPARK_OPTIONS = ("master", "conf", "spark", "trigger", "once", "checkpoint", "bu
                  "ui", "timeout")
 
 
+#: ``chunk_rows`` when not given (the local engine's default); any other value is refused
+DEFAULT_CHUNK_ROWS = 65536
+
+
 def refuse_options(given: dict) -> None:
-    """An OptionError naming the first option of :data:`REFUSED` that ``given`` sets (not None / False),
-    or ``mode="batch"``."""
+    """An OptionError naming the first option of :data:`REFUSED` that ``given`` sets (not None / False;
+    ``chunk_rows`` other than :data:`DEFAULT_CHUNK_ROWS`), or ``mode="batch"``."""
+    if given.get("chunk_rows") == DEFAULT_CHUNK_ROWS:
+        given = {**given, "chunk_rows": None}
     if given.get("mode") not in (None, "stream"):
         raise OptionError(f"--mode {given['mode']} runs join queries only; general queries run as a stream",
                           hint="drop --mode batch (--once processes the recorded files and stops)")
@@ -184,10 +192,13 @@ class _PlanSink:
                 self.retractions += r["n0"]
                 self.results += r["q"] - r["n0"]
             elif k == REJECTS:
-                rej = unpack(r["p"])
-                for f, line, reason, raw in zip(rej["file"], rej["line"], rej["reason"], rej["raw"]):
+                rej = pd.DataFrame(unpack(r["p"]))
+                rej["kind"] = rej["reason"].map({x: reject_kind(x) for x in set(rej["reason"])})
+                for (f, kind), part in rej.groupby(["file", "kind"], sort=False, dropna=False):
+                    args = (self.sources[r["s"]], f, part["line"].to_numpy(np.int64), part["reason"].tolist(),
+                            part["raw"].tolist())
                     for target in (self.rejects, rejected):
-                        target.add(self.sources[r["s"]], f, int(line), reason, raw, kind=reject_kind(reason))
+                        target.add_many(*args, kind=kind)
             elif k == ADMITTED:
                 self.inputs[self.sources[r["s"]]] += r["q"]
                 admitted += r["q"]
@@ -197,7 +208,7 @@ class _PlanSink:
                 self.negatives += r["n2"]
                 self.instants += r["n3"]
         self._write(results, batch_id)
-        self._write_rejects(rejected, batch_id)
+        write_batch_rejects(self.rejects_dir, batch_id, rejected)
         self.seen.add(batch_id)
         self.batches.append(batch_id)
         if self.progress:
@@ -232,18 +243,6 @@ class _PlanSink:
             print(f"-- batch {batch_id}: {len(frame):,} output rows", file=sys.stderr)
             print(frame.head(20).to_string(index=False))
 
-    def _write_rejects(self, rejected: Rejects, batch_id: int) -> None:
-        if not self.rejects_dir:
-            return
-        target = Path(self.rejects_dir) / f"batch-{batch_id:06d}.csv"
-        if not len(rejected):
-            target.unlink(missing_ok=True)
-            return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".csv.tmp")
-        rejected.write(tmp)
-        os.replace(tmp, target)
-
     def close(self) -> None:
         if self.sink is not None:
             self.sink.close()
@@ -266,11 +265,6 @@ class PlanRun(SparkRun):
         super().__init__(spark, None, frame, sink, **kwargs)
         self.info = info
 
-    def result(self) -> RunResult:
-        self.stop()
-        self.sink.close()
-        return super().result()
-
     def stats(self) -> dict:
         sink, info = self.sink, self.info
         seconds = self.seconds if self.seconds is not None else time.perf_counter() - self.started
@@ -283,12 +277,7 @@ class PlanRun(SparkRun):
             "negative_tuples": int(sink.negatives),
             "instants": int(sink.instants),
             **info["tail"],
-            "micro_batches": len(sink.batches),
-            "spark_master": self.spark.sparkContext.master,
-            "session_seconds": round(self.session_seconds, 3),
-            "checkpoint": None if self.temp else str(self.root),
-            "input_ended": self.ended,
-            "interrupted": self.interrupted,
+            **self.spark_stats(),
         }
 
 

@@ -323,6 +323,7 @@ class SparkRun:
     def result(self) -> RunResult:
         """Results (if collected), stats and rejects of the run so far."""
         self.stop()
+        self.sink.close()
         stats = self.stats()
         frame = self.sink.frame() if self.sink.collect else None
         if self.temp:
@@ -352,19 +353,21 @@ class SparkRun:
             "comparisons": sink.comparisons,
             "state_tuples_peak": sink.state_tuples_peak,
             "chunks": len(sink.batches),
-            "micro_batches": len(sink.batches),
             "state_rows": state_rows,
             "state_bytes": state_bytes,
             "state_bytes_slidewise": sum(sink.bucket_bytes.values()),
             "keying": jp.keying.describe(),
             "buckets": jp.keying.buckets,
             "warnings": list(jp.warnings),
-            "spark_master": self.spark.sparkContext.master,
-            "session_seconds": round(self.session_seconds, 3),
-            "checkpoint": None if self.temp else str(self.root),
-            "input_ended": self.ended,
-            "interrupted": self.interrupted,
+            **self.spark_stats(),
         }
+
+    def spark_stats(self) -> dict:
+        """The Spark side of the stats: master, session start-up, checkpoint, how the run ended."""
+        return {"micro_batches": len(self.sink.batches), "spark_master": self.spark.sparkContext.master,
+                "session_seconds": round(self.session_seconds, 3),
+                "checkpoint": None if self.temp else str(self.root),
+                "input_ended": self.ended, "interrupted": self.interrupted}
 
 
 # --------------------------------------------------------------------------- helpers

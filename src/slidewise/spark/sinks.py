@@ -124,14 +124,9 @@ class BatchSink:
                         part["rw"].fillna("").tolist())
                 batch.add_many(*args, kind=rk)
                 self.rejects.add_many(*args, kind=rk)
-            if self.rejects_dir:
-                Path(self.rejects_dir).mkdir(parents=True, exist_ok=True)
-                target = Path(self.rejects_dir) / f"batch-{batch_id:06d}.csv"
-                tmp = target.with_suffix(".csv.tmp")
-                batch.write(tmp)
-                os.replace(tmp, target)
-        elif self.rejects_dir:
-            (Path(self.rejects_dir) / f"batch-{batch_id:06d}.csv").unlink(missing_ok=True)
+            write_batch_rejects(self.rejects_dir, batch_id, batch)
+        else:
+            write_batch_rejects(self.rejects_dir, batch_id, None)
         if batch_id not in self.batches:
             self.batches.append(batch_id)
         if self.progress:
@@ -165,11 +160,29 @@ class BatchSink:
             print(f"-- batch {batch_id}: {len(frame):,} results", file=sys.stderr)
             print(frame.head(20).to_string(index=False))
 
+    def close(self) -> None:
+        """Nothing to close: every micro-batch's output is complete when written."""
+
     def frame(self) -> pd.DataFrame:
         """All collected results, in output column order."""
         if self.frames:
             return pd.concat(self.frames, ignore_index=True)
         return pd.DataFrame({n: pd.Series(dtype="object") for n in self.names})
+
+
+def write_batch_rejects(rejects_dir: str | None, batch_id: int, rejects: Rejects | None) -> None:
+    """``rejects_dir/batch-NNNNNN.csv`` holds exactly this micro-batch's rejects (none: no file),
+    written atomically, so a replayed batch leaves its own rejects once."""
+    if not rejects_dir:
+        return
+    target = Path(rejects_dir) / f"batch-{batch_id:06d}.csv"
+    if rejects is None or not len(rejects):
+        target.unlink(missing_ok=True)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".csv.tmp")
+    rejects.write(tmp)
+    os.replace(tmp, target)
 
 
 def read_results(path: str | Path) -> pd.DataFrame:
