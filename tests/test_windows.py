@@ -4,6 +4,8 @@ window (seed 000 §3.6) and the partitioned count window."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from slidewise.model.batch import Tup
 from slidewise.plan.query import WindowSpec
@@ -129,3 +131,15 @@ def test_count_window_factory():
         count_window(WindowSpec("range", 3))
     with pytest.raises(ValueError):
         CountWindow(0)
+
+
+@given(st.lists(st.integers(0, 3), max_size=30), st.integers(0, 40), st.integers(0, 40))
+def test_live_before_is_the_filtered_queue(gaps, at, before):
+    """The binary-searched run equals filtering every item (ts >= at - T, pos < before)."""
+    w = TimeWindow(5)
+    ts = 0
+    for pos, gap in enumerate(gaps):
+        ts += gap
+        w.insert(Tup(0, pos, ts, 1, {}))
+    expect = [t.pos for t in w if t.ts >= at - 5 and t.pos < before]
+    assert [t.pos for t in w.live_before(at, before)] == expect

@@ -44,11 +44,17 @@ expiration up to Δ·λ stale items.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator
+from itertools import islice
+from operator import attrgetter
 from typing import Any
 
 from slidewise.plan.query import WindowSpec
+
+
+_TS, _POS = attrgetter("ts"), attrgetter("pos")
 
 
 class TimeWindow:
@@ -120,6 +126,17 @@ class TimeWindow:
         for item in self._items:
             if item.ts >= bound:
                 yield item
+
+    def live_before(self, at: int, before_pos: int) -> Iterator:
+        """Items inside the window at time ``at`` that arrived before position ``before_pos``.
+
+        Items carry ``ts`` and ``pos``, both non-decreasing in arrival order,
+        so these are one run of the queue, found by two binary searches:
+        stale and newer items are never visited.
+        """
+        items = self._items
+        lo = bisect_left(items, at - self.length, key=_TS)
+        return islice(items, lo, bisect_left(items, before_pos, lo, key=_POS))
 
     def __iter__(self) -> Iterator:
         """All buffered items in arrival order (stale ones too under lazy expiration)."""

@@ -262,6 +262,11 @@ class HashWindow:
         """The bucket that join-attribute value ``value`` maps to, in arrival order."""
         return self._buckets[bucket_of(value, self.b)]
 
+    def probe_live(self, value, at: int, before_pos: int) -> Iterator[Tup]:
+        """Time windows: the tuples of ``value``'s bucket inside the window at time ``at`` that
+        arrived before position ``before_pos`` (without visiting the others)."""
+        return self._buckets[bucket_of(value, self.b)].live_before(at, before_pos)
+
     def scan(self) -> Iterator[Tup]:
         """Every tuple held, bucket by bucket (what an NLJ scans)."""
         for bucket in self._buckets:

@@ -32,7 +32,7 @@ from typing import ClassVar
 import numpy as np
 
 from slidewise.errors import PlanError
-from slidewise.model.batch import ResultBatch, StreamBatch, Tup
+from slidewise.model.batch import NO_EXP, ResultBatch, StreamBatch, Tup
 from slidewise.plan.query import JoinQuery
 
 
@@ -92,19 +92,18 @@ class ResultBuilder:
 
     ``members`` are :class:`Tup` objects indexed by stream. ``ts`` defaults to
     the origin's (greatest ``pos``) timestamp and ``exp`` to the minimum member
-    expiration under each stream's window.
+    expiration under each stream's window; both are computed in columns by
+    :meth:`build`, so adding a result costs one append.
     """
 
     def __init__(self, query: JoinQuery):
         self.query = query
-        self.windows = [s.window for s in query.streams]
-        self.rows: list[tuple[list[Tup], int, int, int]] = []
+        #: per stream: window length T added to a member's ts, or None (no expiry: count, unbounded)
+        self._lengths = [None if s.window.exp(0) == NO_EXP else s.window.length for s in query.streams]
+        self.rows: list[tuple[list[Tup], int | None, int]] = []
 
     def add(self, members: list[Tup], sign: int = 1, ts: int | None = None) -> None:
-        if ts is None:
-            ts = max(members, key=lambda t: t.pos).ts
-        exp = min(w.exp(m.ts) for w, m in zip(self.windows, members))
-        self.rows.append((members, ts, exp, sign))
+        self.rows.append((members, ts, sign))
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -113,16 +112,24 @@ class ResultBuilder:
         n = self.query.n
         if not self.rows:
             return ResultBatch.empty(n)
-        members = np.array([[m.pos for m in r[0]] for r in self.rows], dtype=np.int64)
+        rows = self.rows
+        members = np.array([[m.pos for m in r[0]] for r in rows], dtype=np.int64)
         cols: dict[str, np.ndarray] = {}
+        exp = np.full(len(rows), NO_EXP, dtype=np.int64)
+        member_ts = []
         for i, ref in enumerate(self.query.streams):
-            tups = [r[0][i] for r in self.rows]
-            cols[f"{ref.alias}.ts"] = np.array([t.ts for t in tups], dtype=np.int64)
+            tups = [r[0][i] for r in rows]
+            ts_i = cols[f"{ref.alias}.ts"] = np.array([t.ts for t in tups], dtype=np.int64)
+            member_ts.append(ts_i)
+            if self._lengths[i] is not None:
+                np.minimum(exp, ts_i + self._lengths[i], out=exp)
             for attr in tups[0].vals:
                 cols[f"{ref.alias}.{attr}"] = np.array([t.vals[attr] for t in tups])
-        out = ResultBatch(members,
-                          np.array([r[1] for r in self.rows], dtype=np.int64),
-                          np.array([r[2] for r in self.rows], dtype=np.int64),
-                          np.array([r[3] for r in self.rows], dtype=np.int8), cols)
+        given = [r[1] for r in rows]
+        if None in given:
+            origin_ts = np.column_stack(member_ts)[np.arange(len(rows)), members.argmax(1)].tolist()
+            given = [o if t is None else t for t, o in zip(given, origin_ts)]
+        ts = np.array(given, dtype=np.int64)
+        out = ResultBatch(members, ts, exp, np.array([r[2] for r in rows], dtype=np.int8), cols)
         self.rows = []
         return out

@@ -38,8 +38,9 @@ inserted at once but joined at the evaluation instant ``τ = ceil(ts / D)·D``,
 run when the first tuple with ``ts > τ`` arrives or at :meth:`finish`. The
 pending tuples are taken as origins in arrival order; a probed tuple ``u``
 must have arrived before the origin ``k`` and be in its window at ``k``'s
-arrival (``u.ts >= k.ts - T``; count windows: the §3.6 counter test, see
-:mod:`slidewise.windows.hashed`). Restore semantics (``query.restore``) yields
+arrival (``u.ts >= k.ts - T``: in a time window's bucket these tuples are one
+run, found by binary search, so stale and newer tuples cost nothing; count
+windows: the §3.6 counter test per tuple, see :mod:`slidewise.windows.hashed`). Restore semantics (``query.restore``) yields
 every eager result; no-restore also requires every member to have
 ``exp >= τ``, so exactly the results with ``exp < eval_time(origin.ts, D)``
 are omitted. After an evaluation the windows keep only what a later origin
@@ -211,6 +212,8 @@ class BucketProbeJoin(NestedLoopJoin):
         #: windows whose probes must check membership (stale or newer tuples inside)
         self.checked = [self.lazy or (expire_every is not None and not s.is_count)
                         for s in self.specs]
+        #: checked time windows: their probes read the run of members valid for the origin
+        self.sliced = [c and not s.is_count for c, s in zip(self.checked, self.specs)]
         self.probes = {o: [self._probe_source(level) for level in levels]
                        for o, levels in self.levels.items()}
         self.retractions = Retractions(query) if self.negatives else None
@@ -304,12 +307,17 @@ class BucketProbeJoin(NestedLoopJoin):
         s = level.stream
         w = self.windows[s]
         source = probes[depth]
-        candidates = w.scan() if source is None else w.probe(members[source[0]].get(source[1]))
         checked = self.checked[s]
+        if source is None:
+            candidates = w.scan()
+        elif self.sliced[s]:
+            # valid for k: ts >= k.ts - T and arrived before k; no-restore: also exp >= now
+            at = k.ts if now is None else max(k.ts, now)
+            candidates, checked = w.probe_live(members[source[0]].get(source[1]), at, k.pos), False
+        else:
+            candidates = w.probe(members[source[0]].get(source[1]))
         for u in candidates:
-            if checked and not w.contains(u, k):
-                continue
-            if now is not None and w.exp(u) < now:
+            if checked and (not w.contains(u, k) or (now is not None and w.exp(u) < now)):
                 continue
             members[s] = u
             if self.passes(level, members):
