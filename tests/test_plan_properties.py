@@ -49,9 +49,10 @@ def describe(p: Plan, streams, tables) -> str:
 
 # ---- executor vs oracle ----------------------------------------------------------------
 
-def run(p: Plan, streams, tables, strategy: str, span: int = 1) -> Counter:
+def run(p: Plan, streams, tables, strategy: str, span: int = 1, options: dict | None = None) -> Counter:
     plans = pytest.importorskip("slidewise.runtime.plans")
-    res = plans.execute_plan(p, streams, tables, strategy=strategy, collect=True, span=span).results
+    res = plans.execute_plan(p, streams, tables, strategy=strategy, collect=True, span=span,
+                             options=options).results
     got: Counter = Counter()
     if res is None or len(res) == 0:
         return got
@@ -72,6 +73,17 @@ def test_executor_matches_the_oracle(strategy, case, span):
     got = run(p, streams, tables, strategy, span)
     # A ROWS window cutting rows inserted at one instant (PlanOracle.order_sensitive) relies on the
     # shared convention that such rows enter in value order (oracle_plans.order_key).
+    assert got == expected, f"missing {expected - got}, extra {got - expected}"
+
+
+@needs_executor
+@given(case=plan_cases())
+def test_nt_thesis_set_up_matches_the_oracle(case):
+    """NT with the thesis's hash tables of scanned partitions (the bench's "NT thesis set-up")."""
+    p, streams, tables = case
+    note(describe(p, streams, tables))
+    got = run(p, streams, tables, "nt", 4, options={"hash_partitions": 3})
+    expected = expected_output(p, streams, tables)
     assert got == expected, f"missing {expected - got}, extra {got - expected}"
 
 

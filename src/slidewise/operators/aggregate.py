@@ -29,7 +29,6 @@ from slidewise.model.batch import NO_EXP
 from slidewise.operators.incremental import Incremental
 from slidewise.operators.select import row_function
 from slidewise.plan.logical import Pattern
-from slidewise.windows.states import make_store
 
 __all__ = ["AggregateRows"]
 
@@ -62,7 +61,7 @@ class AggregateRows(Incremental):
         self.groups: dict = {}    # group key -> [rows, state per aggregate]
         self.results: dict = {}   # group key -> current output values
         inp = ctx.inputs[0] if ctx.inputs else Pattern.WKS
-        self.input = None if ctx.strategy == "nt" else make_store(ctx.strategy, inp, None, ctx.partitions)
+        self.input = None if ctx.strategy == "nt" else ctx.store(inp)
 
     def _group_key(self, vals):
         return tuple([f(vals) for f in self.keyfns])

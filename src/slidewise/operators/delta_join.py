@@ -29,7 +29,6 @@ from slidewise.operators.incremental import Incremental
 from slidewise.operators.select import column_index, row_function
 from slidewise.plan.expr import And
 from slidewise.plan.logical import Pattern
-from slidewise.windows.states import make_store
 
 __all__ = ["DeltaJoin", "equality_positions"]
 
@@ -89,8 +88,8 @@ class DeltaJoin(Incremental):
         self.keys = (key_function(li), key_function(ri))
         self.keyed = bool(li)
         pats = tuple(ctx.inputs) + (Pattern.WKS,) * (2 - len(ctx.inputs))
-        self.states = (make_store(ctx.strategy, pats[0], self.keys[0], ctx.partitions),
-                       make_store(ctx.strategy, pats[1], self.keys[1], ctx.partitions))
+        self.states = (ctx.store(pats[0], self.keys[0]),
+                       ctx.store(pats[1], self.keys[1]))
 
     def push(self, side, rows, now):
         out: list = []

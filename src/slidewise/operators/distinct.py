@@ -28,7 +28,6 @@ from slidewise.errors import ExecutionError, PlanError
 from slidewise.model.batch import NO_EXP
 from slidewise.operators.incremental import Incremental
 from slidewise.plan.logical import Pattern
-from slidewise.windows.states import make_store
 
 __all__ = ["DeltaStar", "DistinctNaive", "DistinctStrict"]
 
@@ -55,8 +54,8 @@ class DistinctNaive(Incremental):
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
         inp = ctx.inputs[0] if ctx.inputs else Pattern.WKS
-        self.input = make_store(ctx.strategy, inp, None, ctx.partitions)
-        self.output = make_store(ctx.strategy, max(Pattern.WK, inp), None, ctx.partitions)
+        self.input = ctx.store(inp)
+        self.output = ctx.store(max(Pattern.WK, inp))
 
     def push(self, side, rows, now):
         out: list = []
@@ -114,7 +113,7 @@ class DeltaStar(Incremental):
                             hint="use the strict (counting) or naive distinct for strict non-monotonic "
                                  "input or the NT strategy")
         inp = ctx.inputs[0] if ctx.inputs else Pattern.WKS
-        self.output = make_store(ctx.strategy, max(Pattern.WK, inp), None, ctx.partitions)
+        self.output = ctx.store(max(Pattern.WK, inp))
         self.aux: dict = {}
 
     def push(self, side, rows, now):
@@ -212,7 +211,7 @@ class DistinctStrict(Incremental):
         super().__init__(node, ctx)
         self.counts: dict = {}
         inp = ctx.inputs[0] if ctx.inputs else Pattern.WKS
-        self.input = None if ctx.strategy == "nt" else make_store(ctx.strategy, inp, None, ctx.partitions)
+        self.input = None if ctx.strategy == "nt" else ctx.store(inp)
 
     def _drop(self, v, now, out) -> None:
         c = self.counts.get(v)

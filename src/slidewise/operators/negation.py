@@ -30,7 +30,6 @@ from slidewise.errors import PlanError
 from slidewise.operators.incremental import Incremental
 from slidewise.operators.select import column_index
 from slidewise.plan.logical import Pattern
-from slidewise.windows.states import make_store
 
 __all__ = ["NegationRows"]
 
@@ -65,8 +64,8 @@ class NegationRows(Incremental):
         self.lkey = (lambda v: v) if lkey is None else lkey
         self.rkey = (lambda v: v) if rkey is None else rkey
         pats = tuple(ctx.inputs) + (Pattern.WKS,) * (2 - len(ctx.inputs))
-        self.left = make_store(ctx.strategy, pats[0], lkey, ctx.partitions)
-        self.right = None if ctx.strategy == "nt" else make_store(ctx.strategy, pats[1], rkey, ctx.partitions)
+        self.left = ctx.store(pats[0], lkey)
+        self.right = None if ctx.strategy == "nt" else ctx.store(pats[1], rkey)
         self.rcount: dict = {}
         self.shown: dict = {}   # except: value -> sorted exps of the copies in the answer
 

@@ -34,7 +34,6 @@ from operator import itemgetter
 from slidewise.errors import PlanError
 from slidewise.operators.incremental import NO_EXP, Context, Incremental, Row
 from slidewise.plan.logical import Node, Output
-from slidewise.windows.states import make_store
 
 
 def order_key(vals: tuple) -> tuple:
@@ -73,7 +72,7 @@ def answer_store(ctx: Context, pattern):
     tuples, never looked up by value: a WK answer under UPA is a calendar
     queue without a hash index.
     """
-    return make_store(ctx.strategy, pattern, partitions=ctx.partitions, lookups=False)
+    return ctx.store(pattern, lookups=False)
 
 
 class AnswerTracker:

@@ -30,7 +30,6 @@ from slidewise.operators.incremental import Incremental
 from slidewise.operators.select import row_function
 from slidewise.plan.expr import And
 from slidewise.plan.logical import Pattern, Project, Scan, Select
-from slidewise.windows.states import make_store
 
 __all__ = ["RelationJoin", "relation_kind"]
 
@@ -79,7 +78,7 @@ class RelationJoin(Incremental):
         self.table: dict = {}     # primary key -> vals
         self.index: dict = {}     # join key -> {primary key: vals}
         self.deleted: set = set()
-        self.window = make_store(ctx.strategy, stream_pattern, self.skey, ctx.partitions) \
+        self.window = ctx.store(stream_pattern, self.skey) \
             if self.kind == "table" else None
         self.memo = {} if self.kind == "nrr" and (ctx.strategy == "nt" or stream_pattern == Pattern.STR) \
             else None
