@@ -315,7 +315,6 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     ``rewrite``: the plan executor's (:func:`slidewise.runtime.plans.execute_plan`).
     """
     from slidewise.cql.parser import load_any
-    from slidewise.model.time import parse_duration
     from slidewise.operators.incremental import STRATEGIES
     from slidewise.plan.prune import prune_columns
     from slidewise.runtime.plans import _bind, plan_inputs
@@ -323,11 +322,9 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.spark.keying import Keying
     from slidewise.spark.layout import WIRE_DDL, Layout
     from slidewise.spark.processor import SequencerProcessor
-    from slidewise.spark.runner import (_checkpoint_meta, _partitions, _trigger_seconds, once_default,
-                                        open_checkpoint, removed_on_error, spark_options)
+    from slidewise.spark.runner import (_checkpoint_meta, _partitions, open_checkpoint, removed_on_error,
+                                        start_options, timed_session)
     from slidewise.spark.sequencer import SequencerLogic
-    from slidewise.spark.session import check_master, get_session
-    from slidewise.spark.sinks import sink_kind
 
     if strategy not in STRATEGIES:
         raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
@@ -343,15 +340,10 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
         raise PlanError("the query reads relations only; the Spark engine needs at least one stream",
                         hint="run it with --engine local")
     names, table_names = plan_inputs(plan, sources, tables)
-    lateness = parse_duration(lateness, what="lateness") if isinstance(lateness, str) else lateness
-    if not isinstance(lateness, int) or lateness < 0:
-        raise OptionError(f"lateness must be a non-negative integer, got {lateness!r}")
-    conf, buckets, max_files_per_trigger = spark_options(conf, buckets, max_files_per_trigger)
-    kind = sink_kind(out)
-    interval = _trigger_seconds(trigger)
-    once = once_default(once, [sources.get(n) for n in names])
-    if master is not None:
-        check_master(master)
+    opts = start_options([sources.get(n) for n in names], out=out, conf=conf, buckets=buckets,
+                         max_files_per_trigger=max_files_per_trigger, trigger=trigger, once=once,
+                         lateness=lateness, master=master)
+    lateness = opts.lateness
     if rejects is not None and rejects_path is not None and rejects != rejects_path:
         raise OptionError("give rejects or rejects_path, not both")
     rejects_dir = rejects if rejects is not None else rejects_path
@@ -361,7 +353,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     settings = {"strategy": strategy, "partitions": int(partitions)}
     root, temp = open_checkpoint(checkpoint)
     with removed_on_error(root, temp):
-        meta = _checkpoint_meta(root, identity, sources, buckets or _partitions(spark, conf), write=False,
+        meta = _checkpoint_meta(root, identity, sources, opts.buckets or _partitions(spark, opts.conf), write=False,
                                 settings=settings)
         infos, recipes = [], []
         for name in names:
@@ -390,11 +382,9 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
         logic = PlanBucket(plan, names, [list(i.kinds) for i in infos], [lateness] * len(names),
                            strategy=strategy, partitions=partitions, options=options, tables=table_rows)
         _check_tables(logic.new_state().runner, table_rows)  # operator and table errors now, not in a task
-        started = time.perf_counter()
-        session = spark if spark is not None else get_session(master, conf, ui=ui)
-        session_seconds = time.perf_counter() - started
+        session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings)
-        frames = [stream_frame(session, i, info, recipes[i], layout, ts_column, max_files_per_trigger)
+        frames = [stream_frame(session, i, info, recipes[i], layout, ts_column, opts.max_files)
                   for i, info in enumerate(infos)]
         frames.append(control_frame(session, str(root / "control"), layout))
         union = functools.reduce(lambda a, b: a.union(b), frames)
@@ -405,7 +395,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             statefulProcessor=PlanProcessor(logic), outputStructType=OUT_DDL, outputMode="Append",
             timeMode="None")
         sink = _PlanSink(logic.columns, names, out=out,
-                         collect=bool(collect) if collect is not None else kind == "memory",
+                         collect=bool(collect) if collect is not None else opts.kind == "memory",
                          rejects=rejected, rejects_dir=rejects_dir, progress=progress)
         if len(rejected) and rejects_dir:   # the relations' rejects, read on the driver
             Path(rejects_dir).mkdir(parents=True, exist_ok=True)
@@ -418,7 +408,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             "streams": names,
             "table_inputs": {n: len(table_rows[n][0]) for n in table_names},   # relations once, not per bucket
         }
-        run = PlanRun(session, output, sink, info=info, root=root, temp=temp, once=once, interval=interval,
+        run = PlanRun(session, output, sink, info=info, root=root, temp=temp, once=opts.once, interval=opts.interval,
                       session_seconds=session_seconds)
         run.start()
     return run

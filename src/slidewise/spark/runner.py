@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from slidewise.cql import load_query
@@ -90,38 +91,68 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None,
     ``buckets`` / ``max_files_per_trigger``. ``spark``: an existing session.
     """
     q = query if isinstance(query, JoinQuery) else load_query(query)
-    conf, buckets, max_files_per_trigger = spark_options(conf, buckets, max_files_per_trigger)
     for extra in ("overload", "adaptive"):
         if operator_options.get(extra):
             raise OptionError(f"{extra} is not available on the Spark engine", hint="use --engine local")
         operator_options.pop(extra, None)
-    kind = sink_kind(out)
-    interval = _trigger_seconds(trigger)
-    once = once_default(once, [sources.get(s.source) for s in q.streams])
-    lat = parse_duration(lateness, what="lateness") if isinstance(lateness, str) else lateness
-    if master is not None:
-        check_master(master)
+    opts = start_options([sources.get(s.source) for s in q.streams], out=out, conf=conf, buckets=buckets,
+                         max_files_per_trigger=max_files_per_trigger, trigger=trigger, once=once,
+                         lateness=lateness, master=master)
     root, temp = open_checkpoint(checkpoint)
     with removed_on_error(root, temp):
         # inputs, schemas and the plan first: user errors need no JVM
-        meta = _checkpoint_meta(root, q.text or q.describe(), sources, buckets or _partitions(spark, conf),
+        meta = _checkpoint_meta(root, q.text or q.describe(), sources, opts.buckets or _partitions(spark, opts.conf),
                                 write=False)
-        jp = plan_join(q, sources, buckets=meta["buckets"], ts_column=ts_column, ts_unit=ts_unit, lateness=lat,
-                       algorithm=algorithm, order=order, options=operator_options, work_dir=root)
-        started = time.perf_counter()
-        session = spark if spark is not None else get_session(master, conf, ui=ui)
-        session_seconds = time.perf_counter() - started
+        jp = plan_join(q, sources, buckets=meta["buckets"], ts_column=ts_column, ts_unit=ts_unit,
+                       lateness=opts.lateness, algorithm=algorithm, order=order, options=operator_options,
+                       work_dir=root)
+        session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, q.text or q.describe(), sources, meta["buckets"], write=True)
         frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column,
-                             chunk_rows=chunk_rows, max_files=max_files_per_trigger)
-        sink = BatchSink(jp.layout, out=out, collect=bool(collect) if collect is not None else kind == "memory",
+                             chunk_rows=chunk_rows, max_files=opts.max_files)
+        sink = BatchSink(jp.layout, out=out, collect=bool(collect) if collect is not None else opts.kind == "memory",
                          rejects_dir=rejects, progress=progress)
-        if kind in ("parquet", "csv", "json"):
+        if opts.kind in ("parquet", "csv", "json"):
             Path(out).mkdir(parents=True, exist_ok=True)
-        run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=once, interval=interval,
+        run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=opts.once, interval=opts.interval,
                        session_seconds=session_seconds)
         run.start()
     return run
+
+
+@dataclass(frozen=True)
+class StartOptions:
+    """The start-up options of a Spark run (join or general plan), checked before any JVM starts."""
+
+    conf: dict
+    buckets: int | None
+    max_files: int | None
+    kind: str                  # the sink kind (:func:`slidewise.spark.sinks.sink_kind`)
+    interval: float | None     # micro-batch interval in seconds (live runs)
+    once: bool
+    lateness: int
+
+
+def start_options(specs: list, *, out, conf, buckets, max_files_per_trigger, trigger, once, lateness,
+                  master) -> StartOptions:
+    """Check and resolve the options :func:`start_spark` and ``start_plan_spark`` share (``specs``: the
+    source specs of the streams read, for the ``once`` default)."""
+    conf, buckets, max_files = spark_options(conf, buckets, max_files_per_trigger)
+    lat = parse_duration(lateness, what="lateness") if isinstance(lateness, str) else lateness
+    if not isinstance(lat, int) or isinstance(lat, bool) or lat < 0:
+        raise OptionError(f"lateness must be a non-negative integer, got {lateness!r}",
+                          hint="e.g. --lateness 5 (time units) or --lateness 2s")
+    if master is not None:
+        check_master(master)
+    return StartOptions(conf, buckets, max_files, sink_kind(out), _trigger_seconds(trigger),
+                        once_default(once, specs), lat)
+
+
+def timed_session(spark, master: str | None, conf: dict, ui: bool):
+    """``spark`` or a new session from ``master`` and ``conf``, and the seconds it took to get."""
+    started = time.perf_counter()
+    session = spark if spark is not None else get_session(master, conf, ui=ui)
+    return session, time.perf_counter() - started
 
 
 def spark_options(conf: dict | None, buckets: int | None, max_files: int | None) -> tuple[dict, int | None, int | None]:

@@ -40,10 +40,10 @@ pending tuples are taken as origins in arrival order; a probed tuple ``u``
 must have arrived before the origin ``k`` and be in its window at ``k``'s
 arrival (``u.ts >= k.ts - T``: in a time window's bucket these tuples are one
 run, found by binary search, so stale and newer tuples cost nothing; count
-windows: the §3.6 counter test per tuple, see :mod:`slidewise.windows.hashed`). Restore semantics (``query.restore``) yields
-every eager result; no-restore also requires every member to have
-``exp >= τ``, so exactly the results with ``exp < eval_time(origin.ts, D)``
-are omitted. After an evaluation the windows keep only what a later origin
+windows: the §3.6 counter test per tuple, see :mod:`slidewise.windows.hashed`).
+Restore semantics (``query.restore``) yields every eager result; no-restore
+also requires every member to have ``exp >= τ``, so exactly the results with
+``exp < eval_time(origin.ts, D)`` are omitted. After an evaluation the windows keep only what a later origin
 can use (restore: ``exp > τ``; no-restore: ``exp >= τ + D``).
 
 Negative tuples (``negatives=True``, eager only): a result is retracted
