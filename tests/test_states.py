@@ -1,5 +1,6 @@
 """Row stores and the calendar queue (seed 003 §3.5.2): insert, delete, expire, lookup."""
 
+import pickle
 from collections import Counter
 
 import pytest
@@ -155,5 +156,10 @@ def test_partitioned_hash_store_agrees_with_the_hash_store(ops, partitions):
             b.insert(r)
         assert len(a) == len(b) and Counter(a) == Counter(b) and set(a.keys()) == set(b.keys())
         assert Counter(a.lookup(k)) == Counter(b.lookup(k))
+    d = PartitionedHashStore(partitions=partitions)   # operator state is pickled between Spark calls
+    for r in b:
+        d.insert(r)
+    c = pickle.loads(pickle.dumps(d))
+    assert Counter(c) == Counter(d) and c.index_get(("absent",)) is None
     with pytest.raises(PlanError, match="partition"):
         PartitionedHashStore(partitions=0)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slidewise.errors import OptionError, SourceError
+from slidewise.model.time import parse_duration
 from slidewise.plan.physical import PhysicalPlan, choose
 from slidewise.plan.query import JoinQuery
 from slidewise.spark.bucket import BucketJoin
@@ -54,6 +55,15 @@ class JoinPlan:
         return list(self.layout.streams)
 
 
+def checked_lateness(lateness) -> int:
+    """``lateness`` (time units, or a duration such as ``"2s"``) as a non-negative int, else OptionError."""
+    lat = parse_duration(lateness, what="lateness") if isinstance(lateness, str) else lateness
+    if not isinstance(lat, int) or isinstance(lat, bool) or lat < 0:
+        raise OptionError(f"lateness must be a non-negative integer, got {lateness!r}",
+                          hint="lateness is in timestamp units, e.g. 5000 for 5 s of epoch-ms timestamps")
+    return lat
+
+
 def plan_join(query: JoinQuery, sources: dict[str, object], *, buckets: int, ts_column: str = "ts",
               ts_unit: str = "auto", lateness: int = 0, algorithm: str | None = None, order=None,
               options: dict | None = None, work_dir: Path) -> JoinPlan:
@@ -65,9 +75,7 @@ def plan_join(query: JoinQuery, sources: dict[str, object], *, buckets: int, ts_
         raise SourceError(f"no input given for stream {missing[0]!r}",
                           hint=f"pass --source {missing[0]}=PATH (FROM reads: "
                                f"{', '.join(dict.fromkeys(s.source for s in query.streams))})")
-    if not isinstance(lateness, int) or lateness < 0:
-        raise OptionError(f"lateness must be a non-negative integer, got {lateness!r}",
-                          hint="lateness is in timestamp units, e.g. 5000 for 5 s of epoch-ms timestamps")
+    lateness = checked_lateness(lateness)
     infos, recipes = [], []
     for ref in query.streams:
         info, recipe = inspect_stream(ref.alias, ref.source, sources[ref.source], ts_column=ts_column,

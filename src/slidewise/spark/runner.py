@@ -46,7 +46,7 @@ from slidewise.errors import ExecutionError, OptionError, SlidewiseError, Source
 from slidewise.model.time import parse_duration
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.engine import RunResult, run_counts
-from slidewise.spark.join import JoinPlan, build_stream, plan_join
+from slidewise.spark.join import JoinPlan, build_stream, checked_lateness, plan_join
 from slidewise.spark.session import check_master, default_partitions, get_session
 from slidewise.spark.sinks import BatchSink, sink_kind
 
@@ -138,10 +138,7 @@ def start_options(specs: list, *, out, conf, buckets, max_files_per_trigger, tri
     """Check and resolve the options :func:`start_spark` and ``start_plan_spark`` share (``specs``: the
     source specs of the streams read, for the ``once`` default)."""
     conf, buckets, max_files = spark_options(conf, buckets, max_files_per_trigger)
-    lat = parse_duration(lateness, what="lateness") if isinstance(lateness, str) else lateness
-    if not isinstance(lat, int) or isinstance(lat, bool) or lat < 0:
-        raise OptionError(f"lateness must be a non-negative integer, got {lateness!r}",
-                          hint="e.g. --lateness 5 (time units) or --lateness 2s")
+    lat = checked_lateness(lateness)
     if master is not None:
         check_master(master)
     return StartOptions(conf, buckets, max_files, sink_kind(out), _trigger_seconds(trigger),

@@ -153,7 +153,11 @@ class PartitionedHashStore(HashStore):
                             hint="e.g. hash_partitions=10 (the thesis's setting)")
         self.partitions = partitions
         self._buckets: list[list] = [[] for _ in range(partitions)]
-        self.index_get = lambda k: self.lookup(k) or None   # as the index's dict.get
+        self.index_get = self._get   # a bound method, not a lambda: operator state is pickled
+
+    def _get(self, k):
+        """As the index's ``dict.get``: the rows of key ``k`` or None."""
+        return self.lookup(k) or None
 
     def _bucket(self, k) -> list:
         return self._buckets[hash(k) % self.partitions]
@@ -172,12 +176,7 @@ class PartitionedHashStore(HashStore):
         return None
 
     def _unindex_row(self, row) -> None:
-        bucket = self._bucket(self._key(row[0]))
-        for i, r in enumerate(bucket):
-            if r is row:
-                del bucket[i]
-                return
-        bucket.remove(row)
+        self._bucket(self._key(row[0])).remove(row)
 
     def lookup(self, key):
         if self.key is None:
