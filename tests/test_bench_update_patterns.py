@@ -110,33 +110,55 @@ def test_engine_errors_are_recorded_not_fatal(tmp_path):
 
 
 def test_zeek_links_are_out_of_order_and_complete():
-    from slidewise.bench.update_patterns_inputs import default_dir, load_links
-    try:
-        default_dir()
-    except Exception:  # noqa: BLE001
-        pytest.skip("Zeek data set not present")
+    """The bundled sample, the default of --zeek-dir: real out-of-order dns and ssl."""
+    from slidewise.bench.update_patterns_inputs import load_links, sample_dir, zeek_inputs
+
     links, arrival, info = load_links()
+    assert info["sample"] and info["logs"] == ["dns", "ssl"] and info["data_dir"] == str(sample_dir().resolve())
     assert sum(len(df) for df in links.values()) == info["rows"]
     for name, df in links.items():
         assert list(df.columns) == ["ts", "src", "dst", "protocol"]
         assert np.all(np.diff(arrival[name]) >= 0)
         assert np.all(arrival[name] >= df["ts"].to_numpy())
     assert max(v["max_lateness_ms"] for v in info["per_link"].values()) > 100_000   # real lateness
+    assert zeek_inputs(0.05).protocols == {"selective": "dns", "unselective": "ssl"}
+
+
+def test_zeek_dir_is_checked_before_anything_runs(tmp_path):
+    from slidewise.errors import OptionError, SourceError
+
+    calls = []
+
+    def runner(*a, **kw):
+        calls.append(a)
+        return fake_runner(*a, **kw)
+
+    missing = tmp_path / "nowhere"
+    with pytest.raises(SourceError) as e:
+        up.run_update_patterns_bench(tmp_path, scale=0.05, source="both", runner=runner, zeek_dir=missing)
+    assert e.value.location == str(missing) and "does not exist" in str(e.value) and calls == []
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "conn.csv").write_text("ts,uid\n1,x\n")
+    with pytest.raises(SourceError, match="no Zeek log with ts, orig_h and resp_h columns"):
+        up.run_update_patterns_bench(tmp_path, source="zeek", runner=runner, zeek_dir=tmp_path / "logs")
+    with pytest.raises(OptionError, match="--zeek-dir is only read with --source zeek or both"):
+        up.run_update_patterns_bench(tmp_path, source="generated", runner=runner, zeek_dir=tmp_path)
+    assert calls == []
+
+
+def test_zeek_dir_option_reads_other_logs(tmp_path):
+    """--zeek-dir takes any directory of Zeek CSV logs (here: the sample's dns log, head only)."""
+    from slidewise.bench.update_patterns_inputs import load_links, sample_dir
+
+    with open(sample_dir() / "dns.csv") as f:
+        (tmp_path / "dns.csv").write_text("".join(next(f) for _ in range(301)))
+    links, _, info = load_links(tmp_path)
+    assert info["rows"] == 300 and info["logs"] == ["dns"] and not info["sample"]
 
 
 @pytest.mark.slow
 def test_real_engine_tiny_strategies_agree(tmp_path):
-    pytest.importorskip("slidewise.runtime.plans")
-    if not hasattr(pytest.importorskip("slidewise.cql"), "parse_plan"):
-        pytest.skip("slidewise.cql.parse_plan not written yet")
-    from slidewise.bench.update_patterns_inputs import default_dir
-
-    try:
-        default_dir()
-        source = "both"
-    except Exception:  # noqa: BLE001 - the Zeek data set lives outside the repository
-        source = "generated"
-    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source=source, verify_rows=True,
+    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="both", verify_rows=True,
                                           budget_s=5.0, repeats=1)
     errors = [(src, e, pt["window"], k, s["error"]) for src, r in report["sources"].items()
               for e, x in r["experiments"].items() for pt in x["points"]

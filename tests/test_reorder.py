@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib import resources
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,7 +14,8 @@ from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import Merger, merge_all
 from slidewise.runtime.sources import open_source
 
-ZEEK_DNS = "/work/shared/data/zeek_wrccdc2018/dns.csv"
+#: the bundled Zeek sample: real epoch-seconds timestamps, out of order
+ZEEK_DNS = resources.files("slidewise") / "data" / "demo" / "dns.csv"
 
 
 def drain(m: Merger) -> list[list]:

@@ -398,6 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="update-patterns: multiplies window sizes and the measured span (default 1)")
     b.add_argument("--source", default="both", choices=["zeek", "generated", "both"],
                    help="update-patterns: real Zeek logs, generated IP-like links, or both (default)")
+    b.add_argument("--zeek-dir", metavar="DIR",
+                   help="update-patterns: directory of Zeek logs as CSV for --source zeek/both "
+                        "(default: the bundled 3-minute WRCCDC 2018 sample)")
     b.add_argument("--table8-only", action="store_true",
                    help="ordering: run only seed 000 Table 8 (5-15 minutes: near ties get up to "
                         "28 rounds; writes ordering-table8.json)")

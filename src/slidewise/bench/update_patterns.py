@@ -35,7 +35,8 @@ must report the same number of result rows; a disagreement is recorded under
 
 Inputs: ``generated`` — :func:`slidewise.runtime.generate.generate_links`
 (one tuple per time unit per link, Zipf sources, ftp rare / telnet common);
-``zeek`` — the real WRCCDC 2018 Zeek logs; see
+``zeek`` — real Zeek logs: the bundled WRCCDC 2018 sample, or a directory
+given by ``zeek_dir`` (``--zeek-dir``), checked before anything runs; see
 :mod:`slidewise.bench.update_patterns_inputs`.
 Results: ``<out>/update_patterns.json`` and ``<out>/update_patterns.png``.
 """
@@ -53,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from slidewise.bench.common import machine_info, write_json
-from slidewise.bench.update_patterns_inputs import Inputs, generated_inputs, zeek_inputs
+from slidewise.bench.update_patterns_inputs import Inputs, generated_inputs, zeek_dir as check_zeek_dir, zeek_inputs
 from slidewise.errors import OptionError
 
 __all__ = ["EXPERIMENTS", "SOURCES", "Series", "bench_from_args", "real_runner",
@@ -465,6 +466,12 @@ def run_update_patterns_bench(out_dir: str | Path = "bench-results", *, scale: f
         raise OptionError(f"unknown source {source!r}", hint="use --source zeek, generated or both")
     if not scale > 0:
         raise OptionError(f"--scale must be positive, got {scale}", hint="e.g. --scale 0.5 or --scale 4")
+    if zeek_dir is not None and source == "generated":
+        raise OptionError("--zeek-dir is only read with --source zeek or both",
+                          hint="drop --zeek-dir, or add --source zeek")
+    names = SOURCES if source == "both" else (source,)
+    if "zeek" in names:
+        zeek_dir = check_zeek_dir(zeek_dir)   # before any run: a bad path fails in seconds, not minutes
     say = progress or (lambda m: None)
     runner = runner or real_runner
     started = time.perf_counter()
@@ -479,7 +486,7 @@ def run_update_patterns_bench(out_dir: str | Path = "bench-results", *, scale: f
                                           "average over the measured span, by difference of the runs' "
                                           "state integrals) and its split per operator"},
                     "sources": {}}
-    for name in (SOURCES if source == "both" else (source,)):
+    for name in names:
         say(f"{name}: loading inputs")
         inputs = generated_inputs(scale) if name == "generated" else zeek_inputs(scale, zeek_dir)
         report["sources"][name] = run_source(inputs, runner, experiments=experiments, budget_s=budget_s,
@@ -505,7 +512,10 @@ def run_update_patterns_bench(out_dir: str | Path = "bench-results", *, scale: f
 
 
 def bench_from_args(args) -> int:
-    """``slidewise bench update-patterns [--scale S] [--source zeek|generated|both] [--rounds N] [--out DIR]``.
+    """``slidewise bench update-patterns [--scale S] [--source zeek|generated|both] [--zeek-dir DIR] [--rounds N]``.
+
+    ``--zeek-dir``: a directory of Zeek logs as CSV for the ``zeek`` source
+    (default: the bundled three-minute sample).
 
     ``--rounds``: runs per fill/full measurement, the least CPU time kept
     (default 1; the single-run ratios vary by up to ~2x on a shared machine).
@@ -523,6 +533,7 @@ def bench_from_args(args) -> int:
     if rounds is not None and rounds < 1:
         raise OptionError(f"--rounds must be positive, got {rounds}", hint="runs per measurement, e.g. --rounds 3")
     report = run_update_patterns_bench(args.out, scale=args.scale, source=args.source,
+                                       zeek_dir=getattr(args, "zeek_dir", None),
                                        budget_s=budget if budget is not None else 10.0,
                                        progress=lambda m: print(m, file=sys.stderr, flush=True),
                                        repeats=rounds or 1)

@@ -1,12 +1,15 @@
 """Inputs of ``slidewise bench update-patterns``: generated IP-like links and real Zeek logs.
 
 :func:`generated_inputs` — seed 003 §3.6.1's links from
-:func:`slidewise.runtime.generate.generate_links`. :func:`zeek_inputs` — the
-WRCCDC 2018 Zeek logs as links, with their real out-of-orderness (below).
+:func:`slidewise.runtime.generate.generate_links`. :func:`zeek_inputs` — Zeek
+logs as links, with their real out-of-orderness (below): by default the
+bundled WRCCDC 2018 sample (``slidewise/data/demo``: three minutes of dns and
+ssl), or any directory of Zeek logs as CSV (``--zeek-dir``, e.g. the whole
+WRCCDC 2018 capture).
 
 The thesis splits one packet trace into outgoing links by destination
-address. Here the trace is every Zeek log of ``../shared/data/zeek_wrccdc2018``
-that has ``orig_h`` and ``resp_h`` (dns, ssl, weird, analyzer, rdp, ...):
+address. Here the trace is every log of the directory that has ``orig_h``
+and ``resp_h`` (dns, ssl, weird, analyzer, rdp, ...):
 
 * ``ts`` — Zeek's timestamp, in integer milliseconds;
 * ``src`` = ``orig_h``, ``dst`` = ``resp_h``, ``protocol`` = the log's name
@@ -24,9 +27,9 @@ capture points) are kept, as real input.
 
 from __future__ import annotations
 
-import os
 import zlib
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -34,50 +37,68 @@ import pandas as pd
 
 from slidewise.errors import SourceError
 
-__all__ = ["Inputs", "generated_inputs", "load_links", "zeek_inputs"]
+__all__ = ["Inputs", "generated_inputs", "load_links", "sample_dir", "zeek_dir", "zeek_inputs"]
 
-DEFAULT_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "zeek_wrccdc2018"
 _CACHE: dict = {}
 
 
-def default_dir() -> Path:
-    """The Zeek data set: ``$SLIDEWISE_ZEEK_DIR``, else ``../shared/data/zeek_wrccdc2018`` beside the checkout or the cwd."""
-    env = os.environ.get("SLIDEWISE_ZEEK_DIR")
-    candidates = [Path(env)] if env else []
-    candidates += [DEFAULT_DIR, Path.cwd().parent / "shared" / "data" / "zeek_wrccdc2018"]
-    for d in candidates:
-        if d.is_dir():
-            return d.resolve()
-    raise SourceError("the Zeek WRCCDC 2018 logs were not found",
-                      location=str(DEFAULT_DIR),
-                      hint="pass --source generated, set SLIDEWISE_ZEEK_DIR, or put the data set there")
+def sample_dir() -> Path:
+    """The bundled Zeek sample (dns.csv, ssl.csv): the default of ``--zeek-dir``."""
+    return Path(str(resources.files("slidewise") / "data" / "demo"))
+
+
+def zeek_dir(path: str | Path | None = None) -> Path:
+    """``path`` (``--zeek-dir``) checked to hold a Zeek log with ``ts``, ``orig_h`` and ``resp_h``; else the sample.
+
+    Cheap (reads CSV headers only), so the bench checks it before running anything.
+    """
+    if path is None:
+        return sample_dir()
+    d = Path(path)
+    if not d.is_dir():
+        raise SourceError("the Zeek log directory does not exist" if not d.exists()
+                          else "--zeek-dir must be a directory", location=str(d),
+                          hint="point --zeek-dir at a directory of Zeek logs as CSV (dns.csv, ssl.csv, ...), "
+                               "or leave it out to use the bundled sample")
+    if not _log_files(d):
+        raise SourceError("no Zeek log with ts, orig_h and resp_h columns", location=str(d),
+                          hint="point --zeek-dir at a directory of Zeek logs as CSV (dns.csv, ssl.csv, ...)")
+    return d.resolve()
+
+
+def _log_files(d: Path) -> list[Path]:
+    """The CSV files of ``d`` with ``ts``, ``orig_h`` and ``resp_h`` columns, by name."""
+    out = []
+    for f in sorted(d.glob("*.csv")):
+        if f.stem == "all_events":
+            continue
+        try:
+            cols = pd.read_csv(f, nrows=0).columns
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+            continue
+        if {"ts", "orig_h", "resp_h"} <= set(cols):
+            out.append(f)
+    return out
 
 
 def load_links(data_dir: str | Path | None = None, n_links: int = 3
                ) -> tuple[dict[str, pd.DataFrame], dict[str, np.ndarray], dict]:
     """``({"Link1": df, ...}, {"Link1": arrival_ms, ...}, info)``; dfs have ``ts, src, dst, protocol``."""
-    d = Path(data_dir) if data_dir is not None else default_dir()
+    d = zeek_dir(data_dir)
     key = (str(d), n_links)
     if key in _CACHE:
         return _CACHE[key]
     frames = []
-    for f in sorted(d.glob("*.csv")):
-        if f.stem == "all_events":
-            continue
-        cols = pd.read_csv(f, nrows=0).columns
-        if not {"ts", "orig_h", "resp_h"} <= set(cols):
-            continue
+    for f in _log_files(d):
         df = pd.read_csv(f, usecols=["ts", "orig_h", "resp_h"], dtype={"orig_h": str, "resp_h": str}).dropna()
         ts = np.round(df["ts"].to_numpy(np.float64) * 1000).astype(np.int64)
         frames.append(pd.DataFrame({"arrival": np.maximum.accumulate(ts), "log": f.stem, "ts": ts,
                                     "src": df["orig_h"].to_numpy(), "dst": df["resp_h"].to_numpy()}))
-    if not frames:
-        raise SourceError("no Zeek log with ts, orig_h and resp_h columns", location=str(d),
-                          hint="point at the zeek_wrccdc2018 directory (dns.csv, ssl.csv, ...)")
     trace = pd.concat(frames, ignore_index=True)   # logs in name order, rows in file order
     trace = trace.sort_values("arrival", kind="stable").reset_index(drop=True)
     link = np.fromiter((zlib.crc32(x.encode()) % n_links for x in trace["dst"]), np.int64, len(trace))
-    links, arrival, info = {}, {}, {"rows": int(len(trace)), "logs": sorted(set(trace["log"])), "per_link": {}}
+    links, arrival, info = {}, {}, {"data_dir": str(d), "sample": d == sample_dir().resolve(),
+                                    "rows": int(len(trace)), "logs": sorted(set(trace["log"])), "per_link": {}}
     for i in range(n_links):
         part = trace[link == i]
         name = f"Link{i + 1}"
@@ -133,11 +154,13 @@ def generated_inputs(scale: float = 1.0, *, seed: int = 0) -> Inputs:
 
 
 def zeek_inputs(scale: float = 1.0, data_dir: str | Path | None = None) -> Inputs:
-    """The WRCCDC 2018 Zeek logs as three links (see :func:`load_links`), from the trace's start.
+    """Zeek logs as three links (see :func:`load_links`), from the trace's start; ``data_dir``: see :func:`zeek_dir`.
 
-    Query 1's selective protocol is ``dns`` (about as many join results as
-    inputs in the first minute), the unselective one ``rdp`` (60x more: four
-    hosts make all of it).
+    Query 1's selective protocol is ``dns``; the unselective one is ``rdp``
+    when the logs have it (the whole WRCCDC 2018 capture: about as many join
+    results as inputs in the first minute for dns, 60x more for rdp, four
+    hosts make all of it), else ``ssl`` (the bundled sample, which has only
+    dns and ssl).
     """
     windows = tuple(sorted({max(200, int(round(w * scale))) for w in (2_000, 8_000, 32_000)}))
     span = max(2000, int(round(60_000 * scale)))
@@ -151,5 +174,6 @@ def zeek_inputs(scale: float = 1.0, data_dir: str | Path | None = None) -> Input
         if k:
             late = max(late, int((np.maximum.accumulate(ts) - ts).max()))
     info = dict(info, lateness_needed_ms=late)
+    unselective = "rdp" if "rdp" in info["logs"] else "ssl"
     return Inputs("zeek", links, arrival, start, windows, span, late + 1,
-                  {"selective": "dns", "unselective": "rdp"}, "ms", info)
+                  {"selective": "dns", "unselective": unselective}, "ms", info)
