@@ -1,4 +1,4 @@
-"""Reference semantics of DESIGN §1 for multi-way window joins — simple on purpose.
+"""Reference semantics (docs/semantics.md) of multi-way window joins — simple on purpose.
 
 Enumerates every combination of one tuple per stream and keeps those that
 satisfy the contract literally. Exponential; only for small test streams.

@@ -1,4 +1,4 @@
-"""Reference semantics of general plans (seed 003 Definition 3.1) — simple on purpose.
+"""Reference semantics of general plans (Golab's thesis Definition 3.1) — simple on purpose.
 
 The answer ``Q(τ)`` of a plan node is evaluated *relationally* over the window
 contents and table states at the instant τ (after every input with
@@ -167,7 +167,7 @@ class PlanOracle:
                 if key in live or (scan.kind == "nrr" and key in dead):
                     raise SourceError(f"table {scan.source}: key {key!r} inserted at {t} is "
                                       f"{'already present' if key in live else 'reused after its deletion'}",
-                                      hint="NRR keys are never reused (seed 003 §3.3.1)")
+                                      hint="NRR keys are never reused (Golab's thesis §3.3.1)")
                 live.add(key)
             elif op == "-":
                 live.discard(key)
@@ -435,7 +435,7 @@ def cuts_a_tie(spec, stream: list[tuple[int, tuple]], schema: tuple[str, ...]) -
     """Does a ``ROWS n`` window over ``stream`` keep some but not all differing rows of one instant?
 
     Then its contents depend on the order of rows inserted at the same instant,
-    which seed 003 §3.3.3 leaves open (footnote 3); the oracle orders them by value.
+    which Golab's thesis §3.3.3 leaves open (footnote 3); the oracle orders them by value.
     """
     if spec.kind != "rows":
         return False

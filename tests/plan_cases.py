@@ -1,4 +1,4 @@
-"""Builders and hypothesis strategies for random small general plans (seed 003 ch. 3).
+"""Builders and hypothesis strategies for random small general plans (Golab's thesis ch. 3).
 
 Plans are built directly from :mod:`slidewise.plan.logical` nodes, already
 bound (every :class:`Scan` has ``columns``). Streams ``S1``..``S3`` have

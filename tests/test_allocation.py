@@ -1,4 +1,4 @@
-"""CPU / memory allocation under overload: seed 002 §5.2 closed forms and examples, n-way generalisation."""
+"""CPU / memory allocation under overload: Kang et al. §5.2 closed forms and examples, n-way generalisation."""
 
 from __future__ import annotations
 

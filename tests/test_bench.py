@@ -119,7 +119,7 @@ def test_cli_bench_options(monkeypatch, capsys):
 
 
 def test_prefix_positions_follow_global_order(tmp_path):
-    # S1 and S2 tie at ts=2: the stream listed first arrives first (DESIGN §1)
+    # S1 and S2 tie at ts=2: the stream listed first arrives first (docs/semantics.md)
     path = save_streams(tmp_path / "s.npz", [
         {"ts": np.array([0, 2, 5]), "a": np.array([1, 2, 3]), "x": np.zeros(3, int)},
         {"ts": np.array([1, 2]), "a": np.array([4, 5]), "x": np.zeros(2, int)}])

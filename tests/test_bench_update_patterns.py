@@ -1,6 +1,6 @@
-"""``slidewise bench update-patterns`` (seed 003 §3.6): plumbing with a fake engine, then the real path.
+"""``slidewise bench update-patterns`` (Golab's thesis §3.6): plumbing with a fake engine, then the real path.
 
-No timing assertions (DESIGN §5): only keys, counts and agreement between strategies.
+No timing assertions: only keys, counts and agreement between strategies.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def test_acceptance_and_state_after_fill_with_fake_engine(tmp_path):
 
 
 def test_q2_state_composition_upa_keeps_no_window():
-    """δ* over a WKS window needs no copy of the window (seed 003 §3.5.2); NT keeps it plus counts."""
+    """δ* over a WKS window needs no copy of the window (Golab's thesis §3.5.2); NT keeps it plus counts."""
     from slidewise.cql import parse_plan
     from slidewise.runtime.plans import execute_plan
 

@@ -1,4 +1,4 @@
-"""Binary join with per-direction structures (seed 002 §4.2) against the oracle."""
+"""Binary join with per-direction structures (Kang et al. §4.2) against the oracle."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_range_probes_equal_oracle(directions, case, chunk, node):
 
 @given(join_cases(2, 2, kinds=("range", "rows")), chunk_st)
 def test_nested_loops_counts_like_nlj(case, chunk):
-    """NN makes exactly the comparisons of the eager NLJ (seed 000 §3.2) on two streams."""
+    """NN makes exactly the comparisons of the eager NLJ (Golab & Özsu §3.2) on two streams."""
     query, tuples = case
     nn, nlj = BinaryJoin(query, directions="NN"), get_algorithm("nlj")(query)
     assert run_operator(nn, tuples, chunk) == run_operator(nlj, tuples, chunk)

@@ -1,4 +1,4 @@
-"""Seed 002's cost model (Eq. 3-11, Table 3, Fig. 2) and the calibration profile."""
+"""Kang et al.'s cost model (Eq. 3-11, Table 3, Fig. 2) and the calibration profile."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from slidewise.optimizer.binary import (ALL_COMBINATIONS, PAPER_COMBINATIONS, PA
                                         crossover_ratio, direction_cost, envelope_crossovers, load_weights,
                                         rate_crossovers, search_touches, update_touches, window_crossover)
 
-# Table 3 of seed 002: window A, window B, λa, λb, then HH TT HT TH HN NH TN NT
+# Table 3 of Kang et al.: window A, window B, λa, λb, then HH TT HT TH HN NH TN NT
 TABLE_3 = [
     (9500, 500, 2, 998, [7.06, 9.56, 10.89, 5.74, 5.99, 2845.87, 4.67, 2849.69]),
     (7000, 3000, 800, 200, [7.06, 11.85, 6.46, 12.46, 722.39, 424.87, 727.78, 424.27]),

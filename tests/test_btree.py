@@ -1,4 +1,4 @@
-"""B+tree index and B+tree window (seed 002 §4.2) against a sorted-list reference."""
+"""B+tree index and B+tree window (Kang et al. §4.2) against a sorted-list reference."""
 
 from __future__ import annotations
 

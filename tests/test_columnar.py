@@ -1,4 +1,4 @@
-"""The columnar join (``columnar``, the default path) against the oracle of DESIGN §1.
+"""The columnar join (``columnar``, the default path) against the oracle of docs/semantics.md.
 
 Property tests on random small streams: 2–5 streams on a common key, time and
 count windows (partitioned too), ties in ts, bursts, empty streams, chunks of

@@ -1,8 +1,8 @@
 """The per-unit-time cost model (optimizer/cost.py) and statistics (optimizer/stats.py).
 
-Pins the papers' numbers: seed 000 App. B (X1..X4 = 3800, 3800, 2400, 6000;
-16000) and Tables 10-11, the ordering examples of seed 000 §5.1 (Tables 5-7)
-and thesis §5.3.2 (Tables 5.5-5.6, with the SEEDS.md erratum λ1 = 10); checks
+Pins the papers' numbers: Golab & Özsu App. B (X1..X4 = 3800, 3800, 2400, 6000;
+16000) and Tables 10-11, the ordering examples of Golab & Özsu §5.1 (Tables 5-7)
+and thesis §5.3.2 (Tables 5.5-5.6, with the erratum of docs/references.md, λ1 = 10); checks
 the lazy, naive and general formulas of App. A against a literal transcription;
 and validates the model against the comparisons the eager ``nlj`` and ``hash``
 operators count on uniform synthetic streams (within 15%).
@@ -52,7 +52,7 @@ TABLE5 = dict(rates=(10, 1, 1, 3), windows=(100, 100, 200, 100), distinct=(500, 
 # ------------------------------------------------------------ worked example --
 
 def test_appendix_b_worked_example():
-    """Seed 000 App. B / thesis §5.3.2: global order S1,S2,S3,S4 costs 3800+3800+2400+6000 = 16000."""
+    """Golab & Özsu App. B / thesis §5.3.2: global order S1,S2,S3,S4 costs 3800+3800+2400+6000 = 16000."""
     m = paper_model(**TABLE5)
     cost = m.cost([0, 1, 2, 3])
     assert cost.per_origin == (3800, 3800, 2400, 6000)
@@ -100,7 +100,7 @@ def test_seed000_table7_and_thesis_table56_costs():
 
 
 def test_thesis_table55_costs_with_erratum():
-    """Thesis Table 5.5: the quoted costs are those of λ1 = 10 (SEEDS.md erratum)."""
+    """Thesis Table 5.5: the quoted costs are those of λ1 = 10 (an erratum; see docs/references.md)."""
     costs = by_name(paper_model((10, 1, 1, 1), (100,) * 4, (40, 100, 8, 5)))
     assert min(costs.values()) == costs["S2,S1,S3,S4"] == 16200
     assert costs["S2,S3,S4,S1"] == 42600 and costs["S1,S2,S3,S4"] == 21000
@@ -113,7 +113,7 @@ def test_thesis_table55_costs_with_erratum():
 # ---------------------------------------------- App. A formulas, transcribed --
 
 def _phi(w, v, members):
-    """Literal seed 000 App. A: join one window at a time, divide by max(min(previous v), v)."""
+    """Literal Golab & Özsu App. A: join one window at a time, divide by max(min(previous v), v)."""
     size, low = w[members[0]], v[members[0]]
     for j in members[1:]:
         size = size * w[j] / max(low, v[j])
@@ -262,7 +262,7 @@ VALIDATION = [
 
 @pytest.mark.parametrize("rates,windows,distinct,algorithm,order,buckets,count", VALIDATION)
 def test_model_predicts_measured_comparisons(rates, windows, distinct, algorithm, order, buckets, count):
-    """Eager nlj / hash on the paper's generator (seed 000 §6.1): steady-state comparisons per
+    """Eager nlj / hash on the paper's generator (Golab & Özsu §6.1): steady-state comparisons per
     time unit within 15% of the model (one tuple per time unit: λ_i = r_i / Σr)."""
     tuples = 2600
     q = common_key_query(windows, count=count)

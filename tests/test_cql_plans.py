@@ -1,4 +1,4 @@
-"""The full CQL dialect -> logical plans (seed 003 §3.4, §3.6), routing and errors.
+"""The full CQL dialect -> logical plans (Golab's thesis §3.4, §3.6), routing and errors.
 
 Plans are compared as indented trees of ``Node.label()`` lines (root first),
 plus the exact fields where the label hides them (columns, aliases, modes).
@@ -38,7 +38,7 @@ def plan_of(text: str, **kw) -> Plan:
     return plan
 
 
-# -- seed 003 §3.6: Queries 1-4 ----------------------------------------------------
+# -- Golab's thesis §3.6: Queries 1-4 ----------------------------------------------------
 
 QUERY_1 = """SELECT Rstream(*)
 FROM Link1 [RANGE 60], Link2 [RANGE 60]
@@ -112,7 +112,7 @@ def test_query_4_negation_above_the_join_with_a_third_link():
     assert plan.root.child.on == ((Col(0, "source", "Link1"), Col(2, "source", "Link2")),)
 
 
-# -- seed 003 §3.4 examples ---------------------------------------------------------
+# -- Golab's thesis §3.4 examples ---------------------------------------------------------
 
 def test_wstream_keeps_the_last_ten_results_of_a_join():
     plan = plan_of("SELECT Wstream(*)[ROWS 10] FROM Stream1 [RANGE 1 min], Stream2 [RANGE 1 min] "
@@ -476,7 +476,7 @@ def test_window_over_distinct_hint_and_caret():
         parse_plan("SELECT *\nFROM (SELECT DISTINCT S.a FROM S [RANGE 5])\n     [RANGE 5] AS X")
     assert str(info.value) == (
         "query line 3, column 6: a window over DISTINCT's output would hold duplicates or expired rows "
-        "(seed 003 §3.3.3) (hint: drop the window on the subquery, or DISTINCT inside it)\n"
+        "(Golab's thesis §3.3.3) (hint: drop the window on the subquery, or DISTINCT inside it)\n"
         "     [RANGE 5] AS X\n"
         "     ^")
 

@@ -1,6 +1,6 @@
 """``slidewise explain``: golden text output, the JSON fields, and ``--stats`` errors.
 
-The golden file is seed 000's Table 5 query (App. B worked example, 16000)
+The golden file is Golab & Özsu's Table 5 query (App. B worked example, 16000)
 under ``--algorithm nlj``. After an intended change of the text, regenerate
 it with ``SLIDEWISE_UPDATE_GOLDEN=1 pytest tests/test_explain.py`` and review
 the diff.

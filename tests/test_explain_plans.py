@@ -1,4 +1,4 @@
-"""``slidewise explain`` of general queries: the update-pattern annotated plan (seed 003 §3.5).
+"""``slidewise explain`` of general queries: the update-pattern annotated plan (Golab's thesis §3.5).
 
 Golden text of the thesis's Fig. 3.5 query (negation above the join, as
 written) under UPA. Regenerate after an intended change with

@@ -158,7 +158,7 @@ def test_buckets_cut_comparisons_on_distinct_keys():
     assert four * 4 <= one + 4 and four == sum(oracle(query, tuples).values())
 
 
-# -- a worked example: seed 000 §3.1, Tables 2 and 3 --------------------------------------
+# -- a worked example: Golab & Özsu §3.1, Tables 2 and 3 --------------------------------------
 
 def test_paper_example_three_windows_of_100():
     # S1: ts 90, 100; S2: ts 150, 180; S3: ts 195, 205; all attr = 1; windows 100 long.

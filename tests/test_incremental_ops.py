@@ -1,4 +1,4 @@
-"""Incremental operators over signed tuples under NT, DIRECT and UPA (seed 003 §2.2–2.3, §3.2, §3.5).
+"""Incremental operators over signed tuples under NT, DIRECT and UPA (Golab's thesis §2.2–2.3, §3.2, §3.5).
 
 Each test drives a small operator tree instant by instant with simulated base
 windows (NT: explicit negative tuples at expiration; DIRECT/UPA: rows carry

@@ -1,4 +1,4 @@
-"""The faithful NLJ operators (seed 000 §3, thesis Alg. 2–5) against the oracle.
+"""The faithful NLJ operators (Golab & Özsu §3, thesis Alg. 2–5) against the oracle.
 
 Eager operators must equal ``oracle(query, tuples)``; ``lazy-restore`` and
 ``general-lazy`` with restore must equal it too; ``lazy`` (and ``general-lazy``
@@ -118,7 +118,7 @@ def test_lazy_with_count_windows(name, case, size, data):
 
 
 def test_naive_lazy_skips_timestamp_checks():
-    """Seed 000 §3.1: the lazy naive NLJ joins a new tuple with partners already expired."""
+    """Golab & Özsu §3.1: the lazy naive NLJ joins a new tuple with partners already expired."""
     query = query_of([WindowSpec("range", 2, slide=10)] * 2, common_key(2))
     tuples = build_tuples([(0, 1, 1, 0, 0), (1, 5, 1, 0, 0)])  # S2 arrives 4 > T after S1
     assert oracle(query, tuples) == {}

@@ -1,4 +1,4 @@
-"""Hand-computed examples pinning tests/oracle_plans.py (seed 003 Fig. 3.1–3.4 style).
+"""Hand-computed examples pinning tests/oracle_plans.py (Golab's thesis Fig. 3.1–3.4 style).
 
 Rows are written ``(ts, vals, sign)``; a stream row is ``(ts, a, b)`` and a
 scan's values are ``(ts, a, b)`` too.
@@ -229,7 +229,7 @@ def test_aggregate_over_internal_windows_keeps_every_value():
 
 
 def test_window_over_a_monotonic_subquery():
-    # SELECT SUM(X.s) FROM (SELECT SUM(b) AS s FROM S1 [NOW INTERNAL]) [ROWS 2] AS X (seed 003 §3.4)
+    # SELECT SUM(X.s) FROM (SELECT SUM(b) AS s FROM S1 [NOW INTERNAL]) [ROWS 2] AS X (Golab's thesis §3.4)
     inner = WindowSpec("now", 0, internal=True)
     s = {"S1": frame([(0, 0, 1), (0, 0, 2), (1, 0, 4), (2, 0, 8)])}
     assert expected_output(windowed_subquery_plan(inner, rows(2), "istream"), s) == out(

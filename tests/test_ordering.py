@@ -1,6 +1,6 @@
 """Join ordering (optimizer/ordering.py), bucket allocation (optimizer/buckets.py) and cost-based planning.
 
-The papers' heuristic reproduces their examples (seed 000 §5.1 Tables 5-7,
+The papers' heuristic reproduces their examples (Golab & Özsu §5.1 Tables 5-7,
 thesis §5.3.2 Tables 5.5-5.6); the exact search equals brute force; on random
 statistics the heuristic's plan is within 1.25x of the optimum in at least 90%
 of cases (the distribution is printed: ``pytest -s tests/test_ordering.py``).
@@ -50,7 +50,7 @@ def names(order) -> str:
 # ------------------------------------------------- the papers' examples ----
 
 def test_heuristic_table5_picks_the_optimum():
-    """Seed 000 §5.1: selectivity order S1,S2,S3,S4 (or S2,S1,... on the tie) — 16000 is optimal."""
+    """Golab & Özsu §5.1: selectivity order S1,S2,S3,S4 (or S2,S1,... on the tie) — 16000 is optimal."""
     m = model((10, 1, 1, 3), (100, 100, 200, 100), (500, 50, 40, 5))
     assert names(selectivity_order(m)) == "S1,S2,S3,S4"
     h = heuristic_search(m, refine=False)
@@ -58,7 +58,7 @@ def test_heuristic_table5_picks_the_optimum():
 
 
 def test_heuristic_table6_moves_the_fast_stream_up_not_to_the_top():
-    """Seed 000 Table 6: S2,S3,S4,S1 by selectivity; moving S1 up gives the optimum S2,S1,S3,S4."""
+    """Golab & Özsu Table 6: S2,S3,S4,S1 by selectivity; moving S1 up gives the optimum S2,S1,S3,S4."""
     m = model((100, 1, 1, 3), (100,) * 4, (200, 200, 20, 2))
     assert names(selectivity_order(m)) == "S2,S3,S4,S1"
     assert fast_streams(m.rate) == [0]
@@ -70,7 +70,7 @@ def test_heuristic_table6_moves_the_fast_stream_up_not_to_the_top():
 
 
 def test_heuristic_table7_two_fast_streams():
-    """Seed 000 Table 7 / thesis Table 5.6: S3,S4,S1,S2 first; moving S1 up gives S3,S1,S4,S2."""
+    """Golab & Özsu Table 7 / thesis Table 5.6: S3,S4,S1,S2 first; moving S1 up gives S3,S1,S4,S2."""
     m = model((11, 10, 1, 1), (100,) * 4, (200, 100, 65, 20))
     assert names(selectivity_order(m)) == "S3,S4,S1,S2"
     assert fast_streams(m.rate) == [0, 1]
@@ -139,7 +139,7 @@ def test_general_lazy_orders_per_origin():
         assert m.origin_cost(i, found.orders[i]) == pytest.approx(best)
     lazy = model((1, 1, 1, 10), (100,) * 4, (50, 50, 50, 50), kind="lazy", tau=40)
     assert found.cost.total <= exact_search(lazy).cost.total
-    # seed 000 Fig. 3b: with a large τ the fast stream's new tuples go last, not first
+    # Golab & Özsu Fig. 3b: with a large τ the fast stream's new tuples go last, not first
     assert found.orders[3][-1] == 3
     heur = heuristic_search(m)
     assert heur.cost.total <= exact_search(lazy).cost.total * 1.0001
@@ -223,7 +223,7 @@ def test_chain_join_plans_with_hybrid_and_hash_refuses():
 # ------------------------------------------------------------- buckets ----
 
 def test_model_allocation_favours_the_fast_window():
-    """Seed 000 §6.5: three slow streams and one 50x faster, 100-unit windows, 50 values."""
+    """Golab & Özsu §6.5: three slow streams and one 50x faster, 100-unit windows, 50 values."""
     q = query((100,) * 4, slide=5)
     st = stats((1, 1, 1, 50), (100,) * 4, (50,) * 4)
     m = model_for(q, st, "hash-lazy", [12] * 4)

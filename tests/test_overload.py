@@ -1,4 +1,4 @@
-"""Load shedding and window sampling in the engine (seed 002 §5.2): exact against the oracle, counted."""
+"""Load shedding and window sampling in the engine (Kang et al. §5.2): exact against the oracle, counted."""
 
 from __future__ import annotations
 

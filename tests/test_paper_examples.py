@@ -1,4 +1,4 @@
-"""Seed 000 (Golab & Özsu) §3.1, Tables 2 and 3: why lazy NLJs need timestamp checks.
+"""Golab & Özsu §3.1, Tables 2 and 3: why lazy NLJs need timestamp checks.
 
 Three windows of 100 time units, an equality on ``attr`` (column ``a`` here),
 global order S1, S2, S3, lazy re-evaluation at time 210 (D = 30, so the S3

@@ -1,4 +1,4 @@
-"""Update-pattern labels (seed 003 §3.5.1): every leaf kind, each rule, Fig. 3.5, random plans.
+"""Update-pattern labels (Golab's thesis §3.5.1): every leaf kind, each rule, Fig. 3.5, random plans.
 
 Labels: MONO < WKS < WK < STR. A node's label is the pattern of its output
 edge; the pattern of a plan is the label of the edge into its output operator.

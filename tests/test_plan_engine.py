@@ -214,7 +214,7 @@ def test_window_on_a_subquery_sees_each_instants_insertions_only(strategy, span)
         (4, 0, 3, 1), (5, 0, 0, 1), (7, 0, 3, 1)]
 
 
-# ---------------------------------------------------------------- the thesis's queries (seed 003 §3.6)
+# ---------------------------------------------------------------- the thesis's queries (Golab's thesis §3.6)
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_query1_join_with_selections(strategy, operators):

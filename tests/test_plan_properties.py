@@ -1,4 +1,4 @@
-"""Property tests of general plans (issue 5 acceptance 1, seed 003 ch. 3).
+"""Property tests of general plans (Golab's thesis ch. 3).
 
 * the executor under every strategy (NT, DIRECT, UPA) emits exactly the
   oracle's output (tests/oracle_plans.py) for random plans, and the three

@@ -1,4 +1,4 @@
-"""Update-pattern simplification (seed 003 §3.5.3): negation pulled up vs pushed down, and its costs.
+"""Update-pattern simplification (Golab's thesis §3.5.3): negation pulled up vs pushed down, and its costs.
 
 Query 4 of §3.6.5: Link1 − Link2 on the source address, joined with the ftp
 tuples of Link3 on the source address::

@@ -1,4 +1,4 @@
-"""Row stores and the calendar queue (seed 003 §3.5.2): insert, delete, expire, lookup."""
+"""Row stores and the calendar queue (Golab's thesis §3.5.2): insert, delete, expire, lookup."""
 
 import pickle
 from collections import Counter

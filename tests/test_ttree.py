@@ -1,4 +1,4 @@
-"""T-tree index and T-tree window (seed 002 §4.2; Lehman & Carey) against a sorted-list reference."""
+"""T-tree index and T-tree window (Kang et al. §4.2; Lehman & Carey) against a sorted-list reference."""
 
 from __future__ import annotations
 

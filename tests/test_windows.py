@@ -1,5 +1,5 @@
 """Window buffers: FIFO time window (eager / lazy expiration), circular count
-window (seed 000 §3.6) and the partitioned count window."""
+window (Golab & Özsu §3.6) and the partitioned count window."""
 
 from __future__ import annotations
 

@@ -402,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="update-patterns: directory of Zeek logs as CSV for --source zeek/both "
                         "(default: the bundled 3-minute WRCCDC 2018 sample)")
     b.add_argument("--table8-only", action="store_true",
-                   help="ordering: run only seed 000 Table 8 (5-15 minutes: near ties get up to "
+                   help="ordering: run only Golab & Özsu Table 8 (5-15 minutes: near ties get up to "
                         "28 rounds; writes ordering-table8.json)")
     b.add_argument("--rounds", type=int, metavar="N",
                    help="ordering: timing rounds of Table 8 (default 7); update-patterns: runs per "

@@ -1,4 +1,4 @@
-"""General plans (seed 003 ch. 3) on the Spark engine equal the local executor (issue 5, "Both engines").
+"""General plans (Golab's thesis ch. 3) on the Spark engine equal the local executor.
 
 Thesis Queries 1–3 (§3.6) and a GROUP BY on small generated link streams
 written as CSV files, compared as multisets of ``(ts, vals, sign)`` with

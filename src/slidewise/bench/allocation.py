@@ -1,6 +1,6 @@
 """``slidewise bench allocation``: output rate of allocation strategies under CPU and memory limits.
 
-Reproduces the settings of Kang, Naughton & Viglas, ICDE 2003 (seed 002)
+Reproduces the settings of Kang, Naughton & Viglas, ICDE 2003
 §5.2, Figs. 5–7, on the embedded engine with its load shedding and window
 sampling (:mod:`slidewise.runtime.overload`):
 
@@ -146,7 +146,7 @@ def plot(report: dict, path: str | Path) -> Path:
         ax.set_title(sc["title"], fontsize=9)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
     m = report["machine"]
-    fig.suptitle(f"slidewise bench allocation — seed 002 §5.2 (scale {report['scale']}); "
+    fig.suptitle(f"slidewise bench allocation — Kang et al. §5.2 (scale {report['scale']}); "
                  f"{m.get('cpu_model', m.get('machine', ''))}", fontsize=10)
     fig.tight_layout()
     return save_png(fig, path)

@@ -1,6 +1,6 @@
 """``slidewise bench asymmetric``: predicted vs measured cost of asymmetric binary joins.
 
-Paper: Kang, Naughton & Viglas, ICDE 2003 (seed 002) §5.1 — Fig. 2 (model
+Paper: Kang, Naughton & Viglas, ICDE 2003 §5.1 — Fig. 2 (model
 costs of eight combinations as the rate mix varies, windows A = B = 5000),
 Fig. 3 (the same, measured), Table 3 / Fig. 4 (three workloads; does the model
 pick the fastest combination?). Combination names follow the paper: ``XY`` =
@@ -86,7 +86,7 @@ TOTAL_RATE = 1000.0
 SWEEP_WINDOW = 5000
 #: rate shares λa/(λa+λb) of the interleaved validation runs
 MIXED_SHARES = (0.1, 0.5, 0.9)
-#: seed 002 Table 3 / Fig. 4 workloads and the paper's winner
+#: Kang et al. Table 3 / Fig. 4 workloads and the paper's winner
 TABLE_3 = (
     {"workload": "Fig. 4a", "window_a": 9500, "window_b": 500, "rate_a": 2, "rate_b": 998, "paper": "TN"},
     {"workload": "Fig. 4b", "window_a": 7000, "window_b": 3000, "rate_a": 800, "rate_b": 200, "paper": "HT"},
@@ -467,7 +467,7 @@ def _plot(report: dict, path: Path) -> Path:
                      f"{row['all_sixteen']['measured_fastest']} "
                      f"(eight: {row['paper_eight']['measured_fastest']})")
         ax.legend(fontsize=8)
-    fig.suptitle("slidewise bench asymmetric — seed 002 §5.1 (weights: "
+    fig.suptitle("slidewise bench asymmetric — Kang et al. §5.1 (weights: "
                  f"{report['weights']['source']})", fontsize=11)
     fig.subplots_adjust(hspace=0.45, wspace=0.25)
     return save_png(fig, path)

@@ -12,7 +12,7 @@
   elsewhere a sampling thread (psutil) and ``getrusage`` stand in.
 * :func:`machine_info`, :func:`write_json`, :func:`save_png`, :func:`nice_round`.
 
-Wall-clock numbers are only ever reported, never asserted (DESIGN §5).
+Wall-clock numbers are only ever reported, never asserted.
 """
 
 from __future__ import annotations
@@ -298,7 +298,7 @@ def save_streams(path: str | Path, streams: list[dict]) -> Path:
 def load_streams(path: str | Path, n_tuples: int | None = None) -> list[dict]:
     """Read streams written by :func:`save_streams` and give every tuple its global ``pos``.
 
-    Global processing order is ``(ts, stream index, input order)`` (DESIGN §1);
+    Global processing order is ``(ts, stream index, input order)`` (docs/semantics.md);
     ``pos`` is the rank in it. Only the first ``n_tuples`` positions are kept
     (a prefix of the input in processing order). Each stream's arrays are
     ordered by ``pos``.

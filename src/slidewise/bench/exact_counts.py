@@ -1,4 +1,4 @@
-"""Exact comparison counts of the Table 8 join operators over a long run (seed 000 §6.2, Table 8).
+"""Exact comparison counts of the Table 8 join operators over a long run (Golab & Özsu §6.2, Table 8).
 
 :func:`count_eager` (eager ``nlj`` / ``hash``) and :func:`count_lazy` (``lazy``
 / ``hash-lazy``) re-count, per arrival and join order, the comparisons the
@@ -130,11 +130,11 @@ def count_lazy(arr: Arrivals, windows, orders, tau: int, buckets: int | None = N
     evaluation), split into *old* ones (earlier periods) and the period's
     *new* ones:
 
-    * ``lazy`` (thesis Alg. 4, seed 003 §5.2.2): for each stream i in the
+    * ``lazy`` (thesis Alg. 4, §5.2.2): for each stream i in the
       global order, its new tuples are inserted, then one probe per distinct
       value x among them scans, in ``[i] + order``, the windows of the other
       streams — with their new tuples iff they precede i in the order;
-    * ``hash-lazy`` (seed 000 §3.3–3.4): every new tuple, in arrival order,
+    * ``hash-lazy`` (Golab & Özsu §3.3–3.4): every new tuple, in arrival order,
       probes the buckets ``x mod b`` counting only tuples that arrived before
       it (window membership and ``exp >= NOW`` are uncounted checks).
 

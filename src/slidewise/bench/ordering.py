@@ -1,10 +1,10 @@
 """``slidewise bench ordering``: the cost model and join ordering against measurements.
 
-Reproduces the experiments of Golab & Özsu, VLDB 2003 long version (seed 000)
+Reproduces the experiments of Golab & Özsu, VLDB 2003 long version
 §6 with slidewise's faithful per-tuple operators, and checks the cost model
 of :mod:`slidewise.optimizer.cost`:
 
-* **table8** (§6.2, Table 8): seed 000 Table 5 streams, the best, the heuristic's
+* **table8** (§6.2, Table 8): Golab & Özsu Table 5 streams, the best, the heuristic's
   and the worst join orders of eager/lazy NLJ and hash; built in
   :mod:`slidewise.bench.table8` (input sample, interleaved CPU timing, decision rule).
 * **fig4a** (§6.3–6.4, Fig. 4a): four windows T = 100, λ = 1, v = 50; max
@@ -23,7 +23,7 @@ of :mod:`slidewise.optimizer.cost`:
   statistics, n = 3..8 (with and without slidewise's improvement step).
 
 Streams come from the paper's generator (:func:`slidewise.runtime.generate.generate`,
-seed 000 §6.1). For the rate experiments the loop index is divided by Σλ so
+Golab & Özsu §6.1). For the rate experiments the loop index is divided by Σλ so
 that stream i brings λ_i tuples per time unit — the rates of the paper's
 tables in absolute terms; the model's statistics are those rates.
 

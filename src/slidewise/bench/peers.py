@@ -1,7 +1,7 @@
 """Peer systems for ``slidewise bench``: the same answer computed elsewhere.
 
 DuckDB evaluates the eager answer of a multi-way time-window equi-join
-(DESIGN §1) as one SQL query over the whole input. A combination is a
+(docs/semantics.md) as one SQL query over the whole input. A combination is a
 result iff every member is inside its window at the origin's time, i.e.
 ``ts_j >= origin.ts - T_j`` for every member ``j``. As the origin has the
 greatest ``ts``, that is the same as the pairwise band conditions

@@ -1,6 +1,6 @@
-"""Seed 000 Table 8 for ``slidewise bench ordering``: best vs worst join orders, measured.
+"""Golab & Özsu Table 8 for ``slidewise bench ordering``: best vs worst join orders, measured.
 
-Seed 000 §6.2, Table 8: seed 000 Table 5 streams (λ = 10, 1, 1, 3;
+Golab & Özsu §6.2, Table 8: Golab & Özsu Table 5 streams (λ = 10, 1, 1, 3;
 T = 100, 100, 200, 100; v = 500, 50, 40, 5), eager NLJ (``nlj``), lazy NLJ
 (``lazy``, τ = 5, 10), eager hash (``hash``) and lazy hash (``hash-lazy``,
 τ = 5, 10), five buckets per window as in the paper. Timed per
@@ -50,7 +50,7 @@ arrivals are rare: an S1 tuple with a value ≤ 5 that also matches S2), so:
 
 The model is the planner's (:func:`~slidewise.optimizer.cost.model_for`:
 for the lazy operators, the windows they actually scan, order-dependent for
-``lazy``); ``predicted_cost_paper`` is seed 000 App. A's T+τ formula.
+``lazy``); ``predicted_cost_paper`` is Golab & Özsu App. A's T+τ formula.
 Also reported: ranks by counted comparisons (sample and long run), the correlation of time per
 tuple with comparisons per tuple, and the intermediate results per time
 unit of each order (:meth:`~slidewise.optimizer.cost.CostModel.partial_results`,
@@ -410,7 +410,7 @@ def convergence(arr: Arrivals, windows, warm_units: int, configs: dict, spans=CO
 
 
 def table8(scale: float, rounds: int, seed: int, progress) -> dict:
-    """Seed 000 Table 8: max input rate of the orders of Table 5's query (module docstring)."""
+    """Golab & Özsu Table 8: max input rate of the orders of Table 5's query (module docstring)."""
     rates, windows, distinct = TABLE5["rates"], TABLE5["windows"], TABLE5["distinct"]
     stats = _stats(rates, windows, distinct)
     taus = [t for _, t, _ in TABLE8_CONFIGS if t]

@@ -1,6 +1,6 @@
-"""``slidewise bench update-patterns``: seed 003 §3.6, Queries 1–4, NT vs DIRECT vs UPA.
+"""``slidewise bench update-patterns``: Golab's thesis §3.6, Queries 1–4, NT vs DIRECT vs UPA.
 
-Golab's thesis (seed 003) §3.6 compares three ways of running a plan over
+Golab's thesis §3.6 compares three ways of running a plan over
 sliding windows: negative tuples (NT), direct expiration (DIRECT) and
 update-pattern-aware processing (UPA: FIFO state for weakest, calendar queues
 for weak non-monotonic state, δ* for duplicate elimination, negative tuples
@@ -16,7 +16,7 @@ destination address):
   src also "NT naive distinct"), "NT thesis set-up" (the thesis's NT
   configuration: naive distinct over hash tables of 10 scanned partitions,
   §3.6.1), DIRECT, UPA (δ* + calendar queue); time and state. ``acceptance`` in the JSON holds
-  issue 5's targets (:func:`acceptance`).
+  the targets (:func:`acceptance`).
 * **Query 3** — ``Link1 NOT EXISTS Link2 on src``; NT vs UPA, and the fraction
   of result deletions that are premature (before the Link1 tuple expires).
 * **Query 4** — Query 3 joined with Link3 (``protocol = <selective>``): NT with
@@ -310,7 +310,7 @@ def _largest_common(points: list[dict], a: str, b: str, key: str):
 
 
 def ratios(report_source: dict) -> dict:
-    """The acceptance ratios of issue 5 and every series' time over NT's, per experiment and window."""
+    """The acceptance ratios and every series' time over NT's, per experiment and window."""
     exps = report_source["experiments"]
     out: dict = {}
     for name in ("q2_src", "q2_pair"):
@@ -351,7 +351,7 @@ def ratios(report_source: dict) -> dict:
 # ----------------------------------------------------------------- run ----
 
 def acceptance(report_source: dict) -> dict:
-    """Issue 5's measured targets at the largest window both series reached, with what the state holds.
+    """The measured targets at the largest window both series reached, with what the state holds.
 
     Query 2 (DISTINCT src): UPA ≥ 3× faster than NT (``time_ratio_nt_over_upa``;
     NT runs the planner's counting distinct — beside it the ratios to NT with

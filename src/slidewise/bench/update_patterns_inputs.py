@@ -1,6 +1,6 @@
 """Inputs of ``slidewise bench update-patterns``: generated IP-like links and real Zeek logs.
 
-:func:`generated_inputs` — seed 003 §3.6.1's links from
+:func:`generated_inputs` — Golab's thesis §3.6.1's links from
 :func:`slidewise.runtime.generate.generate_links`. :func:`zeek_inputs` — Zeek
 logs as links, with their real out-of-orderness (below): by default the
 bundled WRCCDC 2018 sample (``slidewise/data/demo``: three minutes of dns and

@@ -1,4 +1,4 @@
-"""The PNG of ``slidewise bench update-patterns`` (seed 003 Figs. 3.8–3.15 in one sheet).
+"""The PNG of ``slidewise bench update-patterns`` (Golab's thesis Figs. 3.8–3.15 in one sheet).
 
 Per input source two rows of panels: time per 1000 tuples after the windows
 fill against the window size for Query 1 (selective, unselective), Query 3 and
@@ -74,7 +74,7 @@ def plot_update_patterns(report: dict, path: str | Path) -> Path:
             f"{report['settings']['timing']}")
     if report.get("mismatches"):
         foot += f"\n{len(report['mismatches'])} RESULT MISMATCHES between strategies (see the JSON)"
-    fig.suptitle("slidewise bench update-patterns (seed 003 §3.6): NT vs DIRECT vs UPA",
+    fig.suptitle("slidewise bench update-patterns (Golab's thesis §3.6): NT vs DIRECT vs UPA",
                  fontsize=13, fontweight="bold", y=1 - 0.15 / (4.6 * nrows))
     fig.text(0.5, 0.005, foot, ha="center", fontsize=8, color="#555555")
     # fixed margins: tight_layout / bbox_inches="tight" cost seconds with 16 log-scale panels

@@ -2,11 +2,11 @@
 
 * **W2** – 2 streams, rates 1:1, ``[RANGE 1000]`` each, 1000 distinct values,
   1,000,000 tuples.
-* **W4** – seed 000 Table 5: 4 streams, λ = 10, 1, 1, 3; T = 100, 100, 200,
+* **W4** – Golab & Özsu Table 5: 4 streams, λ = 10, 1, 1, 3; T = 100, 100, 200,
   100; v = 500, 50, 40, 5; 200,000 tuples.
 
 Equi-join on the common attribute ``a``; ``ts`` is the loop index of the
-paper's generator (seed 000 §6.1), so every time unit carries exactly one
+paper's generator (Golab & Özsu §6.1), so every time unit carries exactly one
 tuple and its global position ``pos`` equals its ``ts``.
 """
 
@@ -63,7 +63,7 @@ class Workload:
 WORKLOADS: dict[str, Workload] = {
     "W2": Workload("W2", "2 streams, rates 1:1, RANGE 1000 each, 1000 distinct values",
                    (1, 1), (1000, 1000), (1000, 1000), 1_000_000),
-    "W4": Workload("W4", "seed 000 Table 5: 4 streams, rates 10,1,1,3, RANGE 100,100,200,100, "
+    "W4": Workload("W4", "Golab & Özsu Table 5: 4 streams, rates 10,1,1,3, RANGE 100,100,200,100, "
                    "distinct values 500,50,40,5", (10, 1, 1, 3), (100, 100, 200, 100),
                    (500, 50, 40, 5), 200_000),
 }

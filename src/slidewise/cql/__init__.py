@@ -1,4 +1,4 @@
-"""The CQL dialect of slidewise: select–project–join queries and the general queries of seed 003.
+"""The CQL dialect of slidewise: select–project–join queries and the general queries of Golab's thesis.
 
 Three entry points: :func:`parse` (a select–project–join query ->
 :class:`~slidewise.plan.query.JoinQuery`, the columnar join path),
@@ -66,7 +66,7 @@ the offending line with a caret under the spot, and a hint.
 >>> str(q.filters[0])
 'S1.x > 3'
 
-General queries (seed 003 §3.4; :func:`parse_plan`, :func:`parse_any`) add::
+General queries (Golab's thesis §3.4; :func:`parse_plan`, :func:`parse_any`) add::
 
     SELECT [output] [DISTINCT] select_list        output also WSTREAM(select_list)[ROWS n | RANGE t]
     FROM NAME [window] | TABLE NAME | (query) [window] AS X  [, ...]

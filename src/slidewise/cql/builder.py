@@ -21,7 +21,7 @@ from slidewise.model.time import UNIT_MS
 from slidewise.plan.expr import FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
 from slidewise.plan.query import Equality, JoinQuery, SelectItem, StreamRef, WindowSpec
 
-# time units a window size may carry, in milliseconds (lower-case keys); seed 003 writes "6 sec"
+# time units a window size may carry, in milliseconds (lower-case keys); Golab's thesis writes "6 sec"
 UNITS = {**UNIT_MS, "sec": 1000, "secs": 1000}
 
 MAX_WINDOW = NO_EXP // 4  # the length of [UNBOUNDED]; larger sizes would overflow ts + T

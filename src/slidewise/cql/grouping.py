@@ -1,4 +1,4 @@
-"""The SELECT list, GROUP BY and HAVING of a general query (seed 003 §3.2.2, aggregation).
+"""The SELECT list, GROUP BY and HAVING of a general query (Golab's thesis §3.2.2, aggregation).
 
 Mixed into :class:`slidewise.cql.plans.PlanBuilder`, which supplies the
 scope, ``error``, ``value``, ``condition`` and the expression reader. A

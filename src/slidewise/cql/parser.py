@@ -3,7 +3,7 @@
 ``grammar.lark`` holds two grammars, each compiled once (LALR(1), contextual
 lexer) on first use: the select–project–join grammar above its
 ``---- full dialect`` marker (start ``start``, used by :func:`parse`) and the
-whole file with start ``full`` (the dialect of seed 003 §3.4, used by
+whole file with start ``full`` (the dialect of Golab's thesis §3.4, used by
 :func:`parse_plan` and :func:`parse_any`). Lark exceptions never leave this
 module: :mod:`slidewise.cql.diagnostics` turns them into
 :class:`~slidewise.errors.QueryError`; :mod:`slidewise.cql.builder` builds a

@@ -1,4 +1,4 @@
-"""Checks of seed 003 ch. 3 that make a combination of operators invalid, with the reason.
+"""Checks of Golab's thesis ch. 3 that make a combination of operators invalid, with the reason.
 
 Mixed into :class:`slidewise.cql.plans.PlanBuilder` (which supplies
 ``error`` and ``window_at``, the source position of each window). INTERNAL
@@ -69,20 +69,20 @@ class PlanChecks:
         for n in nodes:
             if isinstance(n, Distinct):
                 raise self.error(window, "a window over DISTINCT's output would hold duplicates or expired rows "
-                                 "(seed 003 §3.3.3)", hint="drop the window on the subquery, or DISTINCT inside it")
+                                 "(Golab's thesis §3.3.3)", hint="drop the window on the subquery, or DISTINCT inside it")
             if isinstance(n, Negation):
                 raise self.error(window, f"a window over the output of {_op_name(n)} would hold rows that no longer "
-                                 "satisfy it (seed 003 §3.3.3)", hint="drop the window on the subquery")
+                                 "satisfy it (Golab's thesis §3.3.3)", hint="drop the window on the subquery")
         for n in nodes:
             if isinstance(n, Scan) and n.kind == "table":
                 raise self.error(window, f"a window over a subquery's output needs an append-only output, but "
                                  f"TABLE {n.source} in it is retroactive: its updates change earlier results "
-                                 "(seed 003 §3.3.3)", hint=f"use {n.source} as a non-retroactive table "
+                                 "(Golab's thesis §3.3.3)", hint=f"use {n.source} as a non-retroactive table "
                                                            "(without TABLE), or drop the window")
             w = n.window if isinstance(n, (Scan, Subquery)) else None
             if w is not None and not w.internal and w.kind != "unbounded":
                 raise self.error(window, f"a window over a subquery's output needs an append-only output, but "
-                                 f"{n.alias}{w} in it is an external window whose results expire (seed 003 §3.3.3)",
+                                 f"{n.alias}{w} in it is an external window whose results expire (Golab's thesis §3.3.3)",
                                  hint=f"make the subquery's windows INTERNAL, e.g. {n.alias} "
                                       f"{str(w)[:-1]} INTERNAL], or drop the window")
 
@@ -95,7 +95,7 @@ class PlanChecks:
                     if w is not None and w.internal:
                         raise self.error(self.window_at[leaf], f"INTERNAL window on {leaf.alias} under "
                                          f"{_op_name(n)}: forcing duplicate elimination or negation into "
-                                         "monotonic form violates their semantics (seed 003 §3.3.2)",
+                                         "monotonic form violates their semantics (Golab's thesis §3.3.2)",
                                          hint=f"drop INTERNAL; the results of {_op_name(n)} must expire as "
                                               "its windows slide")
             if isinstance(n, Subquery) and n.window is not None:
@@ -106,5 +106,5 @@ class PlanChecks:
         for n in [root, *_below(root)]:
             if isinstance(n, (Distinct, Negation)):
                 raise self.error(tok, f"WSTREAM over the output of {_op_name(n)} would hold duplicates or rows "
-                                 "that no longer satisfy it (seed 003 §3.3.3)",
+                                 "that no longer satisfy it (Golab's thesis §3.3.3)",
                                  hint="use RSTREAM or ISTREAM for this query")

@@ -1,6 +1,6 @@
 """Build a logical :class:`~slidewise.plan.logical.Plan` from a parse tree of the full dialect.
 
-Seed 003 §3.4 extends CQL with INTERNAL windows, WSTREAM and the restore
+Golab's thesis §3.4 extends CQL with INTERNAL windows, WSTREAM and the restore
 outputs; with DISTINCT, GROUP BY, UNION, EXCEPT, NOT EXISTS, tables and
 subqueries in FROM this is the language of the general query path. One
 SELECT becomes, bottom-up::
@@ -22,7 +22,7 @@ branches included) is unique and indexes ``Col.stream`` through
 :attr:`Plan.aliases`; ``Col(-1, name)`` is the column ``name`` of the node
 below (a Project reordering an Aggregate's columns).
 
-Combinations that break the semantics of seed 003 ch. 3 are errors that say
+Combinations that break the semantics of Golab's thesis ch. 3 are errors that say
 why: a window over a non-monotonic subquery (§3.3.3), INTERNAL windows under
 DISTINCT or negation (§3.3.2), WSTREAM with restore (§3.4) or over DISTINCT
 or negation (§3.3.3), a window on a table.
@@ -166,7 +166,7 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
         head.kind, head.restore = output_name(tok)
         if head.kind == "wstream" and head.restore:
             raise self.error(tok, "WSTREAM has no restore form: a window over the output is not compatible "
-                             "with periodic re-evaluation (seed 003 §3.4)",
+                             "with periodic re-evaluation (Golab's thesis §3.4)",
                              hint="use ISTREAM_RESTORE or RSTREAM_RESTORE, or WSTREAM(...)[ROWS n] without restore")
         if head.kind == "wstream":
             if window is None:

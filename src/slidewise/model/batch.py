@@ -1,6 +1,6 @@
 """Columnar batches of stream tuples and of join results.
 
-Global processing order (DESIGN §1) is ``(ts, arrival position)``. The engine
+Global processing order (docs/semantics.md) is ``(ts, arrival position)``. The engine
 assigns every admitted tuple a global arrival rank ``pos`` (int64, unique,
 increasing in processing order), so ``pos`` alone orders tuples; a tuple is
 identified by its ``pos`` everywhere, including in join results.

@@ -1,4 +1,4 @@
-"""Group-by with aggregation over signed tuples (seed 003 §3.2.2 Fig. 3.1(d), §3.5.2).
+"""Group-by with aggregation over signed tuples (Golab's thesis §3.2.2 Fig. 3.1(d), §3.5.2).
 
 Strict non-monotonic: a group's value changes whenever a row of the group
 arrives or leaves, at times no one can predict. The operator keeps one result

@@ -1,4 +1,4 @@
-"""Binary symmetric join of two signed-tuple inputs (seed 003 §2.3.3, §3.2.2 Fig. 3.1(b)).
+"""Binary symmetric join of two signed-tuple inputs (Golab's thesis §2.3.3, §3.2.2 Fig. 3.1(b)).
 
 Each input's state is a row store (:func:`slidewise.windows.states.make_store`)
 keyed by the input's join attributes. A row from one side probes the other

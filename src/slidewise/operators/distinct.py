@@ -1,4 +1,4 @@
-"""Duplicate elimination over signed tuples in three forms (seed 003 §3.2.2, §3.5.2).
+"""Duplicate elimination over signed tuples in three forms (Golab's thesis §3.2.2, §3.5.2).
 
 The answer at τ holds each value ``v`` once iff some input row with values
 ``v`` is in the input's answer at τ.
@@ -109,7 +109,7 @@ class DeltaStar(Incremental):
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
         if ctx.strategy == "nt" or (ctx.inputs and ctx.inputs[0] == Pattern.STR):
-            raise PlanError("δ* distinct needs input without premature deletions (seed 003 §3.5.2)",
+            raise PlanError("δ* distinct needs input without premature deletions (Golab's thesis §3.5.2)",
                             hint="use the strict (counting) or naive distinct for strict non-monotonic "
                                  "input or the NT strategy")
         inp = ctx.inputs[0] if ctx.inputs else Pattern.WKS

@@ -1,6 +1,6 @@
 """The interface of incremental relational operators over signed tuples.
 
-Seed 003 §2.3.3 and §3.5: operators of a general plan consume and produce
+Golab's thesis §2.3.3 and §3.5: operators of a general plan consume and produce
 *signed tuples*. A row is a plain tuple ``(vals, ts, exp, sign)``:
 
 * ``vals`` — the attribute values, a tuple in the operator's output schema
@@ -24,7 +24,7 @@ travel and how state is kept:
   operator purges its state of rows with ``exp < now`` by scanning it; only
   strict non-monotonic operators (negation, aggregation, strict distinct,
   count windows, retroactive tables) emit −1 rows, for premature deletions.
-* ``upa`` — update-pattern aware (seed 003 §3.5.2): like ``direct``, but the
+* ``upa`` — update-pattern aware (Golab's thesis §3.5.2): like ``direct``, but the
   state structure follows the input's update pattern: FIFO for WKS (expire
   from the head), a calendar queue partitioned by ``exp`` for WK, and
   negative tuples only where the pattern is STR; δ* for DISTINCT over
@@ -117,7 +117,7 @@ def instants(op, inputs, lo: int, hi: int):
 class Context:
     """What an operator knows about its place in the plan.
 
-    ``inputs``: the update pattern of each child's output (seed 003 §3.5.1);
+    ``inputs``: the update pattern of each child's output (Golab's thesis §3.5.1);
     ``output``: this operator's output pattern; ``partitions``: calendar
     queue partitions for UPA (the thesis tests 10 and 50); ``aliases``: for
     :func:`slidewise.plan.logical.column_getter`; ``options``: operator

@@ -1,4 +1,4 @@
-"""Negation ``W1 − W2`` over signed tuples: NOT EXISTS (anti-join) and EXCEPT (seed 003 §2.2.2, §3.2.2).
+"""Negation ``W1 − W2`` over signed tuples: NOT EXISTS (anti-join) and EXCEPT (Golab's thesis §2.2.2, §3.2.2).
 
 Strict non-monotonic: a left row in the answer is deleted *prematurely* when a
 right row with a matching value arrives (a −1 row carrying the left row's

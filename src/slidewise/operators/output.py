@@ -1,4 +1,4 @@
-"""The output operator: the plan's answer as a stream (seed 003 §3.3.3, §3.3.4, §3.4).
+"""The output operator: the plan's answer as a stream (Golab's thesis §3.3.3, §3.3.4, §3.4).
 
 :class:`OutputOperator` maintains the materialised answer of the plan (the
 thesis's Rstream view) in a state store chosen by strategy and input pattern

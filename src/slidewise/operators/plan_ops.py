@@ -1,4 +1,4 @@
-"""Physical operators for logical plan nodes (seed 003 §3.5.2).
+"""Physical operators for logical plan nodes (Golab's thesis §3.5.2).
 
 :func:`build` maps a logical node, under a :class:`Context` (strategy, input
 update patterns, calendar partitions), to its incremental operator:

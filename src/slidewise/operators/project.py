@@ -1,4 +1,4 @@
-"""Projection of join results onto the SELECT list (DESIGN §4 "Result rows").
+"""Projection of join results onto the SELECT list.
 
 ``SELECT *`` keeps every member column (``<stream>.ts``, ``<stream>.<attr>``);
 a select item is evaluated on the member columns and named by its alias or its
@@ -54,7 +54,7 @@ def output_names(query: JoinQuery, schemas: list[list[str]]) -> list[str]:
     return names + ["ts", "exp", "sign"]
 
 
-# --- general plans (seed 003 §3.2.2): projection over signed tuples -------------------------
+# --- general plans (Golab's thesis §3.2.2): projection over signed tuples -------------------------
 
 from slidewise.operators.incremental import Incremental  # noqa: E402
 from slidewise.operators.select import column_index, row_function  # noqa: E402

@@ -1,4 +1,4 @@
-"""Join of a stream (window) with a relation: NRR or retroactive TABLE (seed 003 §3.3.1, §3.5.1).
+"""Join of a stream (window) with a relation: NRR or retroactive TABLE (Golab's thesis §3.3.1, §3.5.1).
 
 The relation's updates arrive as rows on the relation's side: ``sign`` +1
 inserts a row, −1 deletes the row with the same key (the first attribute).
@@ -147,7 +147,7 @@ class RelationJoin(Incremental):
                 if nrr and pk in self.deleted:
                     raise ExecutionError(
                         f"NRR key reused: {self.alias} key {pk!r} was deleted and is inserted again at {now}",
-                        hint="non-retroactive relations ban key reuse (seed 003 §3.3.1): give the row a new "
+                        hint="non-retroactive relations ban key reuse (Golab's thesis §3.3.1): give the row a new "
                              "key, or declare the relation retroactive with TABLE")
                 self._insert(v, now, out)
             else:

@@ -48,7 +48,7 @@ class Select(JoinOperator):
         return 0
 
 
-# --- general plans (seed 003 §3.2.2): selection over signed tuples --------------------------
+# --- general plans (Golab's thesis §3.2.2): selection over signed tuples --------------------------
 
 import operator as _op  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""Merge-union (bag union, UNION ALL) of signed-tuple inputs (seed 003 §3.2.2, §3.5.1 rule 2).
+"""Merge-union (bag union, UNION ALL) of signed-tuple inputs (Golab's thesis §3.2.2, §3.5.1 rule 2).
 
 Merge-union does not reorder its inputs: every row of every input passes
 through unchanged, positive or negative, keeping its ``exp``. Its output's

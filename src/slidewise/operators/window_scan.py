@@ -1,4 +1,4 @@
-"""Base windows and relation feeders: the leaves of a general plan (seed 003 §2.2, §3.2).
+"""Base windows and relation feeders: the leaves of a general plan (Golab's thesis §2.2, §3.2).
 
 A :class:`WindowScan` turns the arrivals of one stream (or of a subquery's
 monotonic output) into the signed rows of its sliding window, per strategy
@@ -7,7 +7,7 @@ monotonic output) into the signed rows of its sliding window, per strategy
 * ``[RANGE T]`` / ``[NOW]`` (``T = 0``): a tuple is in the window at every
   τ with ``ts <= τ <= ts + T``. Under ``direct`` and ``upa`` it is one +1 row
   with ``exp = ts + T`` and nothing else (operators expire it themselves,
-  seed 003 §2.2.2); under ``nt`` it is a +1 row with ``exp = NO_EXP`` and an
+  Golab's thesis §2.2.2); under ``nt`` it is a +1 row with ``exp = NO_EXP`` and an
   explicit −1 row at instant ``ts + T + 1`` (the negative tuple approach,
   §2.2.1), which makes the window keep a FIFO of its contents.
 * ``[ROWS N]`` and ``[PARTITION BY k ROWS N]``: +1 on arrival and, under every
@@ -16,7 +16,7 @@ monotonic output) into the signed rows of its sliding window, per strategy
 * ``[UNBOUNDED]``: +1 rows that never expire.
 
 ``INTERNAL`` windows behave exactly like external ones here: their expirations
-govern operator state (seed 003 §3.3.2); the output operator makes the result
+govern operator state (Golab's thesis §3.3.2); the output operator makes the result
 append-only. Input rows are ``(vals, ts, exp, sign)`` with ``sign = +1``.
 
 :class:`TableFeeder` turns a relation's updates (rows with ``op`` ``+`` or
@@ -204,7 +204,7 @@ class TableFeeder(Incremental):
 class SubqueryWindow(Incremental):
     """``(subquery) AS X [window]``: the window over the rows inserted into the subquery's answer.
 
-    The subquery's answer is tracked like the output's (seed 003 §3.3.3): at
+    The subquery's answer is tracked like the output's (Golab's thesis §3.3.3): at
     each instant its net insertions, ordered by value, arrive in the window
     with ``ts`` = the instant; the subquery is monotonic when its windows are
     INTERNAL (§3.4), otherwise this windows its ISTREAM.

@@ -1,9 +1,9 @@
 """Adaptive re-planning: re-order a running join when its statistics drift.
 
-Golab & Özsu, VLDB 2003 long version (seed 000) §5.4 ("fluctuating stream
+Golab & Özsu, VLDB 2003 long version §5.4 ("fluctuating stream
 arrival rates": re-run the ordering heuristic when rates change beyond a
 threshold) and §5.1 (rates and distinct counts drive the order through the
-per-unit-time cost); Kang, Naughton & Viglas (seed 002) §6 name adaptive
+per-unit-time cost); Kang, Naughton & Viglas §6 name adaptive
 optimisation of window joins as the next step.
 
 * **Measure**: :class:`~slidewise.optimizer.stats.OnlineStats` slides λ_i and
@@ -17,7 +17,7 @@ optimisation of window joins as the next step.
   migrate only if it is at least ``min_gain`` cheaper than the current one.
 * **Migrate** (:func:`migrate_order`): between two chunks. A probe order
   decides in which nesting the windows are scanned, never which tuples they
-  hold or which combinations qualify (DESIGN §1 depends on positions and
+  hold or which combinations qualify (the semantics of docs/semantics.md depend on positions and
   windows only), so swapping the order between chunks loses and duplicates
   nothing; ``tests/test_adaptive.py`` checks this against the oracle at
   random drift points with random new orders.

@@ -1,7 +1,7 @@
 """CPU and memory allocation among the inputs of a window join under overload.
 
 Implements Kang, Naughton & Viglas, *Evaluating Window Joins over Unbounded
-Streams*, ICDE 2003 (seed 002) §5.2. The model (Eq. 12) puts the output rate
+Streams*, ICDE 2003 §5.2. The model (Eq. 12) puts the output rate
 of a two-way join at ``r_o = σ (λ_a B + λ_b A)``: every arrival of one stream
 probes the other stream's window, and ``σ`` is the join selectivity.
 
@@ -125,7 +125,7 @@ class Allocation:
 # ------------------------------------------------------------- the model ----
 
 def output_rate(rates: Sequence[float], windows: Sequence[float], sigma: float = 1.0) -> float:
-    """``σ Σ_i λ_i Π_{j≠i} W_j`` (seed 002 Eq. 12 for two streams: ``σ(λ_a B + λ_b A)``)."""
+    """``σ Σ_i λ_i Π_{j≠i} W_j`` (Kang et al. Eq. 12 for two streams: ``σ(λ_a B + λ_b A)``)."""
     total = 0.0
     for i, x in enumerate(rates):
         prod = x

@@ -1,7 +1,7 @@
 """Unit-time cost model of a binary window join split into its two join directions.
 
 Paper: Kang, Naughton & Viglas, *Evaluating Window Joins over Unbounded
-Streams* (ICDE 2003, seed 002) §4 and §5.1.
+Streams* (ICDE 2003) §4 and §5.1.
 
 Model (Eq. 1–2): the cost per unit time of joining windows A and B is the sum
 of two independent *directions*. Direction A→B is the work caused by window B:
@@ -107,7 +107,7 @@ from pathlib import Path
 
 from slidewise.errors import OptionError
 
-#: the four one-way join methods / window structures (seed 002 §4.2)
+#: the four one-way join methods / window structures (Kang et al. §4.2)
 METHODS = ("N", "H", "B", "T")
 METHOD_NAMES = {"N": "nested loops", "H": "hash", "B": "B+tree", "T": "T-tree"}
 #: the eight combinations of Fig. 2–3 and Table 3 (B+tree combinations left out there)
@@ -178,7 +178,7 @@ class Weights:
 #: Eq. 7 (Java on a 1.5 GHz Athlon; only their ratios carry over to another machine)
 PAPER_WEIGHTS = Weights(search={"N": 3e-4, "H": 5.5e-4, "B": 2.6e-4, "T": 2.6e-4},
                         update={"N": 1e-4, "H": 7.8e-4, "B": 2.6e-4, "T": 2.7e-4},
-                        source="seed 002 Eq. 7 (paper defaults)",
+                        source="Kang et al. Eq. 7 (paper defaults)",
                         unit="paper Eq. 7 units per touched tuple")
 
 

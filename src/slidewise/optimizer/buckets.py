@@ -1,10 +1,10 @@
 """Hash-bucket allocation across the windows of a multi-way hash join, and the rule ``allocate_buckets``.
 
-Paper: Golab & Özsu, VLDB 2003 long version (seed 000) §5.3 (a window's
+Paper: Golab & Özsu, VLDB 2003 long version §5.3 (a window's
 average bucket holds W_i/b_i tuples, so unequal tables change the best
 order) and §6.5 / Fig. 4b (given a total number of buckets, giving more to
 the large — fast or long — windows beats equal tables; their strategies
-"equal", "1 to slow", "5 to slow", "10 to slow"); Golab's thesis (seed 003)
+"equal", "1 to slow", "5 to slow", "10 to slow"); Golab's thesis
 §5.4.3 (allocate more buckets to windows expected to hold more tuples).
 
 Strategies for a budget of B buckets over the hashed windows:
@@ -12,7 +12,7 @@ Strategies for a budget of B buckets over the hashed windows:
 * ``equal``: B/n each (the remainder to the largest windows);
 * ``proportional``: b_i ∝ W_i, at least one each;
 * ``slow=k``: k buckets to every slow window (not :func:`fast_streams`), the
-  rest shared by the fast ones (seed 000 Fig. 4b);
+  rest shared by the fast ones (Golab & Özsu Fig. 4b);
 * ``model``: the counts minimising the cost model for the chosen order. Each
   loop scans one window, so the cost is a sum of one term per window and a
   dynamic programme over the budget is exact; a window never gets more than
@@ -73,7 +73,7 @@ def allocate_proportional(total: int, sizes: Sequence[float], hashed: Sequence[b
 
 
 def allocate_slow(total: int, rates: Sequence[float], hashed: Sequence[bool], per_slow: int) -> list[int]:
-    """``per_slow`` buckets for each slow window, the rest split over the fast ones (seed 000 Fig. 4b)."""
+    """``per_slow`` buckets for each slow window, the rest split over the fast ones (Golab & Özsu Fig. 4b)."""
     fast = set(fast_streams(rates)) & {i for i, h in enumerate(hashed) if h}
     if not fast:
         return allocate_equal(total, hashed)

@@ -1,6 +1,6 @@
 """``slidewise calibrate``: measure the cost model's weight factors on this machine.
 
-Paper: Kang, Naughton & Viglas, ICDE 2003 (seed 002) §4.2, "Estimating the
+Paper: Kang, Naughton & Viglas, ICDE 2003 §4.2, "Estimating the
 weight factors": each structure is run on a search-only workload (giving
 ``P_d``) and an insert/invalidate-only workload (giving ``I_d``) at several
 loads, and the weights are fitted to the cost formulas (Eq. 3–6; the paper's

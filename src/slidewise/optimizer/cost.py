@@ -1,10 +1,10 @@
 """Per-unit-time cost model of the multi-way window joins (comparisons per time unit).
 
-Papers: Golab & Özsu, VLDB 2003 long version (seed 000) §4.2, §5.2–5.3 and
+Papers: Golab & Özsu, VLDB 2003 long version §4.2, §5.2–5.3 and
 Appendix A (derivations for eager, lazy, naive and general lazy NLJ) and
-Appendix B (worked example, 16000); Golab, PhD thesis 2006 (seed 003) §5.3.1
+Appendix B (worked example, 16000); Golab, PhD thesis 2006 §5.3.1
 (the same formulae, X1..X4) and §5.3.2 (costs of the ordering examples). The
-per-unit-time view goes back to Kang, Naughton & Viglas (seed 002).
+per-unit-time view goes back to Kang, Naughton & Viglas.
 
 Model. Window i holds ``W_i = λ_i·T_i`` tuples (``N_i`` for a count window;
 under lazy evaluation every τ time units, ``λ_i·(T_i+τ)`` resp. ``N_i+λ_i·τ``).
@@ -21,7 +21,7 @@ result of the loops above it, so the cost of one probe is
 ``Σ_k φ(s_1..s_{k-1}) · scan(s_k)`` with the probing stream contributing one
 tuple (the new one). ``scan(j) = W_j`` for a nested loop and ``W_j`` times the
 share of it in the probed hash bucket for a hash join — the papers' ``W_j/b_j``
-when values spread evenly; here computed for the modular hash of seed 000 §6.1
+when values spread evenly; here computed for the modular hash of Golab & Özsu §6.1
 (value mod b) and values ``1..v``, which gives exactly ``1/b_j`` when ``b_j``
 divides ``v_j`` and stops improving once ``b_j`` exceeds ``v_j``. Counting one
 comparison per scanned tuple is the papers' unit (one equality per loop on a
@@ -31,7 +31,7 @@ exactly that.
 Per unit time (``kind``):
 
 * ``eager`` (``nlj``, ``hash``, ...): ``Σ_i λ_i · probe(i, [i] + global order)``
-  — seed 000 App. A ``C_i`` / thesis ``X_i``;
+  — Golab & Özsu App. A ``C_i`` / thesis ``X_i``;
 * ``lazy``: the same with the τ-grown windows (App. A ``L_i``); the thesis'
   Alg. 4/5 probe once per distinct value among the ``λ_i·τ`` new tuples, so
   with ``grouped=True`` the rate is replaced by the expected number of groups
@@ -49,7 +49,7 @@ Per unit time (``kind``):
   (:func:`slidewise.bench.exact_counts.count_lazy`);
 * ``naive``: one fixed order for every origin, the new tuple at its own
   position (App. A ``G_i``; lazy: ``H_i``);
-* ``general``: one order per origin (General Lazy NLJ, seed 000 §3.3): the
+* ``general``: one order per origin (General Lazy NLJ, Golab & Özsu §3.3): the
   λ_i·τ new tuples sit at their position, the loops above scan whole windows,
   all divided by τ (App. A ``H_i``; §5.2 replaces T_i of the origin by τ).
 
@@ -82,7 +82,7 @@ __all__ = ["KINDS", "LAZY_WINDOWS", "OPERATOR_WINDOWS", "THETA_SELECTIVITY", "Co
            "ProbeStep", "bucket_share", "model_for", "model_kind"]
 
 KINDS = ("eager", "lazy", "naive", "general")
-#: window sizes under lazy evaluation: ``paper`` — T+τ (seed 000 App. A: expiration
+#: window sizes under lazy evaluation: ``paper`` — T+τ (Golab & Özsu App. A: expiration
 #: only every τ, stale tuples scanned); ``operators`` — what slidewise's lazy
 #: operators compare: they purge before each evaluation and skip (uncounted)
 #: members not valid for the origin, so a window offers λ·T valid tuples
@@ -115,7 +115,7 @@ def bucket_share(m: float, v: float, b: int) -> float:
     """Expected fraction of window j in the bucket probed with a value uniform on ``1..m``.
 
     Window j holds values uniform on ``1..v``; the bucket of value x holds
-    the values ``y ≡ x (mod b)`` (the modular hash of seed 000 §6.1). Equals
+    the values ``y ≡ x (mod b)`` (the modular hash of Golab & Özsu §6.1). Equals
     ``1/b`` when b divides v and m; non-integral or huge v fall back to
     ``1/min(b, v)``.
 
@@ -380,7 +380,7 @@ class CostModel:
         ``Σ_i multiplier(i) · Σ_{2 ≤ k < n} φ(s_1..s_k)``. The papers' cost counts
         only comparisons; this separate figure is what the ordering bench
         reports beside it to check whether producing intermediate tuples
-        explains measured rates (on seed 000 Table 5 it is 44–112 per time
+        explains measured rates (on Golab & Özsu Table 5 it is 44–112 per time
         unit against 3200–16000 comparisons, i.e. under 1 %: it does not).
         Final results (``k = n``) are the same for every order and left out.
         """
@@ -461,7 +461,7 @@ def model_for(query: JoinQuery, stats: Statistics, algorithm: str,
     the others scan whole windows. ``lazy`` / ``lazy-restore`` probe once per
     distinct new value (``grouped``). ``lazy_windows`` (default): the
     operators' windows for :data:`OPERATOR_WINDOWS`, the papers' T+τ
-    otherwise; pass ``"paper"`` for seed 000 App. A's formula.
+    otherwise; pass ``"paper"`` for Golab & Özsu App. A's formula.
     """
     if lazy_windows is None:
         lazy_windows = "operators" if algorithm in OPERATOR_WINDOWS else "paper"

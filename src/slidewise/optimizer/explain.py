@@ -7,12 +7,12 @@ the access method per join direction (scan a window, probe a hash bucket,
 the new tuples) and what each loop costs; bucket counts; the predicted cost
 per time unit of the chosen plan and of the alternatives priced; the best
 order of every per-tuple algorithm that could run the query, priced by the
-same model. Costs follow seed 000 §4, §5 and App. A (see
+same model. Costs follow Golab & Özsu §4, §5 and App. A (see
 :mod:`slidewise.optimizer.cost`); the unit is comparisons per time unit of
 the timestamps.
 
 :func:`explain_info` builds a JSON-ready dict (``--json``), :func:`render`
-the text. A general query (a logical plan, seed 003 ch. 3) is explained by
+the text. A general query (a logical plan, Golab's thesis ch. 3) is explained by
 :func:`plan_info` / :func:`render_plan`: the plan annotated with update
 patterns, the state each operator keeps, and the rewritings priced. Both are pure functions of the plan, so the text is
 snapshot-tested (``tests/fixtures/explain/``).
@@ -218,7 +218,7 @@ def render(info: dict, query) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --- general queries: annotated logical plans (seed 003 §3.5) ---------------------------------------
+# --- general queries: annotated logical plans (Golab's thesis §3.5) ---------------------------------------
 
 STATE_NOTES = {"nt": "NT: every expiration is a negative tuple; state in hash tables",
                "direct": "DIRECT: expiration by exp, state lists scanned for expired tuples",
@@ -281,7 +281,7 @@ def render_plan(info: dict) -> str:
               + (f" ({info['partitions']} partitions)" if info["strategy"] == "upa" else ""),
               f"pattern      {info['pattern']} (the answer); output {info['output']['operator']}: "
               f"{info['output']['pattern']}",
-              "plan         one operator per line: [output update pattern]  state kept  (rule, seed 003 §3.5.1)"]
+              "plan         one operator per line: [output update pattern]  state kept  (rule, Golab's thesis §3.5.1)"]
     if info["written"] != info["chosen"]:
         lines.insert(-1, f"rewritten    {info['chosen']}  (as written: {info['written']})")
     _tree_lines(info["plan"], "", True, lines, top=True)

@@ -1,10 +1,10 @@
 """Join ordering: the papers' heuristic, an exact search, and the optimizer rule ``order_joins``.
 
-Papers: Golab & Özsu, VLDB 2003 long version (seed 000) §5.1 (heuristic:
+Papers: Golab & Özsu, VLDB 2003 long version §5.1 (heuristic:
 descending selectivity, then fast streams moved up but not to the top,
 about n^f orders for f fast streams), §5.2 (general lazy: per-origin orders,
 the origin's window cut to τ), §5.3 (hash joins: bucket sizes), §5.4 (joins on
-different attributes: greedy on the join graph); Golab's thesis (seed 003)
+different attributes: greedy on the join graph); Golab's thesis
 §5.3.2 (the same heuristic and its examples, Tables 5.3–5.6).
 
 Only pipelined, right-deep plans are considered (no intermediate result is
@@ -260,7 +260,7 @@ def selectivity_order(model: CostModel, origin: int | None = None, first: int | 
     """Greedy order by join size: smallest pair first, then the smallest next join.
 
     Streams joined to the prefix by a predicate go before cross products (the
-    join-graph walk of seed 000 §5.4). With ``origin`` (per-origin search for
+    join-graph walk of Golab & Özsu §5.4). With ``origin`` (per-origin search for
     general lazy) that stream counts as its λ·τ new tuples.
     """
     n = model.n
@@ -287,7 +287,7 @@ def selectivity_order(model: CostModel, origin: int | None = None, first: int | 
 
 
 def _moves(order: Order, fast: list[int]) -> list[Order]:
-    """Every placement of the fast streams higher up, never at the top (seed 000 §5.1)."""
+    """Every placement of the fast streams higher up, never at the top (Golab & Özsu §5.1)."""
     out = {order}
     frontier = [order]
     for f in sorted(fast, key=order.index):

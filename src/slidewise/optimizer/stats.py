@@ -1,7 +1,7 @@
 """Stream statistics for the cost model: arrival rate λ, window size, distinct values v.
 
 The per-unit-time cost model (:mod:`slidewise.optimizer.cost`; Golab & Özsu,
-VLDB 2003 long version, seed 000 §4 and App. A; Golab's thesis, seed 003
+VLDB 2003 long version, §4 and App. A; Golab's thesis,
 §5.3.1) needs, per stream reference of FROM: its arrival rate λ_i in tuples
 per time unit of the timestamps, its window (T_i time units or N_i rows,
 taken from the query) and the number of distinct values v_i of each of its
@@ -78,7 +78,7 @@ class StreamStats:
         """Expected window contents in tuples: λ·(T + τ), or N·partitions (+ λ·τ).
 
         ``tau`` is the lazy re-evaluation interval: between two evaluations a
-        window holds up to τ time units of tuples more (seed 000 App. A).
+        window holds up to τ time units of tuples more (Golab & Özsu App. A).
         """
         base = self.window * self.partitions if self.count else self.rate * self.window
         return base + self.rate * tau

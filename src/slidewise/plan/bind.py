@@ -1,6 +1,6 @@
 """Binding a logical plan to its sources: fill in scan columns, check every column reference.
 
-Seed 003 ch. 3 plans (:mod:`slidewise.plan.logical`) come out of the parser
+Golab's thesis ch. 3 plans (:mod:`slidewise.plan.logical`) come out of the parser
 *unbound*: a :class:`~slidewise.plan.logical.Scan` knows its source name but
 not its attributes, so the update-pattern annotation and ``explain`` work
 without data. :func:`bind` takes the attribute lists of the sources and

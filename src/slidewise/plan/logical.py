@@ -1,6 +1,6 @@
 """Logical plans of general queries: relational operators over windows and relations.
 
-Seed 003 ch. 3 (Golab's thesis): a persistent query is a tree of relational
+Golab's thesis ch. 3: a persistent query is a tree of relational
 operators whose leaves are sliding windows over streams, non-retroactive
 relations (NRR) or retroactive tables. Definition 3.1 gives its meaning: the
 answer ``Q(τ)`` at every instant τ is the relational query evaluated over the
@@ -54,7 +54,7 @@ from slidewise.plan.query import SelectItem, WindowSpec
 
 
 class Pattern(IntEnum):
-    """Update patterns of seed 003 §3.2.1, from simplest to most complex."""
+    """Update patterns of Golab's thesis §3.2.1, from simplest to most complex."""
 
     MONO = 0  # monotonic: results never expire
     WKS = 1   # weakest non-monotonic: expire FIFO, all after the same lifetime
@@ -274,7 +274,7 @@ class Aggregate(Unary):
     """GROUP BY ``keys`` with aggregates ``aggs``: one row per non-empty group.
 
     Without keys there is one group; it has a row only while its input is
-    non-empty. A group's new row replaces its previous row (seed 003 §3.5.2).
+    non-empty. A group's new row replaces its previous row (Golab's thesis §3.5.2).
     AVG is a float; SUM/MIN/MAX keep the input type; COUNT is int64.
     Output schema: key names then aggregate names.
     """
@@ -337,7 +337,7 @@ class Output(Unary):
                             hint="write SELECT WSTREAM(*)[ROWS 10] FROM ...")
         if self.kind == "wstream" and self.restore:
             raise PlanError("WSTREAM has no restore form: a window over the output is not compatible "
-                            "with periodic re-evaluation (seed 003 §3.4)",
+                            "with periodic re-evaluation (Golab's thesis §3.4)",
                             hint="use ISTREAM_RESTORE or RSTREAM_RESTORE, or drop SLIDE")
 
     def label(self) -> str:

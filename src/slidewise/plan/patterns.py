@@ -1,4 +1,4 @@
-"""Update-pattern annotation of logical plans (seed 003 §3.5.1) and the state each operator keeps (§3.5.2).
+"""Update-pattern annotation of logical plans (Golab's thesis §3.5.1) and the state each operator keeps (§3.5.2).
 
 Every edge of a plan is labelled with the update pattern of the tuples on it
 (:class:`~slidewise.plan.logical.Pattern`: MONO < WKS < WK < STR); the label
@@ -143,7 +143,7 @@ def _label(node: Node, inputs: tuple[Pattern, ...]) -> tuple[Pattern, str]:
 
 
 def annotate(root: Node) -> dict[Node, Pattern]:
-    """Pattern of every node's output edge (seed 003 §3.5.1), keyed by node identity."""
+    """Pattern of every node's output edge (Golab's thesis §3.5.1), keyed by node identity."""
     out: dict[Node, Pattern] = {}
 
     def visit(node: Node) -> Pattern:
@@ -191,7 +191,7 @@ def lifetime(node: Node) -> int | None:
     return None
 
 
-# --- state structures (seed 003 §3.5.2) ---------------------------------------------------------
+# --- state structures (Golab's thesis §3.5.2) ---------------------------------------------------------
 
 STRUCTURES = {
     "none": "no state",
@@ -258,7 +258,7 @@ def _store(pattern: Pattern, strategy: str, node: Node | None = None) -> str:
 
 def state_structure(node: Node, pattern_of_inputs: tuple[Pattern, ...], strategy: str = "upa",
                     partitions: int = 10) -> StateStructure:
-    """The state the physical operator for ``node`` keeps under ``strategy`` (seed 003 §3.5.2)."""
+    """The state the physical operator for ``node`` keeps under ``strategy`` (Golab's thesis §3.5.2)."""
     out = _label(node, tuple(pattern_of_inputs))[0]
     emits = out != MONO if strategy == "nt" else out == STR
     base = {"strategy": strategy, "partitions": partitions, "negative_tuples": emits}

@@ -11,7 +11,7 @@ style (each rule a function plan → plan in its own module under
 :mod:`slidewise.optimizer`):
 
 1. :func:`~slidewise.optimizer.ordering.order_joins` prices join orders with
-   the per-unit-time cost model (seed 000 §4–5, thesis §5.3) under the
+   the per-unit-time cost model (Golab & Özsu §4–5, thesis §5.3) under the
    statistics — declared with ``--stats``, or the uniform defaults derived
    from the windows — and picks the cheapest global order (per-origin orders
    for ``general-lazy``): exact search for n ≤ 6, the papers' heuristic
@@ -19,7 +19,7 @@ style (each rule a function plan → plan in its own module under
    and shown against the alternatives.
 2. :func:`~slidewise.optimizer.buckets.allocate_buckets` spreads the hash
    buckets over the windows of a hash-family algorithm (more for bigger
-   windows, seed 000 §6.5) unless ``--buckets`` fixes them, then lets the
+   windows, Golab & Özsu §6.5) unless ``--buckets`` fixes them, then lets the
    order be re-chosen for the new bucket counts.
 
 The cost model describes the faithful per-tuple operators. The columnar

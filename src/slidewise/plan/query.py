@@ -3,7 +3,7 @@
 The CQL parser produces a :class:`JoinQuery`; the planner picks an operator
 for it; every join operator and the oracle consume it. Stream ``i`` is the
 ``i``-th reference in FROM: it fixes the tie order of equal timestamps
-(DESIGN §1) and indexes result members.
+(docs/semantics.md) and indexes result members.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ OUTPUTS = ("istream", "rstream", "dstream")
 
 @dataclass(frozen=True)
 class WindowSpec:
-    """A window over one stream reference (DESIGN §1 "Windows").
+    """A window over one stream reference (docs/semantics.md, "Windows").
 
     ``range``: time window of length ``size`` (tuples with ``τ-size <= ts <= τ``);
     ``rows``: the last ``size`` arrivals (per value of ``partition_by`` if set);
@@ -117,7 +117,7 @@ class JoinQuery:
     every other conjunct (single-stream selections and theta predicates).
     ``select=None`` means ``SELECT *``. With lazy evaluation (a ``SLIDE``),
     ``restore=True`` (``ISTREAM_RESTORE``) asks for every eager result, later;
-    ``restore=False`` omits the short-lived results (DESIGN §1).
+    ``restore=False`` omits the short-lived results (docs/semantics.md).
     """
 
     streams: tuple[StreamRef, ...]

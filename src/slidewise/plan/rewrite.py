@@ -1,4 +1,4 @@
-"""Update-pattern simplification (seed 003 §3.5.3): negation pulled up vs pushed down, costed per time unit.
+"""Update-pattern simplification (Golab's thesis §3.5.3): negation pulled up vs pushed down, costed per time unit.
 
 A relational optimizer pushes a negation down when its condition is simple
 or it shrinks intermediate results. Under update-pattern-aware processing it
@@ -21,7 +21,7 @@ still wins. Both are generated and costed:
   a STR edge 2r — or, when its premature expirations are rare, a calendar
   queue (§3.5.2): r·(1 + (1−f)·cheap + f·(1 + scan of a partition)), the
   cheaper; under ``direct`` an edge costs r, its premature deletions, and a
-  scan of the stored state per time unit. Rates follow seed 000's model:
+  scan of the stored state per time unit. Rates follow Golab & Özsu's model:
   a join outputs Σᵢ rᵢ·Πⱼ≠ᵢ Nⱼ·sel with Nⱼ = λⱼ·Tⱼ and sel = 1/v per equality;
   an anti join keeps a fraction (1 − 1/v)^N_C of its left input; ``f`` is
   the fraction of a negation's results that expire prematurely (default

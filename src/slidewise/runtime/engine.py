@@ -1,7 +1,7 @@
 """The embedded (local) engine: sources -> reorder/merge -> join operator -> sink.
 
 One run reads every stream reference's source in chunks, merges them into the
-global order of DESIGN §1 (rejecting rows that are malformed or later than the
+global order of docs/semantics.md (rejecting rows that are malformed or later than the
 declared lateness), feeds the chosen operator chunk by chunk, projects the
 results onto the SELECT list and writes them to the sink, with a progress line
 and a stats summary. The engine hosts operators; it never re-implements one.

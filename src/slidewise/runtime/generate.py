@@ -1,4 +1,4 @@
-"""The papers' synthetic streams (Golab & Özsu, seed 000 §6.1).
+"""The papers' synthetic streams (Golab & Özsu, §6.1).
 
 One loop of ``n_tuples`` steps; at step ``t`` one tuple is generated, for
 stream ``i`` with probability ``λ_i / Σλ``, with timestamp ``t`` (the loop
@@ -112,14 +112,14 @@ def write_streams(streams: Sequence[dict[str, np.ndarray]], out_dir: str | Path,
     return paths
 
 
-#: protocol mix of :func:`generate_links`: telnet common, ftp rare (seed 003 §3.6.1, LBL trace)
+#: protocol mix of :func:`generate_links`: telnet common, ftp rare (Golab's thesis §3.6.1, LBL trace)
 IP_PROTOCOLS = {"telnet": 0.32, "http": 0.28, "smtp": 0.2, "ftp": 0.1, "other": 0.1}
 
 
 def generate_links(n_links: int, tuples_per_link: int, *, sources: int = 2000, destinations: int = 200,
                    zipf: float = 1.0, protocols: dict[str, float] | None = None,
                    seed: int | None = 0) -> list[dict[str, np.ndarray]]:
-    """IP-like streams of seed 003 §3.6.1: one trace split into outgoing links.
+    """IP-like streams of Golab's thesis §3.6.1: one trace split into outgoing links.
 
     Each link brings one tuple per time unit (``ts = 0, 1, 2, ...``) with a
     source address ``src`` drawn from ``sources`` addresses by a bounded Zipf

@@ -1,7 +1,7 @@
 """Overload handling in the embedded engine: measure, allocate, shed, sample, report.
 
 Realises the allocations of :mod:`slidewise.optimizer.allocation` (Kang,
-Naughton & Viglas, ICDE 2003, seed 002 §5.2) with the paper's two random
+Naughton & Viglas, ICDE 2003, §5.2) with the paper's two random
 devices, so that what is produced is a uniform random sample of the join:
 
 * **random load shedding** — an arrival of stream ``i`` is processed with
@@ -372,7 +372,7 @@ def make_hooks(query: JoinQuery, *, overload: OverloadOptions | dict | None = No
 
 def add_cli_arguments(p) -> None:
     """``slidewise run`` options for overload handling and adaptivity."""
-    g = p.add_argument_group("overload (seed 002 §5.2) and adaptivity")
+    g = p.add_argument_group("overload (Kang et al. §5.2) and adaptivity")
     g.add_argument("--cpu-budget", type=float, metavar="TUPLES_PER_S",
                    help="service rate μ the join may use; arrivals beyond it are shed (default: measured)")
     g.add_argument("--memory-budget", type=float, metavar="TUPLES",

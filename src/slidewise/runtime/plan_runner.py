@@ -1,4 +1,4 @@
-"""Driving a general plan's operator network instant by instant (seed 003 §3.5, DESIGN §1).
+"""Driving a general plan's operator network instant by instant (Golab's thesis §3.5, docs/semantics.md).
 
 :class:`PlanRunner` groups arrivals by timestamp and runs the operators of a
 :class:`slidewise.runtime.plans._Network` (children first) at every instant

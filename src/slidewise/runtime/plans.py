@@ -1,6 +1,6 @@
 """The executor of general plans: sources -> merge -> incremental operators -> output -> sink.
 
-Seed 003 ch. 3: a general query (DISTINCT, GROUP BY, UNION, NOT EXISTS,
+Golab's thesis ch. 3: a general query (DISTINCT, GROUP BY, UNION, NOT EXISTS,
 tables, subqueries, DSTREAM/RSTREAM/WSTREAM, ...) is a tree of incremental
 operators over signed tuples (:mod:`slidewise.operators.incremental`) run
 under one strategy: ``nt`` (negative tuples), ``direct`` (expiration by
@@ -8,7 +8,7 @@ under one strategy: ``nt`` (negative tuples), ``direct`` (expiration by
 
 :func:`execute_plan` opens the inputs with the join engine's readers
 (:mod:`slidewise.runtime.sources`), merges them into the global order of
-DESIGN §1 with :func:`~slidewise.runtime.reorder.merge_all` (late rows go to
+docs/semantics.md with :func:`~slidewise.runtime.reorder.merge_all` (late rows go to
 the rejects), binds the plan (:func:`slidewise.plan.bind.bind`), labels it
 with update patterns (:func:`slidewise.plan.patterns.annotate`) and builds
 one operator per node, bottom-up: base windows and table feeders

@@ -1,7 +1,7 @@
 """Rejected input rows: which stream and file, which line, why, and the row itself.
 
 Sources reject malformed rows and unparseable values; the merger rejects
-tuples later than the declared lateness (DESIGN §1). Nothing is dropped
+tuples later than the declared lateness (docs/semantics.md). Nothing is dropped
 silently: every reject is counted per reason kind (``summary()``) and can be
 written as CSV with the columns ``stream,file,line,reason,row``.
 

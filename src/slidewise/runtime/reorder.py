@@ -1,4 +1,4 @@
-"""Reordering and merging of out-of-order streams into the global order (DESIGN §1).
+"""Reordering and merging of out-of-order streams into the global order (docs/semantics.md).
 
 Global processing order is ``(ts, stream index, input order)``; admitted tuples
 get positions 0, 1, 2, ... in that order across all streams.

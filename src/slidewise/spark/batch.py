@@ -1,4 +1,4 @@
-"""Batch replay on Spark: the eager answer of DESIGN §1 over recorded inputs, as Spark SQL band joins.
+"""Batch replay on Spark: the eager answer of docs/semantics.md over recorded inputs, as Spark SQL band joins.
 
 For backfills: ``slidewise run QUERY --engine spark --mode batch`` gives the
 same rows as the local engine, computed as one Spark job over whole files.

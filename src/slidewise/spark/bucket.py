@@ -14,7 +14,7 @@ Release rule — the local engine's (:mod:`slidewise.runtime.reorder`): with
 ``W = min over streams (frontier_i - lateness_i)`` (nothing while a stream has
 sent nothing; everything after end of input), buffered tuples with ``ts < W``
 are final: every tuple still to come has ``ts >= W``. They are released in
-``(ts, stream index, seq)`` order — the global order of DESIGN §1 restricted
+``(ts, stream index, seq)`` order — the global order of docs/semantics.md restricted
 to the bucket — numbered with consecutive positions and fed to the operator in
 chunks. Equal keys (or a band cell's neighbours) meet in one bucket and
 results depend only on them, so each result is produced exactly once, by its

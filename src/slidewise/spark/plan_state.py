@@ -1,7 +1,7 @@
 """General plans on Spark, the pure-Python part: partitioning attribute and the per-bucket executor.
 
-Seed 003 ch. 3 plans (DISTINCT, GROUP BY, NOT EXISTS, UNION, joins, output
-operators) run on Spark as the join engine runs joins (DESIGN §3): the
+Golab's thesis ch. 3 plans (DISTINCT, GROUP BY, NOT EXISTS, UNION, joins, output
+operators) run on Spark as the join engine runs joins: the
 sequencer stage (:class:`~slidewise.spark.sequencer.SequencerLogic`) puts each
 stream in input order, rejects late tuples and assigns key buckets; then one
 stateful stage keyed by bucket hosts, per bucket, the SAME operator network
@@ -15,7 +15,7 @@ inputs through ``a``, every negation correlates on ``a``, every GROUP BY
 keeps ``a``, and ``a`` reaches the output rows. Then each operator's state
 and each output row depend on the tuples of one value of ``a`` only, so a
 bucket's answer is the global answer restricted to its values and the
-output netting per instant (seed 003 §3.3.4) per bucket equals the global
+output netting per instant (Golab's thesis §3.3.4) per bucket equals the global
 one. Otherwise (count windows, joins on other attributes, aggregates
 without a common key) everything runs in one bucket, with a warning —
 correct, not parallel.

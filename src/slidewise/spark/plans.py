@@ -1,4 +1,4 @@
-"""General plans (seed 003 ch. 3) on Spark Structured Streaming: ``run_plan_spark``.
+"""General plans (Golab's thesis ch. 3) on Spark Structured Streaming: ``run_plan_spark``.
 
 ::
 

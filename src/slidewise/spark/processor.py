@@ -6,7 +6,7 @@
 :class:`~slidewise.spark.bucket.BucketJoin`, the hosted slidewise operator.
 Each keeps one ``ValueState`` per key (two numbers; one binary value), read
 and written once per call: the per-call cost is what limits a Spark stateful
-operator (DESIGN §3), so no per-row state and no timers — buckets advance on
+operator, so no per-row state and no timers — buckets advance on
 the frontier markers every stream sends them each micro-batch. The logic
 classes are tested without a JVM.
 

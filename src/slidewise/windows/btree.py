@@ -1,7 +1,7 @@
 """A sliding window indexed by a main-memory B+tree on its join attribute.
 
 Paper: Kang, Naughton & Viglas, *Evaluating Window Joins over Unbounded
-Streams* (ICDE 2003, seed 002) §4.2, "one-way B+tree index nested loops join"
+Streams* (ICDE 2003) §4.2, "one-way B+tree index nested loops join"
 (cost Eq. 5): window B is indexed by a B+tree of node size ``N``; a probe
 walks from the root to a leaf with a binary search per node, and every
 arrival costs an insertion plus the invalidation of an expired tuple, each a
@@ -16,7 +16,7 @@ Leaves hold at most ``order`` entries and inner nodes at most ``order``
 separators (fan-out ``order + 1``, the paper's ``log_{N+1}``); nodes other than
 the root keep at least ``order // 2``. Leaves are chained for range scans.
 
-Window (:class:`TreeWindow`, :class:`BTreeWindow`): DESIGN §1 windows —
+Window (:class:`TreeWindow`, :class:`BTreeWindow`): the windows of docs/semantics.md —
 ``[RANGE T]`` / ``[NOW]`` expire tuples with ``ts + T < now`` from the FIFO
 head; ``[ROWS N]`` evicts the oldest tuple on the (N+1)-th arrival (one insert,
 one invalidation, as the paper's physical windows); ``[PARTITION BY k ROWS N]``

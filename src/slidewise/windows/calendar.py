@@ -1,4 +1,4 @@
-"""Calendar queue of rows partitioned by expiration time (seed 003 §3.5.2, Fig. 3.6).
+"""Calendar queue of rows partitioned by expiration time (Golab's thesis §3.5.2, Fig. 3.6).
 
 Golab's thesis stores the state of weak non-monotonic inputs (whose insertion
 order differs from their expiration order) in a calendar queue [Brown 1988]:

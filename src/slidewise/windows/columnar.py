@@ -1,11 +1,11 @@
 """Window state of the columnar join: one stream's window as arrays sorted by (join key, pos).
 
-Serves :mod:`slidewise.operators.joins.columnar` (DESIGN §6). Where the
+Serves :mod:`slidewise.operators.joins.columnar`. Where the
 per-tuple windows of :mod:`slidewise.windows.fifo` / ``count`` / ``hashed``
 keep one object per tuple, :class:`SortedWindow` keeps one numpy array per
 attribute, rows ordered by ``(join key, global pos)``. Within one key block
 ``pos`` is increasing, hence so are ``ts`` (global order is ``(ts, arrival)``)
-and the per-stream arrival counter ``cnt``: every window bound of DESIGN §1 is a
+and the per-stream arrival counter ``cnt``: every window bound of docs/semantics.md is a
 *contiguous* range of a key block, found by binary search
 (:func:`lex_searchsorted`) on a combined ``(key code, minor)`` sort key.
 

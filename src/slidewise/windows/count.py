@@ -1,14 +1,14 @@
 """Count-based sliding windows ``[ROWS N]`` and ``[PARTITION BY k ROWS N]``.
 
-Golab & Özsu, VLDB 2003 long version (seed 000) §3.6: a count window kept as a
+Golab & Özsu, VLDB 2003 long version §3.6: a count window kept as a
 circular array, where inserting a new tuple and invalidating the oldest one is
 a single overwrite; for lazy re-evaluation each element carries a counter
 ``cnt`` (its arrival number in the window) so that validity at an earlier
-instant can be checked without eager expiration. Thesis (seed 003) §5.2.2
+instant can be checked without eager expiration. Thesis §5.2.2
 notes that count windows are strict non-monotonic: expirations are known only
 when the evicting tuple arrives (hence negative tuples).
 
-Semantics (DESIGN §1): the window holds the ``N`` most recently arrived items
+Semantics (docs/semantics.md): the window holds the ``N`` most recently arrived items
 (per value of the partition key for :class:`PartitionedCountWindow`). An item
 with counter ``c`` is inside the window right after the arrival with counter
 ``a`` iff ``a - N < c <= a``.

@@ -1,9 +1,9 @@
 """FIFO buffer of a time-based sliding window ``[RANGE T]``, eager or lazy expiration.
 
-Golab & Özsu, VLDB 2003 long version (seed 000) §3.1–3.3 and §4.1; Golab,
-PhD thesis 2006 (seed 003) §5.2.1–5.2.2 (eager vs. lazy expiration, Alg. 2–5).
+Golab & Özsu, VLDB 2003 long version §3.1–3.3 and §4.1; Golab,
+PhD thesis 2006 §5.2.1–5.2.2 (eager vs. lazy expiration, Alg. 2–5).
 
-Semantics (DESIGN §1): at time τ the window holds the items with
+Semantics (docs/semantics.md): at time τ the window holds the items with
 ``τ - T <= ts <= τ``; an item's expiration time is ``exp = ts + T``, and it has
 *expired at* ``now`` iff ``exp < now``. Items are appended in arrival order,
 which is non-decreasing ``ts`` order, so expired items always form a prefix:

@@ -1,14 +1,14 @@
 """Hash-bucketed sliding window: ``b`` buckets over one window, each bucket a queue.
 
-Golab & Özsu, VLDB 2003 long version (seed 000) §3.4 (one hash table of
+Golab & Özsu, VLDB 2003 long version §3.4 (one hash table of
 ``b_i`` buckets per window, ``B(i, k) = h_i(k.attr)``; the hash functions are
 modular divisions by ``b_i`` as in their §6.1 set-up) and §3.6 (count windows
 and their buckets as circular arrays; the counter ``cnt`` used under lazy
 evaluation); windowed hash join with circular-buffer hash buckets, ICEIS 2005
-fragment (seed 004, §5–6); Golab, PhD thesis 2006 (seed 003) §5.2.3 (a hash
+fragment (§5–6); Golab, PhD thesis 2006 §5.2.3 (a hash
 window expires bucket by bucket).
 
-Semantics (DESIGN §1)
+Semantics (docs/semantics.md)
 * Time window ``[RANGE T]``: every bucket is a FIFO
   (:class:`~slidewise.windows.fifo.TimeWindow`); arrivals come in ``ts`` order,
   so a bucket's expired tuples (``ts + T < now``) are a prefix of it. A global
@@ -83,7 +83,7 @@ def bucket_of(value, buckets: int) -> int:
 
 
 class CircularBucket:
-    """A growable circular buffer of tuples in arrival order (seed 004 §5–6).
+    """A growable circular buffer of tuples in arrival order (the ICEIS 2005 paper §5–6).
 
     ``append`` writes at the tail, ``popleft`` advances the head; when full the
     buffer doubles. ``remove`` deletes one tuple (O(1) at the head, otherwise

@@ -1,4 +1,4 @@
-"""Row stores for the state of incremental operators, one per strategy (seed 003 §2.3.3, §3.5.2).
+"""Row stores for the state of incremental operators, one per strategy (Golab's thesis §2.3.3, §3.5.2).
 
 Every store holds signed-tuple rows ``(vals, ts, exp, sign)`` (see
 :mod:`slidewise.operators.incremental`) and offers one interface:

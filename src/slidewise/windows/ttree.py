@@ -1,7 +1,7 @@
 """A sliding window indexed by a T-tree on its join attribute.
 
 Paper: Kang, Naughton & Viglas, *Evaluating Window Joins over Unbounded
-Streams* (ICDE 2003, seed 002) §4.2, "one-way T-tree index nested loops join"
+Streams* (ICDE 2003) §4.2, "one-way T-tree index nested loops join"
 (cost Eq. 6); the T-tree is Lehman & Carey's main-memory index (VLDB 1986,
 the paper's reference [21]). A T-tree is an AVL tree whose nodes hold up to
 ``N`` sorted entries; a search compares the key with a node's minimum and

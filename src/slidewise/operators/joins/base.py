@@ -7,7 +7,7 @@ contiguous range of global positions — via :meth:`JoinOperator.process`, and
 calls :meth:`JoinOperator.finish` once at the end of the input. Both return a
 :class:`~slidewise.model.batch.ResultBatch`.
 
-Semantics (DESIGN §1): a result is one tuple per stream; its origin is the
+Semantics (docs/semantics.md): a result is one tuple per stream; its origin is the
 member with the greatest ``pos``; it is produced iff all predicates hold and
 every other member is in its window at the origin's time. Eager operators
 produce it when the origin is processed; lazy operators (``query.slide = D``)

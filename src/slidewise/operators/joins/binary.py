@@ -1,7 +1,7 @@
 """Binary window join with a separately chosen structure for each join direction.
 
 Paper: Kang, Naughton & Viglas, *Evaluating Window Joins over Unbounded
-Streams* (ICDE 2003, seed 002) §4.1–4.2 (join directions; one-way nested
+Streams* (ICDE 2003) §4.1–4.2 (join directions; one-way nested
 loops, hash, B+tree and T-tree index nested loops) and §5.1 (asymmetric
 combinations). The cost model lives in :mod:`slidewise.optimizer.binary`.
 
@@ -16,7 +16,7 @@ So ``"TN"`` indexes S1 with a T-tree and scans S2. Mind the order: the first
 letter is *not* how S1's arrivals probe; it is the structure of S1's window,
 which S2's arrivals probe (the paper's Eq. 8 and Table 3 fix this reading).
 
-Algorithm (eager, DESIGN §1): for each arrival ``k`` of stream ``i`` in global
+Algorithm (eager, docs/semantics.md): for each arrival ``k`` of stream ``i`` in global
 order, the other window ``j`` is purged of tuples expired at ``k.ts`` and probed
 (:meth:`BinaryJoin.probe`), then ``k`` goes into its own window, which
 invalidates its expired / evicted tuples (:meth:`BinaryJoin.update`). Windows:

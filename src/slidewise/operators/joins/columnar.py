@@ -1,7 +1,7 @@
 """Columnar multi-way window equi-join: a whole chunk of arrivals at a time (the default path).
 
-Idea: DESIGN §6, vectorising the multi-way hash join of Golab & Özsu, VLDB 2003
-long version (seed 000) §3.4 — instead of scanning the hash bucket ``B(i, k)``
+Idea: vectorising the multi-way hash join of Golab & Özsu, VLDB 2003
+long version §3.4 — instead of scanning the hash bucket ``B(i, k)``
 of every other window for each new tuple ``k`` in nested loops, each window is
 kept *sorted* by ``(join key, global pos)``
 (:class:`~slidewise.windows.columnar.SortedWindow`), so the tuples of window
@@ -37,7 +37,7 @@ Algorithm (``columnar``), per chunk:
    contiguous ``members`` column per stream); results come in origin order.
 5. Expiration: each window keeps only the rows a later arrival can join.
 
-Semantics: exactly DESIGN §1 eager evaluation; every chunk's results are
+Semantics: exactly the eager evaluation of docs/semantics.md; every chunk's results are
 returned by :meth:`process`. Lazy (``query.slide = D``): an arrival with
 ``eval_time(ts, D) = τ`` is held back until a tuple with ``ts > τ`` is seen (or
 :meth:`advance` past ``τ``, or :meth:`finish`), then joined as above; since held rows come after all released
@@ -103,7 +103,7 @@ __all__ = ["ColumnarJoin"]
 
 
 class ColumnarJoin(JoinOperator):
-    """Vectorised eager/lazy multi-way window equi-join on a common key (DESIGN §6)."""
+    """Vectorised eager/lazy multi-way window equi-join on a common key."""
 
     name = "columnar"
     summary = "columnar batch equi-join on a common key: sorted windows, binary searches, vectorised products"

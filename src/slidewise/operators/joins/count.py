@@ -1,11 +1,11 @@
 """Multi-way join over count-based windows: circular arrays, counters, negative tuples.
 
-Paper: Golab & Özsu, VLDB 2003 long version (seed 000) §3.6 (count windows and
+Paper: Golab & Özsu, VLDB 2003 long version §3.6 (count windows and
 their hash buckets as circular arrays, insertion and invalidation in one
 overwrite, no timestamp comparisons; *ComputeCountJoin* with the counter
 ``cnt`` for lazy re-evaluation); windowed hash join with circular-buffer
-buckets, ICEIS 2005 fragment (seed 004, §5–6); strict non-monotonic join
-inputs and negative tuples, Golab PhD thesis 2006 (seed 003) §5.2.1–5.2.2.
+buckets, ICEIS 2005 fragment (§5–6); strict non-monotonic join
+inputs and negative tuples, Golab PhD thesis 2006 §5.2.1–5.2.2.
 
 Algorithm (``count``): every window is ``[ROWS N]`` or
 ``[PARTITION BY k ROWS N]``, kept per partition as a circular array
@@ -57,7 +57,7 @@ from slidewise.plan.query import JoinQuery
 
 
 class CountJoin(BucketProbeJoin):
-    """Join of count windows over circular arrays (seed 000 §3.6), eager or lazy."""
+    """Join of count windows over circular arrays (Golab & Özsu §3.6), eager or lazy."""
 
     name = "count"
     summary = "count-window join over circular arrays, cnt counters, negative tuples (§3.6)"

@@ -1,6 +1,6 @@
 """General lazy multi-way NLJ: an arbitrary join order per origin stream.
 
-Paper: Golab & Özsu, VLDB 2003 long version (seed 000) §3.3, algorithms
+Paper: Golab & Özsu, VLDB 2003 long version §3.3, algorithms
 *General Lazy Multi-Way NLJ* / *GeneralComputeJoin*; count windows via the
 §3.6 counters.
 
@@ -9,7 +9,7 @@ they are evaluated; at each evaluation NOW (multiples of D = ``query.slide``,
 scheduling as in :mod:`slidewise.operators.joins.lazy`), for each stream i the
 nested loops follow the order ``O_i`` (option ``orders``: origin → list of
 stream indices or aliases; default: origin first, then the global order,
-i.e. seed 000's *Lazy Multi-Way NLJ*). Stream i sits at position ``p`` of
+i.e. Golab & Özsu's *Lazy Multi-Way NLJ*). Stream i sits at position ``p`` of
 ``O_i``; its loop scans only the tuples that arrived since the last evaluation.
 The loops above ``p`` scan whole windows with predicates only; the loop at
 ``p`` checks that every member bound so far arrived before ``k`` and is inside
@@ -27,7 +27,7 @@ evaluating drops ``exp < NOW + D``.
 
 Complexity: loops above ``p`` are not restricted by ``k``, so an order with the
 new tuples deep inside pays for full scans of the windows above them; the
-optimiser's per-origin order decides when that is worth it (seed 000 §4, §5.2).
+optimiser's per-origin order decides when that is worth it (Golab & Özsu §4, §5.2).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from slidewise.plan.query import JoinQuery
 
 
 class GeneralLazyNLJ(LazyNestedLoopJoin):
-    """General lazy multi-way NLJ with per-origin join orders (seed 000 §3.3)."""
+    """General lazy multi-way NLJ with per-origin join orders (Golab & Özsu §3.3)."""
 
     name = "general-lazy"
     summary = "lazy NLJ every SLIDE with any join order per origin stream (Golab & Özsu §3.3)"

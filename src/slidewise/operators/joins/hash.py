@@ -1,12 +1,12 @@
 """Multi-way hash join over hash-bucketed windows, eager (``hash``) and lazy (``hash-lazy``).
 
-Paper: Golab & Özsu, VLDB 2003 long version (seed 000) §3.4, *Multi-Way Hash
+Paper: Golab & Özsu, VLDB 2003 long version §3.4, *Multi-Way Hash
 Join* / *ComputeHashJoin* (the NLJ of §3.2 where every loop scans one hash
 bucket ``B_{j,k}`` instead of window ``S_j``; the NLJ is the case ``b_j = 1``),
 lazy variant from §3.3 (*Lazy Multi-Way NLJ*) and §3.6 (counters ``cnt`` for
 count windows under lazy evaluation); windowed hash join with circular-buffer
-buckets, ICEIS 2005 fragment (seed 004, §5–6); negative tuples for strict
-non-monotonic (count-window) inputs, Golab PhD thesis 2006 (seed 003) §5.2.1–5.2.2.
+buckets, ICEIS 2005 fragment (§5–6); negative tuples for strict
+non-monotonic (count-window) inputs, Golab PhD thesis 2006 §5.2.1–5.2.2.
 This module also holds :class:`BucketProbeJoin`, the engine that ``hybrid``
 and ``count`` share, and :class:`Retractions`, the one place negative tuples
 are made.
@@ -48,10 +48,10 @@ can use (restore: ``exp > τ``; no-restore: ``exp >= τ + D``).
 
 Negative tuples (``negatives=True``, eager only): a result is retracted
 (``sign = -1``, ``ts`` = the evicting arrival's ts) when its first
-count-window member is evicted (DESIGN §1).
+count-window member is evicted (docs/semantics.md).
 
 Complexity per arrival: as the NLJ with every window size divided by its
-bucket count, for well-spread keys (seed 000 §4–5.3). State: the windows.
+bucket count, for well-spread keys (Golab & Özsu §4–5.3). State: the windows.
 
 >>> from slidewise.plan.query import JoinQuery, StreamRef, WindowSpec, Equality
 >>> from slidewise.plan.expr import Col
@@ -141,7 +141,7 @@ def hash_attributes(query: JoinQuery, levels_by_origin: dict[int, list[Level]],
 
 
 class Retractions:
-    """Negative tuples for results with count-window members (DESIGN §1; thesis §5.2).
+    """Negative tuples for results with count-window members (docs/semantics.md; thesis §5.2).
 
     Every emitted result is indexed under each of its count-window members;
     when a member is evicted, the results indexed under it that are not yet
@@ -345,7 +345,7 @@ def check_hashable(query: JoinQuery, algorithm: str) -> None:
 
 
 class HashJoin(BucketProbeJoin):
-    """Eager multi-way hash join (seed 000 §3.4)."""
+    """Eager multi-way hash join (Golab & Özsu §3.4)."""
 
     name = "hash"
     summary = "eager multi-way hash join, one bucket scanned per window (Golab & Özsu §3.4)"
@@ -360,7 +360,7 @@ class HashJoin(BucketProbeJoin):
 
 
 class LazyHashJoin(BucketProbeJoin):
-    """Lazy multi-way hash join, restore or no-restore semantics (seed 000 §3.3–3.4)."""
+    """Lazy multi-way hash join, restore or no-restore semantics (Golab & Özsu §3.3–3.4)."""
 
     name = "hash-lazy"
     summary = "lazy multi-way hash join every SLIDE, restore or no-restore (Golab & Özsu §3.4)"

@@ -1,9 +1,9 @@
 """Hybrid NLJ–hash multi-way join: bucket probes where an equality binds, scans elsewhere.
 
-Paper: Golab & Özsu, VLDB 2003 long version (seed 000) §3.5 (*Hybrid NLJ-Hash
+Paper: Golab & Özsu, VLDB 2003 long version §3.5 (*Hybrid NLJ-Hash
 Join*) on top of §3.2 (*ComputeJoin*) and §3.4 (*ComputeHashJoin*); join-order
 remark for hybrids in §5.3. Lazy evaluation as in §3.3 with the §3.6 counters,
-restore / no-restore semantics from Golab's thesis (seed 003) §5.2.2.
+restore / no-restore semantics from Golab's thesis §5.2.2.
 
 Algorithm (``hybrid``): the nested loops of the eager NLJ in
 ``origin_order(i)``. Each window is hashed on the attribute by which most
@@ -49,7 +49,7 @@ from slidewise.plan.query import JoinQuery
 
 
 class HybridJoin(BucketProbeJoin):
-    """Hybrid NLJ–hash join (seed 000 §3.5), eager or lazy (query SLIDE)."""
+    """Hybrid NLJ–hash join (Golab & Özsu §3.5), eager or lazy (query SLIDE)."""
 
     name = "hybrid"
     summary = "hybrid NLJ-hash join: hash buckets where equi-joined, window scans for theta (§3.5)"

@@ -1,11 +1,11 @@
 """Lazy multi-way NLJ with no-restore semantics, new tuples grouped by join value.
 
-Paper: Golab, PhD thesis 2006 (seed 003) §5.2.2, Algorithm 4
-(*LazyComputeJoin*); seed 000 §3.3 (*Lazy Multi-Way NLJ*) and §3.6 (counters
+Paper: Golab, PhD thesis 2006 §5.2.2, Algorithm 4
+(*LazyComputeJoin*); Golab & Özsu §3.3 (*Lazy Multi-Way NLJ*) and §3.6 (counters
 for count windows under lazy re-evaluation). This module also holds
 :class:`LazyNestedLoopJoin`, the scheduling shared by the lazy operators.
 
-Scheduling (DESIGN §1): arrivals are buffered; the evaluation at instant τ (a
+Scheduling (docs/semantics.md): arrivals are buffered; the evaluation at instant τ (a
 multiple of D = ``query.slide``) handles the buffered tuples with ts in
 (τ−D, τ] and runs when the first tuple with ts > τ arrives, or at ``finish()``.
 Instants without arrivals are skipped.

@@ -1,7 +1,7 @@
 """Eager multi-way NLJ with lazy expiration (timestamp padding).
 
-Paper: Golab, PhD thesis 2006 (seed 003) §5.2.1, Algorithm 3
-(*ComputeJoinLazyExp*); the timestamp conditions of seed 000 §3.2's
+Paper: Golab, PhD thesis 2006 §5.2.1, Algorithm 3
+(*ComputeJoinLazyExp*); the timestamp conditions of Golab & Özsu §3.2's
 *ComputeJoin* loops serve the same purpose.
 
 Algorithm (``nlj-lazy-expiration``): like ``nlj`` (new tuple ``k`` first, then

@@ -1,6 +1,6 @@
 """Lazy multi-way NLJ with restore semantics (short-lived results recovered).
 
-Paper: Golab, PhD thesis 2006 (seed 003) §5.2.2, Algorithm 5
+Paper: Golab, PhD thesis 2006 §5.2.2, Algorithm 5
 (*LazyRestoreComputeJoin*); restore vs no-restore semantics in §3.3.4.
 
 Algorithm (``lazy-restore``), at evaluation NOW (scheduling as in
@@ -16,7 +16,7 @@ Algorithm (``lazy-restore``), at evaluation NOW (scheduling as in
    checks ``exp >= g.ts``; here the origin is the member with the greatest
    position, which may be a new tuple of another stream that arrived after
    ``g`` — checking against it keeps results exact. Count-window members use
-   the §3.6 counters (seed 000) instead of ``exp``;
+   the §3.6 counters (Golab & Özsu) instead of ``exp``;
 3. afterwards, drop tuples already expired at NOW (``exp < NOW``) and trim
    count windows to their last N arrivals. Tuples expiring before NOW + D are
    kept: they may still form short-lived results with the next arrivals.

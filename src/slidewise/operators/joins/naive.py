@@ -1,6 +1,6 @@
 """Naive multi-way NLJ: the join below each outer tuple is recomputed (a baseline).
 
-Paper: Golab & Özsu, VLDB 2003 long version (seed 000) §3.1 (*Naive
+Paper: Golab & Özsu, VLDB 2003 long version §3.1 (*Naive
 Multi-Way NLJ*), its lazy variant and the counter-example of Tables 2–3.
 
 Algorithm (``naive``) for the global order ``o_1, ..., o_n``, read as the plan
@@ -13,13 +13,13 @@ below it). Comparisons are counted per predicate evaluation, as in ``nlj``.
 * Eager (no SLIDE): on arrival of ``k`` the other windows are purged of tuples
   expired at ``k.ts`` (count windows evict on insertion), then the plan runs
   with ``{k}`` as the relation of ``k``'s stream. Correct; slower than ``nlj``
-  because the inner joins are recomputed per outer tuple (seed 000 Fig. 2).
+  because the inner joins are recomputed per outer tuple (Golab & Özsu Fig. 2).
 * Lazy (``query.slide`` = D): every D, for each stream in the global order its
   new tuples are inserted and the plan runs with them as that stream's
   relation, against the whole windows — *without* timestamp checks; windows are
   purged only after the evaluation (``exp < NOW``). Members that had expired
   before the new tuple arrived therefore still join: this reproduces the
-  incorrect results of seed 000 Table 3 and is kept only as that
+  incorrect results of Golab & Özsu Table 3 and is kept only as that
   counter-example (see tests/test_paper_examples.py). Time windows only.
 """
 
@@ -36,7 +36,7 @@ from slidewise.plan.query import JoinQuery
 
 
 class NaiveNLJ(LazyNestedLoopJoin):
-    """Naive multi-way NLJ (seed 000 §3.1), eager or (incorrectly) lazy."""
+    """Naive multi-way NLJ (Golab & Özsu §3.1), eager or (incorrectly) lazy."""
 
     name = "naive"
     summary = "naive multi-way NLJ recomputing inner joins per outer tuple (Golab & Özsu §3.1)"

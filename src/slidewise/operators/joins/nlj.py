@@ -1,8 +1,8 @@
 """Eager multi-way nested-loops join (NLJ), and the probe machinery the NLJ family shares.
 
-Paper: Golab & Özsu, VLDB 2003 long version (seed 000) §3.2, algorithms
+Paper: Golab & Özsu, VLDB 2003 long version §3.2, algorithms
 *Eager Multi-Way NLJ* / *ComputeJoin* and Table 4; Golab, PhD thesis 2006
-(seed 003) §5.2.1, Algorithm 2 and Table 5.2.
+§5.2.1, Algorithm 2 and Table 5.2.
 
 Algorithm (``nlj``): when tuple ``k`` arrives on stream ``i`` it is inserted
 into its window, every other window is purged of tuples expired at ``k.ts``
@@ -23,7 +23,7 @@ are not counted. Checks stop at the first false predicate.
 
 Complexity per arrival: each loop scans its whole window once per partial
 result reaching it, so the work is Σ over loops of (partial results of the
-loops above) × (window size) (seed 000 §4 and App. A turn this into
+loops above) × (window size) (Golab & Özsu §4 and App. A turn this into
 per-unit-time costs). State: exactly the window contents.
 
 >>> from slidewise.plan.query import JoinQuery, StreamRef, WindowSpec, Equality
@@ -209,7 +209,7 @@ class NestedLoopJoin(JoinOperator):
 
 
 class EagerNLJ(NestedLoopJoin):
-    """Eager multi-way NLJ with eager expiration (seed 000 §3.2, thesis Alg. 2)."""
+    """Eager multi-way NLJ with eager expiration (Golab & Özsu §3.2, thesis Alg. 2)."""
 
     name = "nlj"
     summary = "eager multi-way nested-loops join, new tuple probed first (Golab & Özsu §3.2, Alg. 2)"
