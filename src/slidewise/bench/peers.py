@@ -53,7 +53,7 @@ from slidewise.bench.common import PeakMemory, load_streams
 MIN_MEASURE_S = 1.0
 MAX_REPEATS = 5
 
-#: formulation key -> label (the issue's acceptance names the band join)
+#: formulation key -> label (`speedup_vs_duckdb` is against the band join)
 FORMS = {"band": "DuckDB band join", "bucketed": "DuckDB bucketed band join"}
 #: the form that computes the per-prefix checks (cheap; verified against the band join)
 CHECK_FORM = "bucketed"
