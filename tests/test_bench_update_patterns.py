@@ -224,3 +224,16 @@ def test_time_weighted_state_average():
     # spans of several instants sample the state at span ends: the same peak here, the same answers
     sampled = execute_plan(parse_plan("SELECT RSTREAM(*) FROM S [RANGE 4]"), {"S": s}, strategy="nt").stats
     assert sampled["state_tuples_peak"] == 2 and sampled["results"] == st["results"]
+
+
+def test_cli_missing_zeek_dir_is_one_line_error(tmp_path, capsys):
+    from slidewise.cli import main
+
+    missing = tmp_path / "nowhere"
+    code = main(["bench", "update-patterns", "--zeek-dir", str(missing), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "Traceback" not in err and "\n" not in err
+    assert err == (f"slidewise: error: {missing}: the Zeek log directory does not exist (hint: point --zeek-dir "
+                   "at a directory of Zeek logs as CSV (dns.csv, ssl.csv, ...), or leave it out to use the "
+                   "bundled sample)")
+    assert not (tmp_path / "out").exists()
