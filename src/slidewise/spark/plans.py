@@ -322,8 +322,8 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.spark.keying import Keying
     from slidewise.spark.layout import WIRE_DDL, Layout
     from slidewise.spark.processor import SequencerProcessor
-    from slidewise.spark.runner import (_checkpoint_meta, _partitions, open_checkpoint, removed_on_error,
-                                        start_options, timed_session)
+    from slidewise.spark.runner import (FILE_KINDS, _checkpoint_meta, _partitions, open_checkpoint,
+                                        refuse_other_parts, removed_on_error, start_options, timed_session)
     from slidewise.spark.sequencer import SequencerLogic
 
     if strategy not in STRATEGIES:
@@ -355,6 +355,8 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     with removed_on_error(root, temp):
         meta = _checkpoint_meta(root, identity, sources, opts.buckets or _partitions(spark, opts.conf), write=False,
                                 settings=settings)
+        outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None,
+                                            "--rejects": rejects_dir})
         infos, recipes = [], []
         for name in names:
             info, recipe = inspect_stream(name, name, sources[name], ts_column=ts_column, ts_unit=ts_unit,
@@ -383,7 +385,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
                            strategy=strategy, partitions=partitions, options=options, tables=table_rows)
         _check_tables(logic.new_state().runner, table_rows)  # operator and table errors now, not in a task
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
-        _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings)
+        _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings, outputs=outputs)
         frames = [stream_frame(session, i, info, recipes[i], layout, ts_column, opts.max_files)
                   for i, info in enumerate(infos)]
         frames.append(control_frame(session, str(root / "control"), layout))

@@ -103,11 +103,12 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None,
         # inputs, schemas and the plan first: user errors need no JVM
         meta = _checkpoint_meta(root, q.text or q.describe(), sources, opts.buckets or _partitions(spark, opts.conf),
                                 write=False)
+        outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None, "--rejects": rejects})
         jp = plan_join(q, sources, buckets=meta["buckets"], ts_column=ts_column, ts_unit=ts_unit,
                        lateness=opts.lateness, algorithm=algorithm, order=order, options=operator_options,
                        work_dir=root)
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
-        _checkpoint_meta(root, q.text or q.describe(), sources, meta["buckets"], write=True)
+        _checkpoint_meta(root, q.text or q.describe(), sources, meta["buckets"], write=True, outputs=outputs)
         frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column,
                              chunk_rows=chunk_rows, max_files=opts.max_files)
         sink = BatchSink(jp.layout, out=out, collect=bool(collect) if collect is not None else opts.kind == "memory",
@@ -434,13 +435,14 @@ def _trigger_seconds(trigger) -> float | None:
 
 
 def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, write: bool,
-                     settings: dict | None = None) -> dict:
+                     settings: dict | None = None, outputs: dict | None = None) -> dict:
     """The checkpoint's slidewise metadata (written on first use); refuses another query's checkpoint.
 
     ``text``: the query's identity (its CQL text, or a description of a query built in Python).
     ``settings``: options the checkpointed state depends on (a general plan's ``strategy``, ...),
     stored with it; a run with other values is refused. The key buckets are stored too: a
     continued run keeps them whatever its ``--conf`` says (the state is keyed by bucket).
+    ``outputs``: the part directories the run writes (:func:`refuse_other_parts`), recorded.
     """
     path = root / "slidewise.json"
     settings = dict(settings or {})
@@ -458,10 +460,36 @@ def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, writ
         raise OptionError("this directory holds a checkpoint slidewise did not write", location=str(root),
                           hint="use a new --checkpoint DIR")
     meta = {"query": text, "sources": {k: str(v) for k, v in sources.items() if isinstance(v, (str, Path))},
-            "buckets": int(buckets), **settings, "version": 1}
+            "buckets": int(buckets), **settings, "outputs": dict(outputs or {}), "version": 1}
     if write:
         path.write_text(json.dumps(meta, indent=2) + "\n")
     return meta
+
+
+#: sink kinds that write a directory of ``batch-*`` parts
+FILE_KINDS = ("parquet", "csv", "json")
+
+
+def refuse_other_parts(root: Path, dirs: dict[str, object]) -> dict[str, str]:
+    """Refuse an output directory (``dirs``: option -> path or None) holding ``batch-*`` parts, unless this
+    run continues the checkpoint that wrote them (``root/slidewise.json`` records the directories); a new
+    run would add its parts to theirs. Returns the resolved directories, for the checkpoint metadata."""
+    path = root / "slidewise.json"
+    recorded = json.loads(path.read_text()).get("outputs", {}) if path.exists() else None
+    resolved = {}
+    for option, target in dirs.items():
+        if not isinstance(target, (str, Path)):
+            continue
+        where = str(Path(target).resolve())
+        resolved[option] = where
+        if not Path(target).is_dir() or not any(Path(target).glob("batch-*")):
+            continue
+        if recorded is not None and recorded.get(option, where) == where:
+            continue   # the same checkpoint's run, continued (older checkpoints record no directories)
+        raise OptionError(f"the {option} directory holds batch-* parts of another run", location=str(target),
+                          hint="remove it, choose another directory, or pass the same --checkpoint as the run "
+                               "that wrote them (a new run would add its results to theirs)")
+    return resolved
 
 
 def _spark_error(e: BaseException, jp: JoinPlan) -> SlidewiseError:

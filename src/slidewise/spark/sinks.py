@@ -23,7 +23,6 @@ are counted by reason kind like the local engine's.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
@@ -179,10 +178,7 @@ def write_batch_rejects(rejects_dir: str | None, batch_id: int, rejects: Rejects
     if rejects is None or not len(rejects):
         target.unlink(missing_ok=True)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".csv.tmp")
-    rejects.write(tmp)
-    os.replace(tmp, target)
+    rejects.write(target)
 
 
 def read_results(path: str | Path) -> pd.DataFrame:
