@@ -454,19 +454,23 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except SlidewiseError as err:
-        print(f"slidewise: error: {err}", file=sys.stderr)
-        return err.exit_code
-    except KeyboardInterrupt as err:
-        print("slidewise: interrupted", file=sys.stderr)
-        return getattr(err, "exit_code", 130)
-    except MemoryError:
-        print("slidewise: error: out of memory (hint: lower --chunk-rows, or narrow the windows)", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
+    from slidewise.runtime.outputs import kept_signal_handlers
+
+    with kept_signal_handlers():
+        try:
+            return args.func(args)
+        except SlidewiseError as err:
+            print(f"slidewise: error: {err}", file=sys.stderr)
+            return err.exit_code
+        except KeyboardInterrupt as err:
+            print("slidewise: interrupted", file=sys.stderr)
+            return getattr(err, "exit_code", 130)
+        except MemoryError:
+            print("slidewise: error: out of memory (hint: lower --chunk-rows, or narrow the windows)",
+                  file=sys.stderr)
+            return 2
+        except BrokenPipeError:
+            return 0
 
 
 if __name__ == "__main__":

@@ -22,13 +22,14 @@ import os
 import signal
 import stat
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from slidewise.errors import ExecutionError, OptionError
 
-__all__ = ["AtomicFile", "Interrupted", "abandon", "check_run", "install_signal_handlers", "named_paths",
-           "shielded", "write_atomic"]
+__all__ = ["AtomicFile", "Interrupted", "abandon", "check_run", "install_signal_handlers", "kept_signal_handlers",
+           "named_paths", "shielded", "write_atomic"]
 
 
 # ------------------------------------------------------------------ the run's paths
@@ -240,6 +241,20 @@ def install_signal_handlers() -> None:
     """SIGINT and SIGTERM raise :class:`Interrupted` (deferred inside :func:`shielded`); the CLI only."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _on_signal)
+
+
+@contextlib.contextmanager
+def kept_signal_handlers() -> Iterator[None]:
+    """Restore the SIGINT and SIGTERM handlers on exit (the CLI called in-process, e.g. by tests)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
