@@ -11,11 +11,14 @@ import contextlib
 import hashlib
 import io
 import json
+import os
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -27,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import slidewise
+from slidewise.errors import OptionError
 from tests.faults.conftest import assert_clear_error, cli_env, run_cli
 
 Q = "SELECT * FROM S1 [RANGE 10], S2 [RANGE 10] WHERE S1.a = S2.a"
@@ -144,6 +148,30 @@ def test_out_naming_a_directory_is_refused(tmp_path):
     assert tree(tmp_path) == before
 
 
+def test_the_python_api_makes_the_same_check(tmp_path):
+    a, b = small_inputs(tmp_path)
+    before = tree(tmp_path)
+    with pytest.raises(OptionError, match=r"--out names an input of this run \(--source S2\)"):
+        slidewise.run(Q, {"S1": str(a), "S2": str(b)}, out=str(b))
+    with pytest.raises(OptionError, match="--out and --rejects name the same path"):
+        slidewise.run(Q, {"S1": str(a), "S2": str(b)}, out=str(tmp_path / "r.csv"), rejects=str(tmp_path / "r.csv"))
+    assert tree(tmp_path) == before
+
+
+def test_a_fifo_output_is_written_in_place(tmp_path):
+    a, b = small_inputs(tmp_path)
+    fifo = tmp_path / "stats.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    done = run_cli("run", Q, "--source", f"S1={a}", "--source", f"S2={b}", "--stats-json", str(fifo), "--quiet")
+    reader.join(60)
+    assert done.code == 0, done.err
+    assert json.loads(got[0])["results"] == len(reference(a, b))
+    assert stat.S_ISFIFO(fifo.stat().st_mode)   # still the FIFO, not replaced by a file
+
+
 # --------------------------------------------------------------------------- failures and signals
 
 def _limited_memory() -> None:
@@ -242,6 +270,7 @@ def test_spark_refuses_an_out_directory_with_another_runs_parts(tmp_path):
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_spark_continuing_its_checkpoint_may_reuse_its_out_directory(tmp_path):
     from slidewise.spark.sinks import read_results
 

@@ -72,11 +72,18 @@ def check_run(sources: dict, tables: dict | None, outputs: dict[str, object], *,
     inputs = [(f"--source {n}", Path(p)) for n, p in sources.items() if _is_path(p)]
     inputs += [(f"--table {n}", Path(p)) for n, p in tables.items() if _is_path(p)]
     targets = [(o, Path(p), o in directories) for o, p in outputs.items()
-               if _is_path(p) and str(p) not in ("console", "memory")]
+               if _is_path(p) and not (o in directories and str(p) in ("console", "memory"))]
+    _refuse_inputs(targets, inputs)
+    _refuse_pairs(targets)
     for option, path, is_dir in targets:
         _check_writable(option, path, is_dir)
         if formats and option in formats:
             formats[option](path)
+
+
+def _refuse_inputs(targets: list, inputs: list) -> None:
+    """No output is an input or lies inside an input directory."""
+    for option, path, _is_dir in targets:
         for label, source in inputs:
             if _same(path, source):
                 raise OptionError(f"{option} names an input of this run ({label})", location=str(path),
@@ -84,12 +91,16 @@ def check_run(sources: dict, tables: dict | None, outputs: dict[str, object], *,
             if source.is_dir() and _inside(path, source):
                 raise OptionError(f"{option} is inside the input directory of {label}", location=str(path),
                                   hint=f"write {option} outside {source}")
-    for i, (a, pa_, a_dir) in enumerate(targets):
-        for b, pb, b_dir in targets[i + 1:]:
-            if _same(pa_, pb):
-                raise OptionError(f"{a} and {b} name the same path", location=str(pa_),
+
+
+def _refuse_pairs(targets: list) -> None:
+    """No two outputs are the same path, nor is one inside another's directory."""
+    for i, (a, path_a, a_dir) in enumerate(targets):
+        for b, path_b, b_dir in targets[i + 1:]:
+            if _same(path_a, path_b):
+                raise OptionError(f"{a} and {b} name the same path", location=str(path_a),
                                   hint="give each output its own path")
-            for outer, po, inner, pi, is_dir in ((a, pa_, b, pb, a_dir), (b, pb, a, pa_, b_dir)):
+            for outer, po, inner, pi, is_dir in ((a, path_a, b, path_b, a_dir), (b, path_b, a, path_a, b_dir)):
                 if is_dir and _inside(pi, po):
                     raise OptionError(f"{inner} is inside the {outer} directory", location=str(pi),
                                       hint=f"write {inner} outside {po}")
@@ -123,6 +134,8 @@ def _check_writable(option: str, path: Path, is_dir: bool) -> None:
                               location=str(path), hint="choose a new path or a directory")
         if not os.access(path, os.W_OK):
             raise OptionError(f"{option} is not writable", location=str(path), hint=f"choose another {option}")
+        if not path.is_file() and not path.is_dir():
+            return   # a device or FIFO (/dev/null): written in place
     parent = _resolved(path).parent if not (is_dir and path.is_dir()) else _resolved(path)
     while not parent.exists():
         parent = parent.parent
