@@ -79,8 +79,11 @@ class Sink:
     def __enter__(self) -> Sink:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
     def _ordered(self, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self.columns is None:
