@@ -126,7 +126,7 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
         emit(operator.finish() if hooks is None else hooks.finish(operator))
     except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: keep what is complete, finish the files
         stop = e
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - the output is discarded, the error raised again
         raise abandon(sink, e, chunk_rows) from None
     finally:
         bar.close()

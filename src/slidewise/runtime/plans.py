@@ -120,7 +120,7 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
         runner.finish(plan.root.slide)
     except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: keep the instants completed, finish the files
         stop = e
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 - the output is discarded, the error raised again
         raise abandon(sink, e, chunk_rows) from None
     finally:
         bar.close()
