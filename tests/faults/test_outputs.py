@@ -257,14 +257,18 @@ def test_signal_finishes_results_rejects_and_stats(tmp_path, big_inputs, sig, co
 # --------------------------------------------------------------------------- Spark
 
 @pytest.mark.spark
-def test_spark_refuses_an_out_directory_with_another_runs_parts(tmp_path):
+@pytest.mark.parametrize("query, option, part", [
+    (Q, "--out", "batch-000000/part-00000.parquet"),
+    ("SELECT RSTREAM S1.a, COUNT(*) AS n FROM S1 [RANGE 10] GROUP BY S1.a", "--rejects", "batch-000003.csv")])
+def test_spark_refuses_an_output_directory_with_another_runs_parts(tmp_path, query, option, part):
     a, b = small_inputs(tmp_path)
-    out = tmp_path / "r.parquet"
-    (out / "batch-000000").mkdir(parents=True)
-    pd.DataFrame({"x": [1]}).to_parquet(out / "batch-000000" / "part-00000.parquet")
+    target = tmp_path / "earlier"
+    (target / part).parent.mkdir(parents=True, exist_ok=True)
+    (target / part).write_bytes(b"an earlier run's part")
     before = tree(tmp_path)
-    got = run_cli("run", Q, "--engine", "spark", "--source", f"S1={a}", "--source", f"S2={b}", "--out", str(out))
-    assert_clear_error(got, "the --out directory holds batch-* parts of another run", str(out),
+    got = run_cli("run", query, "--engine", "spark", "--source", f"S1={a}", "--source", f"S2={b}",
+                  option, str(target))
+    assert_clear_error(got, f"the {option} directory holds batch-* parts of another run", str(target),
                        "remove it, choose another directory, or pass the same --checkpoint")
     assert tree(tmp_path) == before
 

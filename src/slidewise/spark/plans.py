@@ -73,7 +73,7 @@ from slidewise.plan.logical import Plan
 from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.spark.runner import SparkRun
-from slidewise.spark.sinks import write_batch_rejects
+from slidewise.spark.sinks import FILE_KINDS, refuse_other_parts, write_batch_rejects
 from slidewise.spark.plan_state import (ADMITTED, OUT_DDL, REJECTS, RESULT, STATE_DDL, STATS, PlanBucket,
                                         partition_attribute)
 
@@ -175,7 +175,7 @@ class _PlanSink:
         self.state: dict[int, tuple[int, int]] = {}
         self.seen: set[int] = set()
         self.batches: list[int] = []
-        if self.kind in ("parquet", "csv", "json"):
+        if self.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
 
     def __call__(self, df, batch_id: int) -> None:
@@ -221,7 +221,7 @@ class _PlanSink:
 
         if self.collect:
             self.frames += [pd.DataFrame(cols) for cols in results]
-        if self.kind in ("parquet", "csv", "json"):
+        if self.kind in FILE_KINDS:
             # idempotent per batch id: a replayed batch leaves exactly its own output
             target = Path(self.out) / f"batch-{batch_id:06d}"
             shutil.rmtree(target, ignore_errors=True)
@@ -322,8 +322,8 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.spark.keying import Keying
     from slidewise.spark.layout import WIRE_DDL, Layout
     from slidewise.spark.processor import SequencerProcessor
-    from slidewise.spark.runner import (FILE_KINDS, _checkpoint_meta, _partitions, open_checkpoint,
-                                        refuse_other_parts, removed_on_error, start_options, timed_session)
+    from slidewise.spark.runner import (_checkpoint_meta, _partitions, open_checkpoint, removed_on_error,
+                                        start_options, timed_session)
     from slidewise.spark.sequencer import SequencerLogic
 
     if strategy not in STRATEGIES:

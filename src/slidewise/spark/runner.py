@@ -48,7 +48,7 @@ from slidewise.plan.query import JoinQuery
 from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.spark.join import JoinPlan, build_stream, checked_lateness, plan_join
 from slidewise.spark.session import check_master, default_partitions, get_session
-from slidewise.spark.sinks import BatchSink, sink_kind
+from slidewise.spark.sinks import FILE_KINDS, BatchSink, refuse_other_parts, sink_kind
 
 #: ``--conf`` keys that are slidewise options, not Spark settings
 OPTION_KEYS = {"slidewise.buckets": "buckets", "slidewise.maxFilesPerTrigger": "max_files_per_trigger"}
@@ -113,7 +113,7 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None,
                              chunk_rows=chunk_rows, max_files=opts.max_files)
         sink = BatchSink(jp.layout, out=out, collect=bool(collect) if collect is not None else opts.kind == "memory",
                          rejects_dir=rejects, progress=progress)
-        if opts.kind in ("parquet", "csv", "json"):
+        if opts.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
         run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=opts.once, interval=opts.interval,
                        session_seconds=session_seconds)
@@ -442,7 +442,7 @@ def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, writ
     ``settings``: options the checkpointed state depends on (a general plan's ``strategy``, ...),
     stored with it; a run with other values is refused. The key buckets are stored too: a
     continued run keeps them whatever its ``--conf`` says (the state is keyed by bucket).
-    ``outputs``: the part directories the run writes (:func:`refuse_other_parts`), recorded.
+    ``outputs``: the part directories the run writes (:func:`slidewise.spark.sinks.refuse_other_parts`).
     """
     path = root / "slidewise.json"
     settings = dict(settings or {})
@@ -464,32 +464,6 @@ def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, writ
     if write:
         path.write_text(json.dumps(meta, indent=2) + "\n")
     return meta
-
-
-#: sink kinds that write a directory of ``batch-*`` parts
-FILE_KINDS = ("parquet", "csv", "json")
-
-
-def refuse_other_parts(root: Path, dirs: dict[str, object]) -> dict[str, str]:
-    """Refuse an output directory (``dirs``: option -> path or None) holding ``batch-*`` parts, unless this
-    run continues the checkpoint that wrote them (``root/slidewise.json`` records the directories); a new
-    run would add its parts to theirs. Returns the resolved directories, for the checkpoint metadata."""
-    path = root / "slidewise.json"
-    recorded = json.loads(path.read_text()).get("outputs", {}) if path.exists() else None
-    resolved = {}
-    for option, target in dirs.items():
-        if not isinstance(target, (str, Path)):
-            continue
-        where = str(Path(target).resolve())
-        resolved[option] = where
-        if not Path(target).is_dir() or not any(Path(target).glob("batch-*")):
-            continue
-        if recorded is not None and recorded.get(option, where) == where:
-            continue   # the same checkpoint's run, continued (older checkpoints record no directories)
-        raise OptionError(f"the {option} directory holds batch-* parts of another run", location=str(target),
-                          hint="remove it, choose another directory, or pass the same --checkpoint as the run "
-                               "that wrote them (a new run would add its results to theirs)")
-    return resolved
 
 
 def _spark_error(e: BaseException, jp: JoinPlan) -> SlidewiseError:
