@@ -252,6 +252,8 @@ def _on_signal(signum, _frame) -> None:
 
 def install_signal_handlers() -> None:
     """SIGINT and SIGTERM raise :class:`Interrupted` (deferred inside :func:`shielded`); the CLI only."""
+    if threading.current_thread() is not threading.main_thread():
+        return   # only the main thread may set handlers
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _on_signal)
 
