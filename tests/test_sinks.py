@@ -94,14 +94,14 @@ def test_bad_targets(tmp_path):
         open_sink(42)
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(OptionError, match="cannot create the output directory") as err:
+    with pytest.raises(OptionError, match="cannot write --out: Not a directory") as err:
         open_sink(blocker / "sub" / "out.csv")
     assert "\n" not in str(err.value)
     if os.geteuid() != 0:   # root can write anywhere
         ro = tmp_path / "ro"
         ro.mkdir()
         ro.chmod(0o500)
-        with pytest.raises(OptionError, match="cannot write output"):
+        with pytest.raises(OptionError, match="cannot write --out"):
             open_sink(ro / "out.parquet")
 
 
@@ -111,3 +111,24 @@ def test_csv_bytes_without_specials_matches_plain_text():
     t = pa.table({"a": [1, None], "b": ["x", "y"], "c": [True, False]})
     assert csv_bytes(t) == b"a,b,c\n1,x,true\n,y,false\n"
     assert csv_bytes(t, header=False).startswith(b"1,x")
+
+
+@pytest.mark.parametrize("ext", [".csv", ".jsonl", ".parquet", ".csv.gz"])
+def test_a_file_appears_whole_on_close_and_an_abort_leaves_the_target(tmp_path, ext):
+    target = tmp_path / f"out{ext}"
+    target.write_bytes(b"earlier")
+    target.chmod(0o640)
+    sink = open_sink(target, ["ts", "a"])
+    sink.write({"ts": np.array([1, 2]), "a": np.array([5, 6])})
+    assert target.read_bytes() == b"earlier"          # still the old file while writing
+    sink.abort()
+    assert target.read_bytes() == b"earlier" and sorted(p.name for p in tmp_path.iterdir()) == [target.name]
+    with pytest.raises(RuntimeError), open_sink(target, ["ts", "a"]) as failing:
+        failing.write({"ts": np.array([1]), "a": np.array([5])})
+        raise RuntimeError("the run failed")
+    assert target.read_bytes() == b"earlier" and len(list(tmp_path.iterdir())) == 1
+    with open_sink(target, ["ts", "a"]) as sink:
+        sink.write({"ts": np.array([1, 2]), "a": np.array([5, 6])})
+    read = {".parquet": pd.read_parquet, ".jsonl": lambda p: pd.read_json(p, lines=True)}.get(ext, pd.read_csv)
+    assert read(target)["a"].tolist() == [5, 6] and len(list(tmp_path.iterdir())) == 1
+    assert target.stat().st_mode & 0o777 == 0o640        # the replaced file's permissions are kept

@@ -27,6 +27,8 @@ from slidewise.errors import OptionError
 from slidewise.plan.logical import Plan
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.engine import RunResult, execute
+from slidewise.runtime.outputs import check_run
+from slidewise.runtime.sinks import sink_format
 
 #: options of the join engine that mean nothing to a general plan
 JOIN_ONLY_OPTIONS = ("algorithm", "order", "buckets", "stats", "search", "negatives", "overload", "adaptive")
@@ -52,6 +54,12 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
     ``trigger``, ``once``, ``checkpoint``, ... — pass through); the API's
     default stays the in-process engine.
 
+    Outputs are checked first (:func:`slidewise.runtime.outputs.check_run`):
+    an output that is an input, lies inside an input directory or is another
+    output is an OptionError. Files appear complete or not at all. A
+    KeyboardInterrupt during a local run ends it early: the result so far is
+    returned, written out, with ``stats["interrupted"]`` set.
+
     General queries (anything but select–project–join with ISTREAM) become a
     :class:`~slidewise.plan.logical.Plan` run by
     :func:`~slidewise.runtime.plans.execute_plan`: ``tables`` (name -> path /
@@ -60,6 +68,9 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
     ``direct`` or ``upa`` and ``partitions`` the UPA calendar queue size.
     """
     tables = dict(tables or {})
+    check_run(sources, tables, {"--out": out, "--rejects": rejects},
+              directories=("--out", "--rejects") if engine == "spark" else (),
+              formats={} if engine == "spark" else {"--out": sink_format})
     q = query if isinstance(query, (JoinQuery, Plan)) else load_any(query, tables)
     if isinstance(q, Plan):
         return _run_plan(q, sources, tables, engine=engine, strategy=strategy, partitions=partitions,

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from importlib import resources
-from pathlib import Path
 
 from slidewise.errors import OptionError, SlidewiseError
 
@@ -19,23 +18,47 @@ WHERE dns.orig_h = ssl.orig_h
 
 
 def _sources(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs or []:
-        name, sep, path = pair.partition("=")
-        if not sep or not name or not path:
-            raise OptionError(f"bad --source {pair!r}", hint="write --source NAME=PATH, e.g. --source S1=data/s1.csv")
-        out[name.strip()] = path.strip()
-    return out
+    from slidewise.runtime.outputs import named_paths
+
+    return named_paths(pairs, "--source", "S1=data/s1.csv")
 
 
 def _tables(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs or []:
-        name, sep, path = pair.partition("=")
-        if not sep or not name.strip() or not path.strip():
-            raise OptionError(f"bad --table {pair!r}", hint="write --table NAME=PATH, e.g. --table R=data/r.csv")
-        out[name.strip()] = path.strip()
-    return out
+    from slidewise.runtime.outputs import named_paths
+
+    return named_paths(pairs, "--table", "R=data/r.csv")
+
+
+def _check_outputs(args, tables: dict, general: bool) -> None:
+    """Refuse unsafe --out / --rejects / --stats-json before anything is read (see runtime.outputs)."""
+    from slidewise.runtime.outputs import check_run
+    from slidewise.runtime.sinks import sink_format
+
+    parts = args.engine == "spark" and (general or args.mode == "stream")  # directories of batch parts
+    check_run(_sources(args.source), tables,
+              {"--out": args.out, "--rejects": args.rejects, "--stats-json": args.stats_json},
+              directories=("--out", "--rejects") if parts else (),
+              formats={} if parts else {"--out": sink_format})
+
+
+def _finish_run(args, stats: dict) -> int:
+    """Write --stats-json (whole or not at all); after an interrupt, one line on what was written; exit status."""
+    from slidewise.runtime.outputs import shielded, write_atomic
+
+    stopped = stats.get("signal") if stats.get("interrupted") else None
+    with shielded(deliver=stopped is None):
+        if args.stats_json:
+            write_atomic(args.stats_json, (json.dumps(stats, indent=2) + "\n").encode(), "--stats-json")
+    if stopped is None:
+        return 0
+    import signal
+
+    wrote = [f"{stats['results']:,} results to {args.out}" if args.out else f"{stats['results']:,} results",
+             f"{stats['rejects']:,} rejects to {args.rejects}" if args.rejects else "",
+             f"stats to {args.stats_json}" if args.stats_json else ""]
+    print(f"slidewise: interrupted by {stopped} after {sum(stats['inputs'].values()):,} tuples; wrote "
+          + ", ".join(w for w in wrote if w), file=sys.stderr)
+    return 128 + signal.Signals[stopped].value
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -162,6 +185,11 @@ def cmd_run(args) -> int:
     if args.engine == "local" and spark_asked:
         raise OptionError(f"{spark_asked[0]} applies to the Spark engine, but this run uses the local engine",
                           hint="add --engine spark, or drop the option")
+    _check_outputs(args, tables, _is_general(args.query, tables))
+    if args.engine == "local":
+        from slidewise.runtime.outputs import install_signal_handlers
+
+        install_signal_handlers()  # SIGINT / SIGTERM: stop reading, finish the files, exit 130 / 143
     if args.engine == "spark" and _is_general(args.query, tables):
         from slidewise.spark.cli import plan_from_args
 
@@ -189,9 +217,9 @@ def cmd_run(args) -> int:
                      rejects=args.rejects, progress=not args.quiet, tables=tables,
                      strategy=args.strategy, partitions=args.partitions, **_operator_options(args),
                      **kwargs_from_args(args))
-    if args.stats_json:
-        Path(args.stats_json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.stats_json).write_text(json.dumps(result.stats, indent=2) + "\n")
+    code = _finish_run(args, result.stats)
+    if code:
+        return code
     if not args.quiet:
         _print_summary(result.stats, result.results)
         if summary_line(result.stats):
@@ -429,16 +457,23 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except SlidewiseError as err:
-        print(f"slidewise: error: {err}", file=sys.stderr)
-        return err.exit_code
-    except KeyboardInterrupt:
-        print("slidewise: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
+    from slidewise.runtime.outputs import kept_signal_handlers
+
+    with kept_signal_handlers():
+        try:
+            return args.func(args)
+        except SlidewiseError as err:
+            print(f"slidewise: error: {err}", file=sys.stderr)
+            return err.exit_code
+        except KeyboardInterrupt as err:
+            print("slidewise: interrupted", file=sys.stderr)
+            return getattr(err, "exit_code", 130)
+        except MemoryError:
+            print("slidewise: error: out of memory (hint: lower --chunk-rows, or narrow the windows)",
+                  file=sys.stderr)
+            return 2
+        except BrokenPipeError:
+            return 0
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from slidewise.errors import SourceError
 from slidewise.operators.project import output_columns, output_names
 from slidewise.plan.physical import PhysicalPlan, choose
 from slidewise.plan.query import JoinQuery
+from slidewise.runtime.outputs import abandon, shielded, signal_name
 from slidewise.runtime.overload import make_hooks
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
@@ -60,6 +61,11 @@ def run_counts(inputs: dict, results: int, retractions: int, rejects: Rejects, s
     }
 
 
+def interrupted(stop: BaseException | None) -> dict:
+    """The stats' account of an interrupt: ``interrupted`` and, if so, the ``signal``."""
+    return {"interrupted": True, "signal": signal_name(stop)} if stop is not None else {"interrupted": False}
+
+
 def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | None = None,
             order: str | list[str] | None = None, out: str | Callable | None = None,
             collect: bool = False, lateness: int = 0, ts_column: str = "ts", ts_unit: str = "auto",
@@ -86,7 +92,6 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
     _check_columns(query, schemas)
     operator = plan.build()
     names = output_names(query, schemas)
-    sink = open_sink(out, names) if out is not None else None
     collected: list[pd.DataFrame] = []
     rejects = Rejects()
     hooks = make_hooks(query, overload=overload, adaptive=adaptive, rejects=rejects, sources=sources)
@@ -94,20 +99,23 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
     n_results = n_retractions = n_chunks = state_peak = 0
     started = time.perf_counter()
     bar = Progress(enabled=progress)
+    sink = stop = None
 
     def emit(res) -> None:
         nonlocal n_results, n_retractions
         if not len(res):
             return
         cols = output_columns(query, res)
-        n_retractions += int((res.sign < 0).sum())
-        n_results += int((res.sign > 0).sum())
-        if sink is not None:
-            sink.write(cols)
-        if collect:
-            collected.append(pd.DataFrame(cols))
+        with shielded():  # results are written and counted together
+            if sink is not None:
+                sink.write(cols)
+            n_retractions += int((res.sign < 0).sum())
+            n_results += int((res.sign > 0).sum())
+            if collect:
+                collected.append(pd.DataFrame(cols))
 
     try:
+        sink = open_sink(out, names) if out is not None else None
         for chunk in merge_all(opened, lateness, rejects, chunk_rows):
             n_chunks += 1
             for b in chunk:
@@ -116,13 +124,18 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
             state_peak = max(state_peak, operator.state_tuples())
             bar.update(int(inputs.sum()), n_results, rejects.total)
         emit(operator.finish() if hooks is None else hooks.finish(operator))
+    except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: keep what is complete, finish the files
+        stop = e
+    except BaseException as e:  # noqa: BLE001 - the output is discarded, the error raised again
+        raise abandon(sink, e, chunk_rows) from None
     finally:
         bar.close()
+    seconds = time.perf_counter() - started
+    with shielded(deliver=stop is None):
         if sink is not None:
             sink.close()
-    seconds = time.perf_counter() - started
-    if rejects_path:
-        rejects.write(rejects_path)
+        if rejects_path:
+            rejects.write(rejects_path)
     stats = {
         "query": query.text or query.describe(),
         "algorithm": plan.algorithm.name,
@@ -134,6 +147,7 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
         "state_tuples_peak": int(state_peak),
         "chunks": n_chunks,
     }
+    stats.update(interrupted(stop))
     if hooks is not None:
         stats.update(hooks.stats())
     frame = None

@@ -43,6 +43,7 @@ from slidewise.operators.incremental import Incremental, instants
 from slidewise.operators.output import OutputOperator
 from slidewise.plan.logical import Pattern
 from slidewise.plan.query import eval_time
+from slidewise.runtime.outputs import shielded
 
 __all__ = ["DEFAULT_SPAN", "PlanRunner"]
 
@@ -333,9 +334,17 @@ class PlanRunner:
         return {"state_tuples_peak": self.state_peak, "state_tuples_avg": round(area / span, 2),
                 "state_area": area, "state_span": span, "state_by_operator": by_op}
 
+    def write_pending(self) -> None:
+        """Write the rows of the instants completed so far (after an interrupt)."""
+        self._write()
+
     def _write(self) -> None:
         if not self.buffer:
             return
+        with shielded():  # a signal waits until the rows are written
+            self._write_rows()
+
+    def _write_rows(self) -> None:
         rows, self.buffer = self.buffer, []
         width = len(self.columns) - 2
         vals, ts, signs = zip(*rows)

@@ -49,7 +49,8 @@ from slidewise.runtime.plan_runner import PlanRunner as _Runner
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
 from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
 from slidewise.plan.prune import prune_columns
-from slidewise.runtime.engine import RunResult, run_counts
+from slidewise.runtime.engine import RunResult, interrupted, run_counts
+from slidewise.runtime.outputs import abandon, shielded
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
@@ -98,16 +99,17 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     plan = prune_columns(plan)
     net = _Network(plan, strategy, partitions, options or {})
     columns = list(plan.root.schema) + ["ts", "sign"]
-    sink = open_sink(out, columns) if out is not None else None
     rejects = Rejects()
     if not isinstance(span, (int, np.integer)) or span < 1:
         raise OptionError(f"span must be a positive integer, got {span!r}",
                           hint="instants per executor pass, e.g. 64; 1 runs instant by instant")
-    runner = _Runner(net, sink, collect, columns, span=int(span))
     bar = Progress(enabled=progress)
     inputs = dict.fromkeys(names, 0)
     started = time.perf_counter()
+    sink = stop = runner = None
     try:
+        sink = open_sink(out, columns) if out is not None else None
+        runner = _Runner(net, sink, collect, columns, span=int(span))
         for chunk in merge_all(opened, lateness, rejects, chunk_rows):
             for i, b in enumerate(chunk):
                 if len(b):
@@ -116,13 +118,22 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
             runner.flush_output()
             bar.update(sum(inputs.values()), runner.results, rejects.total)
         runner.finish(plan.root.slide)
+    except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: keep the instants completed, finish the files
+        stop = e
+    except BaseException as e:  # noqa: BLE001 - the output is discarded, the error raised again
+        raise abandon(sink, e, chunk_rows) from None
     finally:
         bar.close()
+    if runner is None:  # interrupted before the first instant
+        raise abandon(sink, stop, chunk_rows)
+    seconds = time.perf_counter() - started
+    with shielded(deliver=stop is None):
+        if stop is not None:
+            runner.write_pending()
         if sink is not None:
             sink.close()
-    seconds = time.perf_counter() - started
-    if rejects_path:
-        rejects.write(rejects_path)
+        if rejects_path:
+            rejects.write(rejects_path)
     stats = {
         "query": plan.text or plan.root.label(),
         "strategy": strategy,
@@ -133,6 +144,7 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
         "instants": runner.instants,
         "passes": runner.passes,
         "patterns": net.pattern_labels(),
+        **interrupted(stop),
     }
     if rewrite_report is not None:
         stats["plan"] = rewrite_report["chosen"]

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from slidewise.errors import OptionError
+from slidewise.runtime.outputs import write_atomic
 from slidewise.runtime.sinks import csv_bytes
 
 #: Columns of a rejects file, in order.
@@ -131,14 +132,13 @@ class Rejects:
         return self.table().to_pandas()
 
     def write(self, path: str | Path) -> int:
-        """Write all rejects as CSV (``stream,file,line,reason,row``); returns the row count."""
-        path = Path(path)
+        """Write all rejects as CSV (``stream,file,line,reason,row``), whole or not at all; the row count."""
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(csv_bytes(self.table()))
-        except (OSError, pa.ArrowException) as e:
+            data = csv_bytes(self.table())
+        except pa.ArrowException as e:
             raise OptionError(f"cannot write rejects file: {e}", location=str(path),
                               hint="choose a writable path for --rejects") from None
+        write_atomic(path, data, "--rejects")
         return self.total
 
 

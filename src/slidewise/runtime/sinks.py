@@ -5,7 +5,10 @@
 (``.csv.gz`` / ``.jsonl.gz`` are compressed), ``"-"`` for CSV on stdout, or a
 callable that receives one pandas DataFrame per batch. Every sink writes
 incrementally (``write`` per batch, ``close`` at the end), writes the header
-of a CSV once even when no row arrives, and counts ``rows_written``.
+of a CSV once even when no row arrives, and counts ``rows_written``. A file
+is written under a temporary name in its directory and renamed over the
+target by ``close`` (:class:`~slidewise.runtime.outputs.AtomicFile`): it is
+complete or absent; ``abort`` removes the temporary.
 
 >>> import numpy as np
 >>> got = []
@@ -17,6 +20,7 @@ of a CSV once even when no row arrives, and counts ``rows_written``.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +33,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from slidewise.errors import ExecutionError, OptionError
+from slidewise.runtime.outputs import AtomicFile, shielded
 
 #: Extension -> sink format.
 SINK_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
@@ -46,19 +51,19 @@ def open_sink(target, columns: list[str] | None = None) -> Sink:
     path = Path(target)
     if path.is_dir():
         raise OptionError("output path is a directory", location=str(path), hint="give a file name, e.g. out.csv")
+    return {"csv": CsvSink, "jsonl": JsonlSink, "parquet": ParquetSink}[sink_format(path)](path, columns)
+
+
+def sink_format(path: str | Path) -> str:
+    """The format of a result file by its extension (``csv``, ``jsonl``, ``parquet``); an OptionError else."""
+    path = Path(path)
     name = path.name.lower()
     compressed = name.endswith(".gz")
-    ext = Path(name[:-3] if compressed else name).suffix
-    fmt = SINK_FORMATS.get(ext)
+    fmt = SINK_FORMATS.get(Path(name[:-3] if compressed else name).suffix)
     if fmt is None or (compressed and fmt == "parquet"):
         raise OptionError(f"unknown output file type {path.suffix or '(no extension)'!r}",
                           location=str(path), hint=_HINT)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise OptionError(f"cannot create the output directory: {e.strerror or e}", location=str(path.parent),
-                          hint="choose a writable location for --out") from None
-    return {"csv": CsvSink, "jsonl": JsonlSink, "parquet": ParquetSink}[fmt](path, columns)
+    return fmt
 
 
 class Sink:
@@ -68,12 +73,17 @@ class Sink:
         self.columns = list(columns) if columns is not None else None
         self.rows_written = 0
         self.closed = False
+        #: the temporary of a file target, renamed over it by :meth:`close`
+        self.file: AtomicFile | None = None
 
     def __enter__(self) -> Sink:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
     def _ordered(self, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if self.columns is None:
@@ -89,13 +99,42 @@ class Sink:
             raise ExecutionError("write on a closed sink")
         cols = self._ordered(cols)
         n = len(next(iter(cols.values()))) if cols else 0
-        self._write(cols, n)
-        self.rows_written += n
+        with shielded():  # a signal waits until the batch is written whole
+            self._write(cols, n)
+            self.rows_written += n
 
     def close(self) -> None:
+        """Finish the output; a file appears under its name only now (complete or not at all)."""
         if not self.closed:
             self.closed = True
-            self._close()
+            try:
+                self._close()
+            except BaseException:
+                self._discard()
+                raise
+            if self.file is not None:
+                self.file.commit()
+
+    def abort(self) -> None:
+        """Give up: a file's temporary is removed, the target stays absent or as it was."""
+        if not self.closed:
+            self.closed = True
+            with contextlib.suppress(Exception):
+                self._close()
+        self._discard()
+
+    def _discard(self) -> None:
+        if self.file is not None:
+            self.file.discard()
+
+    def _open_file(self, path: Path):
+        """An output stream on the temporary of ``path`` (gzip when it ends ``.gz``)."""
+        self.file = AtomicFile(path)
+        try:
+            return pa.output_stream(self.file.name, compression="gzip" if path.name.lower().endswith(".gz") else None)
+        except (OSError, pa.ArrowException) as e:
+            self.file.discard()
+            raise _io_error(path, e) from None
 
     def _write(self, cols: dict[str, np.ndarray], n: int) -> None:
         raise NotImplementedError
@@ -170,10 +209,7 @@ class CsvSink(Sink):
         self._header_done = False
         self._out = None
         if path is not None:
-            try:
-                self._out = pa.output_stream(str(path), compression="detect")
-            except (OSError, pa.ArrowException) as e:
-                raise _io_error(path, e) from None
+            self._out = self._open_file(path)
 
     def _emit(self, data: bytes) -> None:
         try:
@@ -211,10 +247,7 @@ class JsonlSink(Sink):
     def __init__(self, path: Path, columns: list[str] | None = None):
         super().__init__(columns)
         self.path = path
-        try:
-            self._out = pa.output_stream(str(path), compression="detect")
-        except (OSError, pa.ArrowException) as e:
-            raise _io_error(path, e) from None
+        self._out = self._open_file(path)
 
     def _write(self, cols, n) -> None:
         if n == 0:
@@ -238,16 +271,13 @@ class ParquetSink(Sink):
         super().__init__(columns)
         self.path = path
         self._writer: pq.ParquetWriter | None = None
-        try:  # fail early on an unwritable path
-            path.touch()
-        except OSError as e:
-            raise _io_error(path, e) from None
+        self.file = AtomicFile(path)  # fails early on an unwritable path
 
     def _write(self, cols, n) -> None:
         table = _table(cols)
         try:
             if self._writer is None:
-                self._writer = pq.ParquetWriter(str(self.path), table.schema)
+                self._writer = pq.ParquetWriter(self.file.name, table.schema)
             elif table.schema != self._writer.schema:
                 try:
                     table = table.cast(self._writer.schema)
@@ -264,8 +294,11 @@ class ParquetSink(Sink):
     def _close(self) -> None:
         if self._writer is None:  # no batch at all: an empty file with the known column names
             schema = pa.schema([(c, pa.null()) for c in self.columns or []])
-            self._writer = pq.ParquetWriter(str(self.path), schema)
-        self._writer.close()
+            self._writer = pq.ParquetWriter(self.file.name, schema)
+        try:
+            self._writer.close()
+        except (OSError, pa.ArrowException) as e:
+            raise _io_error(self.path, e) from None
 
 
 class CallableSink(Sink):

@@ -453,9 +453,12 @@ def _emit(result, names: list[str], out, collect: bool, work: Path):
                     sink.write(cols)
                 if collect:
                     frames.append(pd.DataFrame(cols))
-    finally:
+    except BaseException:
         if sink is not None:
-            sink.close()
+            sink.abort()   # the target stays absent or as it was
+        raise
+    if sink is not None:
+        sink.close()
     frame = None
     if collect:
         frame = pd.concat(frames, ignore_index=True) if frames else \

@@ -73,7 +73,7 @@ from slidewise.plan.logical import Plan
 from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.spark.runner import SparkRun
-from slidewise.spark.sinks import write_batch_rejects
+from slidewise.spark.sinks import FILE_KINDS, refuse_other_parts, write_batch_rejects
 from slidewise.spark.plan_state import (ADMITTED, OUT_DDL, REJECTS, RESULT, STATE_DDL, STATS, PlanBucket,
                                         partition_attribute)
 
@@ -175,7 +175,7 @@ class _PlanSink:
         self.state: dict[int, tuple[int, int]] = {}
         self.seen: set[int] = set()
         self.batches: list[int] = []
-        if self.kind in ("parquet", "csv", "json"):
+        if self.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
 
     def __call__(self, df, batch_id: int) -> None:
@@ -221,7 +221,7 @@ class _PlanSink:
 
         if self.collect:
             self.frames += [pd.DataFrame(cols) for cols in results]
-        if self.kind in ("parquet", "csv", "json"):
+        if self.kind in FILE_KINDS:
             # idempotent per batch id: a replayed batch leaves exactly its own output
             target = Path(self.out) / f"batch-{batch_id:06d}"
             shutil.rmtree(target, ignore_errors=True)
@@ -355,6 +355,8 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     with removed_on_error(root, temp):
         meta = _checkpoint_meta(root, identity, sources, opts.buckets or _partitions(spark, opts.conf), write=False,
                                 settings=settings)
+        outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None,
+                                            "--rejects": rejects_dir})
         infos, recipes = [], []
         for name in names:
             info, recipe = inspect_stream(name, name, sources[name], ts_column=ts_column, ts_unit=ts_unit,
@@ -383,7 +385,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
                            strategy=strategy, partitions=partitions, options=options, tables=table_rows)
         _check_tables(logic.new_state().runner, table_rows)  # operator and table errors now, not in a task
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
-        _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings)
+        _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings, outputs=outputs)
         frames = [stream_frame(session, i, info, recipes[i], layout, ts_column, opts.max_files)
                   for i, info in enumerate(infos)]
         frames.append(control_frame(session, str(root / "control"), layout))

@@ -48,7 +48,7 @@ from slidewise.plan.query import JoinQuery
 from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.spark.join import JoinPlan, build_stream, checked_lateness, plan_join
 from slidewise.spark.session import check_master, default_partitions, get_session
-from slidewise.spark.sinks import BatchSink, sink_kind
+from slidewise.spark.sinks import FILE_KINDS, BatchSink, refuse_other_parts, sink_kind
 
 #: ``--conf`` keys that are slidewise options, not Spark settings
 OPTION_KEYS = {"slidewise.buckets": "buckets", "slidewise.maxFilesPerTrigger": "max_files_per_trigger"}
@@ -103,16 +103,17 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None,
         # inputs, schemas and the plan first: user errors need no JVM
         meta = _checkpoint_meta(root, q.text or q.describe(), sources, opts.buckets or _partitions(spark, opts.conf),
                                 write=False)
+        outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None, "--rejects": rejects})
         jp = plan_join(q, sources, buckets=meta["buckets"], ts_column=ts_column, ts_unit=ts_unit,
                        lateness=opts.lateness, algorithm=algorithm, order=order, options=operator_options,
                        work_dir=root)
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
-        _checkpoint_meta(root, q.text or q.describe(), sources, meta["buckets"], write=True)
+        _checkpoint_meta(root, q.text or q.describe(), sources, meta["buckets"], write=True, outputs=outputs)
         frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column,
                              chunk_rows=chunk_rows, max_files=opts.max_files)
         sink = BatchSink(jp.layout, out=out, collect=bool(collect) if collect is not None else opts.kind == "memory",
                          rejects_dir=rejects, progress=progress)
-        if opts.kind in ("parquet", "csv", "json"):
+        if opts.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
         run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=opts.once, interval=opts.interval,
                        session_seconds=session_seconds)
@@ -434,13 +435,14 @@ def _trigger_seconds(trigger) -> float | None:
 
 
 def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, write: bool,
-                     settings: dict | None = None) -> dict:
+                     settings: dict | None = None, outputs: dict | None = None) -> dict:
     """The checkpoint's slidewise metadata (written on first use); refuses another query's checkpoint.
 
     ``text``: the query's identity (its CQL text, or a description of a query built in Python).
     ``settings``: options the checkpointed state depends on (a general plan's ``strategy``, ...),
     stored with it; a run with other values is refused. The key buckets are stored too: a
     continued run keeps them whatever its ``--conf`` says (the state is keyed by bucket).
+    ``outputs``: the part directories the run writes (:func:`slidewise.spark.sinks.refuse_other_parts`).
     """
     path = root / "slidewise.json"
     settings = dict(settings or {})
@@ -458,7 +460,7 @@ def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, writ
         raise OptionError("this directory holds a checkpoint slidewise did not write", location=str(root),
                           hint="use a new --checkpoint DIR")
     meta = {"query": text, "sources": {k: str(v) for k, v in sources.items() if isinstance(v, (str, Path))},
-            "buckets": int(buckets), **settings, "version": 1}
+            "buckets": int(buckets), **settings, "outputs": dict(outputs or {}), "version": 1}
     if write:
         path.write_text(json.dumps(meta, indent=2) + "\n")
     return meta

@@ -23,7 +23,7 @@ are counted by reason kind like the local engine's.
 
 from __future__ import annotations
 
-import os
+import json
 import shutil
 import sys
 import time
@@ -38,6 +38,8 @@ from slidewise.runtime.rejects import Rejects
 from slidewise.spark.layout import ADMITTED, REJECT, RESULT, STATS, Layout
 
 FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".json": "json", ".ndjson": "json"}
+#: sink kinds that write a directory of ``batch-*`` parts
+FILE_KINDS = tuple(dict.fromkeys(FILE_FORMATS.values()))
 
 
 def sink_kind(out) -> str:
@@ -93,7 +95,7 @@ class BatchSink:
             n_results = self._count(small, batch_id)
             if n_results and (self.collect or self.kind != "memory"):
                 self._write(df.filter(F.col("k") == RESULT), batch_id)
-            elif self.kind in ("parquet", "csv", "json"):
+            elif self.kind in FILE_KINDS:
                 # idempotent per batch id: a replayed batch leaves exactly its own output
                 shutil.rmtree(Path(self.out) / f"batch-{batch_id:06d}", ignore_errors=True)
         finally:
@@ -139,7 +141,7 @@ class BatchSink:
         from pyspark.sql import functions as F
 
         named = results.select(*[F.col(f"r{j}").alias(n) for j, n in enumerate(self.names)])
-        if self.kind in ("parquet", "csv", "json"):
+        if self.kind in FILE_KINDS:
             target = f"{Path(self.out)}/batch-{batch_id:06d}"
             writer = named.coalesce(1).write.mode("overwrite").format(self.kind)
             if self.kind == "csv":
@@ -179,10 +181,31 @@ def write_batch_rejects(rejects_dir: str | None, batch_id: int, rejects: Rejects
     if rejects is None or not len(rejects):
         target.unlink(missing_ok=True)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".csv.tmp")
-    rejects.write(tmp)
-    os.replace(tmp, target)
+    rejects.write(target)
+
+
+
+
+def refuse_other_parts(root: Path, dirs: dict[str, object]) -> dict[str, str]:
+    """Refuse an output directory (``dirs``: option -> path or None) holding ``batch-*`` parts, unless this
+    run continues the checkpoint that wrote them (``root/slidewise.json`` records the directories); a new
+    run would add its parts to theirs. Returns the resolved directories, for the checkpoint metadata."""
+    path = root / "slidewise.json"
+    recorded = json.loads(path.read_text()).get("outputs", {}) if path.exists() else None
+    resolved = {}
+    for option, target in dirs.items():
+        if not isinstance(target, (str, Path)):
+            continue
+        where = str(Path(target).resolve())
+        resolved[option] = where
+        if not Path(target).is_dir() or not any(Path(target).glob("batch-*")):
+            continue
+        if recorded is not None and recorded.get(option, where) == where:
+            continue   # the same checkpoint's run, continued (older checkpoints record no directories)
+        raise OptionError(f"the {option} directory holds batch-* parts of another run", location=str(target),
+                          hint="remove it, choose another directory, or pass the same --checkpoint as the run "
+                               "that wrote them (a new run would add its results to theirs)")
+    return resolved
 
 
 def read_results(path: str | Path) -> pd.DataFrame:
@@ -206,4 +229,4 @@ def clear_dir(path: str | Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-__all__ = ["BatchSink", "read_results", "sink_kind", "clear_dir"]
+__all__ = ["FILE_KINDS", "BatchSink", "clear_dir", "read_results", "refuse_other_parts", "sink_kind"]
