@@ -261,9 +261,9 @@ class PlanRun(SparkRun):
     """A running general plan on Spark: the join runner's :class:`~slidewise.spark.runner.SparkRun`
     (start, once / live, end of input, Ctrl-C, stop) with the plan's stats."""
 
-    def __init__(self, spark, frame, sink: _PlanSink, *, info: dict, **kwargs):
+    def __init__(self, spark, frame, sink: _PlanSink, *, info: dict, layout=None, **kwargs):
         super().__init__(spark, None, frame, sink, **kwargs)
-        self.info = info
+        self.info, self.layout = info, layout
 
     def stats(self) -> dict:
         sink, info = self.sink, self.info
@@ -408,7 +408,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             "streams": names,
             "table_inputs": {n: len(table_rows[n][0]) for n in table_names},   # relations once, not per bucket
         }
-        run = PlanRun(session, output, sink, info=info, root=root, temp=temp, once=opts.once, interval=opts.interval,
+        run = PlanRun(session, output, sink, info=info, layout=layout, root=root, temp=temp, once=opts.once, interval=opts.interval,
                       session_seconds=session_seconds)
         run.start()
     return run

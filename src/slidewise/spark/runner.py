@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slidewise.cql import load_query
-from slidewise.errors import ExecutionError, OptionError, SlidewiseError, SourceError
+from slidewise.errors import OptionError, SlidewiseError
 from slidewise.model.time import parse_duration
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.engine import RunResult, run_counts
@@ -225,6 +225,7 @@ class SparkRun:
     def __init__(self, spark, jp: JoinPlan, frame, sink: BatchSink, *, root: Path, temp: bool, once: bool,
                  interval: float | None, session_seconds: float):
         self.spark, self.jp, self.frame, self.sink = spark, jp, frame, sink
+        self.layout = jp.layout if jp is not None else None
         self.root, self.temp, self.once, self.interval = root, temp, once, interval
         self.session_seconds = session_seconds
         self.query = None
@@ -244,7 +245,7 @@ class SparkRun:
         try:
             self.query = writer.start()
         except Exception as e:
-            raise _spark_error(e, self.jp) from None
+            raise self.failure(e) from None
 
     def wait(self, timeout: float | None = None) -> None:
         """``once``: every file present now, then end of input; else until ``timeout`` or Ctrl-C.
@@ -291,8 +292,15 @@ class SparkRun:
         self._until(lambda: done.wait(0.25), None)
         if "error" in box and not self.interrupted:
             self._keep_progress()
-            raise _spark_error(box["error"], self.jp) from None
+            raise self.failure(box["error"]) from None
         return not self.interrupted
+
+    def failure(self, e: BaseException):
+        """The SlidewiseError of a failed query (:func:`slidewise.spark.failures.spark_error`)."""
+        from slidewise.spark.failures import spark_error
+
+        return spark_error(e, checkpoint=None if self.temp else self.root,
+                           streams=self.layout.streams if self.layout is not None else ())
 
     def _until(self, finished, deadline: float | None) -> None:
         """Poll ``finished()`` (each call blocks at most ~0.25 s) until true, the deadline or Ctrl-C."""
@@ -303,7 +311,7 @@ class SparkRun:
                     break
             except Exception as e:
                 self._keep_progress()
-                raise _spark_error(e, self.jp) from None
+                raise self.failure(e) from None
             if pressed is not None and pressed.is_set():
                 self.interrupted = True
                 self.stop()
@@ -462,20 +470,3 @@ def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, writ
     if write:
         path.write_text(json.dumps(meta, indent=2) + "\n")
     return meta
-
-
-def _spark_error(e: BaseException, jp: JoinPlan) -> SlidewiseError:
-    """One clear SlidewiseError for a failed Spark query."""
-    text = str(e)
-    m = re.search(r"slidewise\.errors\.(\w+): (.+)", text)
-    if m:
-        return ExecutionError(m.group(2).strip()[:500])
-    if "CSV header does not conform" in text or "Number of column in CSV header" in text:
-        return SourceError("a new file's CSV header differs from the schema of its source",
-                           hint="all files of one source need the same columns in the same order")
-    if "FileNotFoundException" in text or "PATH_NOT_FOUND" in text:
-        return SourceError("an input directory disappeared or became unreadable while the query ran",
-                           hint="check the paths given to --source")
-    first = next((line.strip() for line in text.splitlines() if line.strip()), type(e).__name__)
-    return ExecutionError(f"the Spark query failed: {first[:400]}",
-                          hint="see the Spark log above; rerun with the same --checkpoint to continue")
