@@ -11,7 +11,8 @@ In order:
 * checkpoint damage: a moved checkpoint, a malformed offsets / commits /
   sources log entry, unreadable query metadata, a missing or unreadable state
   file (state loss) — a :class:`~slidewise.errors.CheckpointError` naming the
-  checkpoint directory and the damaged file;
+  checkpoint directory and the damaged file (found by reading the logs when
+  Spark's JSON error does not name it);
 * a new input file whose CSV header differs from its source's — a
   :class:`~slidewise.errors.SourceError` naming the file and both headers;
 * an input path that disappeared;
@@ -20,6 +21,7 @@ In order:
 
 from __future__ import annotations
 
+import json
 import re
 import urllib.parse
 from pathlib import Path
@@ -31,6 +33,7 @@ RESTORE = "restore the checkpoint directory from a backup, or start over with a 
 VERBOSE = "rerun with -v to see Spark's log"
 _LOGS = {"offsets": "offsets log entry", "commits": "commits log entry", "sources": "source file log entry",
          "metadata": "query metadata", "state": "state file"}
+_JSON = ("JsonParseException", "JsonEOFException", "MismatchedInputException", "JsonMappingException")
 _PATH = r"(file:[^\s,;'\"]+|/[^\s,;'\"]+)"
 
 
@@ -84,10 +87,17 @@ def checkpoint_damage(text: str, checkpoint: Path | None) -> CheckpointError | N
                                "a Spark checkpoint cannot be moved or copied", location=where,
                                hint="run with --checkpoint where it was written, or start over with a new "
                                     "--checkpoint and a new --out")
+    m = re.search(r"Checksum error: " + _PATH, text)
+    if m and _inside(m.group(1), checkpoint):
+        return _damaged(_plain(m.group(1)), checkpoint, "fails its checksum")
     m = re.search(r"Failed to read log file " + _PATH, text)
     if m or "MALFORMED_LOG_FILE" in text:
         file = _plain(m.group(1)).rstrip(".") if m else None
         return _damaged(file, checkpoint, "cannot be read (malformed)")
+    if checkpoint is not None and any(k in text for k in _JSON):
+        bad = bad_log_entry(Path(checkpoint) / "query")
+        if bad is not None:
+            return _damaged(str(bad), checkpoint, "cannot be read (not valid JSON)")
     if ("StreamMetadata" in text and "Json" in text) or "Error reading stream metadata" in text:
         m = re.search(r"Error reading stream metadata from " + _PATH, text)
         file = _plain(m.group(1)) if m else (str(Path(checkpoint) / "query" / "metadata") if checkpoint else None)
@@ -104,6 +114,37 @@ def checkpoint_damage(text: str, checkpoint: Path | None) -> CheckpointError | N
         file = next((p for p in paths if "/state/" in p and _inside(p, checkpoint)), None)
         return _damaged(file, checkpoint, "cannot be loaded: the checkpoint's operator state is damaged")
     return None
+
+
+def bad_log_entry(query_dir: Path) -> Path | None:
+    """The first entry of a Spark checkpoint's logs (metadata, offsets, commits, sources) that is not
+    valid JSON lines, or None (Spark's JSON errors do not name the file)."""
+    meta = query_dir / "metadata"
+    if meta.is_file() and not _json_lines(meta, versioned=False):
+        return meta
+    sources = query_dir / "sources"
+    logs = [query_dir / "offsets", query_dir / "commits", *(sorted(sources.iterdir()) if sources.is_dir() else [])]
+    for log in logs:
+        if not log.is_dir():
+            continue
+        for entry in sorted(log.iterdir(), key=lambda p: (len(p.name), p.name)):
+            if entry.is_file() and not entry.name.startswith(".") and not _json_lines(entry, versioned=True):
+                return entry
+    return None
+
+
+def _json_lines(path: Path, *, versioned: bool) -> bool:
+    """Whether ``path`` reads as a Spark log entry: ``vN`` then JSON (or ``-``) lines; metadata: JSON."""
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+        if versioned and not re.fullmatch(r"v\d+", lines.pop(0).strip()):
+            return False
+        for line in lines:
+            if line.strip() and line.strip() != "-":
+                json.loads(line)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return True
 
 
 def header_change(text: str, streams=()) -> SourceError | None:

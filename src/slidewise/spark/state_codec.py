@@ -88,12 +88,12 @@ def unseal(key: bytes, blob: bytes) -> bytes:
     """The body of a :func:`seal` ed blob; a CheckpointError if it is not one or does not verify."""
     blob = bytes(blob)
     if not blob.startswith(MAGIC) or len(blob) < len(MAGIC) + _MAC:
-        raise CheckpointError("operator state in the checkpoint is not slidewise state of this version "
-                              "(damaged, replaced, or written by an older slidewise)")
+        raise CheckpointError("operator state in the checkpoint is not authenticated slidewise state (damaged, "
+                              "replaced, or written by an older slidewise): refused")
     mac, body = blob[len(MAGIC):len(MAGIC) + _MAC], blob[len(MAGIC) + _MAC:]
     if not hmac.compare_digest(mac, hmac.new(key, MAGIC + body, hashlib.sha256).digest()):
-        raise CheckpointError("operator state in the checkpoint does not verify: it was changed outside "
-                              "slidewise or written with another state key; refused")
+        raise CheckpointError("operator state in the checkpoint does not verify (changed outside slidewise, "
+                              "or written with another state key): refused")
     return body
 
 
