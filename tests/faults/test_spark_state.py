@@ -20,7 +20,7 @@ from slidewise.errors import CheckpointError, ExecutionError, OptionError, Sourc
 from slidewise.spark.bucket import BucketJoin
 from slidewise.spark.failures import error_from_text
 from slidewise.spark.layout import Layout, StreamInfo
-from slidewise.spark.state_codec import MAGIC, pack_state, seal, state_key, unpack_state, unseal
+from slidewise.spark.state_codec import MAGIC, pack_state, run_key, seal, state_key, unpack_state, unseal
 
 CK = Path("/data/ck")
 RESTORE = "restore the checkpoint directory from a backup, or start over with a new --checkpoint and a new --out"
@@ -228,6 +228,14 @@ def test_state_key_file_is_private_and_outside(tmp_path, monkeypatch):
     monkeypatch.setenv("SLIDEWISE_STATE_KEY", "short")
     with pytest.raises(OptionError, match="too short"):
         state_key()
+
+
+def test_a_run_without_checkpoint_needs_no_key_file(tmp_path, monkeypatch):
+    monkeypatch.delenv("SLIDEWISE_STATE_KEY", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert len(run_key(persistent=False)) == 32 and run_key(persistent=False) != run_key(persistent=False)
+    assert not (tmp_path / "slidewise").exists()
+    assert run_key(persistent=True) == (tmp_path / "slidewise" / "state.key").read_text().strip().encode()
 
 
 def test_log4j_config_is_private_and_quiet_unless_verbose(monkeypatch):

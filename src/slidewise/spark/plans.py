@@ -325,6 +325,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.spark.runner import (_checkpoint_meta, _partitions, open_checkpoint, removed_on_error,
                                         start_options, timed_session)
     from slidewise.spark.sequencer import SequencerLogic
+    from slidewise.spark.state_codec import run_key
 
     if strategy not in STRATEGIES:
         raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
@@ -380,7 +381,8 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             keying = Keying("hash", int(meta["buckets"]), keys=(attr,) * len(names), key_kind=key_kind)
         layout = Layout(tuple(infos))
         logic = PlanBucket(plan, names, [list(i.kinds) for i in infos], [lateness] * len(names),
-                           strategy=strategy, partitions=partitions, options=options, tables=table_rows)
+                           strategy=strategy, partitions=partitions, options=options, tables=table_rows,
+                           key=run_key(persistent=not temp))
         _check_tables(logic.new_state().runner, table_rows)  # operator and table errors now, not in a task
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings)

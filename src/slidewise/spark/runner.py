@@ -49,6 +49,7 @@ from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.spark.join import JoinPlan, build_stream, checked_lateness, plan_join
 from slidewise.spark.session import check_master, default_partitions, get_session
 from slidewise.spark.sinks import BatchSink, sink_kind
+from slidewise.spark.state_codec import run_key
 
 #: ``--conf`` keys that are slidewise options, not Spark settings
 OPTION_KEYS = {"slidewise.buckets": "buckets", "slidewise.maxFilesPerTrigger": "max_files_per_trigger"}
@@ -106,10 +107,11 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None,
         jp = plan_join(q, sources, buckets=meta["buckets"], ts_column=ts_column, ts_unit=ts_unit,
                        lateness=opts.lateness, algorithm=algorithm, order=order, options=operator_options,
                        work_dir=root)
+        key = run_key(persistent=not temp)
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, q.text or q.describe(), sources, meta["buckets"], write=True)
         frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column,
-                             chunk_rows=chunk_rows, max_files=opts.max_files)
+                             chunk_rows=chunk_rows, max_files=opts.max_files, key=key)
         sink = BatchSink(jp.layout, out=out, collect=bool(collect) if collect is not None else opts.kind == "memory",
                          rejects_dir=rejects, progress=progress)
         if opts.kind in ("parquet", "csv", "json"):

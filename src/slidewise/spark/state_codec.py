@@ -17,7 +17,8 @@ The key: ``SLIDEWISE_STATE_KEY`` if set (at least 16 characters), else the
 per-user file ``$XDG_CONFIG_HOME/slidewise/state.key`` (default
 ``~/.config/slidewise/state.key``), created on first use with mode 0600 and
 refused if others may read or write it. The driver reads it and ships it to
-the workers with the stage logic (never into the checkpoint).
+the workers with the stage logic (never into the checkpoint). A run without
+``--checkpoint`` uses a random key of its own (:func:`run_key`).
 """
 
 from __future__ import annotations
@@ -77,6 +78,12 @@ def state_key() -> bytes:
     if len(key) < 16:
         raise OptionError(f"the state key file {path} holds no key", hint=f"delete it to get a new one, or {hint}")
     return key.encode()
+
+
+def run_key(*, persistent: bool) -> bytes:
+    """The state key of a run: :func:`state_key` for a user's ``--checkpoint``; a random one for a
+    temporary checkpoint (private to the run and removed after it, so no key file is needed)."""
+    return state_key() if persistent else secrets.token_bytes(32)
 
 
 def seal(key: bytes, body: bytes) -> bytes:
