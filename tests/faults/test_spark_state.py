@@ -127,6 +127,18 @@ def test_torn_log_entry_is_found_by_reading_the_logs(tmp_path):
     assert "its query metadata query/metadata" in str(error_from_text(text, checkpoint=tmp_path))
 
 
+@pytest.mark.parametrize("text", ["{\"query\": \"SELECT", "[]", "{\"query\": \"q\"}", "\udcff"])
+def test_damaged_slidewise_json_is_a_checkpoint_error(tmp_path, text):
+    """slidewise's own record in the checkpoint: damaged -> one message before any JVM starts."""
+    from slidewise.spark.runner import _checkpoint_meta
+
+    (tmp_path / "slidewise.json").write_bytes(text.encode("utf-8", "surrogateescape"))
+    with pytest.raises(CheckpointError) as e:
+        _checkpoint_meta(tmp_path, "q", {}, 2, write=False)
+    assert str(e.value).startswith(f"checkpoint {tmp_path}: the checkpoint is damaged: its slidewise.json cannot "
+                                   "be read") and str(e.value).endswith(f"(hint: {RESTORE})")
+
+
 def test_worker_state_refusal_keeps_its_class_and_gains_the_checkpoint():
     message = _checkpoint_error(WORKER, "does not verify", "refused")
     assert "Traceback" not in message

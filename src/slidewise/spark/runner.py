@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slidewise.cql import load_query
-from slidewise.errors import OptionError, SlidewiseError
+from slidewise.errors import CheckpointError, OptionError, SlidewiseError
 from slidewise.model.time import parse_duration
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.engine import RunResult, run_counts
@@ -206,6 +206,20 @@ def removed_on_error(root: Path, temp: bool):
         if temp:
             shutil.rmtree(root, ignore_errors=True)
         raise
+
+
+def _read_meta(path: Path) -> dict:
+    """``slidewise.json`` of a checkpoint; a CheckpointError if it is damaged."""
+    from slidewise.spark.failures import RESTORE
+
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(meta, dict) or not isinstance(meta.get("buckets"), int) or meta["buckets"] < 1:
+            raise ValueError("no query and key buckets in it")
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise CheckpointError(f"the checkpoint is damaged: its {path.name} cannot be read ({e})",
+                              location=f"checkpoint {path.parent}", hint=RESTORE) from None
+    return meta
 
 
 def _partitions(spark, conf: dict) -> int:
@@ -455,7 +469,7 @@ def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, writ
     path = root / "slidewise.json"
     settings = dict(settings or {})
     if path.exists():
-        meta = json.loads(path.read_text())
+        meta = _read_meta(path)
         if meta.get("query") != text:
             raise OptionError("this checkpoint belongs to another query", location=str(root),
                               hint="use a new --checkpoint DIR for a new query")
