@@ -94,6 +94,13 @@ def test_missing_state_file_is_state_loss():
                                      "missing: the checkpoint lost operator state")
 
 
+def test_lost_state_directory_is_state_loss():
+    text = ("[STREAM_FAILED] Query [id = 7663bd15, runId = 0378a927] terminated with exception: "
+            "[STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY] Cannot restart streaming query with stateful "
+            "operators because the state directory is empty or missing.")
+    _checkpoint_error(text, "its state directory query/state is empty or missing: the checkpoint lost its operator state")
+
+
 @pytest.mark.parametrize("log, kind", [("offsets", "offsets log entry"), ("commits", "commits log entry"),
                                        ("sources/0", "source file log entry")])
 def test_malformed_logs(log, kind):

@@ -102,6 +102,9 @@ def checkpoint_damage(text: str, checkpoint: Path | None) -> CheckpointError | N
         m = re.search(r"Error reading stream metadata from " + _PATH, text)
         file = _plain(m.group(1)) if m else (str(Path(checkpoint) / "query" / "metadata") if checkpoint else None)
         return _damaged(file, checkpoint, "cannot be read")
+    if "MISSING_STATE_DIRECTORY" in text or "state directory is empty or missing" in text:
+        state_dir = str(Path(checkpoint) / "query" / "state") if checkpoint is not None else None
+        return _damaged(state_dir, checkpoint, "is empty or missing: the checkpoint lost its operator state")
     state = any(k in text for k in ("CANNOT_LOAD_STATE_STORE", "CANNOT_READ_STREAMING_STATE_FILE",
                                     "CANNOT_READ_STATE", "STATE_STORE_", "RocksDBException"))
     missing = [_plain(p) for p in re.findall(r"(?:streaming state file of|File) " + _PATH + r" does not exist", text)]
@@ -178,7 +181,8 @@ def header_change(text: str, streams=()) -> SourceError | None:
 def _damaged(file: str | None, checkpoint: Path | None, what: str) -> CheckpointError:
     if file and checkpoint is not None and _inside(file, checkpoint):
         rel = str(Path(file).resolve().relative_to(Path(checkpoint).resolve()))
-        kind = next((_LOGS[p] for p in Path(rel).parts if p in _LOGS), "file")
+        kind = "state directory" if Path(rel).name == "state" else \
+            next((_LOGS[p] for p in Path(rel).parts if p in _LOGS), "file")
         message = f"the checkpoint is damaged: its {kind} {rel} {what}"
     else:
         message = f"the checkpoint is damaged: {file} {what}" if file else f"the checkpoint is damaged: {what}"
