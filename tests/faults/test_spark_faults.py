@@ -186,5 +186,11 @@ def test_new_file_with_another_header_names_file_and_headers(tmp_path):
                 proc.wait()
     err = assert_spark_error(Outcome(code, "", log.read_text()), str(case.a / "2.csv"), "CSV header",
                              "(ts, j)", "(ts, k)")
-    assert "disappeared" not in err
+    assert "disappeared" not in err and "give the file the others' header and rerun the same command" in err
     assert (case.a / "2.csv").read_text() == "ts,j\n5,7\n"   # the input is left as it was
+    (case.a / "2.csv").write_text("ts,k\n5,7\n")             # as the hint says: then the run continues
+    assert case.run("--once").code == 0
+    from slidewise.spark import read_results
+
+    rows = read_results(str(case.out))
+    assert sorted(rows["A.ts"]) == [1, 1, 2, 3, 3, 5, 5]   # nothing of the fixed file lost, nothing twice
