@@ -5,6 +5,8 @@ from hypothesis import HealthCheck, settings
 # The CLI's default engine is Spark; tests that do not ask for it run in-process
 # (tests/spark/ pass --engine spark explicitly), so `pytest -m "not spark"` needs no Java.
 os.environ.setdefault("SLIDEWISE_ENGINE", "local")
+# Checkpointed Spark state is authenticated with a per-user key; tests use a fixed one, not ~/.config.
+os.environ.setdefault("SLIDEWISE_STATE_KEY", "slidewise-tests-state-key")
 
 settings.register_profile("ci", max_examples=60, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -387,6 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"execution engine (default: {default_engine()}; SLIDEWISE_ENGINE sets the default)")
     d.add_argument("--master", help="Spark master URL (default local[*])")
     d.add_argument("--conf", action="append", metavar="K=V", help="Spark setting (repeatable)")
+    from slidewise.spark.cli import add_verbose_option
+
+    add_verbose_option(d)
     d.set_defaults(func=cmd_demo)
 
     e = sub.add_parser("explain", help="show the plan chosen for a query")
@@ -458,7 +461,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from slidewise.runtime.outputs import kept_signal_handlers
+    from slidewise.spark.cli import apply_verbose
 
+    apply_verbose(args)
     with kept_signal_handlers():
         try:
             return args.func(args)

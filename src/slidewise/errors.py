@@ -57,3 +57,7 @@ class ExecutionError(SlidewiseError):
 
 class OptionError(SlidewiseError):
     """A command-line or API option has a bad value."""
+
+
+class CheckpointError(SlidewiseError):
+    """A checkpoint directory is damaged, was changed outside slidewise, or lost its state."""

@@ -1,7 +1,8 @@
 """Stage 2 of the Spark join: one key bucket hosting a slidewise join operator.
 
 Each bucket (a key of the stateful operator) keeps, as one value in Spark's
-state store (pickled numpy arrays — never a list of rows per key):
+state store (arrays, never a list of rows per key; encoded and authenticated
+by :func:`~slidewise.spark.state_codec.pack_state`):
 
 * the hosted operator's running state
   (:meth:`~slidewise.operators.joins.base.JoinOperator.snapshot`: for the
@@ -30,7 +31,6 @@ The operator, its options and the join order come from the physical plan of
 
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +43,7 @@ from slidewise.plan.query import JoinQuery
 from slidewise.runtime.rejects import reason_kind
 from slidewise.spark.layout import (ADMITTED, EOF, KIND_NUMPY, MARKER, REJECT, RESULT, STATS, TUPLE, Layout,
                                    concat, take, unpack)
+from slidewise.spark.state_codec import pack_state, state_key, unpack_state
 
 NEG = np.iinfo(np.int64).min // 2
 POS = np.iinfo(np.int64).max
@@ -63,11 +64,15 @@ class BucketState:
 
 
 class BucketJoin:
-    """The stage-2 computation for one bucket, without Spark (state bytes in, state bytes out)."""
+    """The stage-2 computation for one bucket, without Spark (state bytes in, state bytes out).
+
+    ``key``: the state key (default :func:`~slidewise.spark.state_codec.state_key`, read when built).
+    """
 
     def __init__(self, query: JoinQuery, layout: Layout, *, algorithm: str | None = None,
-                 order=None, options: dict | None = None, chunk_rows: int = 65536):
+                 order=None, options: dict | None = None, chunk_rows: int = 65536, key: bytes | None = None):
         self.query = query
+        self.key = key if key is not None else state_key()
         self.layout = layout
         self.plan = choose(query, algorithm, order, **(options or {}))
         self.chunk_rows = int(chunk_rows)
@@ -76,8 +81,7 @@ class BucketJoin:
     def process(self, bucket: int, blob: bytes | None, frame: pd.DataFrame) -> tuple[bytes, list[pd.DataFrame]]:
         """New state bytes and the output frames (join output layout) of one call."""
         n = self.query.n
-        st = pickle.loads(blob) if blob else BucketState(frontier=np.full(n, NEG, np.int64),
-                                                         buffer=[self._empty(i) for i in range(n)])
+        st = self.load(blob)
         op = self.plan.build()
         if st.operator is not None:
             op.load_snapshot(st.operator)
@@ -114,11 +118,29 @@ class BucketJoin:
         if len(res):
             out.append(self._results(res))
         st.operator = op.snapshot()
-        blob = pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)
+        blob = self.dump(st)
         buffered = sum(len(b["t"]) for b in st.buffer)
         out.append(self._frame(1, k=STATS, rl=bucket, n0=op.state_tuples() + buffered, n1=len(blob),
                                n2=op.comparisons - comparisons, n3=retractions, n4=len(res)))
         return blob, out
+
+    def dump(self, st: BucketState) -> bytes:
+        """The state as bytes: counters as JSON, buffers as Arrow, the operator snapshot; sealed."""
+        meta = {"frontier": st.frontier.tolist(), "ended": st.ended, "flushed": st.flushed,
+                "next_pos": st.next_pos, "last": None if st.last is None else list(st.last)}
+        return pack_state(self.key, meta, st.buffer, st.operator or b"")
+
+    def load(self, blob: bytes | None) -> BucketState:
+        """The state :meth:`dump` wrote (verified first), or a new one for ``None``."""
+        n = self.query.n
+        if not blob:
+            return BucketState(frontier=np.full(n, NEG, np.int64), buffer=[self._empty(i) for i in range(n)])
+        meta, tables, operator = unpack_state(self.key, blob)
+        buffer = [{k: tables[i][k].astype(v.dtype, copy=False) for k, v in self._empty(i).items()}
+                  for i in range(n)]
+        return BucketState(operator or None, buffer, np.asarray(meta["frontier"], np.int64), meta["ended"],
+                           meta["flushed"], int(meta["next_pos"]),
+                           None if meta["last"] is None else tuple(int(x) for x in meta["last"]))
 
     # ------------------------------------------------------------------ buffer and release
 

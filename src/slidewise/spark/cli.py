@@ -9,7 +9,8 @@ Options: ``--master URL`` (default ``local[*]``), ``--conf k=v`` (repeatable;
 Spark settings, plus ``slidewise.buckets`` and ``slidewise.maxFilesPerTrigger``),
 ``--trigger 2s`` (micro-batch interval),
 ``--once`` (available-now: what exists, then end of input and stop; the
-default when every source is a file), ``--checkpoint DIR`` (restartable runs).
+default when every source is a file), ``--checkpoint DIR`` (restartable runs),
+``-v`` (Spark's own log with Java stack traces; quiet otherwise).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import os
 
 from slidewise.errors import OptionError
+from slidewise.spark.session import VERBOSE_ENV
 
 ENGINES = ("spark", "local")
 
@@ -48,6 +50,19 @@ def add_spark_options(p: argparse.ArgumentParser) -> None:
                         "(default for file inputs; directories run until Ctrl-C)")
     g.add_argument("--checkpoint", metavar="DIR",
                    help="checkpoint directory: rerunning the same command continues without loss or duplicates")
+    add_verbose_option(g)
+
+
+def add_verbose_option(p) -> None:
+    """``-v/--verbose``: show Spark's own log (errors with their Java stack traces)."""
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help=f"show Spark's log, errors with Java stack traces (also {VERBOSE_ENV}=1)")
+
+
+def apply_verbose(args) -> None:
+    """``-v`` sets :data:`~slidewise.spark.session.VERBOSE_ENV` for the session and its workers."""
+    if getattr(args, "verbose", False):
+        os.environ[VERBOSE_ENV] = "1"
 
 
 def parse_conf(pairs: list[str] | None) -> dict[str, str]:

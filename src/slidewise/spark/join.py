@@ -93,8 +93,9 @@ def plan_join(query: JoinQuery, sources: dict[str, object], *, buckets: int, ts_
 
 
 def build_stream(spark, jp: JoinPlan, *, control_dir: str, ts_column: str = "ts", chunk_rows: int = 65536,
-                 max_files: int | None = None):
-    """The streaming DataFrame of the join's output (layout :meth:`Layout.out_ddl`)."""
+                 max_files: int | None = None, key: bytes | None = None):
+    """The streaming DataFrame of the join's output (layout :meth:`Layout.out_ddl`); ``key``: the state key
+    (:func:`~slidewise.spark.state_codec.run_key`)."""
     from slidewise.spark.processor import JoinProcessor, SequencerProcessor
 
     layout = jp.layout
@@ -107,7 +108,7 @@ def build_stream(spark, jp: JoinPlan, *, control_dir: str, ts_column: str = "ts"
         outputStructType=WIRE_DDL, outputMode="Append", timeMode="None")
     q = jp.query
     logic = BucketJoin(q, layout, algorithm=jp.plan.algorithm.name, order=[q.aliases[i] for i in jp.plan.order],
-                       options=jp.options, chunk_rows=chunk_rows)
+                       options=jp.options, chunk_rows=chunk_rows, key=key)
     return sequenced.groupBy("b").transformWithStateInPandas(
         statefulProcessor=JoinProcessor(logic), outputStructType=layout.out_ddl(),
         outputMode="Append", timeMode="None")

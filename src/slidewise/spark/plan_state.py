@@ -31,9 +31,10 @@ output itself) the rows would repeat per bucket: one bucket.
 
 State per bucket: the whole ``_Runner`` (operators and their stores), the
 buffer of admitted tuples not yet released, each stream's frontier, pickled
-with cloudpickle (operators hold closures) into one binary ``ValueState``.
-Simple and correct; the cost is one full (de)serialisation of the bucket's
-state per micro-batch.
+with cloudpickle (operators hold closures) and sealed with the state key
+(:func:`~slidewise.spark.state_codec.seal`: verified before it is unpickled)
+into one binary ``ValueState``. Simple and correct; the cost is one full
+(de)serialisation of the bucket's state per micro-batch.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from slidewise.plan.logical import (Aggregate, Distinct, Join, Negation, Node, O
                                     Select, Subquery, Union)
 from slidewise.runtime.plan_runner import end_instant
 from slidewise.spark.layout import EOF, MARKER, REJECT, TUPLE, concat, pack, unpack
+from slidewise.spark.state_codec import seal, state_key, unseal
 
 NEG = np.iinfo(np.int64).min // 2
 POS = np.iinfo(np.int64).max
@@ -259,12 +261,15 @@ class PlanBucket:
     timestamp; ``cols`` as the local reader gives them, ``op`` included),
     held by every bucket: each release first adds the relation rows below the
     same bound, so they enter the executor's instants exactly as locally
-    (relation children first within an instant).
+    (relation children first within an instant). ``key``: the state key (default
+    :func:`~slidewise.spark.state_codec.state_key`, read when built).
     """
 
     def __init__(self, plan: Plan, sources: list[str], attrs: list[list[str]], lateness: list[int], *,
                  strategy: str = "upa", partitions: int = 10, options: dict | None = None,
-                 tables: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] | None = None):
+                 tables: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] | None = None,
+                 key: bytes | None = None):
+        self.key = key if key is not None else state_key()
         self.plan, self.sources, self.attrs = plan, list(sources), [list(a) for a in attrs]
         self.lateness = np.asarray(lateness, np.int64)
         self.strategy, self.partitions, self.options = strategy, int(partitions), dict(options or {})
@@ -284,7 +289,7 @@ class PlanBucket:
         """New state bytes and the output rows (:data:`OUT_DDL`) of one call."""
         from pyspark import cloudpickle
 
-        st = cloudpickle.loads(blob) if blob else self.new_state()
+        st = cloudpickle.loads(unseal(self.key, blob)) if blob else self.new_state()
         runner = st.runner
         before = (runner.negatives, runner.instants)
         rows: list[dict] = []
@@ -326,7 +331,7 @@ class PlanBucket:
             cols = {c: np.concatenate([p[c] for p in parts]) for c in self.columns}
             rows.append({"k": RESULT, "q": len(cols["ts"]), "p": pack(cols),
                          "n0": int((cols["sign"] < 0).sum())})
-        blob = cloudpickle.dumps(st)
+        blob = seal(self.key, cloudpickle.dumps(st))
         state = sum(op.state_size() for op in runner.ops) + sum(len(c["t"]) for b in st.buffer for c in b)
         rows.append({"k": STATS, "s": bucket, "n0": state, "n1": len(blob),
                      "n2": runner.negatives - before[0], "n3": runner.instants - before[1]})

@@ -261,9 +261,9 @@ class PlanRun(SparkRun):
     """A running general plan on Spark: the join runner's :class:`~slidewise.spark.runner.SparkRun`
     (start, once / live, end of input, Ctrl-C, stop) with the plan's stats."""
 
-    def __init__(self, spark, frame, sink: _PlanSink, *, info: dict, **kwargs):
+    def __init__(self, spark, frame, sink: _PlanSink, *, info: dict, layout=None, **kwargs):
         super().__init__(spark, None, frame, sink, **kwargs)
-        self.info = info
+        self.info, self.layout = info, layout
 
     def stats(self) -> dict:
         sink, info = self.sink, self.info
@@ -325,6 +325,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.spark.runner import (_checkpoint_meta, _partitions, open_checkpoint, removed_on_error,
                                         start_options, timed_session)
     from slidewise.spark.sequencer import SequencerLogic
+    from slidewise.spark.state_codec import run_key
 
     if strategy not in STRATEGIES:
         raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
@@ -382,7 +383,8 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             keying = Keying("hash", int(meta["buckets"]), keys=(attr,) * len(names), key_kind=key_kind)
         layout = Layout(tuple(infos))
         logic = PlanBucket(plan, names, [list(i.kinds) for i in infos], [lateness] * len(names),
-                           strategy=strategy, partitions=partitions, options=options, tables=table_rows)
+                           strategy=strategy, partitions=partitions, options=options, tables=table_rows,
+                           key=run_key(persistent=not temp))
         _check_tables(logic.new_state().runner, table_rows)  # operator and table errors now, not in a task
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings, outputs=outputs)
@@ -410,7 +412,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             "streams": names,
             "table_inputs": {n: len(table_rows[n][0]) for n in table_names},   # relations once, not per bucket
         }
-        run = PlanRun(session, output, sink, info=info, root=root, temp=temp, once=opts.once, interval=opts.interval,
+        run = PlanRun(session, output, sink, info=info, layout=layout, root=root, temp=temp, once=opts.once, interval=opts.interval,
                       session_seconds=session_seconds)
         run.start()
     return run

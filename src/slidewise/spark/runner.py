@@ -42,13 +42,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slidewise.cql import load_query
-from slidewise.errors import ExecutionError, OptionError, SlidewiseError, SourceError
+from slidewise.errors import CheckpointError, OptionError, SlidewiseError
 from slidewise.model.time import parse_duration
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.spark.join import JoinPlan, build_stream, checked_lateness, plan_join
 from slidewise.spark.session import check_master, default_partitions, get_session
 from slidewise.spark.sinks import FILE_KINDS, BatchSink, refuse_other_parts, sink_kind
+from slidewise.spark.state_codec import run_key
 
 #: ``--conf`` keys that are slidewise options, not Spark settings
 OPTION_KEYS = {"slidewise.buckets": "buckets", "slidewise.maxFilesPerTrigger": "max_files_per_trigger"}
@@ -107,10 +108,11 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None,
         jp = plan_join(q, sources, buckets=meta["buckets"], ts_column=ts_column, ts_unit=ts_unit,
                        lateness=opts.lateness, algorithm=algorithm, order=order, options=operator_options,
                        work_dir=root)
+        key = run_key(persistent=not temp)
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, q.text or q.describe(), sources, meta["buckets"], write=True, outputs=outputs)
         frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column,
-                             chunk_rows=chunk_rows, max_files=opts.max_files)
+                             chunk_rows=chunk_rows, max_files=opts.max_files, key=key)
         sink = BatchSink(jp.layout, out=out, collect=bool(collect) if collect is not None else opts.kind == "memory",
                          rejects_dir=rejects, progress=progress)
         if opts.kind in FILE_KINDS:
@@ -207,6 +209,20 @@ def removed_on_error(root: Path, temp: bool):
         raise
 
 
+def _read_meta(path: Path) -> dict:
+    """``slidewise.json`` of a checkpoint; a CheckpointError if it is damaged."""
+    from slidewise.spark.failures import RESTORE
+
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(meta, dict) or not isinstance(meta.get("buckets"), int) or meta["buckets"] < 1:
+            raise ValueError("no query and key buckets in it")
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise CheckpointError(f"the checkpoint is damaged: its {path.name} cannot be read ({e})",
+                              location=f"checkpoint {path.parent}", hint=RESTORE) from None
+    return meta
+
+
 def _partitions(spark, conf: dict) -> int:
     """Key buckets by default: the shuffle partitions of ``conf``, of the session, or 2 x cores."""
     if "spark.sql.shuffle.partitions" in conf:
@@ -226,6 +242,7 @@ class SparkRun:
     def __init__(self, spark, jp: JoinPlan, frame, sink: BatchSink, *, root: Path, temp: bool, once: bool,
                  interval: float | None, session_seconds: float):
         self.spark, self.jp, self.frame, self.sink = spark, jp, frame, sink
+        self.layout = jp.layout if jp is not None else None
         self.root, self.temp, self.once, self.interval = root, temp, once, interval
         self.session_seconds = session_seconds
         self.query = None
@@ -245,7 +262,7 @@ class SparkRun:
         try:
             self.query = writer.start()
         except Exception as e:
-            raise _spark_error(e, self.jp) from None
+            raise self.failure(e) from None
 
     def wait(self, timeout: float | None = None) -> None:
         """``once``: every file present now, then end of input; else until ``timeout`` or Ctrl-C.
@@ -292,8 +309,15 @@ class SparkRun:
         self._until(lambda: done.wait(0.25), None)
         if "error" in box and not self.interrupted:
             self._keep_progress()
-            raise _spark_error(box["error"], self.jp) from None
+            raise self.failure(box["error"]) from None
         return not self.interrupted
+
+    def failure(self, e: BaseException):
+        """The SlidewiseError of a failed query (:func:`slidewise.spark.failures.spark_error`)."""
+        from slidewise.spark.failures import spark_error
+
+        return spark_error(e, checkpoint=None if self.temp else self.root,
+                           streams=self.layout.streams if self.layout is not None else ())
 
     def _until(self, finished, deadline: float | None) -> None:
         """Poll ``finished()`` (each call blocks at most ~0.25 s) until true, the deadline or Ctrl-C."""
@@ -304,7 +328,7 @@ class SparkRun:
                     break
             except Exception as e:
                 self._keep_progress()
-                raise _spark_error(e, self.jp) from None
+                raise self.failure(e) from None
             if pressed is not None and pressed.is_set():
                 self.interrupted = True
                 self.stop()
@@ -447,7 +471,7 @@ def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, writ
     path = root / "slidewise.json"
     settings = dict(settings or {})
     if path.exists():
-        meta = json.loads(path.read_text())
+        meta = _read_meta(path)
         if meta.get("query") != text:
             raise OptionError("this checkpoint belongs to another query", location=str(root),
                               hint="use a new --checkpoint DIR for a new query")
@@ -464,20 +488,3 @@ def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, writ
     if write:
         path.write_text(json.dumps(meta, indent=2) + "\n")
     return meta
-
-
-def _spark_error(e: BaseException, jp: JoinPlan) -> SlidewiseError:
-    """One clear SlidewiseError for a failed Spark query."""
-    text = str(e)
-    m = re.search(r"slidewise\.errors\.(\w+): (.+)", text)
-    if m:
-        return ExecutionError(m.group(2).strip()[:500])
-    if "CSV header does not conform" in text or "Number of column in CSV header" in text:
-        return SourceError("a new file's CSV header differs from the schema of its source",
-                           hint="all files of one source need the same columns in the same order")
-    if "FileNotFoundException" in text or "PATH_NOT_FOUND" in text:
-        return SourceError("an input directory disappeared or became unreadable while the query ran",
-                           hint="check the paths given to --source")
-    first = next((line.strip() for line in text.splitlines() if line.strip()), type(e).__name__)
-    return ExecutionError(f"the Spark query failed: {first[:400]}",
-                          hint="see the Spark log above; rerun with the same --checkpoint to continue")

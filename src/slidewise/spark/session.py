@@ -4,19 +4,23 @@
 Spark's Python workers at the running interpreter (``spark.pyspark.python``
 and ``PYSPARK_PYTHON`` — otherwise workers start ``python3`` from PATH and
 cannot import pandas or slidewise), selects the RocksDB state store, sets the
-shuffle partitions to a small multiple of the cores, keeps the logs quiet and,
-in local modes, binds the driver to 127.0.0.1. ``conf`` entries win over every
+shuffle partitions to a small multiple of the cores, keeps the logs quiet
+(Spark's log4j is off unless :func:`verbose`; its configuration is a private
+temporary file) and, in local modes, binds the driver to 127.0.0.1. ``conf`` entries win over every
 default. Failures become one :class:`~slidewise.errors.SlidewiseError` each:
 Java missing, a master URL Spark cannot parse, a JVM that does not start.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import re
 import shutil
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 from slidewise.errors import OptionError, SlidewiseError
@@ -26,8 +30,9 @@ JAVA_HINT = ("install Java 17, e.g. `apt-get install openjdk-17-jre-headless`, o
              "or run with --engine local")
 _MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|"
                      r"(spark|mesos|k8s)://.+|yarn)$")
+VERBOSE_ENV = "SLIDEWISE_VERBOSE"
 _LOG4J = """\
-rootLogger.level = error
+rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -80,8 +85,8 @@ def session_conf(master: str = "local[*]", conf: dict[str, str] | None = None, *
         "spark.ui.showConsoleProgress": "false",
         "spark.python.authenticate.socketTimeout": "120s",  # busy machines start Python slowly
         "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log4j_file()}",
-        "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_log4j_file()}",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j_file()}",
+        "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j_file()}",
     }
     if master.startswith("local"):
         out["spark.driver.host"] = "127.0.0.1"
@@ -118,14 +123,37 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None, *
             raise OptionError(f"Spark rejected the master URL {master!r}: {first[:200]}",
                               hint="use local[*], local[N], spark://HOST:PORT, ...") from None
         raise SparkStartError(f"Spark did not start: {first[:300]}", hint=JAVA_HINT) from None
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("ERROR" if verbose() else "OFF")
+    if not verbose():  # PySpark repeats a failed batch's Java error as a warning; the failure is reported once
+        warnings.filterwarnings("ignore", message="toPandas attempted Arrow optimization")
     return spark
 
 
-def _log4j_file() -> str:
-    path = Path(tempfile.gettempdir()) / "slidewise-log4j2.properties"
-    if not path.exists() or path.read_text() != _LOG4J:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(_LOG4J)
-        tmp.replace(path)
-    return str(path)
+def verbose() -> bool:
+    """Whether Spark's own log (errors with Java stack traces) is shown: ``SLIDEWISE_VERBOSE`` (``run -v``)."""
+    return os.environ.get(VERBOSE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def log4j_file() -> str:
+    """Spark's log4j2 configuration for this process: a private temporary file, removed at exit.
+
+    Quiet (level off) unless :func:`verbose`; the level is fixed when the JVM starts.
+    """
+    level = "error" if verbose() else "off"
+    if level not in _LOG4J_FILES:
+        fd, path = tempfile.mkstemp(prefix="slidewise-log4j2-", suffix=".properties")
+        with os.fdopen(fd, "w") as f:
+            f.write(_LOG4J.replace("{level}", level))
+        _LOG4J_FILES[level] = path
+        if len(_LOG4J_FILES) == 1:
+            atexit.register(_remove_log4j_files)
+    return _LOG4J_FILES[level]
+
+
+_LOG4J_FILES: dict[str, str] = {}
+
+
+def _remove_log4j_files() -> None:
+    for path in _LOG4J_FILES.values():
+        with contextlib.suppress(OSError):
+            os.unlink(path)
