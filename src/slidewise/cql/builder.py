@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import replace
 
 from lark import Token, Tree
 
@@ -233,6 +234,13 @@ class Builder:
         return e
 
     def expr(self, node: Tree) -> Expr:
+        """The expression of ``node``, carrying its query line and column (for binding errors)."""
+        e = self.expr_of(node)
+        if getattr(e, "pos", False) is None:
+            e = replace(e, pos=_pos(node))
+        return e
+
+    def expr_of(self, node: Tree) -> Expr:
         kind = node.data
         ch = node.children
         if kind == "number":

@@ -4,20 +4,31 @@ One evaluator serves both the per-tuple paper operators (``get`` returns Python
 scalars) and the columnar paths (``get`` returns numpy arrays): arithmetic and
 comparisons broadcast, boolean connectives use ``numpy.logical_*``.
 
+NULL is NaN in a number column and ``None`` in a text column (as the sources
+read missing values). ``x / 0`` and ``x % 0`` are NULL; arithmetic on NULL is
+NULL. Conditions follow SQL's three-valued logic: a comparison with NULL is
+unknown, ``NOT`` unknown is unknown, ``AND`` / ``OR`` are Kleene's, and a
+condition's value is true only where it holds (unknown filters a row out).
+
 >>> e = Cmp(">", Col(0, "x", "S1"), Lit(3))
 >>> bool(evaluate(e, lambda s, a: {"x": 5}[a]))
 True
 >>> str(e)
 'S1.x > 3'
+>>> evaluate(BinOp("/", Col(0, "x", "S1"), Lit(0)), lambda s, a: np.array([1, 0])).tolist()
+[nan, nan]
+>>> evaluate(Not(Cmp(">", BinOp("%", Col(0, "x"), Lit(0)), Lit(1))), lambda s, a: np.array([5])).tolist()
+[False]
 """
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 
 class Expr:
@@ -32,6 +43,7 @@ class Col(Expr):
     stream: int
     attr: str
     name: str = ""  # stream alias, for display
+    pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)  # query line, column
 
     def __str__(self) -> str:
         if self.stream < 0 and not self.name:   # an output column of the node below, by name
@@ -42,6 +54,7 @@ class Col(Expr):
 @dataclass(frozen=True)
 class Lit(Expr):
     value: object
+    pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         if isinstance(self.value, str):  # CQL's quoting, so a shown condition parses back
@@ -54,6 +67,7 @@ class BinOp(Expr):
     op: str  # + - * / %
     left: Expr
     right: Expr
+    pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"({self.left} {self.op} {self.right})"
@@ -64,6 +78,7 @@ class Cmp(Expr):
     op: str  # = != < <= > >=
     left: Expr
     right: Expr
+    pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.left} {self.op} {self.right}"
@@ -97,6 +112,7 @@ class Not(Expr):
 class Func(Expr):
     name: str  # lower-case: abs
     args: tuple[Expr, ...]
+    pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.name.upper()}({', '.join(map(str, self.args))})"
@@ -112,33 +128,91 @@ _CMPS: dict[str, Callable] = {
 }
 _FUNCS: dict[str, Callable] = {"abs": np.abs}
 FUNCTIONS = frozenset(_FUNCS)
+CONDITIONS = (Cmp, And, Or, Not)
+NAN = float("nan")  # the one NULL of scalar arithmetic (equal to itself by identity, so DISTINCT keeps one)
 
 
 def evaluate(expr: Expr, get: Callable[[int, str], object]):
-    """Value of ``expr`` where ``get(stream, attr)`` supplies column values."""
+    """Value of ``expr`` where ``get(stream, attr)`` supplies column values; a condition's
+    value is true only where it holds (false or unknown: false)."""
+    if isinstance(expr, CONDITIONS):
+        return _truth(expr, get)[0]
     if isinstance(expr, Col):
         return get(expr.stream, expr.attr)
     if isinstance(expr, Lit):
         return expr.value
     if isinstance(expr, BinOp):
-        return _BINOPS[expr.op](evaluate(expr.left, get), evaluate(expr.right, get))
-    if isinstance(expr, Cmp):
-        return _CMPS[expr.op](evaluate(expr.left, get), evaluate(expr.right, get))
-    if isinstance(expr, And):
-        out = evaluate(expr.items[0], get)
-        for item in expr.items[1:]:
-            out = np.logical_and(out, evaluate(item, get))
-        return out
-    if isinstance(expr, Or):
-        out = evaluate(expr.items[0], get)
-        for item in expr.items[1:]:
-            out = np.logical_or(out, evaluate(item, get))
-        return out
-    if isinstance(expr, Not):
-        return np.logical_not(evaluate(expr.item, get))
+        return arithmetic(expr.op, evaluate(expr.left, get), evaluate(expr.right, get))
     if isinstance(expr, Func):
         return _FUNCS[expr.name](*(evaluate(a, get) for a in expr.args))
     raise TypeError(f"not an expression: {expr!r}")
+
+
+def _truth(expr: Expr, get) -> tuple:
+    """``(holds, fails)`` of a condition; both false where it is unknown (SQL's NULL)."""
+    if isinstance(expr, Cmp):
+        a, b = evaluate(expr.left, get), evaluate(expr.right, get)
+        null = np.logical_or(is_null(a), is_null(b))
+        if not np.any(null):
+            res = _CMPS[expr.op](a, b)
+            return res, np.logical_not(res)
+        res = _CMPS[expr.op](_filled(a, null), _filled(b, null))
+        known = np.logical_not(null)
+        return np.logical_and(res, known), np.logical_and(np.logical_not(res), known)
+    if isinstance(expr, (And, Or)):
+        parts = [_truth(i, get) for i in expr.items]
+        first, second = (np.logical_and, np.logical_or) if isinstance(expr, And) else (np.logical_or, np.logical_and)
+        holds, fails = parts[0]
+        for h, f in parts[1:]:
+            holds, fails = first(holds, h), second(fails, f)
+        return holds, fails
+    if isinstance(expr, Not):
+        holds, fails = _truth(expr.item, get)
+        return fails, holds
+    value = evaluate(expr, get)   # a value used as a condition
+    null = is_null(value)
+    known = np.logical_not(null)
+    return (np.logical_and(_filled(value, null, False), known),
+            np.logical_and(np.logical_not(_filled(value, null, True)), known))
+
+
+def is_null(v):
+    """Where ``v`` is NULL (NaN or None): a bool array, or a bool for a scalar."""
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind == "f":
+            return np.isnan(v)
+        if v.dtype == object:
+            return pd.isna(v)
+        return False
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def _filled(v, null, fill=None):
+    """``v`` with its NULLs replaced, so that comparing it raises no TypeError (results there are masked)."""
+    if not (isinstance(v, np.ndarray) and v.dtype == object) or not np.any(null):
+        return v
+    v = v.copy()
+    v[null] = "" if fill is None else fill
+    return v
+
+
+def arithmetic(op: str, a, b):
+    """``a op b`` on scalars or arrays; ``/`` and ``%`` are NULL (NaN) where ``b`` is 0, without a warning.
+
+    ``%`` by a column is float (it may be NULL); by a non-zero constant it keeps ``a``'s type."""
+    if op not in ("/", "%"):
+        return _BINOPS[op](a, b)
+    if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):   # scalars (per-tuple paths)
+        return NAN if b == 0 else _BINOPS[op](a, b)
+    zero = np.equal(b, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.true_divide(a, b) if op == "/" else np.mod(a, b)
+    if np.ndim(b) == 0:
+        return np.full(out.shape, np.nan) if zero else out
+    out = out.astype(np.float64, copy=False)
+    if np.any(zero):
+        out = np.where(zero, np.nan, out)
+    return out
 
 
 def columns_of(expr: Expr) -> set[tuple[int, str]]:

@@ -55,7 +55,8 @@ from slidewise.model.batch import NO_EXP
 from slidewise.operators.project import output_names
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or, streams_of
 from slidewise.plan.query import JoinQuery
-from slidewise.runtime.engine import RunResult, _check_columns, run_counts
+from slidewise.plan.bind import bind_query
+from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sinks import open_sink
 
@@ -94,7 +95,7 @@ def run_batch(query: str | JoinQuery, sources: dict[str, object], *, spark=None,
         inputs_of = [_inspect(ref, sources[ref.source], ts_column, ts_unit, lateness, work)
                      for ref in q.streams]
         schemas = [list(info.kinds) for info, _, _ in inputs_of]
-        _check_columns(q, schemas)
+        q = bind_query(q, [dict(info.kinds) for info, _, _ in inputs_of])
         spark = spark or get_session(master, conf)
         rej = Rejects()
         cached: list = []

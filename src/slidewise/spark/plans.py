@@ -361,7 +361,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
                                           lateness=lateness, work_dir=root)
             infos.append(info)
             recipes.append(recipe)
-        plan = _bind(plan, {**table_schemas, **{n: list(i.kinds) for n, i in zip(names, infos)}})
+        plan = _bind(plan, {**table_schemas, **{n: dict(i.kinds) for n, i in zip(names, infos)}})
         if rewrite:
             from slidewise.plan.rewrite import choose_plan
 
@@ -445,7 +445,7 @@ def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_un
                           {c: np.concatenate([b.cols[c] for b in got]) for c in got[0].cols})
         else:
             rows[name] = (np.empty(0, np.int64), {c: np.empty(0, dt) for c, dt in src.schema.items()})
-    return rows, {n: list(src.schema) for n, src in zip(names, opened)}
+    return rows, {n: dict(src.kinds) for n, src in zip(names, opened)}
 
 
 def _check_tables(runner, tables: dict) -> None:
