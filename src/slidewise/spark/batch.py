@@ -395,10 +395,10 @@ def to_spark(expr: Expr):
         return F.lit(expr.value)
     if isinstance(expr, BinOp):
         a, b = to_spark(expr.left), to_spark(expr.right)
-        if expr.op == "/":
-            return a.cast("double") / b.cast("double")
-        if expr.op == "%":  # numpy: the sign of the divisor
-            return ((a % b) + b) % b
+        if expr.op == "/":   # NULL where b is 0, as plan.expr.arithmetic
+            return F.try_divide(a.cast("double"), b.cast("double"))
+        if expr.op == "%":  # numpy: the sign of the divisor; NULL where b is 0
+            return F.try_mod(F.try_mod(a, b) + b, b)
         return {"+": a + b, "-": a - b, "*": a * b}[expr.op]
     if isinstance(expr, Cmp):
         a, b = to_spark(expr.left), to_spark(expr.right)
