@@ -48,6 +48,7 @@ def typed(expr):
     (Cmp("!=", Lit(3), Col(0, "b", "S1")), "'3' != S1.b", "bool"),
     (Cmp("<", Col(0, "a", "S1"), Col(0, "f", "S1")), "S1.a < S1.f", "bool"),        # numbers compare
     (Cmp("=", Col(0, "flag", "S1"), Lit(1)), "S1.flag = 1", "bool"),
+    (Cmp("!=", Col(0, "flag", "S1"), Lit("True ")), "S1.flag != True", "bool"),
     (BinOp("+", Col(0, "a", "S1"), Lit("1")), "(S1.a + 1)", "int"),
     (BinOp("*", Col(0, "a", "S1"), Col(0, "f", "S1")), "(S1.a * S1.f)", "float"),
     (BinOp("/", Col(0, "a", "S1"), Lit(2)), "(S1.a / 2)", "float"),

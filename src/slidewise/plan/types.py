@@ -164,6 +164,8 @@ class Typer:
                                 hint=f"text orders character by character ('10' < '9'); write {other} {op} "
                                      f"'{lit.value}' to compare text, or make {other} a number in its source")
             return replace(lit, value=str(lit.value))
+        if kind == "bool" and str(lit.value).strip().lower() in ("true", "false"):
+            return replace(lit, value=str(lit.value).strip().lower() == "true")
         number = self._number(lit)
         if number is None:
             raise PlanError(f"cannot compare {_side(other, kind)} with {_side(lit, 'str')}: "
