@@ -168,3 +168,22 @@ def test_spark_batch_casts_and_divides_to_null(data):
                    "--engine", "spark", "--mode", "batch")
     assert outcome.code == 0, outcome.err
     assert [(r["S1.ts"], r["m"]) for r in _rows(data)] == [("1", ""), ("4", "")]
+
+
+def _table_run(data: Path, *extra: str):
+    (data / "t.csv").write_text("ts,id,name\n0,1,x\n0,2,y\n")
+    return _run(data, "SELECT DISTINCT S1.a FROM S1 [RANGE 10], TABLE T WHERE S1.a = T.name",
+                "--table", f"T={data / 't.csv'}", *extra)
+
+
+def test_table_key_mismatch(data):
+    assert_clear_error(_table_run(data), "query line 1, column 56:",
+                       "join keys S1.a (integer) and T.name (text) have different types")
+    _nothing_written(data)
+
+
+@pytest.mark.spark
+def test_spark_table_key_mismatch_before_the_table_is_read(data):
+    assert_clear_error(_table_run(data, "--engine", "spark"), "query line 1, column 56:",
+                       "join keys S1.a (integer) and T.name (text) have different types")
+    _nothing_written(data)
