@@ -251,3 +251,10 @@ def test_plan_engine_matches_the_plan_oracle_on_null_divisions(rows, q):
                   for vals, t, s in zip(res[cols].itertuples(index=False, name=None), res["ts"], res["sign"]))
     want = PlanOracle(bind(plan, {n: {"a": "int", "b": "int", "x": "int"} for n in frames}), frames)
     assert _null_free(got) == _null_free(want.expected_output())
+
+
+@pytest.mark.parametrize("value, want", [(None, False), (float("nan"), False), ("x", False), ("y", True)])
+def test_scalar_null_in_a_condition_is_unknown(value, want):
+    cond = Not(Cmp("=", Col(0, "b", "S1"), Lit("x")))
+    assert bool(evaluate(cond, _get({"b": value}))) is want
+    assert bool(row_function(cond, ("S1.b",), ("S1",))((value,))) is want

@@ -23,12 +23,12 @@ True
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 
 class Expr:
@@ -136,7 +136,8 @@ def evaluate(expr: Expr, get: Callable[[int, str], object]):
     """Value of ``expr`` where ``get(stream, attr)`` supplies column values; a condition's
     value is true only where it holds (false or unknown: false)."""
     if isinstance(expr, CONDITIONS):
-        return _truth(expr, get)[0]
+        value, unknown = _truth(expr, get)
+        return value if unknown is None else np.logical_and(value, np.logical_not(unknown))
     if isinstance(expr, Col):
         return get(expr.stream, expr.attr)
     if isinstance(expr, Lit):
@@ -149,42 +150,44 @@ def evaluate(expr: Expr, get: Callable[[int, str], object]):
 
 
 def _truth(expr: Expr, get) -> tuple:
-    """``(holds, fails)`` of a condition; both false where it is unknown (SQL's NULL)."""
+    """``(value, unknown)`` of a condition: its truth where known, and where it is unknown
+    (SQL's NULL; ``None``: nowhere). ``value`` is meaningless where unknown."""
     if isinstance(expr, Cmp):
         a, b = evaluate(expr.left, get), evaluate(expr.right, get)
-        null = np.logical_or(is_null(a), is_null(b))
-        if not np.any(null):
-            res = _CMPS[expr.op](a, b)
-            return res, np.logical_not(res)
-        res = _CMPS[expr.op](_filled(a, null), _filled(b, null))
-        known = np.logical_not(null)
-        return np.logical_and(res, known), np.logical_and(np.logical_not(res), known)
+        na, nb = is_null(a), is_null(b)
+        null = na if nb is False else nb if na is False else np.logical_or(na, nb)
+        if null is False or not np.any(null):
+            return _CMPS[expr.op](a, b), None
+        return _CMPS[expr.op](_filled(a, null), _filled(b, null)), null
+    if isinstance(expr, Not):
+        value, unknown = _truth(expr.item, get)
+        return np.logical_not(value), unknown
     if isinstance(expr, (And, Or)):
         parts = [_truth(i, get) for i in expr.items]
-        first, second = (np.logical_and, np.logical_or) if isinstance(expr, And) else (np.logical_or, np.logical_and)
-        holds, fails = parts[0]
-        for h, f in parts[1:]:
-            holds, fails = first(holds, h), second(fails, f)
-        return holds, fails
-    if isinstance(expr, Not):
-        holds, fails = _truth(expr.item, get)
-        return fails, holds
+        join = np.logical_and if isinstance(expr, And) else np.logical_or
+        if all(u is None for _, u in parts):
+            return functools.reduce(join, [v for v, _ in parts]), None
+        # Kleene: AND holds where all hold and fails where one fails; OR the other way round
+        meet = np.logical_or if join is np.logical_and else np.logical_and
+        holds = functools.reduce(join, [v if u is None else np.logical_and(v, np.logical_not(u)) for v, u in parts])
+        fails = functools.reduce(meet, [np.logical_not(v) if u is None else np.logical_not(np.logical_or(v, u))
+                                        for v, u in parts])
+        return holds, np.logical_not(np.logical_or(holds, fails))
     value = evaluate(expr, get)   # a value used as a condition
     null = is_null(value)
-    known = np.logical_not(null)
-    return (np.logical_and(_filled(value, null, False), known),
-            np.logical_and(np.logical_not(_filled(value, null, True)), known))
+    return (_filled(value, null, False), null) if np.any(null) else (value, None)
 
 
 def is_null(v):
-    """Where ``v`` is NULL (NaN or None): a bool array, or a bool for a scalar."""
+    """Where ``v`` is NULL (NaN or None): a bool array, or ``False`` / ``True`` (never an array) where
+    ``v`` cannot hold NULL or is a scalar."""
     if isinstance(v, np.ndarray):
         if v.dtype.kind == "f":
             return np.isnan(v)
-        if v.dtype == object:
-            return pd.isna(v)
+        if v.dtype == object:   # text: missing values are None
+            return v == None  # noqa: E711 - elementwise
         return False
-    return v is None or (isinstance(v, float) and v != v)
+    return bool(v is None or (isinstance(v, float) and v != v))
 
 
 def _filled(v, null, fill=None):
@@ -209,9 +212,8 @@ def arithmetic(op: str, a, b):
         out = np.true_divide(a, b) if op == "/" else np.mod(a, b)
     if np.ndim(b) == 0:
         return np.full(out.shape, np.nan) if zero else out
-    out = out.astype(np.float64, copy=False)
-    if np.any(zero):
-        out = np.where(zero, np.nan, out)
+    out = out.astype(np.float64, copy=False)   # a new array either way
+    np.putmask(out, zero, np.nan)
     return out
 
 
