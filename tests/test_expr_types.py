@@ -22,10 +22,10 @@ import slidewise
 from oracle import oracle
 from oracle_plans import PlanOracle
 from slidewise.cql import parse, parse_plan
-from slidewise.errors import PlanError
+from slidewise.errors import PlanError, QueryError
 from slidewise.operators.select import row_function
 from slidewise.plan.bind import bind, bind_query
-from slidewise.plan.expr import And, BinOp, Cmp, Col, Lit, Not, Or, arithmetic, evaluate
+from slidewise.plan.expr import And, BinOp, Cmp, Col, Func, Lit, Not, Or, arithmetic, evaluate
 from slidewise.plan.logical import Select, walk
 from slidewise.plan.types import Typer
 from slidewise.runtime.plans import execute_plan
@@ -102,25 +102,28 @@ def test_plans_bound_with_names_only_are_not_typed():
 
 JOIN = [
     ("text_vs_int_column", "SELECT * FROM S1 [RANGE 5], S2 [RANGE 5] WHERE S1.b = S2.a + 1",
-     "query line 1, column 48: cannot compare S1.b (text) with (S2.a + 1) (integer) (hint: text and numbers "
-     "never compare; a column is text when a value in its source is not a number; check the source or "
-     "compare text with text)"),
+     "query line 1, column 48: cannot compare S1.b (text) with (S2.a + 1) (integer) (hint: text and "
+     "numbers never compare (a column is text when a value in its source is not a number); CAST(S1.b AS "
+     "DOUBLE) compares as numbers, CAST((S2.a + 1) AS TEXT) as text)"),
     ("join_key", "SELECT * FROM S1 [RANGE 5], S2 [RANGE 5]\nWHERE S1.b = S2.a",
      "query line 2, column 7: join keys S1.b (text) and S2.a (integer) have different types (hint: a text "
-     "value never equals a number; give both columns the same type in their sources (a column is text when "
-     "a value in its source is not a number))"),
+     "value never equals a number (a column is text when a value in its source is not a number); give both "
+     "columns one type in their sources, or compare CAST(S1.b AS BIGINT) = S2.a (a filter, slower than a "
+     "join key))"),
     ("not_a_number", "SELECT * FROM S1 [RANGE 5] WHERE S1.a = 'abc'",
      "query line 1, column 34: cannot compare S1.a (integer) with 'abc' (text): 'abc' is not a number "
-     "(hint: compare S1.a with a number, e.g. S1.a = 1)"),
+     "(hint: compare S1.a with a number, e.g. S1.a = 1, or CAST(S1.a AS TEXT) = 'abc' to compare text)"),
     ("order_text_by_number", "SELECT * FROM S1 [RANGE 5] WHERE S1.b > 3",
-     "query line 1, column 34: cannot order S1.b (text) against 3 (integer) (hint: text orders character by "
-     "character ('10' < '9'); write S1.b > '3' to compare text, or make S1.b a number in its source)"),
+     "query line 1, column 34: cannot order S1.b (text) against 3 (integer) (hint: text orders character "
+     "by character ('10' < '9'); write S1.b > '3' to compare text, or CAST(S1.b AS DOUBLE) > 3 to compare "
+     "numbers)"),
     ("arithmetic_on_text", "SELECT S1.b + 1 FROM S1 [RANGE 5]",
-     "query line 1, column 8: cannot compute S1.b (text) + 1 (integer): '+' needs numbers (hint: a column is "
-     "text when a value in its source is not a number; check the source or compare text with text)"),
+     "query line 1, column 8: cannot compute S1.b (text) + 1 (integer): '+' needs numbers (hint: a column "
+     "is text when a value in its source is not a number; CAST(S1.b AS DOUBLE) is its number (NULL where "
+     "it is none))"),
     ("abs_of_text", "SELECT * FROM S1 [RANGE 5] WHERE ABS(S1.b) < 2",
      "query line 1, column 34: ABS needs a number, got S1.b (text) (hint: a column is text when a value in "
-     "its source is not a number; check the source or compare text with text)"),
+     "its source is not a number; CAST(S1.b AS DOUBLE) is its number (NULL where it is none))"),
 ]
 
 
@@ -135,7 +138,8 @@ def test_plan_type_errors_are_the_same_messages():
     with pytest.raises(PlanError) as e:
         bind(parse_plan("SELECT DISTINCT S1.a FROM S1 [RANGE 5] WHERE S1.a = 'abc'"), {"S1": {"a": "int"}})
     assert str(e.value) == ("query line 1, column 46: cannot compare S1.a (integer) with 'abc' (text): 'abc' "
-                            "is not a number (hint: compare S1.a with a number, e.g. S1.a = 1)")
+                            "is not a number (hint: compare S1.a with a number, e.g. S1.a = 1, or CAST(S1.a AS TEXT) = 'abc' "
+                            "to compare text)")
     with pytest.raises(PlanError) as e:
         bind(parse_plan("SELECT DISTINCT S1.a FROM S1 [RANGE 5] WHERE NOT EXISTS "
                         "(SELECT * FROM S2 [RANGE 5] WHERE S2.b = S1.a)"), {"S1": {"a": "int"}, "S2": {"b": "str"}})
@@ -258,3 +262,59 @@ def test_scalar_null_in_a_condition_is_unknown(value, want):
     cond = Not(Cmp("=", Col(0, "b", "S1"), Lit("x")))
     assert bool(evaluate(cond, _get({"b": value}))) is want
     assert bool(row_function(cond, ("S1.b",), ("S1",))((value,))) is want
+
+
+# ---------------------------------------------------------------- CAST
+
+def test_cast_parses_prints_back_and_types():
+    q = parse("SELECT CAST(S1.a AS text), Cast(S1.b AS BigInt) FROM S1 [RANGE 5], S2 [NOW] "
+              "WHERE CAST(S1.b AS DOUBLE) = S2.a AND CAST(S2.a AS STRING) = 'x'")
+    assert [str(i.expr) for i in q.select] == ["CAST(S1.a AS TEXT)", "CAST(S1.b AS INT)"]
+    assert parse(f"SELECT * FROM S1 [RANGE 5], S2 [NOW] WHERE {q.filters[0]}").filters == q.filters[:1]
+    typed = bind_query(q, [{"a": "int", "b": "str"}, {"a": "int"}])
+    assert [str(f) for f in typed.filters] == ["CAST(S1.b AS DOUBLE) = S2.a", "CAST(S2.a AS TEXT) = 'x'"]
+    with pytest.raises(PlanError, match=r"cannot order CAST\(S1.a AS TEXT\) \(text\) against 3"):
+        bind_query(parse("SELECT * FROM S1 [RANGE 5] WHERE CAST(S1.a AS TEXT) > 3"), [{"a": "int"}])
+
+
+CAST_ERRORS = [
+    ("SELECT ABS(S1.a AS INT) FROM S1",
+     "query line 1, column 8: ABS takes no AS; only CAST does (hint: write CAST(expr AS INT), "
+     "CAST(expr AS DOUBLE) or CAST(expr AS TEXT))\n"
+     "SELECT ABS(S1.a AS INT) FROM S1\n"
+     "       ^"),
+    ("SELECT CAST(S1.a AS DATE) FROM S1",
+     "query line 1, column 21: unknown type 'DATE' in CAST (hint: use one of INT, BIGINT, DOUBLE, FLOAT, "
+     "TEXT, STRING)\n"
+     "SELECT CAST(S1.a AS DATE) FROM S1\n"
+     "                    ^"),
+]
+
+
+@pytest.mark.parametrize("text, message", CAST_ERRORS)
+def test_cast_syntax_errors(text, message):
+    with pytest.raises(QueryError) as e:
+        parse(text)
+    assert str(e.value) == message
+    with pytest.raises(QueryError) as e:
+        parse_plan(text.replace("SELECT", "SELECT DISTINCT"))
+    assert message.split(" (hint")[0].split(": ", 1)[1] in str(e.value)
+
+
+@pytest.mark.parametrize("kind, values, want", [
+    ("int", np.array(["1", " 2.7 ", "x", None], object), [1.0, 2.0, None, None]),
+    ("float", np.array(["-1.5", "1e3", ""], object), [-1.5, 1000.0, None]),
+    ("int", np.array([1.9, -1.9, np.nan]), [1.0, -1.0, None]),
+    ("int", np.array([True, False]), [1, 0]),
+    ("str", np.array([1, 20]), ["1", "20"]),
+    ("str", np.array([1.5, np.nan]), ["1.5", None]),
+    ("float", np.array([3, 4]), [3.0, 4.0]),
+])
+def test_cast_is_the_same_columnar_per_tuple_and_per_row(kind, values, want):
+    expr = Func("cast", (Col(0, "v", "S1"), Lit(kind)))
+
+    def norm(xs):
+        return [None if x is None or (isinstance(x, float) and math.isnan(x)) else x for x in xs]
+    assert norm(evaluate(expr, _get({"v": values})).tolist()) == want
+    assert norm([evaluate(expr, _get({"v": v})) for v in values.tolist()]) == want
+    assert norm([row_function(expr, ("S1.v",), ("S1",))((v,)) for v in values.tolist()]) == want

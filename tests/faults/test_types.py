@@ -147,6 +147,19 @@ def test_general_plan_join_key_mismatch(data):
     _nothing_written(data)
 
 
+def test_cast_makes_a_text_key_meet_an_integer_key(data):
+    outcome = _run(data, "SELECT S1.ts, S2.ts FROM S1 [RANGE 10], S2 [RANGE 10] WHERE CAST(S2.k AS BIGINT) = S1.k",
+                   s2=True)
+    _clean(outcome)
+    assert [(r["S1.ts"], r["S2.ts"]) for r in _rows(data)] == [("1", "3")]    # 'a', 'b' are no numbers: NULL
+
+
+def test_cast_of_an_unknown_type_is_a_query_error(data):
+    outcome = _run(data, "SELECT CAST(S1.a AS DATE) FROM S1 [RANGE 10]")
+    assert_clear_error(outcome, "query line 1, column 21: unknown type 'DATE' in CAST")
+    _nothing_written(data)
+
+
 # ------------------------------------------------------------------ the Spark engine binds the same way
 
 @pytest.mark.spark
@@ -160,6 +173,7 @@ def test_spark_join_key_mismatch_is_the_same_error(data):
 
 @pytest.mark.spark
 def test_spark_batch_casts_and_divides_to_null(data):
+    """Batch replay evaluates in Spark SQL (try_divide, try_mod, try_cast): the local answers."""
     outcome = _run(data, "SELECT S1.ts, S1.a % 0 AS m FROM S1 [RANGE 10] WHERE S1.a = '1' AND NOT (S1.k / 0 > 1)",
                    "--engine", "spark", "--mode", "batch")
     assert outcome.code == 0, outcome.err
@@ -168,6 +182,10 @@ def test_spark_batch_casts_and_divides_to_null(data):
                    "--engine", "spark", "--mode", "batch")
     assert outcome.code == 0, outcome.err
     assert [(r["S1.ts"], r["m"]) for r in _rows(data)] == [("1", ""), ("4", "")]
+    outcome = _run(data, "SELECT S1.ts, S2.ts FROM S1 [RANGE 10], S2 [RANGE 10] WHERE CAST(S2.k AS BIGINT) = S1.k",
+                   "--engine", "spark", "--mode", "batch", s2=True)
+    assert outcome.code == 0, outcome.err
+    assert [(r["S1.ts"], r["S2.ts"]) for r in _rows(data)] == [("1", "3")]
 
 
 def _table_run(data: Path, *extra: str):

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 
 class Expr:
@@ -115,6 +116,8 @@ class Func(Expr):
     pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
+        if self.name == "cast":
+            return f"CAST({self.args[0]} AS {_CAST_NAMES[self.args[1].value]})"
         return f"{self.name.upper()}({', '.join(map(str, self.args))})"
 
 
@@ -126,8 +129,41 @@ _CMPS: dict[str, Callable] = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt,
     "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
-_FUNCS: dict[str, Callable] = {"abs": np.abs}
-FUNCTIONS = frozenset(_FUNCS)
+#: CAST's type names -> kinds (as the sources': int, float, str)
+CAST_TYPES = {"int": "int", "bigint": "int", "double": "float", "float": "float", "text": "str", "string": "str"}
+_CAST_NAMES = {"int": "INT", "float": "DOUBLE", "str": "TEXT"}
+
+
+def cast(v, kind: str):
+    """``v`` (scalar or array) as ``kind``; NULL stays NULL, text that is no number becomes NULL.
+    To ``int`` truncates toward zero; an array that may hold NULL (from text or floats) is float64."""
+    if not isinstance(v, np.ndarray):
+        if is_null(v):
+            return None if kind == "str" else NAN
+        if kind == "str":
+            return str(v)
+        try:
+            number = float(v)
+        except ValueError:
+            return NAN
+        return int(number) if kind == "int" and np.isfinite(number) else number
+    null = is_null(v)
+    if kind == "str":
+        if v.dtype == object:
+            return v
+        out = v.astype(str).astype(object)
+        if np.any(null):
+            out[null] = None
+        return out
+    if v.dtype == object:
+        v = pd.to_numeric(pd.Series(v, dtype=object).str.strip(), errors="coerce").to_numpy(np.float64)
+    if kind == "float":
+        return v.astype(np.float64)
+    return v.astype(np.int64) if v.dtype.kind in "iub" else np.trunc(v)
+
+
+_FUNCS: dict[str, Callable] = {"abs": np.abs, "cast": cast}
+FUNCTIONS = frozenset(("abs",))   # called by name; CAST has its own syntax
 CONDITIONS = (Cmp, And, Or, Not)
 NAN = float("nan")  # the one NULL of scalar arithmetic (equal to itself by identity, so DISTINCT keeps one)
 

@@ -12,6 +12,8 @@ checked. The rules:
   text orders character by character);
 * ``+ - * / %`` and ``ABS`` need numbers; ``/`` is a float, ``%`` is a float
   (NULL where the divisor is 0) unless its divisor is a non-zero constant;
+* ``CAST(x AS INT | BIGINT | DOUBLE | FLOAT | TEXT | STRING)`` has that kind,
+  whatever ``x``'s (NULL where text is no number);
 * the two columns of a join or NOT EXISTS equality have the same kind family.
 
 A mismatch is one :class:`~slidewise.errors.PlanError` naming both sides,
@@ -39,7 +41,11 @@ __all__ = ["Typer", "kind_name", "literal_kind"]
 _NAMES = {"int": "integer", "float": "float", "bool": "boolean", "str": "text"}
 _INT_RE = re.compile(r"[+-]?\d+")
 _FLOAT_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-_TEXT_HINT = "a column is text when a value in its source is not a number; check the source or compare text with text"
+_TEXT_WHY = "a column is text when a value in its source is not a number"
+
+
+def _to_number(expr: Expr) -> str:
+    return f"CAST({expr} AS DOUBLE)"
 
 
 def kind_name(kind: str | None) -> str:
@@ -99,12 +105,15 @@ class Typer:
             return replace(expr, item=self.condition(expr.item)), "bool"
         if isinstance(expr, BinOp):
             return self._arithmetic(expr)
+        if isinstance(expr, Func) and expr.name == "cast":
+            return replace(expr, args=(self.typed(expr.args[0])[0], expr.args[1])), expr.args[1].value
         if isinstance(expr, Func):
             args = [self.typed(a) for a in expr.args]
             for a, k in args:
                 if _family(k) == "text":
                     raise PlanError(f"{expr.name.upper()} needs a number, got {_side(a, k)}",
-                                    location=_location(expr, a), hint=_TEXT_HINT)
+                                    location=_location(expr, a),
+                                    hint=f"{_TEXT_WHY}; {_to_number(a)} is its number (NULL where it is none)")
             return replace(expr, args=tuple(a for a, _ in args)), (args[0][1] if args else None)
         return expr, None
 
@@ -113,10 +122,12 @@ class Typer:
         ``other`` types ``right`` if it is over other columns."""
         lk, rk = self.typed(left)[1], (other or self).typed(right)[1]
         if _family(lk) and _family(rk) and _family(lk) != _family(rk):
+            text, number = (left, right) if lk == "str" else (right, left)
             raise PlanError(f"{what} {_side(left, lk)} and {_side(right, rk)} have different types",
                             location=_location(left, right),
-                            hint="a text value never equals a number; give both columns the same type "
-                                 f"in their sources ({_TEXT_HINT.split(';')[0]})")
+                            hint=f"a text value never equals a number ({_TEXT_WHY}); give both columns one "
+                                 f"type in their sources, or compare CAST({text} AS BIGINT) = {number} "
+                                 "(a filter, slower than a join key)")
 
     # -- rules ---------------------------------------------------------------
     def _compare(self, expr: Cmp) -> Cmp:
@@ -127,9 +138,11 @@ class Typer:
             elif isinstance(left, Lit) and not isinstance(right, Lit):
                 left = self._cast(left, rk, expr, right)
             else:
+                text, number = (left, right) if lk == "str" else (right, left)
                 raise PlanError(f"cannot compare {_side(left, lk)} with {_side(right, rk)}",
                                 location=_location(expr, left, right),
-                                hint=f"text and numbers never compare; {_TEXT_HINT}")
+                                hint=f"text and numbers never compare ({_TEXT_WHY}); {_to_number(text)} "
+                                     f"compares as numbers, CAST({number} AS TEXT) as text")
         return replace(expr, left=left, right=right)
 
     def _arithmetic(self, expr: BinOp) -> tuple[BinOp, str | None]:
@@ -141,9 +154,10 @@ class Typer:
             right = replace(right, value=self._number(right))
             rk = literal_kind(right.value)
         if "text" in (_family(lk), _family(rk)):
+            text = left if _family(lk) == "text" else right
             raise PlanError(f"cannot compute {_side(left, lk)} {expr.op} {_side(right, rk)}: "
                             f"'{expr.op}' needs numbers", location=_location(expr, left, right),
-                            hint=_TEXT_HINT)
+                            hint=f"{_TEXT_WHY}; {_to_number(text)} is its number (NULL where it is none)")
         typed = replace(expr, left=left, right=right)
         if lk is None or rk is None:
             return typed, None
@@ -162,7 +176,7 @@ class Typer:
                 raise PlanError(f"cannot order {_side(other, kind)} against {_side(lit, literal_kind(lit.value))}",
                                 location=_location(expr, other, lit),
                                 hint=f"text orders character by character ('10' < '9'); write {other} {op} "
-                                     f"'{lit.value}' to compare text, or make {other} a number in its source")
+                                     f"'{lit.value}' to compare text, or {_to_number(other)} {op} {lit} to compare numbers")
             return replace(lit, value=str(lit.value))
         if kind == "bool" and str(lit.value).strip().lower() in ("true", "false"):
             return replace(lit, value=str(lit.value).strip().lower() == "true")
@@ -170,7 +184,8 @@ class Typer:
         if number is None:
             raise PlanError(f"cannot compare {_side(other, kind)} with {_side(lit, 'str')}: "
                             f"{lit} is not a number", location=_location(expr, other, lit),
-                            hint=f"compare {other} with a number, e.g. {other} {op} 1")
+                            hint=f"compare {other} with a number, e.g. {other} {op} 1, or "
+                                 f"CAST({other} AS TEXT) {op} {lit} to compare text")
         return replace(lit, value=number)
 
     @staticmethod
