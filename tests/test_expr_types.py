@@ -318,3 +318,12 @@ def test_cast_is_the_same_columnar_per_tuple_and_per_row(kind, values, want):
     assert norm(evaluate(expr, _get({"v": values})).tolist()) == want
     assert norm([evaluate(expr, _get({"v": v})) for v in values.tolist()]) == want
     assert norm([row_function(expr, ("S1.v",), ("S1",))((v,)) for v in values.tolist()]) == want
+
+
+def test_cast_of_fixed_width_numpy_text():
+    """The Spark bucket path hands text columns over as numpy str arrays, not object arrays."""
+    values = np.array(["1", "x", "2.5"])
+    got = evaluate(Func("cast", (Col(0, "v", "S1"), Lit("int"))), _get({"v": values}))
+    assert got[0] == 1 and np.isnan(got[1]) and got[2] == 2
+    assert evaluate(Func("cast", (Col(0, "v", "S1"), Lit("str"))), _get({"v": values})) is values
+    assert evaluate(Not(Cmp("=", Col(0, "v", "S1"), Lit("x"))), _get({"v": values})).tolist() == [True, False, True]

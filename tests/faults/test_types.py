@@ -13,6 +13,7 @@ import csv
 import hashlib
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.faults.conftest import assert_clear_error, run_cli
@@ -205,3 +206,20 @@ def test_spark_table_key_mismatch_before_the_table_is_read(data):
     assert_clear_error(_table_run(data, "--engine", "spark"), "query line 1, column 56:",
                        "join keys S1.a (integer) and T.name (text) have different types")
     _nothing_written(data)
+
+
+@pytest.mark.spark
+def test_spark_stream_casts_and_divides_to_null(data):
+    """Streaming runs the local operators per bucket: the local answer (text arrives as numpy str arrays)."""
+    query = ("SELECT S1.ts, S1.a % 0 AS m, CAST(S1.b AS INT) AS n FROM S1 [RANGE 10], S2 [RANGE 10] "
+             "WHERE S1.a = '1' AND CAST(S2.k AS BIGINT) = S1.k")
+    outcome = _run(data, query, s2=True)
+    _clean(outcome)
+    local = _rows(data)
+    assert [(r["S1.ts"], r["m"], r["n"]) for r in local] == [("1", "", "")]
+    sources = ["--source", f"S1={data / 's1.csv'}", "--source", f"S2={data / 's2text.csv'}"]
+    outcome = run_cli("run", query, *sources, "--engine", "spark", "--once", "--out", str(data / "spark"), "--quiet")
+    assert outcome.code == 0, outcome.err[-2000:]
+    got = pd.concat([pd.read_parquet(p) for p in sorted((data / "spark").glob("batch-*/*.parquet"))])
+    assert got[["S1.ts", "ts", "exp", "sign"]].values.tolist() == [[1, 3, 11, 1]]
+    assert got[["m", "n"]].isna().all().all()

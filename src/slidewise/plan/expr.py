@@ -148,14 +148,15 @@ def cast(v, kind: str):
             return NAN
         return int(number) if kind == "int" and np.isfinite(number) else number
     null = is_null(v)
+    text = v.dtype.kind in "OUS"   # object (None for NULL) or fixed-width numpy strings
     if kind == "str":
-        if v.dtype == object:
+        if text:
             return v
         out = v.astype(str).astype(object)
         if np.any(null):
             out[null] = None
         return out
-    if v.dtype == object:
+    if text:
         v = pd.to_numeric(pd.Series(v, dtype=object).str.strip(), errors="coerce").to_numpy(np.float64)
     if kind == "float":
         return v.astype(np.float64)
