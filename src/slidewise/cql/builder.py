@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import replace
 
 from lark import Token, Tree
 
@@ -18,7 +19,7 @@ from slidewise.cql.diagnostics import query_error
 from slidewise.errors import PlanError, QueryError
 from slidewise.model.batch import NO_EXP
 from slidewise.model.time import UNIT_MS
-from slidewise.plan.expr import FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
+from slidewise.plan.expr import CAST_TYPES, FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
 from slidewise.plan.query import Equality, JoinQuery, SelectItem, StreamRef, WindowSpec
 
 # time units a window size may carry, in milliseconds (lower-case keys); Golab's thesis writes "6 sec"
@@ -233,6 +234,13 @@ class Builder:
         return e
 
     def expr(self, node: Tree) -> Expr:
+        """The expression of ``node``, carrying its query line and column (for binding errors)."""
+        e = self.expr_of(node)
+        if getattr(e, "pos", False) is None:
+            e = replace(e, pos=_pos(node))
+        return e
+
+    def expr_of(self, node: Tree) -> Expr:
         kind = node.data
         ch = node.children
         if kind == "number":
@@ -265,6 +273,8 @@ class Builder:
             return Not(self.condition(ch[0], "NOT"))
         if kind == "func":
             return self.function(ch[0], [a for a in ch[1:] if a is not None])
+        if kind == "cast":
+            return self.cast(*ch)
         raise self.error(node, f"unsupported expression {kind!r}")  # grammar and builder disagree
 
     def function(self, name_tok: Token, args: list[Tree]) -> Func:
@@ -282,6 +292,17 @@ class Builder:
             raise self.error(name_tok, f"{name.upper()} takes {arity} argument{plural}, got {len(args)}",
                              hint=f"write e.g. {name.upper()}(S1.x - S2.x)")
         return Func(name, tuple(self.value(a, name.upper()) for a in args))
+
+    def cast(self, name_tok: Token, arg: Tree, type_tok: Token) -> Func:
+        """``CAST(expr AS type)``: ``Func('cast', (expr, Lit(kind)))``."""
+        if str(name_tok).lower() != "cast":
+            raise self.error(name_tok, f"{str(name_tok).upper()} takes no AS; only CAST does",
+                             hint="write CAST(expr AS INT), CAST(expr AS DOUBLE) or CAST(expr AS TEXT)")
+        kind = CAST_TYPES.get(str(type_tok).lower())
+        if kind is None:
+            raise self.error(type_tok, f"unknown type {str(type_tok)!r} in CAST",
+                             hint=f"use one of {', '.join(t.upper() for t in CAST_TYPES)}")
+        return Func("cast", (self.value(arg, "CAST"), Lit(kind)))
 
     def column(self, qual: Token | None, attr_tok: Token | None, attr: str) -> Col:
         if qual is None:

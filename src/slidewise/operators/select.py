@@ -53,7 +53,7 @@ class Select(JoinOperator):
 import operator as _op  # noqa: E402
 
 from slidewise.operators.incremental import Incremental  # noqa: E402
-from slidewise.plan.expr import And, BinOp, Cmp, Col, Func, Lit, Not, Or  # noqa: E402
+from slidewise.plan.expr import And, BinOp, Cmp, Col, Func, Lit, Not, Or, arithmetic, cast  # noqa: E402
 
 _ROW_BINOPS = {"+": _op.add, "-": _op.sub, "*": _op.mul, "/": _op.truediv, "%": _op.mod}
 _ROW_CMPS = {"=": _op.eq, "!=": _op.ne, "<": _op.lt, "<=": _op.le, ">": _op.gt, ">=": _op.ge}
@@ -75,33 +75,66 @@ def column_index(col: Col, schema: tuple[str, ...], aliases: tuple[str, ...]) ->
 
 
 def row_function(expr, schema: tuple[str, ...], aliases: tuple[str, ...]):
-    """Compile ``expr`` into ``f(vals)`` over value tuples of ``schema`` (scalar Python semantics)."""
+    """Compile ``expr`` into ``f(vals)`` over value tuples of ``schema`` (scalar Python semantics; NULL
+    and three-valued logic as :mod:`slidewise.plan.expr`: a condition is ``None`` where unknown)."""
     if isinstance(expr, Col):
         i = column_index(expr, schema, aliases)
         return _op.itemgetter(i)
     if isinstance(expr, Lit):
         v = expr.value
         return lambda vals: v
-    if isinstance(expr, (BinOp, Cmp)):
-        fn = (_ROW_BINOPS if isinstance(expr, BinOp) else _ROW_CMPS)[expr.op]
+    if isinstance(expr, BinOp):
+        op, fn = expr.op, _ROW_BINOPS[expr.op]
         left, right = row_function(expr.left, schema, aliases), row_function(expr.right, schema, aliases)
+        if op in ("/", "%"):
+            return lambda vals: arithmetic(op, left(vals), right(vals))
         if isinstance(expr.right, Lit):
             c = expr.right.value
             return lambda vals: fn(left(vals), c)
         return lambda vals: fn(left(vals), right(vals))
-    if isinstance(expr, And):
+    if isinstance(expr, Cmp):
+        fn = _ROW_CMPS[expr.op]
+        left, right = row_function(expr.left, schema, aliases), row_function(expr.right, schema, aliases)
+        if isinstance(expr.right, Lit):
+            c = expr.right.value
+
+            def compare_lit(vals):
+                a = left(vals)
+                return None if a is None or a != a else fn(a, c)
+            return compare_lit
+
+        def compare(vals):
+            a, b = left(vals), right(vals)
+            return None if a is None or b is None or a != a or b != b else fn(a, b)
+        return compare
+    if isinstance(expr, (And, Or)):
         parts = [row_function(i, schema, aliases) for i in expr.items]
-        return lambda vals: all(p(vals) for p in parts)
-    if isinstance(expr, Or):
-        parts = [row_function(i, schema, aliases) for i in expr.items]
-        return lambda vals: any(p(vals) for p in parts)
+        decisive = not isinstance(expr, And)   # the value that settles the connective
+
+        def connective(vals):
+            out = not decisive
+            for p in parts:
+                v = p(vals)
+                if v is None:
+                    out = None
+                elif bool(v) == decisive:
+                    return decisive
+            return out
+        return connective
     if isinstance(expr, Not):
         inner = row_function(expr.item, schema, aliases)
-        return lambda vals: not inner(vals)
+
+        def negation(vals):
+            v = inner(vals)
+            return None if v is None else not v
+        return negation
     if isinstance(expr, Func):
-        if expr.name != "abs":
-            raise PlanError(f"unknown function {expr.name!r}", hint="supported: ABS")
+        if expr.name not in ("abs", "cast"):
+            raise PlanError(f"unknown function {expr.name!r}", hint="supported: ABS, CAST")
         inner = row_function(expr.args[0], schema, aliases)
+        if expr.name == "cast":
+            kind = expr.args[1].value
+            return lambda vals: cast(inner(vals), kind)
         return lambda vals: abs(inner(vals))
     raise PlanError(f"cannot evaluate {expr!r} per row", hint="use columns, literals, arithmetic and comparisons")
 

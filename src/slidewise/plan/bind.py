@@ -16,6 +16,12 @@ evaluates it:
   column against the right input;
 * ``Union`` inputs must have the same number of columns.
 
+Given the sources' column kinds (a mapping column → kind instead of a list of
+names), every expression is also typed (:mod:`slidewise.plan.types`): literals
+are cast to the kind they meet, mismatches are one PlanError. :func:`bind_query`
+does the same for a select–project–join :class:`~slidewise.plan.query.JoinQuery`;
+both engines bind through these two functions.
+
 A missing source is a :class:`~slidewise.errors.SourceError`, an unknown
 column a :class:`~slidewise.errors.PlanError` naming the stream (alias and
 source) and the column, with the available columns as the hint.
@@ -37,8 +43,13 @@ from dataclasses import replace
 from slidewise.errors import PlanError, SourceError
 from slidewise.plan.expr import Col, Expr, columns_of
 from slidewise.plan.logical import Aggregate, Join, Negation, Node, Plan, Project, Scan, Select, Union
+from slidewise.plan.query import JoinQuery
+from slidewise.plan.types import Typer
 
-__all__ = ["bind", "column_name", "with_children"]
+__all__ = ["bind", "bind_query", "column_name", "with_children"]
+
+#: a source's columns: names (kinds unknown) or name -> kind (int, float, bool, str)
+Columns = Sequence[str] | Mapping[str, str]
 
 #: columns of a relation's file that are not attributes (update time and operation)
 RELATION_CONTROL = ("ts", "op")
@@ -66,25 +77,125 @@ def column_name(col: Col, aliases: Sequence[str]) -> str:
     return f"{aliases[col.stream]}.{col.attr}"
 
 
-def bind(plan: Plan, schemas: Mapping[str, Sequence[str]]) -> Plan:
-    """A new plan whose scans have ``columns`` from ``schemas`` (source name → attribute names)."""
+def bind(plan: Plan, schemas: Mapping[str, Columns]) -> Plan:
+    """A new plan whose scans have ``columns`` from ``schemas`` (source name → attribute names,
+    or attribute → kind: then expressions are typed too)."""
     binder = _Binder(plan.aliases, schemas)
     root = binder.bind(plan.root)
     return replace(plan, root=root)
 
 
+def bind_query(query: JoinQuery, schemas: Sequence[Columns]) -> JoinQuery:
+    """``query`` typed over its streams' columns (one entry per FROM reference, ``ts`` excluded):
+    a SourceError for an unknown column, a PlanError for a type mismatch."""
+    exprs = [e for eq in query.equalities for e in (eq.left, eq.right)] + list(query.filters)
+    if query.select:
+        exprs += [i.expr for i in query.select]
+    for stream, attr in sorted(set().union(*(columns_of(e) for e in exprs)) if exprs else set()):
+        if attr in ("ts", "*") or attr in schemas[stream]:
+            continue
+        ref = query.streams[stream]
+        raise SourceError(f"stream {ref.alias} (source {ref.source}) has no column {attr!r}",
+                          hint=f"its columns are: ts, {', '.join(schemas[stream])}")
+    typer = Typer(lambda c: _kinds(schemas[c.stream]).get(c.attr) if 0 <= c.stream < len(schemas) else None)
+    for eq in query.equalities:
+        typer.pair(eq.left, eq.right)
+    filters = tuple(typer.condition(f) for f in query.filters)
+    select = None if query.select is None else tuple(_item(i, typer.typed(i.expr)[0]) for i in query.select)
+    if filters == query.filters and select == query.select:
+        return query
+    return replace(query, filters=filters, select=select)
+
+
+def _kinds(columns: Columns) -> Mapping[str, str]:
+    return columns if isinstance(columns, Mapping) else {}
+
+
+def _item(item, expr: Expr):
+    """``item`` (a SelectItem or AggCall) over the typed ``expr``, under its old name."""
+    attr = "expr" if hasattr(item, "expr") else "arg"
+    if expr == getattr(item, attr):
+        return item
+    return replace(item, **{attr: expr, "alias": item.alias or item.name})
+
+
 class _Binder:
-    def __init__(self, aliases: Sequence[str], schemas: Mapping[str, Sequence[str]]):
+    def __init__(self, aliases: Sequence[str], schemas: Mapping[str, Columns]):
         self.aliases = tuple(aliases)
         self.schemas = schemas
         self.scans: dict[str, Scan] = {}
+        self.kinds: dict[int, tuple[Node, dict[str, str | None]]] = {}   # id(node) -> (node, column -> kind)
 
     def bind(self, node: Node) -> Node:
         if isinstance(node, Scan):
-            return self._scan(node)
-        new = with_children(node, [self.bind(c) for c in node.children])
-        self._check(new)
+            new = self._scan(node)
+        else:
+            new = with_children(node, [self.bind(c) for c in node.children])
+            self._check(new)
+            new = self._typed(new)
+        self.kinds[id(new)] = (new, self._out_kinds(new))
         return new
+
+    def kinds_of(self, node: Node) -> dict[str, str | None]:
+        entry = self.kinds.get(id(node))
+        return entry[1] if entry is not None and entry[0] is node else dict.fromkeys(node.schema)
+
+    def _typer(self, *inputs: Node) -> Typer:
+        kinds = {k: v for n in inputs for k, v in self.kinds_of(n).items()}
+        aliases = self.aliases
+
+        def kind_of(col: Col) -> str | None:
+            return kinds.get(col.attr if col.stream < 0 else
+                             f"{aliases[col.stream]}.{col.attr}" if col.stream < len(aliases) else None)
+        return Typer(kind_of)
+
+    def _typed(self, node: Node) -> Node:
+        """``node`` with its expressions typed (literals cast); a PlanError for a mismatch."""
+        if isinstance(node, Select):
+            return replace(node, predicate=self._typer(node.child).condition(node.predicate))
+        if isinstance(node, Project):
+            typer = self._typer(node.child)
+            return replace(node, items=tuple(_item(i, typer.typed(i.expr)[0]) for i in node.items))
+        if isinstance(node, Aggregate):
+            typer = self._typer(node.child)
+            keys = tuple(_item(k, typer.typed(k.expr)[0]) for k in node.keys)
+            aggs = tuple(a if a.arg is None else _item(a, typer.typed(a.arg)[0]) for a in node.aggs)
+            return replace(node, keys=keys, aggs=aggs)
+        if isinstance(node, Join):
+            typer = self._typer(*node.inputs)
+            for a, b in node.equalities:
+                typer.pair(a, b)
+            return replace(node, filters=tuple(typer.condition(f) for f in node.filters))
+        if isinstance(node, Negation):
+            left, right = self._typer(node.left), self._typer(node.right)
+            for a, b in node.on:
+                left.pair(a, b, "NOT EXISTS columns", other=right)
+        return node
+
+    def _out_kinds(self, node: Node) -> dict[str, str | None]:
+        """The kind of each output column of ``node`` (``None``: unknown)."""
+        if isinstance(node, Scan):
+            kinds = _kinds(self.schemas.get(node.source, ()))
+            return {c: ("int" if c.split(".", 1)[-1] == "ts" else kinds.get(c.split(".", 1)[-1]))
+                    for c in node.schema}
+        if isinstance(node, Join):
+            return {k: v for i in node.inputs for k, v in self.kinds_of(i).items()}
+        if isinstance(node, (Project, Aggregate)):
+            typer, child = self._typer(node.child), self.kinds_of(node.child)
+            out: dict[str, str | None] = {}
+            for item in (node.items if isinstance(node, Project) else node.keys):
+                if isinstance(item.expr, Col) and item.expr.attr == "*":
+                    out.update({c: k for c, k in child.items() if c.startswith(f"{item.expr.name}.")})
+                else:
+                    out[item.name] = typer.typed(item.expr)[1]
+            for a in (node.aggs if isinstance(node, Aggregate) else ()):
+                arg = None if a.arg is None else typer.typed(a.arg)[1]
+                out[a.name] = {"count": "int", "avg": "float"}.get(a.func, arg)
+            return out
+        below = list(self.kinds_of(node.children[0]).values()) if node.children else []
+        if len(below) == len(node.schema):   # Select, Distinct, Union, Negation, Subquery, Output: by position
+            return dict(zip(node.schema, below))
+        return dict.fromkeys(node.schema)
 
     def _scan(self, scan: Scan) -> Scan:
         if scan.source not in self.schemas:

@@ -4,20 +4,32 @@ One evaluator serves both the per-tuple paper operators (``get`` returns Python
 scalars) and the columnar paths (``get`` returns numpy arrays): arithmetic and
 comparisons broadcast, boolean connectives use ``numpy.logical_*``.
 
+NULL is NaN in a number column and ``None`` in a text column (as the sources
+read missing values). ``x / 0`` and ``x % 0`` are NULL; arithmetic on NULL is
+NULL. Conditions follow SQL's three-valued logic: a comparison with NULL is
+unknown, ``NOT`` unknown is unknown, ``AND`` / ``OR`` are Kleene's, and a
+condition's value is true only where it holds (unknown filters a row out).
+
 >>> e = Cmp(">", Col(0, "x", "S1"), Lit(3))
 >>> bool(evaluate(e, lambda s, a: {"x": 5}[a]))
 True
 >>> str(e)
 'S1.x > 3'
+>>> evaluate(BinOp("/", Col(0, "x", "S1"), Lit(0)), lambda s, a: np.array([1, 0])).tolist()
+[nan, nan]
+>>> evaluate(Not(Cmp(">", BinOp("%", Col(0, "x"), Lit(0)), Lit(1))), lambda s, a: np.array([5])).tolist()
+[False]
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 
 class Expr:
@@ -32,6 +44,7 @@ class Col(Expr):
     stream: int
     attr: str
     name: str = ""  # stream alias, for display
+    pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)  # query line, column
 
     def __str__(self) -> str:
         if self.stream < 0 and not self.name:   # an output column of the node below, by name
@@ -42,6 +55,7 @@ class Col(Expr):
 @dataclass(frozen=True)
 class Lit(Expr):
     value: object
+    pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         if isinstance(self.value, str):  # CQL's quoting, so a shown condition parses back
@@ -54,6 +68,7 @@ class BinOp(Expr):
     op: str  # + - * / %
     left: Expr
     right: Expr
+    pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"({self.left} {self.op} {self.right})"
@@ -64,6 +79,7 @@ class Cmp(Expr):
     op: str  # = != < <= > >=
     left: Expr
     right: Expr
+    pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.left} {self.op} {self.right}"
@@ -97,8 +113,11 @@ class Not(Expr):
 class Func(Expr):
     name: str  # lower-case: abs
     args: tuple[Expr, ...]
+    pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
+        if self.name == "cast":
+            return f"CAST({self.args[0]} AS {_CAST_NAMES[self.args[1].value]})"
         return f"{self.name.upper()}({', '.join(map(str, self.args))})"
 
 
@@ -110,35 +129,129 @@ _CMPS: dict[str, Callable] = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt,
     "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
-_FUNCS: dict[str, Callable] = {"abs": np.abs}
-FUNCTIONS = frozenset(_FUNCS)
+#: CAST's type names -> kinds (as the sources': int, float, str)
+CAST_TYPES = {"int": "int", "bigint": "int", "double": "float", "float": "float", "text": "str", "string": "str"}
+_CAST_NAMES = {"int": "INT", "float": "DOUBLE", "str": "TEXT"}
+
+
+def cast(v, kind: str):
+    """``v`` (scalar or array) as ``kind``; NULL stays NULL, text that is no number becomes NULL.
+    To ``int`` truncates toward zero; an array that may hold NULL (from text or floats) is float64."""
+    if not isinstance(v, np.ndarray):
+        if is_null(v):
+            return None if kind == "str" else NAN
+        if kind == "str":
+            return str(v)
+        try:
+            number = float(v)
+        except ValueError:
+            return NAN
+        return int(number) if kind == "int" and np.isfinite(number) else number
+    null = is_null(v)
+    text = v.dtype.kind in "OUS"   # object (None for NULL) or fixed-width numpy strings
+    if kind == "str":
+        if text:
+            return v
+        out = v.astype(str).astype(object)
+        if np.any(null):
+            out[null] = None
+        return out
+    if text:
+        v = pd.to_numeric(pd.Series(v, dtype=object).str.strip(), errors="coerce").to_numpy(np.float64)
+    if kind == "float":
+        return v.astype(np.float64)
+    return v.astype(np.int64) if v.dtype.kind in "iub" else np.trunc(v)
+
+
+_FUNCS: dict[str, Callable] = {"abs": np.abs, "cast": cast}
+FUNCTIONS = frozenset(("abs",))   # called by name; CAST has its own syntax
+CONDITIONS = (Cmp, And, Or, Not)
+NAN = float("nan")  # the one NULL of scalar arithmetic (equal to itself by identity, so DISTINCT keeps one)
 
 
 def evaluate(expr: Expr, get: Callable[[int, str], object]):
-    """Value of ``expr`` where ``get(stream, attr)`` supplies column values."""
+    """Value of ``expr`` where ``get(stream, attr)`` supplies column values; a condition's
+    value is true only where it holds (false or unknown: false)."""
+    if isinstance(expr, CONDITIONS):
+        value, unknown = _truth(expr, get)
+        return value if unknown is None else np.logical_and(value, np.logical_not(unknown))
     if isinstance(expr, Col):
         return get(expr.stream, expr.attr)
     if isinstance(expr, Lit):
         return expr.value
     if isinstance(expr, BinOp):
-        return _BINOPS[expr.op](evaluate(expr.left, get), evaluate(expr.right, get))
-    if isinstance(expr, Cmp):
-        return _CMPS[expr.op](evaluate(expr.left, get), evaluate(expr.right, get))
-    if isinstance(expr, And):
-        out = evaluate(expr.items[0], get)
-        for item in expr.items[1:]:
-            out = np.logical_and(out, evaluate(item, get))
-        return out
-    if isinstance(expr, Or):
-        out = evaluate(expr.items[0], get)
-        for item in expr.items[1:]:
-            out = np.logical_or(out, evaluate(item, get))
-        return out
-    if isinstance(expr, Not):
-        return np.logical_not(evaluate(expr.item, get))
+        return arithmetic(expr.op, evaluate(expr.left, get), evaluate(expr.right, get))
     if isinstance(expr, Func):
         return _FUNCS[expr.name](*(evaluate(a, get) for a in expr.args))
     raise TypeError(f"not an expression: {expr!r}")
+
+
+def _truth(expr: Expr, get) -> tuple:
+    """``(value, unknown)`` of a condition: its truth where known, and where it is unknown
+    (SQL's NULL; ``None``: nowhere). ``value`` is meaningless where unknown."""
+    if isinstance(expr, Cmp):
+        a, b = evaluate(expr.left, get), evaluate(expr.right, get)
+        na, nb = is_null(a), is_null(b)
+        null = na if nb is False else nb if na is False else np.logical_or(na, nb)
+        if null is False or not np.any(null):
+            return _CMPS[expr.op](a, b), None
+        return _CMPS[expr.op](_filled(a, null), _filled(b, null)), null
+    if isinstance(expr, Not):
+        value, unknown = _truth(expr.item, get)
+        return np.logical_not(value), unknown
+    if isinstance(expr, (And, Or)):
+        parts = [_truth(i, get) for i in expr.items]
+        join = np.logical_and if isinstance(expr, And) else np.logical_or
+        if all(u is None for _, u in parts):
+            return functools.reduce(join, [v for v, _ in parts]), None
+        # Kleene: AND holds where all hold and fails where one fails; OR the other way round
+        meet = np.logical_or if join is np.logical_and else np.logical_and
+        holds = functools.reduce(join, [v if u is None else np.logical_and(v, np.logical_not(u)) for v, u in parts])
+        fails = functools.reduce(meet, [np.logical_not(v) if u is None else np.logical_not(np.logical_or(v, u))
+                                        for v, u in parts])
+        return holds, np.logical_not(np.logical_or(holds, fails))
+    value = evaluate(expr, get)   # a value used as a condition
+    null = is_null(value)
+    return (_filled(value, null, False), null) if np.any(null) else (value, None)
+
+
+def is_null(v):
+    """Where ``v`` is NULL (NaN or None): a bool array, or ``False`` / ``True`` (never an array) where
+    ``v`` cannot hold NULL or is a scalar."""
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind == "f":
+            return np.isnan(v)
+        if v.dtype == object:   # text: missing values are None
+            return v == None  # noqa: E711 - elementwise
+        return False
+    return bool(v is None or (isinstance(v, float) and v != v))
+
+
+def _filled(v, null, fill=None):
+    """``v`` with its NULLs replaced, so that comparing it raises no TypeError (results there are masked)."""
+    if not (isinstance(v, np.ndarray) and v.dtype == object) or not np.any(null):
+        return v
+    v = v.copy()
+    v[null] = "" if fill is None else fill
+    return v
+
+
+def arithmetic(op: str, a, b):
+    """``a op b`` on scalars or arrays; ``/`` and ``%`` are NULL (NaN) where ``b`` is 0, without a warning.
+
+    ``%`` by a column is float (it may be NULL); by a non-zero constant it keeps ``a``'s type."""
+    if op not in ("/", "%"):
+        return _BINOPS[op](a, b)
+    if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):   # scalars (per-tuple paths)
+        return NAN if b == 0 else _BINOPS[op](a, b)
+    zero = np.equal(b, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.true_divide(a, b) if op == "/" else np.mod(a, b)
+    if np.ndim(b) == 0:
+        return np.full(out.shape, np.nan) if zero else out
+    out = out.astype(np.float64, copy=False)   # a new array either way
+    np.putmask(out, zero, np.nan)
+    return out
 
 
 def columns_of(expr: Expr) -> set[tuple[int, str]]:

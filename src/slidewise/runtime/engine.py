@@ -20,6 +20,7 @@ import pandas as pd
 
 from slidewise.errors import SourceError
 from slidewise.operators.project import output_columns, output_names
+from slidewise.plan.bind import bind_query
 from slidewise.plan.physical import PhysicalPlan, choose
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.outputs import abandon, shielded, signal_name
@@ -85,11 +86,11 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
         raise SourceError(f"no input given for stream {missing[0]!r}",
                           hint=f"pass --source {missing[0]}=PATH (FROM reads: "
                                f"{', '.join(dict.fromkeys(s.source for s in query.streams))})")
-    plan: PhysicalPlan = choose(query, algorithm, order, **(operator_options or {}))
     opened = [open_source(ref.source, sources[ref.source], ts_column=ts_column, ts_unit=ts_unit,
                           chunk_rows=chunk_rows) for ref in query.streams]
     schemas = [list(src.schema) for src in opened]
-    _check_columns(query, schemas)
+    query = bind_query(query, [src.kinds for src in opened])
+    plan: PhysicalPlan = choose(query, algorithm, order, **(operator_options or {}))
     operator = plan.build()
     names = output_names(query, schemas)
     collected: list[pd.DataFrame] = []
@@ -155,18 +156,3 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
         frame = pd.concat(collected, ignore_index=True) if collected else \
             pd.DataFrame({n: pd.Series(dtype="object") for n in names})
     return RunResult(frame, stats, rejects)
-
-
-def _check_columns(query: JoinQuery, schemas: list[list[str]]) -> None:
-    """Every column the query names must exist in its stream's source."""
-    from slidewise.plan.expr import columns_of
-
-    exprs = [e for eq in query.equalities for e in (eq.left, eq.right)] + list(query.filters)
-    if query.select:
-        exprs += [i.expr for i in query.select]
-    for stream, attr in sorted(set().union(*(columns_of(e) for e in exprs)) if exprs else set()):
-        if attr in ("ts", "*") or attr in schemas[stream]:
-            continue
-        ref = query.streams[stream]
-        raise SourceError(f"stream {ref.alias} (source {ref.source}) has no column {attr!r}",
-                          hint=f"its columns are: ts, {', '.join(schemas[stream])}")

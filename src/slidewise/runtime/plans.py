@@ -87,7 +87,7 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     opened += [open_source(n, streams[n], ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
                for n in stream_names]
     names = table_names + stream_names
-    schemas = {n: list(src.schema) for n, src in zip(names, opened)}
+    schemas = {n: dict(src.kinds) for n, src in zip(names, opened)}
     plan = _bind(plan, schemas)
     rewrite_report = None
     if rewrite:
@@ -197,7 +197,7 @@ def _read_frame(path: str) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
-def _bind(plan: Plan, schemas: dict[str, list[str]]) -> Plan:
+def _bind(plan: Plan, schemas: dict[str, dict[str, str]]) -> Plan:
     from slidewise.plan.bind import bind
 
     return bind(plan, schemas)

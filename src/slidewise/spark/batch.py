@@ -55,7 +55,8 @@ from slidewise.model.batch import NO_EXP
 from slidewise.operators.project import output_names
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or, streams_of
 from slidewise.plan.query import JoinQuery
-from slidewise.runtime.engine import RunResult, _check_columns, run_counts
+from slidewise.plan.bind import bind_query
+from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sinks import open_sink
 
@@ -94,7 +95,7 @@ def run_batch(query: str | JoinQuery, sources: dict[str, object], *, spark=None,
         inputs_of = [_inspect(ref, sources[ref.source], ts_column, ts_unit, lateness, work)
                      for ref in q.streams]
         schemas = [list(info.kinds) for info, _, _ in inputs_of]
-        _check_columns(q, schemas)
+        q = bind_query(q, [dict(info.kinds) for info, _, _ in inputs_of])
         spark = spark or get_session(master, conf)
         rej = Rejects()
         cached: list = []
@@ -394,10 +395,10 @@ def to_spark(expr: Expr):
         return F.lit(expr.value)
     if isinstance(expr, BinOp):
         a, b = to_spark(expr.left), to_spark(expr.right)
-        if expr.op == "/":
-            return a.cast("double") / b.cast("double")
-        if expr.op == "%":  # numpy: the sign of the divisor
-            return ((a % b) + b) % b
+        if expr.op == "/":   # NULL where b is 0, as plan.expr.arithmetic
+            return F.try_divide(a.cast("double"), b.cast("double"))
+        if expr.op == "%":  # numpy: the sign of the divisor; NULL where b is 0
+            return F.try_mod(F.try_mod(a, b) + b, b)
         return {"+": a + b, "-": a - b, "*": a * b}[expr.op]
     if isinstance(expr, Cmp):
         a, b = to_spark(expr.left), to_spark(expr.right)
@@ -410,6 +411,12 @@ def to_spark(expr: Expr):
         return ~to_spark(expr.item)
     if isinstance(expr, Func) and expr.name == "abs":
         return F.abs(to_spark(expr.args[0]))
+    if isinstance(expr, Func) and expr.name == "cast":   # NULL where it fails, as plan.expr.cast
+        inner, kind = to_spark(expr.args[0]), expr.args[1].value
+        if kind == "str":
+            return inner.try_cast("string")
+        number = inner.try_cast("double")
+        return number.try_cast("bigint") if kind == "int" else number
     raise PlanError(f"batch replay cannot evaluate {expr}", hint="use --mode stream or the local engine")
 
 

@@ -68,7 +68,7 @@ def plan_join(query: JoinQuery, sources: dict[str, object], *, buckets: int, ts_
               ts_unit: str = "auto", lateness: int = 0, algorithm: str | None = None, order=None,
               options: dict | None = None, work_dir: Path) -> JoinPlan:
     """Inspect the inputs (local reader rules) and fix operator, keying and layouts."""
-    from slidewise.runtime.engine import _check_columns
+    from slidewise.plan.bind import bind_query
 
     missing = [s.source for s in query.streams if s.source not in sources]
     if missing:
@@ -82,7 +82,7 @@ def plan_join(query: JoinQuery, sources: dict[str, object], *, buckets: int, ts_
                                       ts_unit=ts_unit, lateness=lateness, work_dir=work_dir)
         infos.append(info)
         recipes.append(recipe)
-    _check_columns(query, [list(i.kinds) for i in infos])
+    query = bind_query(query, [dict(i.kinds) for i in infos])
     plan = choose(query, algorithm, order, **(options or {}))
     plan.build()  # option errors now, not inside a Spark task
     keying = choose_keying(query, [i.kinds for i in infos], buckets)

@@ -317,7 +317,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.cql.parser import load_any
     from slidewise.operators.incremental import STRATEGIES
     from slidewise.plan.prune import prune_columns
-    from slidewise.runtime.plans import _bind, plan_inputs
+    from slidewise.runtime.plans import _bind, _open_table, plan_inputs
     from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
     from slidewise.spark.keying import Keying
     from slidewise.spark.layout import WIRE_DDL, Layout
@@ -349,8 +349,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
         raise OptionError("give rejects or rejects_path, not both")
     rejects_dir = rejects if rejects is not None else rejects_path
     rejected = Rejects()
-    table_rows, table_schemas = _read_tables({n: tables[n] for n in table_names}, lateness, ts_column, ts_unit,
-                                             rejected)
+    opened_tables = {n: _open_table(n, tables[n], ts_column, ts_unit, 65536) for n in table_names}  # schemas only
     settings = {"strategy": strategy, "partitions": int(partitions)}
     root, temp = open_checkpoint(checkpoint)
     with removed_on_error(root, temp):
@@ -364,7 +363,9 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
                                           lateness=lateness, work_dir=root)
             infos.append(info)
             recipes.append(recipe)
-        plan = _bind(plan, {**table_schemas, **{n: list(i.kinds) for n, i in zip(names, infos)}})
+        plan = _bind(plan, {**{n: dict(t.kinds) for n, t in opened_tables.items()},
+                            **{n: dict(i.kinds) for n, i in zip(names, infos)}})
+        table_rows, _ = _read_tables(opened_tables, lateness, ts_column, ts_unit, rejected)   # once the plan binds
         if rewrite:
             from slidewise.plan.rewrite import choose_plan
 
@@ -420,7 +421,8 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
 
 def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_unit: str, rejects: Rejects,
                  chunk_rows: int = 65536) -> tuple[dict, dict]:
-    """Each relation's admitted update rows ``name -> (ts, cols)`` in ``(ts, file order)``, and its schema.
+    """Each relation's admitted update rows ``name -> (ts, cols)`` in ``(ts, file order)``, and its schema
+    (``tables``: name -> input, or the :class:`~slidewise.runtime.sources.Source` already opened).
 
     The local engine's reading: :func:`slidewise.runtime.plans._open_table`
     and :func:`~slidewise.runtime.reorder.merge_all` (late and bad rows go to
@@ -431,11 +433,13 @@ def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_un
 
     from slidewise.runtime.plans import _open_table
     from slidewise.runtime.reorder import merge_all
+    from slidewise.runtime.sources import Source
 
     if not tables:
         return {}, {}
     names = list(tables)
-    opened = [_open_table(n, tables[n], ts_column, ts_unit, chunk_rows) for n in names]   # checks ``op``
+    opened = [t if isinstance(t, Source) else _open_table(n, t, ts_column, ts_unit, chunk_rows)   # checks ``op``
+              for n, t in tables.items()]
     parts: dict[str, list] = {n: [] for n in names}
     for chunk in merge_all(opened, lateness, rejects, chunk_rows):
         for i, b in enumerate(chunk):
@@ -449,7 +453,7 @@ def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_un
                           {c: np.concatenate([b.cols[c] for b in got]) for c in got[0].cols})
         else:
             rows[name] = (np.empty(0, np.int64), {c: np.empty(0, dt) for c, dt in src.schema.items()})
-    return rows, {n: list(src.schema) for n, src in zip(names, opened)}
+    return rows, {n: dict(src.kinds) for n, src in zip(names, opened)}
 
 
 def _check_tables(runner, tables: dict) -> None:

@@ -1,0 +1,198 @@
+"""Types of expressions, fixed when a query is bound to its sources' columns.
+
+Kinds are the sources' (:mod:`slidewise.runtime.sources`): ``int``, ``float``,
+``bool`` and ``str`` (text); ``ts`` is ``int``; ``None`` is unknown and never
+checked. The rules:
+
+* integers, floats and booleans are numbers and compare and compute with each
+  other; text compares with text only;
+* a literal meeting another kind takes that kind where it can: against a
+  number ``'1'`` is ``1`` (``'abc'`` is an error); against text ``3`` is
+  ``'3'`` in ``=`` and ``!=`` (ordering text against a number is an error:
+  text orders character by character);
+* ``+ - * / %`` and ``ABS`` need numbers; ``/`` is a float, ``%`` is a float
+  (NULL where the divisor is 0) unless its divisor is a non-zero constant;
+* ``CAST(x AS INT | BIGINT | DOUBLE | FLOAT | TEXT | STRING)`` has that kind,
+  whatever ``x``'s (NULL where text is no number);
+* the two columns of a join or NOT EXISTS equality have the same kind family.
+
+A mismatch is one :class:`~slidewise.errors.PlanError` naming both sides,
+their types and the position in the query, raised before any input is read
+beyond schema inference and before any output is written.
+
+>>> from slidewise.plan.expr import Cmp, Col, Lit
+>>> kinds = {"a": "int", "b": "str"}.get
+>>> typer = Typer(lambda c: kinds(c.attr))
+>>> str(typer.condition(Cmp("=", Col(0, "a", "S1"), Lit("1")))), str(typer.condition(Cmp("=", Col(0, "b", "S1"), Lit(3))))
+('S1.a = 1', "S1.b = '3'")
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+
+from slidewise.errors import PlanError
+from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or, columns_of, evaluate
+
+__all__ = ["Typer", "kind_name", "literal_kind"]
+
+_NAMES = {"int": "integer", "float": "float", "bool": "boolean", "str": "text"}
+_INT_RE = re.compile(r"[+-]?\d+")
+_FLOAT_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_TEXT_WHY = "a column is text when a value in its source is not a number"
+
+
+def _to_number(expr: Expr) -> str:
+    return f"CAST({expr} AS DOUBLE)"
+
+
+def kind_name(kind: str | None) -> str:
+    """The user-facing name of a kind: integer, float, boolean, text."""
+    return _NAMES.get(kind, "unknown type")
+
+
+def literal_kind(value: object) -> str | None:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    return None
+
+
+def _family(kind: str | None) -> str | None:
+    return None if kind is None else "text" if kind == "str" else "number"
+
+
+def _location(*exprs: Expr) -> str | None:
+    for e in exprs:
+        pos = getattr(e, "pos", None)
+        if pos is not None:
+            return f"query line {pos[0]}, column {pos[1]}"
+    return None
+
+
+def _side(expr: Expr, kind: str | None) -> str:
+    return f"{expr} ({kind_name(kind)})"
+
+
+class Typer:
+    """Types expressions over columns whose kinds ``kind_of(col)`` gives (``None``: unknown)."""
+
+    def __init__(self, kind_of: Callable[[Col], str | None]):
+        self.kind_of = kind_of
+
+    def condition(self, expr: Expr) -> Expr:
+        """``expr`` with its literals cast; a PlanError for a type mismatch."""
+        return self.typed(expr)[0]
+
+    def typed(self, expr: Expr) -> tuple[Expr, str | None]:
+        """``(expr with literals cast, its kind)``."""
+        if isinstance(expr, Col):
+            return expr, ("int" if expr.attr == "ts" else None if expr.attr == "*" else self.kind_of(expr))
+        if isinstance(expr, Lit):
+            return expr, literal_kind(expr.value)
+        if isinstance(expr, Cmp):
+            return self._compare(expr), "bool"
+        if isinstance(expr, (And, Or)):
+            return replace(expr, items=tuple(self.condition(i) for i in expr.items)), "bool"
+        if isinstance(expr, Not):
+            return replace(expr, item=self.condition(expr.item)), "bool"
+        if isinstance(expr, BinOp):
+            return self._arithmetic(expr)
+        if isinstance(expr, Func) and expr.name == "cast":
+            return replace(expr, args=(self.typed(expr.args[0])[0], expr.args[1])), expr.args[1].value
+        if isinstance(expr, Func):
+            args = [self.typed(a) for a in expr.args]
+            for a, k in args:
+                if _family(k) == "text":
+                    raise PlanError(f"{expr.name.upper()} needs a number, got {_side(a, k)}",
+                                    location=_location(expr, a),
+                                    hint=f"{_TEXT_WHY}; {_to_number(a)} is its number (NULL where it is none)")
+            return replace(expr, args=tuple(a for a, _ in args)), (args[0][1] if args else None)
+        return expr, None
+
+    def pair(self, left: Col, right: Col, what: str = "join keys", other: Typer | None = None) -> None:
+        """Both columns of an equality (join key, NOT EXISTS pair) have the same kind family;
+        ``other`` types ``right`` if it is over other columns."""
+        lk, rk = self.typed(left)[1], (other or self).typed(right)[1]
+        if _family(lk) and _family(rk) and _family(lk) != _family(rk):
+            text, number = (left, right) if lk == "str" else (right, left)
+            raise PlanError(f"{what} {_side(left, lk)} and {_side(right, rk)} have different types",
+                            location=_location(left, right),
+                            hint=f"a text value never equals a number ({_TEXT_WHY}); give both columns one "
+                                 f"type in their sources, or compare CAST({text} AS BIGINT) = {number} "
+                                 "(a filter, slower than a join key)")
+
+    # -- rules ---------------------------------------------------------------
+    def _compare(self, expr: Cmp) -> Cmp:
+        (left, lk), (right, rk) = self.typed(expr.left), self.typed(expr.right)
+        if _family(lk) and _family(rk) and _family(lk) != _family(rk):
+            if isinstance(right, Lit) and not isinstance(left, Lit):
+                right = self._cast(right, lk, expr, left)
+            elif isinstance(left, Lit) and not isinstance(right, Lit):
+                left = self._cast(left, rk, expr, right)
+            else:
+                text, number = (left, right) if lk == "str" else (right, left)
+                raise PlanError(f"cannot compare {_side(left, lk)} with {_side(right, rk)}",
+                                location=_location(expr, left, right),
+                                hint=f"text and numbers never compare ({_TEXT_WHY}); {_to_number(text)} "
+                                     f"compares as numbers, CAST({number} AS TEXT) as text")
+        return replace(expr, left=left, right=right)
+
+    def _arithmetic(self, expr: BinOp) -> tuple[BinOp, str | None]:
+        (left, lk), (right, rk) = self.typed(expr.left), self.typed(expr.right)
+        if _family(lk) == "text" and isinstance(left, Lit) and self._number(left) is not None:
+            left = replace(left, value=self._number(left))
+            lk = literal_kind(left.value)
+        if _family(rk) == "text" and isinstance(right, Lit) and self._number(right) is not None:
+            right = replace(right, value=self._number(right))
+            rk = literal_kind(right.value)
+        if "text" in (_family(lk), _family(rk)):
+            text = left if _family(lk) == "text" else right
+            raise PlanError(f"cannot compute {_side(left, lk)} {expr.op} {_side(right, rk)}: "
+                            f"'{expr.op}' needs numbers", location=_location(expr, left, right),
+                            hint=f"{_TEXT_WHY}; {_to_number(text)} is its number (NULL where it is none)")
+        typed = replace(expr, left=left, right=right)
+        if lk is None or rk is None:
+            return typed, None
+        if expr.op == "/":
+            return typed, "float"
+        if expr.op == "%" and not (not columns_of(right) and evaluate(right, None) != 0):
+            return typed, "float"
+        return typed, ("int" if {lk, rk} <= {"int", "bool"} else "float")
+
+    def _cast(self, lit: Lit, kind: str, expr: Expr, other: Expr) -> Lit:
+        """``lit`` as a value of ``kind``'s family; a PlanError if it is not one (or if a number
+        would order as text)."""
+        op = getattr(expr, "op", "=")
+        if _family(kind) == "text":
+            if op not in ("=", "!="):
+                raise PlanError(f"cannot order {_side(other, kind)} against {_side(lit, literal_kind(lit.value))}",
+                                location=_location(expr, other, lit),
+                                hint=f"text orders character by character ('10' < '9'); write {other} {op} "
+                                     f"'{lit.value}' to compare text, or {_to_number(other)} {op} {lit} to compare numbers")
+            return replace(lit, value=str(lit.value))
+        if kind == "bool" and str(lit.value).strip().lower() in ("true", "false"):
+            return replace(lit, value=str(lit.value).strip().lower() == "true")
+        number = self._number(lit)
+        if number is None:
+            raise PlanError(f"cannot compare {_side(other, kind)} with {_side(lit, 'str')}: "
+                            f"{lit} is not a number", location=_location(expr, other, lit),
+                            hint=f"compare {other} with a number, e.g. {other} {op} 1, or "
+                                 f"CAST({other} AS TEXT) {op} {lit} to compare text")
+        return replace(lit, value=number)
+
+    @staticmethod
+    def _number(lit: Lit) -> int | float | None:
+        text = str(lit.value).strip()
+        if _INT_RE.fullmatch(text):
+            return int(text)
+        if _FLOAT_RE.fullmatch(text):
+            return float(text)
+        return None
