@@ -44,6 +44,20 @@ def _pos(node: Tree | Token) -> tuple[int, int]:
     return node.meta.line, node.meta.column
 
 
+def operands(node: Tree, kind: str) -> list[Tree]:
+    """Operands of a chain of ``kind`` nodes (``a AND b AND c``, left-deep in the parse tree), in text
+    order, found without recursion so chains of any length build."""
+    out: list[Tree] = []
+    todo = [node]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, Tree) and t.data == kind:
+            todo.extend(reversed(t.children))
+        else:
+            out.append(t)
+    return out
+
+
 def _number(tok: Token) -> int | float:
     text = str(tok)
     return int(text) if text.isdigit() else float(text)
@@ -257,7 +271,7 @@ class Builder:
         if kind in ("and_", "or_"):
             word, cls = ("AND", And) if kind == "and_" else ("OR", Or)
             items: list[Expr] = []
-            for child in ch:
+            for child in operands(node, kind):
                 c = self.condition(child, word)
                 items.extend(c.items if isinstance(c, cls) else (c,))
             return cls(tuple(items))
