@@ -167,24 +167,24 @@ def cmd_run(args) -> int:
 
         result = plan_from_args(args, _sources(args.source), tables,
                                 {**_operator_options(args), **kwargs_from_args(args)},
-                                lateness=parse_duration(args.lateness, what="lateness"),
+                                lateness=parse_duration(args.lateness, what="--lateness"),
                                 collect=show and not args.quiet)
     elif args.engine == "spark" and args.mode == "batch":
         from slidewise.spark.batch import batch_from_args
 
         result = batch_from_args(args, _sources(args.source), _operator_options(args),
-                                 lateness=parse_duration(args.lateness, what="lateness"),
+                                 lateness=parse_duration(args.lateness, what="--lateness"),
                                  collect=show and not args.quiet)
     elif args.engine == "spark":
         from slidewise.spark.cli import run_from_args
 
         result = run_from_args(args, _sources(args.source), {**_operator_options(args), **kwargs_from_args(args)},
-                               lateness=parse_duration(args.lateness, what="lateness"),
+                               lateness=parse_duration(args.lateness, what="--lateness"),
                                collect=show and not args.quiet)
     else:
         result = run(args.query, _sources(args.source), algorithm=args.algorithm, order=args.order,
                      out=args.out, collect=show and not args.quiet,
-                     lateness=parse_duration(args.lateness, what="lateness"),
+                     lateness=parse_duration(args.lateness, what="--lateness"),
                      ts_column=args.ts_column, ts_unit=args.ts_unit, chunk_rows=args.chunk_rows,
                      rejects=args.rejects, progress=not args.quiet, tables=tables,
                      strategy=args.strategy, partitions=args.partitions, **_operator_options(args),

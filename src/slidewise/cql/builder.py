@@ -16,15 +16,15 @@ from lark import Token, Tree
 
 from slidewise.cql.diagnostics import query_error
 from slidewise.errors import PlanError, QueryError
-from slidewise.model.batch import NO_EXP
-from slidewise.model.time import UNIT_MS
+from slidewise.model.time import MAX_DURATION, UNIT_MS
 from slidewise.plan.expr import FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
 from slidewise.plan.query import Equality, JoinQuery, SelectItem, StreamRef, WindowSpec
 
 # time units a window size may carry, in milliseconds (lower-case keys); seed 003 writes "6 sec"
 UNITS = {**UNIT_MS, "sec": 1000, "secs": 1000}
 
-MAX_WINDOW = NO_EXP // 4  # the length of [UNBOUNDED]; larger sizes would overflow ts + T
+INT64_MAX = 2 ** 63 - 1
+MAX_WINDOW = MAX_DURATION  # the length of [UNBOUNDED]; larger sizes would overflow ts + T
 
 _ARITY = {"abs": 1}
 _AGGREGATES = {"count", "sum", "avg", "min", "max"}
@@ -250,7 +250,11 @@ class Builder:
         kind = node.data
         ch = node.children
         if kind == "number":
-            return Lit(_number(ch[0]))
+            value = _number(ch[0])
+            if isinstance(value, int) and value > INT64_MAX:
+                raise self.error(ch[0], f"integer {ch[0]} is out of range",
+                                 hint=f"integers are 64-bit (up to {INT64_MAX}); write a float, e.g. {float(value):g}")
+            return Lit(value)
         if kind == "string":
             return Lit(str(ch[0])[1:-1].replace("''", "'"))
         if kind == "qualified":
