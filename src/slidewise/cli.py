@@ -38,6 +38,22 @@ def _tables(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def _add_query_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query", nargs="?", help="CQL text, or a file whose name ends in .cql")
+    p.add_argument("--query-file", metavar="PATH", help="read the query from this file (any name)")
+
+
+def _query(args):
+    """The query of ``run`` / ``explain``: text, a ``*.cql`` name, or a Path from --query-file."""
+    if args.query_file is not None:
+        if args.query is not None:
+            raise OptionError("the query is given twice (QUERY and --query-file)", hint="give one of them")
+        return Path(args.query_file)
+    if args.query is None:
+        raise OptionError("no query given", hint="pass the query text, a *.cql file, or --query-file PATH")
+    return args.query
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     from slidewise.spark.cli import ENGINES, add_spark_options, default_engine
 
@@ -153,6 +169,7 @@ def cmd_run(args) -> int:
 
     from slidewise.spark.cli import resolve_engine
 
+    args.query = _query(args)
     show = args.out is None
     tables = _tables(args.table)
     # a general query defaults to the local engine, unless it asks for Spark's options
@@ -232,7 +249,7 @@ def cmd_explain(args) -> int:
     from slidewise.plan.logical import Plan
     from slidewise.plan.physical import choose
 
-    q = load_any(args.query)
+    q = load_any(_query(args))
     if isinstance(q, Plan):  # a general query: the update-pattern annotated logical plan
         from slidewise.optimizer.explain import plan_info, render_plan
 
@@ -344,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("run", help="run a query to the end of its inputs")
-    r.add_argument("query", help="CQL text or a file containing it")
+    _add_query_argument(r)
     r.add_argument("--source", action="append", metavar="NAME=PATH", help="input of a FROM stream (repeatable)")
     _add_run_options(r)
     add_cli_arguments(r)
@@ -362,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_demo)
 
     e = sub.add_parser("explain", help="show the plan chosen for a query")
-    e.add_argument("query")
+    _add_query_argument(e)
     e.add_argument("--algorithm")
     e.add_argument("--order")
     e.add_argument("--buckets", type=int, help="hash buckets per window (default: allocated by the model)")
