@@ -129,15 +129,19 @@ def _cell(column: str, value) -> str:
 
 def _print_summary(stats: dict, results, shown: int = 10) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
+
+    from slidewise.errors import printable
 
     console = Console(stderr=True)
     if results is not None and len(results):
         table = Table(title=f"first {min(shown, len(results)):,} of {len(results):,} results")
         head = results.head(shown)
-        for c in head.columns:
-            table.add_column(str(c), overflow="fold")
-        rows = [[_cell(c, v) for v in head[c].tolist()] for c in head.columns]
+        for c in head.columns:   # names and values from files: plain text, control characters escaped
+            table.add_column(Text(printable(str(c))), overflow="fold")
+        rows = [[Text(printable(_cell(c, v))) for v in head[c].tolist()] for c in head.columns]
         for row in zip(*rows):
             table.add_row(*row)
         Console().print(table)
@@ -149,7 +153,7 @@ def _print_summary(stats: dict, results, shown: int = 10) -> None:
             f" in {stats['seconds']:.3f} s = {rate:,.0f} tuples/s; strategy {stats['strategy']}; state peak "
             f"{stats['state_tuples_peak']:,} tuples; {stats['negative_tuples']:,} negative tuples; peak "
             f"{stats['peak_rss_mb']:.0f} MB; rejects {stats['rejects']:,}"
-            + (f" ({'; '.join(f'{k}: {v}' for k, v in stats['rejects_by_reason'].items())})"
+            + (f" ({'; '.join(f'{escape(printable(k))}: {v}' for k, v in stats['rejects_by_reason'].items())})"
                if stats['rejects'] else ""))
         return
     console.print(
@@ -158,7 +162,7 @@ def _print_summary(stats: dict, results, shown: int = 10) -> None:
         f"= {rate:,.0f} tuples/s; algorithm {stats['algorithm']}, order {','.join(stats['join_order'])}; "
         f"{stats['comparisons']:,} comparisons; peak {stats['peak_rss_mb']:.0f} MB; "
         f"rejects {stats['rejects']:,}"
-        + (f" ({'; '.join(f'{k}: {v}' for k, v in stats['rejects_by_reason'].items())})"
+        + (f" ({'; '.join(f'{escape(printable(k))}: {v}' for k, v in stats['rejects_by_reason'].items())})"
            if stats['rejects'] else ""))
 
 
