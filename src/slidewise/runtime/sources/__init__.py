@@ -12,7 +12,7 @@ numbers with at most max(1, 1%) stray values there is numeric (the stray rows
 become rejects); an integer column with a missing value anywhere (a scan of up
 to 512 MiB) is read as float64 with NaN.
 
-Timestamps (DESIGN §1 "Time and order"), ``ts_unit``: ``auto`` – integers as
+Timestamps, ``ts_unit``: ``auto`` – integers as
 they are, floats as epoch seconds and ISO-8601 text both to epoch ms, never
 guessing: a sample mixing units is an error; ``raw``
 – integers as they are; ``s`` / ``ms`` / ``us`` / ``ns`` – epoch numbers in
