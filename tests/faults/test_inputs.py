@@ -96,6 +96,15 @@ def test_huge_counts_are_option_errors(tmp_path, option, fragment):
     assert_clear_error(_run(query, src, *option), fragment)
 
 
+@pytest.mark.parametrize("option, fragment", [
+    (["--tuples", HUGE], "up to 1,000,000,000"),
+    (["--distinct", f"{HUGE},1"], "positive integers up to 4611686018427387904"),
+])
+def test_huge_generate_options_are_option_errors(tmp_path, option, fragment):
+    assert_clear_error(run_cli("generate", *option, "--out", str(tmp_path / "gen")), fragment)
+    assert not (tmp_path / "gen").exists()
+
+
 def test_a_csv_row_of_several_megabytes_is_read(tmp_path):
     src = tmp_path / "long.csv"
     src.write_text("ts,a,s\n1,1,x\n2,1," + "y" * 5_000_000 + "\n3,1,z\n4,2,w\n", encoding="utf-8")
