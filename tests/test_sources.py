@@ -434,6 +434,7 @@ def test_csv_rows_longer_than_a_pyarrow_block_are_read(tmp_path):
 @pytest.mark.parametrize("values, unit", [
     (["1", "2", "30"], "raw"), (["1700000000000000000", "1700000000000000001"], "raw"),
     (["1521484800.5", "1521484801"], "s"), (["2024-01-01T00:00:00", "x"], "iso"),
+    ([str(99_999_000 + 500 * i) for i in range(5)], "raw"),   # a clock growing through 10**8
 ])
 def test_auto_unit_reads_consistent_samples(tmp_path, values, unit):
     p = tmp_path / "t.csv"
@@ -441,7 +442,8 @@ def test_auto_unit_reads_consistent_samples(tmp_path, values, unit):
     assert open_source("S", p).ts_unit == unit
 
 
-@pytest.mark.parametrize("values", [["1", "1700000000000"], ["0.5", "1521484800123"], ["2024-01-01", "17"]])
+@pytest.mark.parametrize("values", [["1", "1700000000000"], ["0.5", "1521484800123"], ["2024-01-01", "17"],
+                                    ["1700000000", "1700000000000"]])
 def test_auto_unit_refuses_to_guess(tmp_path, values):
     p = tmp_path / "t.csv"
     p.write_text("ts,a\n" + "".join(f"{v},1\n" for v in values))

@@ -102,8 +102,10 @@ _UNIT_CHOICES = ("raw (numbers as they are), s, ms, us or ns (epoch numbers in t
 def _auto_unit(sample: pa.Array | None, t: pa.DataType | None, file: str, ts_column: str) -> str:
     """``--ts-unit auto``: integers as they are (``raw``), numbers with a fraction as epoch seconds
     (``s``), text that is not numbers as ISO-8601; a SourceError naming two example values when the
-    sample holds values that would imply different units (magnitudes of different epoch units,
-    numbers beside ISO-8601 text), since any one choice would misread some of them."""
+    sample holds values that would imply different units, since any one choice would misread some:
+    numbers beside ISO-8601 text, or magnitudes of different epoch units (s, ms, us, ns or a small
+    number) with a gap of over 100x between them (values growing steadily through a band's
+    boundary are one clock)."""
     if sample is None or len(sample) == 0 or t is None or pa.types.is_null(t):
         return "raw"
     if pa.types.is_integer(t) or pa.types.is_floating(t):
@@ -132,12 +134,17 @@ def _auto_unit(sample: pa.Array | None, t: pa.DataType | None, file: str, ts_col
         values[is_num] = pc.cast(texts.filter(pa.array(is_num)), pa.float64()).to_numpy(zero_copy_only=False)
         fraction = is_num & ~_match(texts, _WHOLE_RE)
     idx = np.flatnonzero(present & np.isfinite(values))
-    if len(idx):
-        bands = np.searchsorted(_EPOCH_BANDS, np.abs(values[idx]), side="right")
-        lo, hi = int(np.argmin(bands)), int(np.argmax(bands))
-        if bands[lo] != bands[hi]:
-            raise _ambiguous(file, ts_column, texts, int(idx[lo]), int(idx[hi]),
-                             _BAND_NAMES[bands[lo]], _BAND_NAMES[bands[hi]])
+    if len(idx) > 1:
+        size = np.maximum(np.abs(values[idx]), 1.0)
+        order = np.argsort(size, kind="stable")
+        bands = np.searchsorted(_EPOCH_BANDS, size[order], side="right")
+        ratio = size[order][1:] / size[order][:-1]
+        # a jump of over 100x into another epoch band: not one counter or clock growing through a boundary
+        jumps = np.where((bands[1:] != bands[:-1]) & (ratio > 100), ratio, 0.0)
+        if jumps.any():
+            k = int(np.argmax(jumps))
+            raise _ambiguous(file, ts_column, texts, int(idx[order[k]]), int(idx[order[k + 1]]),
+                             _BAND_NAMES[bands[k]], _BAND_NAMES[bands[k + 1]])
     return "s" if fraction[present].any() else "raw"
 
 
