@@ -21,7 +21,7 @@ import pyarrow.json as pajson
 
 from slidewise.errors import SourceError
 from slidewise.runtime import sources as _pkg  # the package, for its block sizes
-from slidewise.runtime.sources.base import _KIND_ARROW, _Block, _Info, _missing_ts, _one_line
+from slidewise.runtime.sources.base import _KIND_ARROW, _Block, _check_text, _Info, _missing_ts, _one_line
 from slidewise.runtime.sources.convert import _missing_mask
 from slidewise.runtime.sources.schema import _few_strays, _info_from_table
 
@@ -32,39 +32,6 @@ def _open_stream(path: Path):
     except (OSError, pa.ArrowException) as e:
         raise SourceError(f"cannot read file: {_one_line(e)}", location=str(path),
                           hint="check that the file exists and is readable") from None
-
-
-_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe\x00\x00", "UTF-32"), (b"\xfe\xff", "UTF-16"),
-         (b"\xff\xfe", "UTF-16"))
-
-
-def _check_text(sample: bytes, file: str) -> None:
-    """A SourceError unless the start of a text file is UTF-8: UTF-16/32, binary data, another encoding."""
-    encoding = next((name for bom, name in _BOMS if sample.startswith(bom)), None)
-    if encoding:
-        what = f"looks like {encoding} (byte-order mark)"
-    elif (nul := sample.find(b"\x00")) >= 0:
-        head = sample[:4096]
-        if head.count(b"\x00") * 3 >= len(head) and head[1::2].count(b"\x00") * 4 >= len(head[1::2]) * 3:
-            encoding, what = "UTF-16LE", "looks like UTF-16 without a byte-order mark (NUL bytes between letters)"
-        elif head.count(b"\x00") * 3 >= len(head) and head[0::2].count(b"\x00") * 4 >= len(head[0::2]) * 3:
-            encoding, what = "UTF-16BE", "looks like UTF-16 without a byte-order mark (NUL bytes between letters)"
-        else:
-            what = f"binary data (a NUL byte at byte {nul})"
-    else:
-        try:
-            sample.split(b"\n", 1)[0].decode("utf-8")
-            return
-        except UnicodeDecodeError as e:
-            encoding, what = "LATIN1", f"invalid UTF-8 at byte {e.start} of the first line"
-    hint = (f"convert it, e.g. iconv -f {encoding} -t UTF-8 {file} > converted{_suffix(file)}" if encoding
-            else "give a CSV or JSON lines text file (UTF-8)")
-    raise SourceError(f"file is not UTF-8 text: {what}", location=file, hint=hint)
-
-
-def _suffix(file: str) -> str:
-    name = Path(file).name
-    return name[name.index("."):] if "." in name else ".csv"
 
 
 def _record_ends(buf: np.ndarray, quotes: bool) -> tuple[np.ndarray, np.ndarray]:
