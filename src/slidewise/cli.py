@@ -74,7 +74,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lateness", default="0", help="allowed out-of-orderness, e.g. 500, 10s (default 0)")
     p.add_argument("--ts-column", default="ts", help="timestamp column (default ts)")
     p.add_argument("--ts-unit", default="auto", choices=["auto", "raw", "s", "ms", "us", "ns", "iso"],
-                   help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms")
+                   help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms, "
+                        "and an error when values imply different units")
     p.add_argument("--chunk-rows", type=int, default=65536, help="rows per processing chunk")
     p.add_argument("--buckets", type=int, help="hash buckets per window (hash joins)")
     _add_stats_options(p)
