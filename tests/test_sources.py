@@ -450,3 +450,11 @@ def test_auto_unit_refuses_to_guess(tmp_path, values):
     with pytest.raises(SourceError, match="would be different units") as info:
         open_source("S", p)
     assert "--ts-unit" in info.value.hint
+
+
+def test_auto_unit_refuses_to_guess_on_typed_columns(tmp_path):
+    p = tmp_path / "t.parquet"
+    pd.DataFrame({"ts": [1, 1_700_000_000_000_000_000], "a": [1, 2]}).to_parquet(p)
+    with pytest.raises(SourceError, match="'1' \\(a small number\\) and '1700000000000000000' \\(epoch nano"):
+        open_source("S", p)
+    assert open_source("S", p, ts_unit="ns").ts_unit == "ns"

@@ -112,7 +112,7 @@ def _auto_unit(sample: pa.Array | None, t: pa.DataType | None, file: str, ts_col
     if pa.types.is_integer(t) or pa.types.is_floating(t):
         texts = sample
         present = ~_missing_mask(sample)
-        values = pc.cast(sample, pa.float64()).to_numpy(zero_copy_only=False)
+        values = pc.cast(sample, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
         fraction = np.full(len(values), pa.types.is_floating(t))  # floats: epoch seconds, as Zeek writes them
     else:
         texts = pc.utf8_trim_whitespace(sample.cast(pa.string()))
