@@ -295,6 +295,30 @@ def test_load_query_missing_file_is_a_source_error(tmp_path):
         load_query(str(tmp_path / "missing.cql"))
 
 
+def test_load_query_reads_only_cql_names_or_paths(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "q.sql").write_text("SELECT * FROM S [ROWS 2]\n")
+    with pytest.raises(QueryError) as info:
+        load_query("q.sql")   # text, not a file: only *.cql names are read
+    assert "to read a query from a file, name it *.cql or use --query-file" in info.value.hint
+    assert load_query(tmp_path / "q.sql").streams[0].window == WindowSpec("rows", 2)
+
+
+def test_load_query_never_shows_the_text_of_a_file_not_named_cql(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("user:hunter2\n")
+    with pytest.raises(QueryError) as info:
+        load_query(path)
+    assert "hunter2" not in str(info.value) and "not shown" in str(info.value)
+
+
+def test_chains_of_conditions_are_flat():
+    q = parse("SELECT * FROM S [RANGE 1] WHERE " + " AND ".join(f"S.a != {i}" for i in range(5000)))
+    assert len(q.filters) == 5000
+    q = parse("SELECT * FROM S [RANGE 1] WHERE S.a = 1 AND (" + " OR ".join(f"S.b = {i}" for i in range(5000)) + ")")
+    assert len(q.filters) == 2 and len(q.filters[1].items) == 5000
+
+
 def test_load_query_error_names_the_file(tmp_path):
     path = tmp_path / "bad.cql"
     path.write_text("SELECT *\nFROM S1 [ROWS 0]\n")

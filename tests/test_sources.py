@@ -412,3 +412,51 @@ def test_empty_records_are_rejected_whatever_the_chunking():
         src = open_source("x", [{"ts": 1}, {}, {}, {"ts": 2}], chunk_rows=chunk_rows)
         assert sum(len(c.ts) for c in src.chunks(rejects=rejects)) == 2
         assert rejects.total == 2
+
+
+def test_csv_rows_longer_than_the_bound_are_rejects_with_their_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(S, "_MAX_ROW_BYTES", 1000)
+    p = tmp_path / "long.csv"
+    p.write_text("ts,a,s\n1,1,x\n2,1," + "y" * 3000 + '\n3,1,"q\n' + "z" * 3000 + '"\n4,1,w\n')
+    src = open_source("S", p)
+    ts, cols, lines, _ = read_all(src)
+    assert ts.tolist() == [1, 4] and lines.tolist() == [2, 6]
+    got = rejects_of(src)
+    assert [r["line"] for r in got] == [3, 4]
+    assert all(r["reason"].startswith("row too long: 3,00") for r in got)
+
+
+def test_csv_rows_longer_than_a_pyarrow_block_are_read(tmp_path):
+    p = tmp_path / "long.csv"
+    p.write_text("ts,a,s\n1,1,x\n2,1," + "y" * 3_000_000 + "\n3,1,z\n")
+    ts, cols, lines, _ = read_all(open_source("S", p))
+    assert ts.tolist() == [1, 2, 3] and len(cols["s"][1]) == 3_000_000
+
+
+@pytest.mark.parametrize("values, unit", [
+    (["1", "2", "30"], "raw"), (["1700000000000000000", "1700000000000000001"], "raw"),
+    (["1521484800.5", "1521484801"], "s"), (["2024-01-01T00:00:00", "x"], "iso"),
+    ([str(99_999_000 + 500 * i) for i in range(5)], "raw"),   # a clock growing through 10**8
+])
+def test_auto_unit_reads_consistent_samples(tmp_path, values, unit):
+    p = tmp_path / "t.csv"
+    p.write_text("ts,a\n" + "".join(f"{v},1\n" for v in values))
+    assert open_source("S", p).ts_unit == unit
+
+
+@pytest.mark.parametrize("values", [["1", "1700000000000"], ["0.5", "1521484800123"], ["2024-01-01", "17"],
+                                    ["1700000000", "1700000000000"]])
+def test_auto_unit_refuses_to_guess(tmp_path, values):
+    p = tmp_path / "t.csv"
+    p.write_text("ts,a\n" + "".join(f"{v},1\n" for v in values))
+    with pytest.raises(SourceError, match="would be different units") as info:
+        open_source("S", p)
+    assert "--ts-unit" in info.value.hint
+
+
+def test_auto_unit_refuses_to_guess_on_typed_columns(tmp_path):
+    p = tmp_path / "t.parquet"
+    pd.DataFrame({"ts": [1, 1_700_000_000_000_000_000], "a": [1, 2]}).to_parquet(p)
+    with pytest.raises(SourceError, match="'1' \\(a small number\\) and '1700000000000000000' \\(epoch nano"):
+        open_source("S", p)
+    assert open_source("S", p, ts_unit="ns").ts_unit == "ns"

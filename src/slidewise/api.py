@@ -42,7 +42,8 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
         strategy: str = "upa", partitions: int = 10, **operator_options) -> RunResult:
     """Run a query to the end of its inputs on the embedded engine (or ``engine="spark"``).
 
-    ``query``: CQL text, a path to a ``.cql`` file, or a parsed JoinQuery.
+    ``query``: CQL text, the name of a ``*.cql`` file, a ``pathlib.Path`` (read whatever its
+    name), or a parsed JoinQuery.
     ``sources``: source name (as in FROM) -> file/directory path, pandas
     DataFrame, dict of columns or iterable of dicts. ``out``: a result file
     (``.csv``, ``.jsonl``, ``.parquet``), ``"-"`` for stdout, or a callback

@@ -61,6 +61,22 @@ def _finish_run(args, stats: dict) -> int:
     return 128 + signal.Signals[stopped].value
 
 
+def _add_query_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query", nargs="?", help="CQL text, or a file whose name ends in .cql")
+    p.add_argument("--query-file", metavar="PATH", help="read the query from this file (any name)")
+
+
+def _query(args):
+    """The query of ``run`` / ``explain``: text, a ``*.cql`` name, or a Path from --query-file."""
+    if args.query_file is not None:
+        if args.query is not None:
+            raise OptionError("the query is given twice (QUERY and --query-file)", hint="give one of them")
+        return Path(args.query_file)
+    if args.query is None:
+        raise OptionError("no query given", hint="pass the query text, a *.cql file, or --query-file PATH")
+    return args.query
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     from slidewise.spark.cli import ENGINES, add_spark_options, default_engine
 
@@ -81,7 +97,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lateness", default="0", help="allowed out-of-orderness, e.g. 500, 10s (default 0)")
     p.add_argument("--ts-column", default="ts", help="timestamp column (default ts)")
     p.add_argument("--ts-unit", default="auto", choices=["auto", "raw", "s", "ms", "us", "ns", "iso"],
-                   help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms")
+                   help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms, "
+                        "and an error when values imply different units")
     p.add_argument("--chunk-rows", type=int, default=65536, help="rows per processing chunk")
     p.add_argument("--buckets", type=int, help="hash buckets per window (hash joins)")
     _add_stats_options(p)
@@ -136,15 +153,19 @@ def _cell(column: str, value) -> str:
 
 def _print_summary(stats: dict, results, shown: int = 10) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
+
+    from slidewise.errors import printable
 
     console = Console(stderr=True)
     if results is not None and len(results):
         table = Table(title=f"first {min(shown, len(results)):,} of {len(results):,} results")
         head = results.head(shown)
-        for c in head.columns:
-            table.add_column(str(c), overflow="fold")
-        rows = [[_cell(c, v) for v in head[c].tolist()] for c in head.columns]
+        for c in head.columns:   # names and values from files: plain text, control characters escaped
+            table.add_column(Text(printable(str(c))), overflow="fold")
+        rows = [[Text(printable(_cell(c, v))) for v in head[c].tolist()] for c in head.columns]
         for row in zip(*rows):
             table.add_row(*row)
         Console().print(table)
@@ -156,7 +177,7 @@ def _print_summary(stats: dict, results, shown: int = 10) -> None:
             f" in {stats['seconds']:.3f} s = {rate:,.0f} tuples/s; strategy {stats['strategy']}; state peak "
             f"{stats['state_tuples_peak']:,} tuples; {stats['negative_tuples']:,} negative tuples; peak "
             f"{stats['peak_rss_mb']:.0f} MB; rejects {stats['rejects']:,}"
-            + (f" ({'; '.join(f'{k}: {v}' for k, v in stats['rejects_by_reason'].items())})"
+            + (f" ({'; '.join(f'{escape(printable(k))}: {v}' for k, v in stats['rejects_by_reason'].items())})"
                if stats['rejects'] else ""))
         return
     console.print(
@@ -165,7 +186,7 @@ def _print_summary(stats: dict, results, shown: int = 10) -> None:
         f"= {rate:,.0f} tuples/s; algorithm {stats['algorithm']}, order {','.join(stats['join_order'])}; "
         f"{stats['comparisons']:,} comparisons; peak {stats['peak_rss_mb']:.0f} MB; "
         f"rejects {stats['rejects']:,}"
-        + (f" ({'; '.join(f'{k}: {v}' for k, v in stats['rejects_by_reason'].items())})"
+        + (f" ({'; '.join(f'{escape(printable(k))}: {v}' for k, v in stats['rejects_by_reason'].items())})"
            if stats['rejects'] else ""))
 
 
@@ -176,6 +197,7 @@ def cmd_run(args) -> int:
 
     from slidewise.spark.cli import resolve_engine
 
+    args.query = _query(args)
     show = args.out is None
     tables = _tables(args.table)
     # a general query defaults to the local engine, unless it asks for Spark's options
@@ -195,24 +217,24 @@ def cmd_run(args) -> int:
 
         result = plan_from_args(args, _sources(args.source), tables,
                                 {**_operator_options(args), **kwargs_from_args(args)},
-                                lateness=parse_duration(args.lateness, what="lateness"),
+                                lateness=parse_duration(args.lateness, what="--lateness"),
                                 collect=show and not args.quiet)
     elif args.engine == "spark" and args.mode == "batch":
         from slidewise.spark.batch import batch_from_args
 
         result = batch_from_args(args, _sources(args.source), _operator_options(args),
-                                 lateness=parse_duration(args.lateness, what="lateness"),
+                                 lateness=parse_duration(args.lateness, what="--lateness"),
                                  collect=show and not args.quiet)
     elif args.engine == "spark":
         from slidewise.spark.cli import run_from_args
 
         result = run_from_args(args, _sources(args.source), {**_operator_options(args), **kwargs_from_args(args)},
-                               lateness=parse_duration(args.lateness, what="lateness"),
+                               lateness=parse_duration(args.lateness, what="--lateness"),
                                collect=show and not args.quiet)
     else:
         result = run(args.query, _sources(args.source), algorithm=args.algorithm, order=args.order,
                      out=args.out, collect=show and not args.quiet,
-                     lateness=parse_duration(args.lateness, what="lateness"),
+                     lateness=parse_duration(args.lateness, what="--lateness"),
                      ts_column=args.ts_column, ts_unit=args.ts_unit, chunk_rows=args.chunk_rows,
                      rejects=args.rejects, progress=not args.quiet, tables=tables,
                      strategy=args.strategy, partitions=args.partitions, **_operator_options(args),
@@ -260,7 +282,7 @@ def cmd_explain(args) -> int:
     from slidewise.plan.logical import Plan
     from slidewise.plan.physical import choose
 
-    q = load_any(args.query)
+    q = load_any(_query(args))
     if isinstance(q, Plan):  # a general query: the update-pattern annotated logical plan
         from slidewise.optimizer.explain import plan_info, render_plan
 
@@ -372,7 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("run", help="run a query to the end of its inputs")
-    r.add_argument("query", help="CQL text or a file containing it")
+    _add_query_argument(r)
     r.add_argument("--source", action="append", metavar="NAME=PATH", help="input of a FROM stream (repeatable)")
     _add_run_options(r)
     add_cli_arguments(r)
@@ -393,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_demo)
 
     e = sub.add_parser("explain", help="show the plan chosen for a query")
-    e.add_argument("query")
+    _add_query_argument(e)
     e.add_argument("--algorithm")
     e.add_argument("--order")
     e.add_argument("--buckets", type=int, help="hash buckets per window (default: allocated by the model)")

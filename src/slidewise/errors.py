@@ -4,9 +4,22 @@ Every user-facing error carries a one-line ``message``, an optional
 ``location`` (file:line, query line:column, stream name) and an optional
 ``hint`` telling how to fix it. The CLI prints ``str(error)`` and exits
 non-zero; it never shows a traceback for a :class:`SlidewiseError`.
+``str(error)`` escapes control characters (file contents, column names),
+so a message never drives the terminal.
 """
 
 from __future__ import annotations
+
+import re
+
+#: control characters (C0, DEL, C1) and bidirectional overrides: never sent to a terminal raw
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\x1b``, ``\\u202e``); tabs and newlines kept."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                         else f"\\u{ord(m.group()):04x}", text)
 
 
 class SlidewiseError(Exception):
@@ -24,7 +37,7 @@ class SlidewiseError(Exception):
         text = f"{self.location}: {self.message}" if self.location else self.message
         if self.hint:
             text += f" (hint: {self.hint})"
-        return text
+        return printable(text.replace("\n", " "))
 
 
 class QueryError(SlidewiseError):
@@ -39,7 +52,7 @@ class QueryError(SlidewiseError):
     def __str__(self) -> str:
         text = super().__str__()
         if self.excerpt:
-            text += "\n" + self.excerpt
+            text += "\n" + printable(self.excerpt)
         return text
 
 

@@ -17,15 +17,15 @@ from lark import Token, Tree
 
 from slidewise.cql.diagnostics import query_error
 from slidewise.errors import PlanError, QueryError
-from slidewise.model.batch import NO_EXP
-from slidewise.model.time import UNIT_MS
+from slidewise.model.time import MAX_DURATION, UNIT_MS
 from slidewise.plan.expr import CAST_TYPES, FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
 from slidewise.plan.query import Equality, JoinQuery, SelectItem, StreamRef, WindowSpec
 
 # time units a window size may carry, in milliseconds (lower-case keys); Golab's thesis writes "6 sec"
 UNITS = {**UNIT_MS, "sec": 1000, "secs": 1000}
 
-MAX_WINDOW = NO_EXP // 4  # the length of [UNBOUNDED]; larger sizes would overflow ts + T
+INT64_MAX = 2 ** 63 - 1
+MAX_WINDOW = MAX_DURATION  # the length of [UNBOUNDED]; larger sizes would overflow ts + T
 
 _ARITY = {"abs": 1}
 _AGGREGATES = {"count", "sum", "avg", "min", "max"}
@@ -43,6 +43,20 @@ def _pos(node: Tree | Token) -> tuple[int, int]:
     if node.meta.empty:  # a rule that matched only filtered keywords; never expected here
         return 1, 1
     return node.meta.line, node.meta.column
+
+
+def operands(node: Tree, kind: str) -> list[Tree]:
+    """Operands of a chain of ``kind`` nodes (``a AND b AND c``, left-deep in the parse tree), in text
+    order, found without recursion so chains of any length build."""
+    out: list[Tree] = []
+    todo = [node]
+    while todo:
+        t = todo.pop()
+        if isinstance(t, Tree) and t.data == kind:
+            todo.extend(reversed(t.children))
+        else:
+            out.append(t)
+    return out
 
 
 def _number(tok: Token) -> int | float:
@@ -244,7 +258,11 @@ class Builder:
         kind = node.data
         ch = node.children
         if kind == "number":
-            return Lit(_number(ch[0]))
+            value = _number(ch[0])
+            if isinstance(value, int) and value > INT64_MAX:
+                raise self.error(ch[0], f"integer {ch[0]} is out of range",
+                                 hint=f"integers are 64-bit (up to {INT64_MAX}); write a float, e.g. {float(value):g}")
+            return Lit(value)
         if kind == "string":
             return Lit(str(ch[0])[1:-1].replace("''", "'"))
         if kind == "qualified":
@@ -265,7 +283,7 @@ class Builder:
         if kind in ("and_", "or_"):
             word, cls = ("AND", And) if kind == "and_" else ("OR", Or)
             items: list[Expr] = []
-            for child in ch:
+            for child in operands(node, kind):
                 c = self.condition(child, word)
                 items.extend(c.items if isinstance(c, cls) else (c,))
             return cls(tuple(items))

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
-from slidewise.errors import QueryError
+from slidewise.errors import QueryError, printable
 
 # Terminals that are not keywords, described in words.
 _WORDS = {
@@ -46,9 +46,10 @@ def excerpt(text: str, line: int, column: int) -> str:
     """Source line ``line`` (1-based) and a caret under ``column`` (1-based)."""
     lines = text.splitlines() or [""]
     src = lines[line - 1] if 0 < line <= len(lines) else ""
-    pad = "".join("\t" if ch == "\t" else " " for ch in src[: max(column - 1, 0)])
+    before = printable(src[: max(column - 1, 0)])   # escaped control characters widen the line
+    pad = "".join("\t" if ch == "\t" else " " for ch in before)
     pad += " " * max(column - 1 - len(src), 0)
-    return f"{src}\n{pad}^"
+    return f"{printable(src)}\n{pad}^"
 
 
 def query_error(text: str, message: str, line: int, column: int, hint: str | None = None) -> QueryError:

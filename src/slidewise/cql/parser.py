@@ -30,7 +30,6 @@ from slidewise.plan.query import JoinQuery
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
 FULL_MARKER = "// ---- full dialect"
-QUERY_SUFFIXES = (".cql", ".sql", ".txt", ".query")
 
 
 def _compile(text: str, start: str) -> Lark:
@@ -184,40 +183,63 @@ def _accepts_before_error(lark: Lark, text: str) -> set[str] | None:
     return None
 
 
-def load_query(text_or_path: str | os.PathLike) -> JoinQuery:
-    """Parse a query given as text or as the path of a file holding it.
+def load_query(query: str | os.PathLike) -> JoinQuery:
+    """Parse a query given as text, as the name of a ``*.cql`` file, or as a path object.
 
-    An argument that names an existing file is read (UTF-8); one that looks
-    like a file name (a single word ending in ``.cql``, ``.sql``, ``.txt`` or
-    ``.query``) but does not exist is a :class:`SourceError`. Errors in a
-    file's query name the file in their location.
+    Text is a file name only when it is one word ending in ``.cql`` (a missing
+    one is a :class:`SourceError`); any ``os.PathLike`` (``--query-file``) is
+    read as a file. Errors in a file's query name the file; the text of a file
+    not named ``*.cql`` is never shown. Query text that looks like a path and
+    does not parse gets a hint on how to read a file.
     """
-    return _load(text_or_path, parse)
+    return _load(query, parse)
 
 
-def load_any(text_or_path: str | os.PathLike, tables: Iterable[str] = frozenset()) -> JoinQuery | Plan:
+def load_any(query: str | os.PathLike, tables: Iterable[str] = frozenset()) -> JoinQuery | Plan:
     """:func:`load_query` with :func:`parse_any`: a JoinQuery or a Plan."""
-    return _load(text_or_path, lambda text: parse_any(text, tables))
+    return _load(query, lambda text: parse_any(text, tables))
 
 
-def _load(text_or_path: str | os.PathLike, parse_text: Callable[[str], object]):
-    arg = os.fspath(text_or_path)
-    if os.path.isfile(arg):
-        try:
-            text = Path(arg).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise SourceError(f"cannot read query file {arg}: {e}",
-                              hint="pass a readable UTF-8 text file or the query text itself") from None
-        try:
-            return parse_text(text)
-        except QueryError as e:
-            if e.line is not None:
-                e.location = f"query file {arg}, line {e.line}, column {e.column}"
-            else:
-                e.location = f"query file {arg}"
-            raise
-    stripped = arg.strip()
-    if stripped and not any(c.isspace() for c in stripped) and stripped.lower().endswith(QUERY_SUFFIXES):
-        raise SourceError(f"query file not found: {stripped}",
-                          hint="pass an existing file or the query text itself")
-    return parse_text(arg)
+QUERY_SUFFIX = ".cql"
+MAX_QUERY_BYTES = 16 << 20
+FILE_HINT = "to read a query from a file, name it *.cql or use --query-file PATH (from Python: a pathlib.Path)"
+
+
+def _load(query, parse_text: Callable[[str], object]):
+    if isinstance(query, os.PathLike):
+        return _load_file(os.fspath(query), parse_text)
+    word = query.strip() if isinstance(query, str) else ""
+    one_word = bool(word) and not any(c.isspace() for c in word)
+    if one_word and word.lower().endswith(QUERY_SUFFIX):
+        return _load_file(word, parse_text)
+    try:
+        return parse_text(query)
+    except QueryError as e:
+        if one_word and ("/" in word or os.path.exists(word)):   # a path given as query text
+            e.hint = f"{word!r} is read as query text, not as a file; {FILE_HINT}"
+        raise
+
+
+def _load_file(path: str, parse_text: Callable[[str], object]):
+    """The query in file ``path``; its text appears in errors only if it is named ``*.cql``."""
+    if not os.path.isfile(path):
+        what = "is not a regular file" if os.path.exists(path) else "not found"
+        raise SourceError(f"query file {what}: {path}", hint="pass an existing file or the query text itself")
+    try:
+        if os.path.getsize(path) > MAX_QUERY_BYTES:
+            raise SourceError(f"query file {path} is larger than {MAX_QUERY_BYTES >> 20} MiB",
+                              hint="is it really a query? pass a CQL text file")
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise SourceError(f"cannot read query file {path}: {e}",
+                          hint="pass a readable UTF-8 text file or the query text itself") from None
+    try:
+        return parse_text(text)
+    except QueryError as e:
+        if not path.lower().endswith(QUERY_SUFFIX):
+            where = f" at line {e.line}, column {e.column}" if e.line is not None else ""
+            raise QueryError(f"query file {path} does not hold a valid query (error{where}; its text is "
+                             f"not shown because the file is not named *{QUERY_SUFFIX})",
+                             hint="check the path given to --query-file") from None
+        e.location = f"query file {path}" + (f", line {e.line}, column {e.column}" if e.line is not None else "")
+        raise

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from lark import Token, Tree
 
-from slidewise.cql.builder import Builder
+from slidewise.cql.builder import Builder, operands
 from slidewise.cql.grouping import Grouping
 from slidewise.cql.plan_checks import PlanChecks, arity
 from slidewise.plan.expr import And, Cmp, Col, Expr, streams_of
@@ -303,9 +303,7 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
         return node, tuple(pairs)
 
     def conjuncts(self, tree: Tree) -> list[Tree]:
-        if tree.data == "and_":
-            return [c for child in tree.children for c in self.conjuncts(child)]
-        return [tree]
+        return operands(tree, "and_")
 
     def correlation(self, tree: Tree, e: Expr, own: set[int]) -> tuple[Col, Col]:
         """``inner.x = outer.y`` in a NOT EXISTS subquery -> ``(outer column, inner column)``."""

@@ -21,6 +21,9 @@ UNIT_MS = {
     "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
 }
 
+#: The longest duration (window size, lateness): timestamps stay below 2**62, so ``ts + d`` fits in int64.
+MAX_DURATION = (2 ** 63 - 1) // 4
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
@@ -34,11 +37,17 @@ def unit_ms(unit: str) -> int:
 
 
 def parse_duration(text: str | int, *, what: str = "duration") -> int:
-    """``"5s"`` -> 5000 (ms); ``"17"`` -> 17 (raw units)."""
+    """``"5s"`` -> 5000 (ms); ``"17"`` -> 17 (raw units); OptionError beyond :data:`MAX_DURATION`."""
     if isinstance(text, int):
         return text
     m = _DURATION.match(str(text))
     if not m:
         raise OptionError(f"bad {what} {text!r}", hint="write a number with an optional unit, e.g. 100, 5s, 250ms")
-    value, unit = float(m.group(1)), m.group(2)
-    return int(round(value * unit_ms(unit))) if unit else int(value)
+    number, unit = m.group(1), m.group(2)
+    scale = unit_ms(unit) if unit else 1
+    value = int(number) * scale if number.isdigit() else int(round(float(number) * scale))
+    if value > MAX_DURATION:
+        raise OptionError(f"{what} {text!r} is out of range",
+                          hint=f"the allowed range is 0 to {MAX_DURATION} time units "
+                               f"(about {MAX_DURATION // 31_557_600_000:,} years of milliseconds)")
+    return value

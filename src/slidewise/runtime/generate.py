@@ -38,6 +38,11 @@ def _per_stream(value, n: int, what: str) -> list:
     return values
 
 
+#: bounds of ``generate``: join values are int64; the tuples of one call are held in memory
+MAX_DISTINCT = 2 ** 62
+MAX_TUPLES = 10 ** 9
+
+
 def generate(rates: Sequence[float], distinct: int | Sequence[int], n_tuples: int, *, seed: int | None = 0,
              zipf: float | Sequence[float] | None = None, attr: str = "a") -> list[dict[str, np.ndarray]]:
     """Streams as ``[{"ts": int64, attr: int64, "x": int64}, ...]``, one dict per rate."""
@@ -49,12 +54,13 @@ def generate(rates: Sequence[float], distinct: int | Sequence[int], n_tuples: in
         raise OptionError(f"rates must be positive numbers, got {rates_arr.tolist()}",
                           hint="rates are relative arrival rates λ_i, e.g. --rates 10,1,1")
     v = _per_stream(distinct, n, "distinct")
-    if any(not float(x).is_integer() or x < 1 for x in v):
-        raise OptionError(f"distinct values must be positive integers, got {v}",
+    if any(not float(x).is_integer() or not 1 <= x <= MAX_DISTINCT for x in v):
+        raise OptionError(f"distinct values must be positive integers up to {MAX_DISTINCT}, got {v}",
                           hint="v_i is the number of distinct join values of stream i, e.g. --distinct 100,100")
     v = [int(x) for x in v]
-    if not float(n_tuples).is_integer() or n_tuples < 0:
-        raise OptionError(f"the number of tuples must be a non-negative integer, got {n_tuples!r}")
+    if not float(n_tuples).is_integer() or not 0 <= n_tuples <= MAX_TUPLES:
+        raise OptionError(f"the number of tuples must be a non-negative integer up to {MAX_TUPLES:,}, "
+                          f"got {n_tuples!r}", hint="generate larger inputs in several runs with other seeds")
     n_tuples = int(n_tuples)
     s = _per_stream(zipf, n, "zipf")
     if any(x is not None and (not np.isfinite(x) or x < 0) for x in s):

@@ -60,6 +60,10 @@ from slidewise.runtime.sources import open_source
 __all__ = ["execute_plan"]
 
 
+#: upper bound of the calendar queue's partitions (each one is allocated up front)
+MAX_PARTITIONS = 1 << 20
+
+
 def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, object] | None = None, *,
                  strategy: str = "upa", partitions: int = 10, out=None, collect: bool = False,
                  lateness: int = 0, ts_column: str = "ts", ts_unit: str = "auto", chunk_rows: int = 65536,
@@ -78,8 +82,8 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     """
     if strategy not in STRATEGIES:
         raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
-    if not isinstance(partitions, (int, np.integer)) or partitions < 1:
-        raise OptionError(f"partitions must be a positive integer, got {partitions!r}",
+    if not isinstance(partitions, (int, np.integer)) or not 1 <= partitions <= MAX_PARTITIONS:
+        raise OptionError(f"partitions must be an integer from 1 to {MAX_PARTITIONS}, got {partitions!r}",
                           hint="calendar queue partitions for UPA, e.g. 10 or 50")
     tables = dict(tables or {})
     stream_names, table_names = plan_inputs(plan, streams, tables)

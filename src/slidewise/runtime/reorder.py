@@ -43,6 +43,7 @@ import pyarrow.compute as pc
 
 from slidewise.errors import ExecutionError, OptionError
 from slidewise.model.batch import StreamBatch
+from slidewise.model.time import MAX_DURATION
 from slidewise.runtime.rejects import Rejects, rows_as_text
 
 _NEG = np.iinfo(np.int64).min // 2   # "no tuple yet": below every real frontier
@@ -70,8 +71,8 @@ class Merger:
         if len(lat) != n:
             raise OptionError(f"{len(lat)} lateness values for {n} streams",
                               hint="give one lateness for all streams or one per stream")
-        if any(int(x) != x or x < 0 for x in lat):
-            raise OptionError(f"lateness must be a non-negative integer, got {lat}",
+        if any(int(x) != x or not 0 <= x <= MAX_DURATION for x in lat):
+            raise OptionError(f"lateness must be an integer from 0 to {MAX_DURATION}, got {lat}",
                               hint="lateness is in timestamp units, e.g. 5000 for 5 s of epoch-ms timestamps")
         if not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
             raise OptionError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")

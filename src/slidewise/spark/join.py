@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slidewise.errors import OptionError, SourceError
-from slidewise.model.time import parse_duration
+from slidewise.model.time import MAX_DURATION, parse_duration
 from slidewise.plan.physical import PhysicalPlan, choose
 from slidewise.plan.query import JoinQuery
 from slidewise.spark.bucket import BucketJoin
@@ -58,8 +58,8 @@ class JoinPlan:
 def checked_lateness(lateness) -> int:
     """``lateness`` (time units, or a duration such as ``"2s"``) as a non-negative int, else OptionError."""
     lat = parse_duration(lateness, what="lateness") if isinstance(lateness, str) else lateness
-    if not isinstance(lat, int) or isinstance(lat, bool) or lat < 0:
-        raise OptionError(f"lateness must be a non-negative integer, got {lateness!r}",
+    if not isinstance(lat, int) or isinstance(lat, bool) or not 0 <= lat <= MAX_DURATION:
+        raise OptionError(f"lateness must be an integer from 0 to {MAX_DURATION}, got {lateness!r}",
                           hint="lateness is in timestamp units, e.g. 5000 for 5 s of epoch-ms timestamps")
     return lat
 

@@ -329,7 +329,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
 
     if strategy not in STRATEGIES:
         raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
-    if isinstance(plan, str):
+    if isinstance(plan, (str, os.PathLike)):
         plan = load_any(plan, tables or {})
         if not isinstance(plan, Plan):
             from slidewise.cql.parser import parse_plan

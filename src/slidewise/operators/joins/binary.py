@@ -70,6 +70,7 @@ from typing import ClassVar
 from slidewise.errors import OptionError, PlanError
 from slidewise.model.batch import ResultBatch, StreamBatch, Tup, merge_in_order
 from slidewise.operators.joins.base import ResultBuilder
+from slidewise.operators.joins.hash import MAX_BUCKETS
 from slidewise.operators.joins.nlj import NestedLoopJoin
 from slidewise.plan.expr import BinOp, Cmp, Col, Expr, Func, evaluate, streams_of
 from slidewise.plan.query import JoinQuery, WindowSpec
@@ -341,8 +342,8 @@ class BinaryJoin(NestedLoopJoin):
                                   hint="the paper uses 10 tuples per hash bucket")
             return [max(1, math.ceil(w / bucket_size)) for w in self.windows_est]
         counts = [buckets] * 2 if isinstance(buckets, int) else list(buckets)
-        if len(counts) != 2 or not all(isinstance(b, int) and b >= 1 for b in counts):
-            raise OptionError(f"buckets must be a positive int or two of them, got {buckets!r}",
+        if len(counts) != 2 or not all(isinstance(b, int) and 1 <= b <= MAX_BUCKETS for b in counts):
+            raise OptionError(f"buckets must be an int from 1 to {MAX_BUCKETS} or two of them, got {buckets!r}",
                               hint="e.g. buckets=64 or buckets=[500, 50]")
         return counts
 

@@ -81,6 +81,8 @@ from slidewise.windows.hashed import HashWindow
 
 #: upper bound of the default bucket count per window
 MAX_DEFAULT_BUCKETS = 64
+#: upper bound of any bucket count (each bucket costs memory before a tuple arrives)
+MAX_BUCKETS = 1 << 16
 
 
 def default_buckets(spec: WindowSpec) -> int:
@@ -238,8 +240,8 @@ class BucketProbeJoin(NestedLoopJoin):
                 raise OptionError(f"buckets lists {len(counts)} counts for {self.n} streams",
                                   hint="give one int for all windows or one per stream in FROM")
         for b in counts:
-            if not isinstance(b, int) or isinstance(b, bool) or b < 1:
-                raise OptionError(f"bucket counts must be positive integers, got {b!r}",
+            if not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= MAX_BUCKETS:
+                raise OptionError(f"bucket counts must be integers from 1 to {MAX_BUCKETS}, got {b!r}",
                                   hint="e.g. buckets=8 or buckets=[8, 8, 2]")
         return [b if key is not None else 1 for b, key in zip(counts, self.keys)]
 

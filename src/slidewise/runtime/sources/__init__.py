@@ -13,14 +13,18 @@ become rejects); an integer column with a missing value anywhere (a scan of up
 to 512 MiB) is read as float64 with NaN.
 
 Timestamps (docs/semantics.md, "Time and order"), ``ts_unit``: ``auto`` – integers as
-they are, floats as epoch seconds and ISO-8601 text both to epoch ms; ``raw``
+they are, floats as epoch seconds and ISO-8601 text both to epoch ms, never
+guessing: a sample mixing units is an error; ``raw``
 – integers as they are; ``s`` / ``ms`` / ``us`` / ``ns`` – epoch numbers in
 that unit, to ms (rounded down); ``iso`` – ISO-8601 text to ms.
 
 Bad rows (wrong field count, bad JSON, unparseable or missing timestamp,
-unparseable number, invalid UTF-8) become rejects with file, line and reason
-and never stop a run; a missing or unreadable input, a missing timestamp column
-or files with different schemas raise :class:`~slidewise.errors.SourceError`.
+unparseable number, invalid UTF-8, a CSV record longer than ``_MAX_ROW_BYTES``)
+become rejects with file, line and reason and never stop a run; a missing or
+unreadable input, a file that is not UTF-8 text (UTF-16, binary), a missing
+timestamp column, timestamps whose unit ``auto`` cannot tell (magnitudes of
+different epoch units, numbers beside ISO-8601 text) or files with different
+schemas raise :class:`~slidewise.errors.SourceError`.
 
 Reading is columnar: pyarrow parses blocks of bytes cut at record boundaries
 (found with numpy, quote-aware), which keeps line numbers exact; Python only
@@ -48,4 +52,5 @@ __all__ = ["FORMATS", "TS_UNITS", "RawChunk", "Source", "open_source"]
 # setting them on this package (as tests do) takes effect.
 _SAMPLE_BYTES = 1 << 20   # text files: schema and timestamp unit are inferred from this much
 _MIN_BLOCK, _MAX_BLOCK = 1 << 20, 64 << 20  # bytes parsed per pyarrow call
+_MAX_ROW_BYTES = 64 << 20   # CSV records longer than this are rejected, not read
 _PRESCAN_BYTES = 512 << 20  # text files: integer columns are checked for missing values this far

@@ -1,8 +1,9 @@
-"""Types shared by the readers (:class:`RawChunk`, ``_Block``, ``_Info``) and their errors."""
+"""Types shared by the readers (:class:`RawChunk`, ``_Block``, ``_Info``), their errors and the text check."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -78,3 +79,36 @@ def _missing_ts(file: str, names: list[str], ts_column: str) -> SourceError:
     cols = ", ".join(names) if names else "(none)"
     return SourceError(f"no timestamp column {ts_column!r}", location=file,
                        hint=f"the columns are: {cols}; choose the timestamp column with --ts-column")
+
+
+_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe\x00\x00", "UTF-32"), (b"\xfe\xff", "UTF-16"),
+         (b"\xff\xfe", "UTF-16"))
+
+
+def _check_text(sample: bytes, file: str) -> None:
+    """A SourceError unless the start of a text file is UTF-8: UTF-16/32, binary data, another encoding."""
+    encoding = next((name for bom, name in _BOMS if sample.startswith(bom)), None)
+    if encoding:
+        what = f"looks like {encoding} (byte-order mark)"
+    elif (nul := sample.find(b"\x00")) >= 0:
+        head = sample[:4096]
+        if head.count(b"\x00") * 3 >= len(head) and head[1::2].count(b"\x00") * 4 >= len(head[1::2]) * 3:
+            encoding, what = "UTF-16LE", "looks like UTF-16 without a byte-order mark (NUL bytes between letters)"
+        elif head.count(b"\x00") * 3 >= len(head) and head[0::2].count(b"\x00") * 4 >= len(head[0::2]) * 3:
+            encoding, what = "UTF-16BE", "looks like UTF-16 without a byte-order mark (NUL bytes between letters)"
+        else:
+            what = f"binary data (a NUL byte at byte {nul})"
+    else:
+        try:
+            sample.split(b"\n", 1)[0].decode("utf-8")
+            return
+        except UnicodeDecodeError as e:
+            encoding, what = "LATIN1", f"invalid UTF-8 at byte {e.start} of the first line"
+    hint = (f"convert it, e.g. iconv -f {encoding} -t UTF-8 {file} > converted{_suffix(file)}" if encoding
+            else "give a CSV or JSON lines text file (UTF-8)")
+    raise SourceError(f"file is not UTF-8 text: {what}", location=file, hint=hint)
+
+
+def _suffix(file: str) -> str:
+    name = Path(file).name
+    return name[name.index("."):] if "." in name else ".csv"

@@ -153,6 +153,11 @@ def _scale_ints(v: np.ndarray, unit: str, bad: np.ndarray, reasons: np.ndarray) 
         return np.floor_divide(v, 1000)
     if unit == "ns":
         return np.floor_divide(v, 1_000_000)
+    over = np.abs(v) >= _TS_LIMIT
+    if over.any():
+        reasons[over & ~bad] = "timestamp out of range"
+        bad |= over
+        v = np.where(over, 0, v)
     return v
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from slidewise.errors import SourceError
 from slidewise.runtime.sources.base import _Info, _missing_ts
-from slidewise.runtime.sources.convert import _FLOAT_RE, _INT_RE, _match, _missing_mask, _ts_values
+from slidewise.runtime.sources.convert import (_FLOAT_RE, _INT_RE, _TS_LIMIT, _match, _missing_mask, _parse_iso,
+                                              _ts_values)
 
 
 def _arrow_kind(t: pa.DataType, has_nulls: bool = False) -> str:
@@ -70,39 +72,88 @@ def _resolve_unit(reader, info: _Info, ts_column: str, ts_unit: str) -> str:
         unit = "iso"
     elif ts_unit != "auto":
         unit = ts_unit
-    elif pa.types.is_integer(t) or pa.types.is_null(t):
-        unit = "raw"
-    elif pa.types.is_floating(t):
-        unit = "s"
     else:
-        unit = _detect_text_unit(info.ts_sample)
+        unit = _auto_unit(info.ts_sample, t, reader.file, ts_column)
     sample = info.ts_sample
     if sample is not None and len(sample) and unit in ("raw", "s", "ms", "us", "ns", "iso"):
-        ts, bad, _ = _ts_values(sample, unit)
+        ts, bad, reasons = _ts_values(sample, unit)
         present = ~_missing_mask(sample)
         if present.any() and not (present & ~bad).any():
-            first = sample.filter(pa.array(present)).slice(0, 1).to_pylist()[0]
+            first = int(np.flatnonzero(present)[0])
+            reason = reasons[first] if reasons is not None else None
+            why = f"; out of range (timestamps must stay below {_TS_LIMIT})" \
+                if reason and "out of range" in reason else ""
             raise SourceError(f"no timestamp in the first {int(present.sum())} rows parses as "
-                              f"{'ISO-8601' if unit == 'iso' else unit + ' (numbers)'}, e.g. {str(first)[:40]!r}",
+                              f"{'ISO-8601' if unit == 'iso' else unit + ' (numbers)'}, "
+                              f"e.g. {str(sample[first].as_py())[:40]!r}{why}",
                               location=reader.file,
                               hint=f"check --ts-column (now {ts_column!r}) and --ts-unit (now {unit!r})")
     return unit
 
 
-def _detect_text_unit(sample: pa.Array | None) -> str:
-    """``auto`` for a text timestamp column: numbers if most values are numbers, else ISO-8601."""
-    if sample is None or len(sample) == 0:
+#: lower bounds of the magnitudes that read as epoch s, ms, us and ns (1973 on); below: a small number
+_EPOCH_BANDS = np.array([10 ** 8, 10 ** 11, 10 ** 14, 10 ** 17], np.float64)
+_BAND_NAMES = ("a small number", "epoch seconds", "epoch milliseconds", "epoch microseconds",
+               "epoch nanoseconds")
+_WHOLE_RE = r"^[+-]?\d+$"
+_UNIT_CHOICES = ("raw (numbers as they are), s, ms, us or ns (epoch numbers in that unit), "
+                 "iso (ISO-8601 text)")
+
+
+def _auto_unit(sample: pa.Array | None, t: pa.DataType | None, file: str, ts_column: str) -> str:
+    """``--ts-unit auto``: integers as they are (``raw``), numbers with a fraction as epoch seconds
+    (``s``), text that is not numbers as ISO-8601; a SourceError naming two example values when the
+    sample holds values that would imply different units, since any one choice would misread some:
+    numbers beside ISO-8601 text, or magnitudes of different epoch units (s, ms, us, ns or a small
+    number) with a gap of over 100x between them (values growing steadily through a band's
+    boundary are one clock)."""
+    if sample is None or len(sample) == 0 or t is None or pa.types.is_null(t):
         return "raw"
-    s = pc.utf8_trim_whitespace(sample.cast(pa.string()))
-    present = ~_missing_mask(s)
-    n = int(present.sum())
-    if n == 0:
-        return "raw"
-    is_int = _match(s, _INT_RE) & present
-    is_num = _match(s, _FLOAT_RE) & present
-    if is_num.sum() * 2 >= n:
-        return "raw" if is_int.sum() * 2 >= is_num.sum() else "s"
-    return "iso"
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        texts = sample
+        present = ~_missing_mask(sample)
+        values = pc.cast(sample, pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+        fraction = np.full(len(values), pa.types.is_floating(t))  # floats: epoch seconds, as Zeek writes them
+    else:
+        texts = pc.utf8_trim_whitespace(sample.cast(pa.string()))
+        present = ~_missing_mask(texts)
+        is_num = _match(texts, _FLOAT_RE) & present
+        if not is_num.any():
+            return "iso" if present.any() else "raw"
+        others = present & ~is_num
+        if others.any():
+            iso = np.zeros(len(texts), bool)
+            idx = np.flatnonzero(others)
+            iso[idx] = _parse_iso(texts.take(pa.array(idx, pa.int64())))[1]
+            if iso.any():
+                raise _ambiguous(file, ts_column, texts, int(np.flatnonzero(is_num)[0]),
+                                 int(np.flatnonzero(iso)[0]), "a number", "ISO-8601 text")
+            if is_num.sum() * 2 < present.sum():
+                return "iso"
+        present = is_num
+        values = np.full(len(texts), np.nan)
+        values[is_num] = pc.cast(texts.filter(pa.array(is_num)), pa.float64()).to_numpy(zero_copy_only=False)
+        fraction = is_num & ~_match(texts, _WHOLE_RE)
+    idx = np.flatnonzero(present & np.isfinite(values))
+    if len(idx) > 1:
+        size = np.maximum(np.abs(values[idx]), 1.0)
+        order = np.argsort(size, kind="stable")
+        bands = np.searchsorted(_EPOCH_BANDS, size[order], side="right")
+        ratio = size[order][1:] / size[order][:-1]
+        # a jump of over 100x into another epoch band: not one counter or clock growing through a boundary
+        jumps = np.where((bands[1:] != bands[:-1]) & (ratio > 100), ratio, 0.0)
+        if jumps.any():
+            k = int(np.argmax(jumps))
+            raise _ambiguous(file, ts_column, texts, int(idx[order[k]]), int(idx[order[k + 1]]),
+                             _BAND_NAMES[bands[k]], _BAND_NAMES[bands[k + 1]])
+    return "s" if fraction[present].any() else "raw"
+
+
+def _ambiguous(file: str, ts_column: str, texts: pa.Array, i: int, j: int, what_i: str, what_j: str):
+    a, b = (str(texts[k].as_py())[:40] for k in (i, j))
+    return SourceError(f"timestamp column {ts_column!r} mixes values that would be different units: "
+                       f"{a!r} ({what_i}) and {b!r} ({what_j}); slidewise will not guess",
+                       location=file, hint=f"name the unit with --ts-unit: {_UNIT_CHOICES}")
 
 
 def _unify(readers, infos: list[_Info], units: list[str], ts_column: str) -> dict[str, str]:

@@ -21,7 +21,7 @@ import pyarrow.json as pajson
 
 from slidewise.errors import SourceError
 from slidewise.runtime import sources as _pkg  # the package, for its block sizes
-from slidewise.runtime.sources.base import _KIND_ARROW, _Block, _Info, _missing_ts, _one_line
+from slidewise.runtime.sources.base import _KIND_ARROW, _Block, _check_text, _Info, _missing_ts, _one_line
 from slidewise.runtime.sources.convert import _missing_mask
 from slidewise.runtime.sources.schema import _few_strays, _info_from_table
 
@@ -98,6 +98,8 @@ class _TextReader:
             self._whole = first is None or next(gen, None) is None  # the sample is the whole file
         finally:
             gen.close()
+        if first is not None:
+            _check_text(first[0], self.file)
         return None if first is None else first[0]
 
     def _chunks_of_bytes(self, block_bytes: int) -> Iterator[tuple[bytes, int]]:
@@ -243,9 +245,11 @@ class _CsvReader(_TextReader):
             bad.append((row.expected_columns, row.actual_columns, row.number, row.text))
             return "skip"
 
-        read = pacsv.ReadOptions(column_names=self.header, use_threads=threads)
         if quoted_newlines is None:
             quoted_newlines = _has_quoted_newline(body)
+        # pyarrow fails on a record longer than its block (default 1 MiB): size the block to the longest
+        block_size = max(1 << 20, self._longest_record(body, quoted_newlines) + 2)
+        read = pacsv.ReadOptions(column_names=self.header, use_threads=threads, block_size=block_size)
         parse = pacsv.ParseOptions(invalid_row_handler=handler, newlines_in_values=quoted_newlines)
         conv = pacsv.ConvertOptions(column_types=types, strings_can_be_null=False)
         try:
@@ -274,6 +278,12 @@ class _CsvReader(_TextReader):
                 continue
             quotes = b'"' in block
             buf, starts, ends, lines, qnl = self._records(block, lines_before, quotes)
+            too_long = (ends - starts) > _pkg._MAX_ROW_BYTES
+            if too_long.any():
+                block, (buf, starts, ends, lines, qnl) = self._drop_rows(block, starts, ends, lines, too_long,
+                                                                         rejects, stream)
+                if not len(starts):
+                    continue
             table, bad, _ = self._parse(block, typed, quoted_newlines=qnl)
             utf8 = None
             if table is None:  # some value does not convert: read the block as text, check per column
@@ -301,6 +311,28 @@ class _CsvReader(_TextReader):
                                   location=f"{self.file}:{lines_before + 1}",
                                   hint="the file may hold unbalanced quotes")
             yield _Block(table, lines[valid].astype(np.int64), _raw_texts(block, starts, valid), len(bad), utf8)
+
+
+    def _drop_rows(self, block: bytes, starts, ends, lines, drop: np.ndarray, rejects, stream):
+        """Reject the records ``drop`` (longer than ``_MAX_ROW_BYTES``) and give the block without them,
+        with its records, each keeping its line in the file."""
+        limit = _pkg._MAX_ROW_BYTES
+        idx = np.flatnonzero(drop)
+        rejects.add_many(stream, self.file, lines[idx],
+                         [f"row too long: {int(ends[i] - starts[i]):,} bytes (at most {limit:,} are read)"
+                          for i in idx],
+                         [block[starts[i]:starts[i] + 200].decode("utf-8", "replace") + "..." for i in idx],
+                         kind="row too long")
+        keep = np.flatnonzero(~drop)
+        rest = b"".join(block[starts[i]:ends[i]] + b"\n" for i in keep)
+        records = self._records(rest, 0, b'"' in rest)
+        return rest, (*records[:3], lines[keep], records[4])
+
+    def _longest_record(self, body: bytes, quoted_newlines: bool) -> int:
+        if len(body) <= 1 << 20:
+            return 0
+        _, ends = _record_ends(np.frombuffer(body, np.uint8), quoted_newlines)
+        return int(np.diff(np.concatenate(([-1], ends, [len(body)]))).max())
 
 
 def _decode_utf8(table: pa.Table) -> tuple[pa.Table, tuple | None]:
