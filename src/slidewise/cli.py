@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from importlib import resources
+from pathlib import Path
 
 from slidewise.errors import OptionError, SlidewiseError
 
