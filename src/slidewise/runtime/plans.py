@@ -63,7 +63,8 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
                  strategy: str = "upa", partitions: int = 10, out=None, collect: bool = False,
                  lateness: int = 0, ts_column: str = "ts", ts_unit: str = "auto", chunk_rows: int = 65536,
                  rejects_path: str | None = None, progress: bool = False,
-                 options: dict | None = None, rewrite: bool = False, span: int = DEFAULT_SPAN) -> RunResult:
+                 options: dict | None = None, rewrite: bool = False, span: int = DEFAULT_SPAN,
+                 panes: bool = True) -> RunResult:
     """Run ``plan`` over ``streams`` (source name -> path / DataFrame / ...) and ``tables`` to the end.
 
     Tables: rows with ``ts`` (when the update happens; 0 if absent), optional
@@ -73,7 +74,9 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     (:func:`slidewise.plan.rewrite.choose_plan`, what ``explain`` shows) instead
     of the plan as written. ``span``: instants per executor pass (answers do
     not depend on it; 1 gives exact per-instant state accounting, see
-    :mod:`slidewise.runtime.plan_runner`).
+    :mod:`slidewise.runtime.plan_runner`). A periodic one-stream GROUP BY
+    (:func:`slidewise.plan.sliding.match`) runs on the pane path
+    (:mod:`slidewise.runtime.sliding`, same rows) unless ``panes=False``.
     """
     if strategy not in STRATEGIES:
         raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
@@ -96,10 +99,14 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
         if chosen.root.schema == plan.root.schema:
             plan = chosen
     plan = prune_columns(plan)
-    net = _Network(plan, strategy, partitions, options or {})
     columns = list(plan.root.schema) + ["ts", "sign"]
+    sliding = _sliding(plan, dict(zip(names, opened)), table_names) if panes else None
+    net = None if sliding is not None else _Network(plan, strategy, partitions, options or {})
     sink = open_sink(out, columns) if out is not None else None
     rejects = Rejects()
+    if sliding is not None:
+        return _execute_panes(plan, sliding, opened, names, sink, collect, columns, lateness, chunk_rows,
+                              rejects, rejects_path, progress, strategy, partitions)
     if not isinstance(span, (int, np.integer)) or span < 1:
         raise OptionError(f"span must be a positive integer, got {span!r}",
                           hint="instants per executor pass, e.g. 64; 1 runs instant by instant")
@@ -139,6 +146,74 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     frame = None
     if collect:
         frame = pd.concat(runner.frames, ignore_index=True) if runner.frames else \
+            pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+    return RunResult(frame, stats, rejects)
+
+
+# ---------------------------------------------------------------- the pane path
+
+def _sliding(plan: Plan, sources: dict, table_names: list[str]):
+    """The plan's pane form (:func:`slidewise.plan.sliding.match`) if its column types allow, else None."""
+    from slidewise.plan.sliding import match
+
+    spec = match(plan)
+    if spec is None or table_names or spec.refuse(dict(sources[spec.source].schema)) is not None:
+        return None
+    return spec
+
+
+def _execute_panes(plan, spec, opened, names, sink, collect, columns, lateness, chunk_rows, rejects,
+                   rejects_path, progress, strategy, partitions) -> RunResult:
+    """Run ``spec`` on :class:`slidewise.runtime.sliding.PaneRun`; the stats of :func:`execute_plan`."""
+    from slidewise.plan.patterns import annotate
+    from slidewise.runtime.sliding import PaneRun
+
+    frames: list = []
+
+    def emit(cols):
+        if sink is not None:
+            sink.write(cols)
+        if collect:
+            frames.append(pd.DataFrame(cols))
+
+    schema = dict(opened[names.index(spec.source)].schema)
+    run = PaneRun(spec, {"ts": np.dtype(np.int64), **schema}, emit)
+    bar = Progress(enabled=progress)
+    inputs = dict.fromkeys(names, 0)
+    instants = 0
+    started = time.perf_counter()
+    try:
+        for chunk in merge_all(opened, lateness, rejects, chunk_rows):
+            b = chunk[names.index(spec.source)]
+            if len(b):
+                inputs[spec.source] += len(b)
+                instants += 1 + int(np.count_nonzero(np.diff(b.ts)))
+                run.add(b.ts, b.cols)
+            bar.update(sum(inputs.values()), run.results, rejects.total)
+        run.finish()
+    finally:
+        bar.close()
+        if sink is not None:
+            sink.close()
+    seconds = time.perf_counter() - started
+    if rejects_path:
+        rejects.write(rejects_path)
+    patterns = annotate(plan.root)
+    stats = {
+        "query": plan.text or plan.root.label(),
+        "strategy": strategy,
+        "partitions": int(partitions),
+        "path": spec.describe(),
+        **run_counts(inputs, run.results, 0, rejects, seconds),
+        "state_tuples_peak": run.buffered_peak,
+        "negative_tuples": 0,
+        "instants": instants,
+        "passes": run.blocks,
+        "patterns": {n.label(): str(patterns[n]) for n in walk(plan.root)},
+    }
+    frame = None
+    if collect:
+        frame = pd.concat(frames, ignore_index=True) if frames else \
             pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
     return RunResult(frame, stats, rejects)
 
