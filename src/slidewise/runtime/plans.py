@@ -180,14 +180,15 @@ def _execute_panes(plan, spec, opened, names, sink, collect, columns, lateness, 
     run = PaneRun(spec, {"ts": np.dtype(np.int64), **schema}, emit)
     bar = Progress(enabled=progress)
     inputs = dict.fromkeys(names, 0)
-    instants = 0
+    instants, last = 0, None
     started = time.perf_counter()
     try:
         for chunk in merge_all(opened, lateness, rejects, chunk_rows):
             b = chunk[names.index(spec.source)]
             if len(b):
                 inputs[spec.source] += len(b)
-                instants += 1 + int(np.count_nonzero(np.diff(b.ts)))
+                instants += 1 + int(np.count_nonzero(np.diff(b.ts))) - (int(b.ts[0]) == last)
+                last = int(b.ts[-1])
                 run.add(b.ts, b.cols)
             bar.update(sum(inputs.values()), run.results, rejects.total)
         run.finish()

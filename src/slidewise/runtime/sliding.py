@@ -67,7 +67,8 @@ class PaneRun:
         self.last_ts = int(ts[-1])
         data = {"ts": ts, **{a: cols[a] for a in self.attrs if a != "ts"}}
         if self.spec.where is not None:
-            keep = np.broadcast_to(np.asarray(evaluate(self.spec.where, lambda s, a: data[a]), dtype=bool), ts.shape)
+            get = lambda s, a: ts if a == "ts" else cols[a]   # noqa: E731
+            keep = np.broadcast_to(np.asarray(evaluate(self.spec.where, get), dtype=bool), ts.shape)
             data = {a: v[keep] for a, v in data.items()}
         if len(data["ts"]):
             self.parts.append(data)

@@ -8,14 +8,10 @@ component, and every window of the block is answered by one subtraction.
 
 from __future__ import annotations
 
-import numpy as np
-
 
 def windows(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray) -> tuple:
     """The state of each window ``[lo[k], hi[k])`` of pane rows (``acc`` subtractable)."""
     if not acc.subtractable:
         raise ValueError(f"{type(acc).__name__} is not subtractable: use an interval synopsis")
-    run = acc.prefix(partials)
-    zero = acc.identity((1,) + partials[0].shape[1:])
-    run = tuple(np.concatenate([z, r]) for z, r in zip(zero, run))   # row i: panes < i
+    run = acc.prefix(partials)   # row i: the panes before i
     return acc.subtract(tuple(r[hi] for r in run), tuple(r[lo] for r in run))

@@ -31,8 +31,8 @@ class Accumulator:
         raise NotImplementedError(f"{type(self).__name__} is not subtractable")
 
     def prefix(self, state: State) -> State:
-        """Running merges down the panes: row i = merge of panes 0..i (subtractable only)."""
-        return tuple(np.cumsum(x, axis=0) for x in state)
+        """Running merges down the panes, one row longer: row i = merge of panes before i (subtractable only)."""
+        return tuple(running_sum(x) for x in state)
 
     def identity(self, shape: tuple[int, ...]) -> State:
         """The partial of no tuples."""
@@ -41,6 +41,19 @@ class Accumulator:
     def value(self, state: State) -> tuple[np.ndarray, np.ndarray | None]:
         """The aggregate per cell and a mask of cells without values (null), or None."""
         raise NotImplementedError
+
+
+def running_sum(x: np.ndarray) -> np.ndarray:
+    """``np.cumsum(x, axis=0)`` after a zero row; row by row when rows are wide (numpy's axis-0 scan
+    is strided there, about 8x slower)."""
+    out = np.zeros((len(x) + 1,) + x.shape[1:], x.dtype)
+    if x.ndim < 2 or x.shape[1] < 64:
+        np.cumsum(x, axis=0, out=out[1:])
+        return out
+    out[1:] = x
+    for i in range(2, len(out)):
+        np.add(out[i], out[i - 1], out=out[i])
+    return out
 
 
 def not_null(values: np.ndarray) -> np.ndarray | None:
