@@ -53,7 +53,7 @@ from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
-from slidewise.runtime.sinks import open_sink
+from slidewise.runtime.sinks import BackgroundSink, open_sink
 from slidewise.runtime.sources import open_source
 
 __all__ = ["execute_plan"]
@@ -169,10 +169,11 @@ def _execute_panes(plan, spec, opened, names, sink, collect, columns, lateness, 
     from slidewise.runtime.sliding import PaneRun
 
     frames: list = []
+    writer = BackgroundSink(sink) if sink is not None else None
 
     def emit(cols):
-        if sink is not None:
-            sink.write(cols)
+        if writer is not None:
+            writer.write(cols)
         if collect:
             frames.append(pd.DataFrame(cols))
 
@@ -194,8 +195,8 @@ def _execute_panes(plan, spec, opened, names, sink, collect, columns, lateness, 
         run.finish()
     finally:
         bar.close()
-        if sink is not None:
-            sink.close()
+        if writer is not None:
+            writer.close()
     seconds = time.perf_counter() - started
     if rejects_path:
         rejects.write(rejects_path)
