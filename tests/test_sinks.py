@@ -111,3 +111,18 @@ def test_csv_bytes_without_specials_matches_plain_text():
     t = pa.table({"a": [1, None], "b": ["x", "y"], "c": [True, False]})
     assert csv_bytes(t) == b"a,b,c\n1,x,true\n,y,false\n"
     assert csv_bytes(t, header=False).startswith(b"1,x")
+
+
+def test_background_sink_writes_in_order_and_raises_the_writers_error(tmp_path):
+    from slidewise.runtime.sinks import BackgroundSink
+
+    sink = BackgroundSink(open_sink(str(tmp_path / "r.parquet"), ["a"]))
+    for i in range(5):
+        sink.write({"a": np.arange(i * 3, i * 3 + 3)})
+    sink.close()
+    assert pq.read_table(tmp_path / "r.parquet").column("a").to_pylist() == list(range(15))
+    assert sink.rows_written == 15
+    bad = BackgroundSink(open_sink(str(tmp_path / "s.parquet"), ["a"]))
+    bad.write({"b": np.arange(2)})
+    with pytest.raises(Exception, match="lacks columns"):
+        bad.close()

@@ -15,7 +15,7 @@ back to back in every round (``--rounds``, default 1):
   the pane path (:mod:`slidewise.runtime.sliding`): ``seconds`` is the
   engine's own time (read, compute, write), ``process_s`` the whole child from
   spawn to exit (interpreter, imports, everything); also without output
-  (``compute_s``).
+  (``slidewise_compute``); ``cpu_s`` is the process's CPU time (all threads) of the timed part.
 * **DuckDB** — the best of two SQL formulations, loaded from the same
   Parquet file (``load_s``, in ``process_s``) and written with ``COPY ... TO``:
 
@@ -30,8 +30,8 @@ back to back in every round (``--rounds``, default 1):
 * **per-tuple plan** — slidewise's operator network
   (``execute_plan(..., panes=False)``) on the first ``plan_tuples`` tuples.
 
-Checks (untimed): DuckDB's rows equal slidewise's as multisets (``EXCEPT ALL``
-both ways, row counts), and slidewise's rows are in the output order
+Checks (untimed): DuckDB's rows equal slidewise's as multisets (row count, the
+sum of 64-bit row hashes, of ``n`` and of ``ts·n``), and slidewise's rows are in the output order
 (instant, then ``a``). Results go to ``aggregation.json`` and ``aggregation.png``.
 """
 
@@ -73,10 +73,11 @@ GROUP BY e.k, S.a"""
 def slidewise_child(spec: dict, send) -> dict:
     import slidewise
 
-    res = slidewise.run(QUERY, sources={"S": spec["input"]}, engine="local", out=spec.get("out"))
+    cpu = time.process_time()
+    res = slidewise.run(QUERY, sources={"S": spec["input"]}, engine="local", out=spec.get("out"), collect=False)
     stats = res.stats
-    return {"seconds": stats["seconds"], "results": stats["results"], "path": stats.get("path"),
-            "peak_rss_mb": stats["peak_rss_mb"]}
+    return {"seconds": stats["seconds"], "cpu_s": time.process_time() - cpu, "results": stats["results"],
+            "path": stats.get("path"), "peak_rss_mb": stats["peak_rss_mb"]}
 
 
 def plan_child(spec: dict, send) -> dict:
@@ -94,6 +95,7 @@ def duckdb_child(spec: dict, send) -> dict:
     import duckdb
 
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     t = time.perf_counter()
     con.execute(f"CREATE TABLE S AS SELECT * FROM read_parquet('{spec['input']}')")
     load = time.perf_counter() - t
@@ -105,9 +107,10 @@ def duckdb_child(spec: dict, send) -> dict:
         t = time.perf_counter()
         out["rows"] = con.sql(f"SELECT count(*) FROM ({sql})").fetchall()[0][0]
         out["count_s"] = time.perf_counter() - t
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     con.execute(f"COPY ({sql}) TO '{spec['out']}' (FORMAT parquet)")
     out["seconds"] = time.perf_counter() - t
+    out["cpu_s"] = time.process_time() - cpu   # every DuckDB thread
     return out
 
 
@@ -123,23 +126,23 @@ def _isolated(target, spec: dict) -> dict:
 # ---------------------------------------------------------------- checks
 
 def check_answers(slidewise_out: str, duck_out: str) -> dict:
-    """Multiset equality of two result files (DuckDB ``EXCEPT ALL``) and slidewise's row order."""
+    """Two result files hold the same multiset of rows (count, and sums of 64-bit row hashes and of
+    ``n``, ``ts·n``: one scan each) and slidewise's rows are in output order (instant, then ``a``)."""
     import duckdb
     import numpy as np
     import pyarrow.parquet as pq
 
     con = duckdb.connect()
-    a, b = f"read_parquet('{slidewise_out}')", f"read_parquet('{duck_out}')"
-    cols = '"S.a", n, ts, sign'
-    rows_a = con.sql(f"SELECT count(*) FROM {a}").fetchall()[0][0]
-    rows_b = con.sql(f"SELECT count(*) FROM {b}").fetchall()[0][0]
-    only_a = con.sql(f"SELECT count(*) FROM (SELECT {cols} FROM {a} EXCEPT ALL SELECT {cols} FROM {b})").fetchall()[0][0]
-    only_b = con.sql(f"SELECT count(*) FROM (SELECT {cols} FROM {b} EXCEPT ALL SELECT {cols} FROM {a})").fetchall()[0][0]
+    con.execute("SET enable_progress_bar = false")
+    cols = ", ".join(f'CAST({c} AS BIGINT)' for c in ('"S.a"', "n", "ts", "sign"))   # hashes depend on types
+    sums = f"count(*), sum(hash({cols})), sum(n), sum(ts * n)"
+    mine = con.sql(f"SELECT {sums} FROM read_parquet('{slidewise_out}')").fetchall()[0]
+    peer = con.sql(f"SELECT {sums} FROM read_parquet('{duck_out}')").fetchall()[0]
     table = pq.read_table(slidewise_out, columns=["ts", "S.a"])
     ts, key = table.column("ts").to_numpy(), table.column("S.a").to_numpy()
     ordered = bool(np.all((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (key[1:] > key[:-1]))))
-    return {"rows": int(rows_a), "peer_rows": int(rows_b), "only_slidewise": int(only_a), "only_peer": int(only_b),
-            "ordered": ordered, "equal": rows_a == rows_b and only_a == 0 and only_b == 0}
+    return {"rows": int(mine[0]), "peer_rows": int(peer[0]), "row_hash_sum": str(mine[1]),
+            "peer_row_hash_sum": str(peer[1]), "ordered": ordered, "equal": tuple(mine) == tuple(peer)}
 
 
 # ---------------------------------------------------------------- the bench
@@ -198,6 +201,11 @@ def summarize(report: dict) -> dict:
             if best(form, "count_s") is not None:
                 rows[f"{label}: count only"] = best(form, "count_s")
     table = {k: {"seconds": round(v, 3), "tuples_per_second": round(n / v)} for k, v in rows.items() if v}
+    cpu = {"slidewise engine (--out parquet)": best("slidewise", "cpu_s"),
+           **{f"{label}: COPY to parquet": best(form, "cpu_s") for form, label in FORMS.items()}}
+    for k, v in cpu.items():
+        if v and k in table:
+            table[k]["cpu_s"] = round(v, 3)
     out: dict = {"tuples": n, "results": rounds[0]["slidewise"]["results"], "table": table}
     if "plan" in report:
         p = report["plan"]
@@ -220,9 +228,10 @@ def summarize(report: dict) -> dict:
 def print_summary(summary: dict) -> None:
     print(f"WA: {summary['tuples']:,} tuples, {summary['results']:,} result rows; "
           f"{QUERY}")
-    print(f"  {'system':<48} {'seconds':>9} {'tuples/s':>12}")
+    print(f"  {'system':<48} {'seconds':>9} {'tuples/s':>12} {'CPU s':>7}")
     for name, row in summary["table"].items():
-        print(f"  {name:<48} {row['seconds']:>9.2f} {row['tuples_per_second']:>12,}")
+        cpu = f"{row['cpu_s']:>7.2f}" if "cpu_s" in row else ""
+        print(f"  {name:<48} {row['seconds']:>9.2f} {row['tuples_per_second']:>12,} {cpu}")
     if "per-tuple plan" in summary:
         p = summary["per-tuple plan"]
         print(f"  {'slidewise per-tuple plan (' + format(p['tuples'], ',') + ' tuples)':<48} {'':>9} "

@@ -127,14 +127,16 @@ class PaneRun:
         hi = np.searchsorted(cuts, ends) + 1
         shape = (len(cuts), g)
         n = running.windows(self.count, self.count.partial(None, pane, groups, shape), lo, hi)[0]
-        cells = np.flatnonzero(n)
+        present = n.ravel() != 0
+        cells = np.flatnonzero(present)
         if not len(cells):
             return
-        which, grp = np.divmod(cells, g)
+        which = np.repeat(np.arange(len(ends)), np.count_nonzero(present.reshape(n.shape), axis=1))
+        grp = cells - which * g
         out = {name: col[grp] for name, col in zip(spec.key_names, uniq)}
         for a, acc, synopsis in zip(spec.aggs, self.accs, self.synopses):
             if a.func == "count" and a.arg is None:
-                out[a.name] = n.ravel()[cells]
+                out[a.name] = n.ravel()[present].astype(np.int64)
                 continue
             values = data[a.arg.attr]
             state = synopsis(acc, acc.partial(values, pane, groups, shape), lo, hi)

@@ -46,13 +46,14 @@ class Accumulator:
 def running_sum(x: np.ndarray) -> np.ndarray:
     """``np.cumsum(x, axis=0)`` after a zero row; row by row when rows are wide (numpy's axis-0 scan
     is strided there, about 8x slower)."""
-    out = np.zeros((len(x) + 1,) + x.shape[1:], x.dtype)
     if x.ndim < 2 or x.shape[1] < 64:
+        out = np.zeros((len(x) + 1,) + x.shape[1:], x.dtype)
         np.cumsum(x, axis=0, out=out[1:])
         return out
-    out[1:] = x
-    for i in range(2, len(out)):
-        np.add(out[i], out[i - 1], out=out[i])
+    out = np.empty((len(x) + 1,) + x.shape[1:], x.dtype)
+    out[0] = 0
+    for i in range(len(x)):
+        np.add(out[i], x[i], out=out[i + 1])
     return out
 
 
@@ -69,4 +70,5 @@ def flat_index(pane_codes: np.ndarray, group_codes: np.ndarray, shape: tuple[int
 
 
 def counts(flat: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    return np.bincount(flat, minlength=shape[0] * shape[1]).reshape(shape)
+    """Tuples per cell, int32 (a block holds fewer than 2**31 tuples; half the memory traffic)."""
+    return np.bincount(flat, minlength=shape[0] * shape[1]).astype(np.int32).reshape(shape)

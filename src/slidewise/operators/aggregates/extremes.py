@@ -33,7 +33,7 @@ class Min(Accumulator):
         return (self._ufunc(a[0], b[0]), a[1] + b[1])
 
     def identity(self, shape):
-        return (np.full(shape, self._fill(), self._work()), np.zeros(shape, np.int64))
+        return (np.full(shape, self._fill(), self._work()), np.zeros(shape, np.int32))
 
     def value(self, state):
         ext, n = state

@@ -11,7 +11,7 @@ _EXACT = 2 ** 53
 
 
 class Count(Accumulator):
-    """``COUNT(*)`` (``dtype`` None) or ``COUNT(x)`` (non-null values); int64."""
+    """``COUNT(*)`` (``dtype`` None) or ``COUNT(x)`` (non-null values); int32 cells, int64 values."""
 
     subtractable = True
 
@@ -30,10 +30,10 @@ class Count(Accumulator):
         return (a[0] - b[0],)
 
     def identity(self, shape):
-        return (np.zeros(shape, np.int64),)
+        return (np.zeros(shape, np.int32),)
 
     def value(self, state):
-        return state[0], None
+        return state[0].astype(np.int64), None
 
 
 class Sum(Accumulator):
@@ -55,10 +55,10 @@ class Sum(Accumulator):
         if kind.kind == "f" or not len(values) or \
                 int(np.abs(values.astype(np.int64)).max()) * len(values) < _EXACT:
             s = np.bincount(flat, weights=values.astype(np.float64), minlength=size).reshape(shape)
-            return (s.astype(kind), n)
+            return (s.astype(kind), n.astype(np.int32))
         s = np.zeros(size, np.int64)
         np.add.at(s, flat, values.astype(np.int64))
-        return (s.reshape(shape), n)
+        return (s.reshape(shape), n.astype(np.int32))
 
     def merge(self, a, b):
         return (a[0] + b[0], a[1] + b[1])
@@ -67,7 +67,7 @@ class Sum(Accumulator):
         return (a[0] - b[0], a[1] - b[1])
 
     def identity(self, shape):
-        return (np.zeros(shape, self._type()), np.zeros(shape, np.int64))
+        return (np.zeros(shape, self._type()), np.zeros(shape, np.int32))
 
     def value(self, state):
         s, n = state
