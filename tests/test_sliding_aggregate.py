@@ -170,3 +170,24 @@ def test_accumulators_ignore_nan_and_keep_types():
     with pytest.raises(ValueError, match="not subtractable"):
         SYNOPSES["running"](Min(vals.dtype), Min(vals.dtype).partial(vals, pane, group, (1, 1)),
                             np.array([0]), np.array([1]))
+
+
+def test_small_blocks_and_many_groups_give_the_same_rows(monkeypatch):
+    """Blocks split when a block meets far more groups than the one before (bounded matrices)."""
+    import slidewise.runtime.sliding as sliding
+
+    rng = np.random.default_rng(3)
+    ts = np.sort(np.concatenate([rng.integers(0, 200, 300), rng.integers(200, 202, 300),   # a burst
+                                 rng.integers(203, 300, 100)]))
+    frame = pd.DataFrame({"ts": ts, "a": np.where((ts < 200) | (ts > 202), ts % 3, rng.integers(0, 500, 700)),
+                          "b": rng.integers(-5, 5, 700)})
+    q = parse_plan("SELECT RSTREAM(S.a, COUNT(*) AS n, MAX(S.b) AS m) FROM S [RANGE 29 SLIDE 3] GROUP BY S.a")
+    want = rows(execute_plan(q, {"S": frame}, collect=True).results)
+    monkeypatch.setattr(sliding, "BLOCK_CELLS", 8)
+    calls = []
+    block = sliding.PaneRun._block
+    monkeypatch.setattr(sliding.PaneRun, "_block", lambda self, *a: calls.append(a[:2]) or block(self, *a))
+    res = execute_plan(q, {"S": frame}, collect=True)
+    assert rows(res.results) == want
+    assert any(k1 - k0 > 1 for k0, k1 in calls) and len(calls) > res.stats["passes"]   # a block was split
+    assert want == rows(execute_plan(q, {"S": frame}, collect=True, panes=False).results)

@@ -34,8 +34,8 @@ from slidewise.synopses import running
 
 __all__ = ["BLOCK_CELLS", "PaneRun"]
 
-#: target size of a block's (evaluations x groups) answer matrices
-BLOCK_CELLS = 1 << 21
+#: target size of a block's (evaluations x groups) answer matrices (a few MB: they stay in cache)
+BLOCK_CELLS = 1 << 19
 
 
 class PaneRun:
@@ -106,7 +106,6 @@ class PaneRun:
             lo = np.searchsorted(ts, k0 * D - T, "left")
             hi = np.searchsorted(ts, (k1 - 1) * D, "right")
             self._block(k0, k1, {a: v[lo:hi] for a, v in buf.items()})
-            self.blocks += 1
             self.next_k = k1
             drop = np.searchsorted(ts, k1 * D - T, "left")
             if drop:
@@ -119,6 +118,15 @@ class PaneRun:
         uniq, groups = _encode([data[k] for k in spec.keys], len(data["ts"]))
         g = len(uniq[0]) if uniq else 1
         self.groups_seen = g
+        if k1 - k0 > 1 and (k1 - k0) * g > 4 * BLOCK_CELLS:   # far more groups than the last block had
+            mid = k0 + max(1, BLOCK_CELLS // g)
+            ts = data["ts"]
+            left = np.searchsorted(ts, (mid - 1) * spec.slide, "right")
+            right = np.searchsorted(ts, mid * spec.slide - spec.length, "left")
+            self._block(k0, mid, {a: v[:left] for a, v in data.items()})
+            self._block(mid, k1, {a: v[right:] for a, v in data.items()})
+            return
+        self.blocks += 1
         ends = np.arange(k0, k1, dtype=np.int64) * spec.slide
         starts = ends - spec.length - 1
         cuts = np.union1d(ends, starts)                       # pane boundaries of the block
