@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
-
 from oracle_plans import expected_output
+
 from slidewise.cql import parse_plan
 from slidewise.operators.aggregates import REGISTRY, Max, Min, Sum
 from slidewise.plan.bind import bind
@@ -123,8 +123,8 @@ def test_other_shapes_and_types_keep_the_plan():
 def test_explain_names_the_synopsis_and_panes(capsys):
     from slidewise.cli import main
 
-    assert main(["explain", "SELECT RSTREAM(S.a, COUNT(*) AS n, MAX(S.b)) FROM S [RANGE 999 SLIDE 10] "
-                 "GROUP BY S.a"]) == 0
+    query = "SELECT RSTREAM(S.a, COUNT(*) AS n, MAX(S.b)) FROM S [RANGE 999 SLIDE 10] GROUP BY S.a"
+    assert main(["explain", query]) == 0
     out = capsys.readouterr().out
     assert "path         sliding aggregate: running synopsis and interval synopsis, pane s=10, b=100" in out
     spec = match(parse_plan("SELECT RSTREAM(S.a, MIN(S.b) AS m) FROM S [RANGE 12 SLIDE 10] GROUP BY S.a"))
@@ -174,7 +174,7 @@ def test_accumulators_ignore_nan_and_keep_types():
 
 def test_small_blocks_and_many_groups_give_the_same_rows(monkeypatch):
     """Blocks split when a block meets far more groups than the one before (bounded matrices)."""
-    import slidewise.runtime.sliding as sliding
+    from slidewise.runtime import sliding
 
     rng = np.random.default_rng(3)
     ts = np.sort(np.concatenate([rng.integers(0, 200, 300), rng.integers(200, 202, 300),   # a burst

@@ -220,6 +220,7 @@ def summarize(report: dict) -> dict:
                                                         for r in rounds]
         out["ratio whole process per round"] = [round(r[form]["process_s"] / r["slidewise"]["process_s"], 2)
                                                 for r in rounds]
+        out["ratio CPU time per round"] = [round(r[form]["cpu_s"] / r["slidewise"]["cpu_s"], 2) for r in rounds]
         out["answers equal"] = all(c["equal"] for c in report.get("checks", {}).values())
         out["slidewise rows in output order"] = all(c["ordered"] for c in report.get("checks", {}).values())
     return out
@@ -237,7 +238,8 @@ def print_summary(summary: dict) -> None:
         print(f"  {'slidewise per-tuple plan (' + format(p['tuples'], ',') + ' tuples)':<48} {'':>9} "
               f"{p['tuples_per_second']:>12,}")
     for key in ("best DuckDB form", "ratio engine (best of rounds)", "ratio whole process (best of rounds)",
-                "ratio engine per round (back to back)", "ratio whole process per round", "answers equal",
+                "ratio engine per round (back to back)", "ratio whole process per round",
+                "ratio CPU time per round", "answers equal",
                 "slidewise rows in output order"):
         if key in summary:
             print(f"  {key}: {summary[key]}")

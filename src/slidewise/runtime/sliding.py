@@ -29,8 +29,7 @@ from slidewise.operators.aggregates import REGISTRY
 from slidewise.operators.aggregates.subtractable import Count
 from slidewise.plan.expr import evaluate
 from slidewise.plan.sliding import SlidingAggregate
-from slidewise.synopses import SYNOPSES
-from slidewise.synopses import running
+from slidewise.synopses import SYNOPSES, running
 
 __all__ = ["BLOCK_CELLS", "PaneRun"]
 
@@ -67,7 +66,7 @@ class PaneRun:
         self.last_ts = int(ts[-1])
         data = {"ts": ts, **{a: cols[a] for a in self.attrs if a != "ts"}}
         if self.spec.where is not None:
-            get = lambda s, a: ts if a == "ts" else cols[a]   # noqa: E731
+            get = lambda s, a: ts if a == "ts" else cols[a]
             keep = np.broadcast_to(np.asarray(evaluate(self.spec.where, get), dtype=bool), ts.shape)
             data = {a: v[keep] for a, v in data.items()}
         if len(data["ts"]):
