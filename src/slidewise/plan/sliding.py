@@ -3,11 +3,12 @@
 :func:`match` recognises ``SELECT RSTREAM(keys, aggregates) FROM S [RANGE T
 SLIDE D] [WHERE filter] GROUP BY keys [HAVING condition]`` on one stream —
 the plan ``Output(RSTREAM every D) ← [Project] ← [Select] ← Aggregate ←
-[Select] ← Scan`` with plain-column keys and COUNT / SUM / AVG / MIN / MAX of
-a plain column (not DISTINCT) — and returns a :class:`SlidingAggregate`; any
+[Select] ← Scan`` with plain-column keys and COUNT / SUM / AVG / MIN / MAX
+([DISTINCT]) of a plain column — and returns a :class:`SlidingAggregate`; any
 other plan gets ``None`` and runs as the per-tuple operator network.
 :mod:`slidewise.runtime.sliding` executes it over panes (Golab's thesis,
-§2.3.4): subtractable aggregates through the running synopsis, MIN/MAX
+§2.3.4): subtractable aggregates (DISTINCT ones as frequency counts) through the
+running synopsis, MIN/MAX
 through the interval synopsis (the basic interval synopsis for windows of
 at most :data:`BASIC_MAX_PANES` panes).
 
@@ -57,7 +58,7 @@ class SlidingAggregate:
         return (self.length + 1) // self.pane
 
     def synopsis(self, agg: AggCall) -> str:
-        if REGISTRY[agg.func].subtractable:
+        if agg.func in ("count", "sum", "avg"):   # DISTINCT too: frequency counts subtract
             return "running"
         return "basic interval" if self.panes <= BASIC_MAX_PANES else "interval"
 
@@ -117,7 +118,7 @@ def match(plan: Plan) -> SlidingAggregate | None:
             return None
         keys.append(k.expr.attr)
     for a in agg.aggs:
-        if a.distinct or a.func not in REGISTRY or not (a.arg is None or isinstance(a.arg, Col) and a.arg.stream == 0):
+        if a.func not in REGISTRY or not (a.arg is None or isinstance(a.arg, Col) and a.arg.stream == 0):
             return None
     if len(set(keys)) != len(keys):
         return None

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from slidewise.operators.aggregates import REGISTRY
+from slidewise.operators.aggregates import accumulator
 from slidewise.operators.aggregates.subtractable import Count
 from slidewise.plan.expr import evaluate
 from slidewise.plan.sliding import SlidingAggregate
@@ -43,7 +43,8 @@ class PaneRun:
     def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit):
         self.spec, self.emit = spec, emit
         self.attrs = tuple(dict.fromkeys(spec.keys + spec.arguments()))
-        self.accs = [REGISTRY[a.func](None if a.arg is None else dtypes[a.arg.attr]) for a in spec.aggs]
+        self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct)
+                     for a in spec.aggs]
         self.synopses = [SYNOPSES[spec.synopsis(a)] for a in spec.aggs]
         self.count = Count()
         self.parts: list[dict] = []       # buffered chunks (filtered), in ts order
@@ -149,6 +150,7 @@ class PaneRun:
             state = synopsis(acc, acc.partial(values, pane, groups, shape), lo, hi)
             vals, null = acc.value(state)
             out[a.name] = _with_nulls(vals.ravel()[cells], None if null is None else null.ravel()[cells])
+        self.groups_seen = max([g] + [getattr(acc, "width", 0) for acc in self.accs])   # DISTINCT: pair columns
         rows_ts = (k0 + which) * spec.slide
         if spec.having is not None:
             keep = np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(out[a])), dtype=bool),

@@ -12,16 +12,26 @@ the output column and its null mask. Nulls (NaN) are ignored by all but
 COUNT(*), as in the per-tuple operator (:mod:`slidewise.operators.aggregate`,
 which keeps its own scalar code: it updates one group per row).
 
-:data:`REGISTRY` maps an aggregate name to its class.
+:data:`REGISTRY` maps an aggregate name to its class; :func:`accumulator` also
+covers DISTINCT (:mod:`~slidewise.operators.aggregates.distinct`).
 """
 
 from __future__ import annotations
 
 from slidewise.operators.aggregates.base import Accumulator
+from slidewise.operators.aggregates.distinct import Distinct
 from slidewise.operators.aggregates.extremes import Max, Min
 from slidewise.operators.aggregates.subtractable import Avg, Count, Sum
 
 #: aggregate function name -> accumulator class (not DISTINCT)
 REGISTRY: dict[str, type[Accumulator]] = {"count": Count, "sum": Sum, "avg": Avg, "min": Min, "max": Max}
 
-__all__ = ["REGISTRY", "Accumulator", "Avg", "Count", "Max", "Min", "Sum"]
+
+def accumulator(func: str, dtype=None, distinct: bool = False) -> Accumulator:
+    """The accumulator of ``func([DISTINCT] x)`` over values of ``dtype`` (None: ``COUNT(*)``)."""
+    if distinct and func in ("count", "sum", "avg"):
+        return Distinct(dtype, func)
+    return REGISTRY[func](dtype)
+
+
+__all__ = ["REGISTRY", "Accumulator", "Avg", "Count", "Distinct", "Max", "Min", "Sum", "accumulator"]
