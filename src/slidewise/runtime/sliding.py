@@ -135,23 +135,21 @@ class PaneRun:
         hi = np.searchsorted(cuts, ends) + 1
         shape = (len(cuts), g)
         n = running.windows(self.count, self.count.partial(None, pane, groups, shape), lo, hi)[0]
-        present = n.ravel() != 0
-        cells = np.flatnonzero(present)
-        if not len(cells):
+        present = n != 0                                      # (window, group) cells with a row
+        per_window = np.count_nonzero(present, axis=1)
+        if not per_window.any():
             return
-        which = np.repeat(np.arange(len(ends)), np.count_nonzero(present.reshape(n.shape), axis=1))
-        grp = cells - which * g
-        out = {name: col[grp] for name, col in zip(spec.key_names, uniq)}
+        out = {name: np.broadcast_to(col, n.shape)[present] for name, col in zip(spec.key_names, uniq)}
         for a, acc, synopsis in zip(spec.aggs, self.accs, self.synopses):
             if a.func == "count" and a.arg is None:
-                out[a.name] = n.ravel()[present].astype(np.int64)
+                out[a.name] = n[present].astype(np.int64)
                 continue
             values = data[a.arg.attr]
             state = synopsis(acc, acc.partial(values, pane, groups, shape), lo, hi)
             vals, null = acc.value(state)
-            out[a.name] = _with_nulls(vals.ravel()[cells], None if null is None else null.ravel()[cells])
+            out[a.name] = _with_nulls(vals[present], None if null is None else null[present])
         self.groups_seen = max([g] + [getattr(acc, "width", 0) for acc in self.accs])   # DISTINCT: pair columns
-        rows_ts = (k0 + which) * spec.slide
+        rows_ts = np.repeat(ends, per_window)
         if spec.having is not None:
             keep = np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(out[a])), dtype=bool),
                                    rows_ts.shape)
