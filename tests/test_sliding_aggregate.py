@@ -56,7 +56,8 @@ def queries(draw) -> str:
     length, slide = draw(st.integers(0, 15)), draw(st.integers(1, 6))
     where, having = draw(st.sampled_from(WHERE)), draw(st.sampled_from(HAVING))
     having = None if having and "c0" in having and not aggs[0].startswith("COUNT") else having
-    return (f"SELECT RSTREAM({', '.join(items)}) FROM S [RANGE {length} SLIDE {slide}]"
+    kind = draw(st.sampled_from(["RSTREAM", "RSTREAM", "ISTREAM", "DSTREAM"]))
+    return (f"SELECT {kind}({', '.join(items)}) FROM S [RANGE {length} SLIDE {slide}]"
             + (f" WHERE {where}" if where else "") + (f" GROUP BY {', '.join(keys)}" if keys else "")
             + (f" HAVING {having}" if having else ""))
 
@@ -110,8 +111,10 @@ def test_other_shapes_and_types_keep_the_plan():
               "SELECT RSTREAM(S.k, MIN(S.k) AS m) FROM S [RANGE 4 SLIDE 2] GROUP BY S.k"]:  # MIN of text
         res = execute_plan(parse_plan(q), {"S": frame}, collect=True)
         assert "path" not in res.stats
-    for q in ["SELECT ISTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 4 SLIDE 2] GROUP BY S.a",
+    for q in ["SELECT ISTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 4] GROUP BY S.a",
               "SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 4] GROUP BY S.a",
+              "SELECT ISTREAM_RESTORE(S.a, COUNT(*) AS n) FROM S [RANGE 4 SLIDE 2] GROUP BY S.a",
+              "SELECT DSTREAM(COUNT(*) AS n) FROM S [RANGE 4 SLIDE 2] GROUP BY S.a",   # a bag of counts
               "SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [ROWS 4] GROUP BY S.a",
               "SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 4 SLIDE 2 INTERNAL] GROUP BY S.a",
               "SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 4 SLIDE 2] WHERE S.b / 2 > 1 GROUP BY S.a",

@@ -1,8 +1,9 @@
 """Plan-time choice of the pane path for periodic sliding GROUP BY queries.
 
 :func:`match` recognises ``SELECT RSTREAM(keys, aggregates) FROM S [RANGE T
-SLIDE D] [WHERE filter] GROUP BY keys [HAVING condition]`` on one stream —
-the plan ``Output(RSTREAM every D) ← [Project] ← [Select] ← Aggregate ←
+SLIDE D] [WHERE filter] GROUP BY keys [HAVING condition]`` on one stream (or
+ISTREAM / DSTREAM when every key is an output column) — the plan
+``Output(RSTREAM every D) ← [Project] ← [Select] ← Aggregate ←
 [Select] ← Scan`` with plain-column keys and COUNT / SUM / AVG / MIN / MAX
 ([DISTINCT]) of a plain column — and returns a :class:`SlidingAggregate`; any
 other plan gets ``None`` and runs as the per-tuple operator network.
@@ -30,6 +31,9 @@ from slidewise.plan.logical import Aggregate, AggCall, Output, Plan, Project, Sc
 
 __all__ = ["BASIC_MAX_PANES", "SlidingAggregate", "match"]
 
+#: periodic outputs the pane path serves: the whole answer, or its changes between evaluations
+KINDS = ("rstream", "istream", "dstream")
+
 #: MIN/MAX over windows of at most this many panes probe every pane (basic interval synopsis)
 BASIC_MAX_PANES = 4
 
@@ -48,6 +52,7 @@ class SlidingAggregate:
     where: Expr | None
     having: Expr | None
     columns: tuple[str, ...]    # the output columns in order (before ts, sign)
+    kind: str = "rstream"       # the output operator (KINDS)
 
     @property
     def pane(self) -> int:
@@ -87,7 +92,7 @@ class SlidingAggregate:
 def match(plan: Plan) -> SlidingAggregate | None:
     """The pane form of ``plan``, or None when it is not a periodic one-stream GROUP BY."""
     root = plan.root
-    if not isinstance(root, Output) or root.kind != "rstream" or root.restore or not root.slide:
+    if not isinstance(root, Output) or root.kind not in KINDS or root.restore or not root.slide:
         return None
     node = root.child
     if isinstance(node, Project):
@@ -122,8 +127,10 @@ def match(plan: Plan) -> SlidingAggregate | None:
             return None
     if len(set(keys)) != len(keys):
         return None
+    if root.kind != "rstream" and not {k.name for k in agg.keys} <= set(root.schema):
+        return None   # changes of a bag of projected rows are not changes per group
     return SlidingAggregate(node.source, node.alias, w.size, root.slide, tuple(keys),
-                            tuple(k.name for k in agg.keys), agg.aggs, where, having, tuple(root.schema))
+                            tuple(k.name for k in agg.keys), agg.aggs, where, having, tuple(root.schema), root.kind)
 
 
 def _simple(e: Expr, outputs: bool) -> bool:

@@ -7,7 +7,9 @@ stream (the same reader, merger and rejects as the per-tuple executor of
 evaluation instant ``τ = kD`` from ``ceil(first ts / D)·D`` to
 ``ceil(last ts / D)·D``, one row per group with a tuple in ``τ − T ≤ ts ≤
 τ`` (after WHERE, filtered by HAVING), ordered by value, with ``ts = τ`` and
-``sign = +1``.
+``sign = +1`` (RSTREAM); ISTREAM / DSTREAM compare each evaluation with the
+one before it (computed as the first row of the block) and emit the rows
+that entered (+1) / left (−1) the answer.
 
 Evaluations are computed in blocks of ``E`` consecutive instants (as many as
 keep ``E × groups`` near :data:`BLOCK_CELLS`). In a block the groups are
@@ -52,6 +54,8 @@ class PaneRun:
         self.last_ts: int | None = None
         self.groups_seen = 1024           # groups in the last block (sizes the next one)
         self.results = self.blocks = self.buffered_peak = 0
+        self.lead = int(spec.kind != "rstream")   # ISTREAM / DSTREAM compare with the evaluation before
+        self.last_nonempty = False                # the last evaluation answered had rows
         cols = list(spec.columns)
         key_order = list(spec.key_names)
         self.presorted = cols[:len(key_order)] == key_order   # groups in value order = rows in value order
@@ -88,32 +92,34 @@ class PaneRun:
     def _answer(self, k_last: int) -> None:
         """Answer every evaluation up to ``k_last``."""
         spec = self.spec
-        T, D = spec.length, spec.slide
+        T, D, lead = spec.length, spec.slide, self.lead
         while self.next_k is not None and self.next_k <= k_last:
             buf = self._buffer()
-            if not buf:
-                self.next_k = k_last + 1
+            if not buf:   # (a non-empty last answer keeps its tuples: its rows leave at the next instant)
+                self.next_k, self.last_nonempty = k_last + 1, False
                 return
             self.buffered_peak = max(self.buffered_peak, len(buf["ts"]))
             ts = buf["ts"]
-            # skip instants whose windows hold nothing yet
-            k0 = max(self.next_k, -(-int(ts[0]) // D))
+            # skip instants whose windows hold nothing; ISTREAM / DSTREAM: not right after a non-empty answer
+            k0 = self.next_k if lead and self.last_nonempty else max(self.next_k, -(-int(ts[0]) // D))
             if k0 > k_last:
                 self.next_k = k_last + 1
                 return
             e = max(1, BLOCK_CELLS // max(self.groups_seen, 1))
             k1 = min(k_last + 1, k0 + e)
-            lo = np.searchsorted(ts, k0 * D - T, "left")
+            lo = np.searchsorted(ts, (k0 - lead) * D - T, "left")
             hi = np.searchsorted(ts, (k1 - 1) * D, "right")
             self._block(k0, k1, {a: v[lo:hi] for a, v in buf.items()})
             self.next_k = k1
-            drop = np.searchsorted(ts, k1 * D - T, "left")
+            drop = np.searchsorted(ts, (k1 - lead) * D - T, "left")
             if drop:
                 self.parts = [{a: v[drop:] for a, v in buf.items()}] if drop < len(ts) else []
 
     def _block(self, k0: int, k1: int, data: dict) -> None:
-        spec = self.spec
+        """Evaluations ``k0 .. k1-1`` (and ``k0-1`` before them for ISTREAM / DSTREAM) from ``data``."""
+        spec, lead = self.spec, self.lead
         if not len(data["ts"]):
+            self.last_nonempty = False
             return
         uniq, groups = _encode([data[k] for k in spec.keys], len(data["ts"]))
         g = len(uniq[0]) if uniq else 1
@@ -122,12 +128,12 @@ class PaneRun:
             mid = k0 + max(1, BLOCK_CELLS // g)
             ts = data["ts"]
             left = np.searchsorted(ts, (mid - 1) * spec.slide, "right")
-            right = np.searchsorted(ts, mid * spec.slide - spec.length, "left")
+            right = np.searchsorted(ts, (mid - lead) * spec.slide - spec.length, "left")
             self._block(k0, mid, {a: v[:left] for a, v in data.items()})
             self._block(mid, k1, {a: v[right:] for a, v in data.items()})
             return
         self.blocks += 1
-        ends = np.arange(k0, k1, dtype=np.int64) * spec.slide
+        ends = np.arange(k0 - lead, k1, dtype=np.int64) * spec.slide
         starts = ends - spec.length - 1
         cuts = np.union1d(ends, starts)                       # pane boundaries of the block
         pane = np.searchsorted(cuts, data["ts"], "left")      # pane i: (cuts[i-1], cuts[i]]
@@ -135,36 +141,61 @@ class PaneRun:
         hi = np.searchsorted(cuts, ends) + 1
         shape = (len(cuts), g)
         n = running.windows(self.count, self.count.partial(None, pane, groups, shape), lo, hi)[0]
-        present = n != 0                                      # (window, group) cells with a row
-        per_window = np.count_nonzero(present, axis=1)
-        if not per_window.any():
-            return
-        out = {name: np.broadcast_to(col, n.shape)[present] for name, col in zip(spec.key_names, uniq)}
+        answer = n != 0                                       # (window, group) cells with a row
+        cells = {name: (np.broadcast_to(col, n.shape), None) for name, col in zip(spec.key_names, uniq)}
         for a, acc, synopsis in zip(spec.aggs, self.accs, self.synopses):
             if a.func == "count" and a.arg is None:
-                out[a.name] = n[present].astype(np.int64)
+                cells[a.name] = (n, None)
                 continue
-            values = data[a.arg.attr]
-            state = synopsis(acc, acc.partial(values, pane, groups, shape), lo, hi)
-            vals, null = acc.value(state)
-            out[a.name] = _with_nulls(vals[present], None if null is None else null[present])
+            state = synopsis(acc, acc.partial(data[a.arg.attr], pane, groups, shape), lo, hi)
+            cells[a.name] = acc.value(state)
         self.groups_seen = max([g] + [getattr(acc, "width", 0) for acc in self.accs])   # DISTINCT: pair columns
-        rows_ts = np.repeat(ends, per_window)
         if spec.having is not None:
-            keep = np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(out[a])), dtype=bool),
-                                   rows_ts.shape)
-            out = {c: v[keep] for c, v in out.items()}
-            rows_ts = rows_ts[keep]
-        cols = {c: out[c] for c in spec.columns}
-        if not self.presorted and len(rows_ts) > 1:
+            answer &= np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(*cells[a])), dtype=bool),
+                                      n.shape)
+        self.last_nonempty = bool(answer[-1].any())
+        if not lead:
+            self._emit(cells, answer, ends, 1)
+            return
+        prev, cur = answer[:-1], answer[1:]
+        changed = np.zeros(cur.shape, bool)
+        for a in spec.aggs:   # rows are per group (the keys are output columns): a row changes with its values
+            if a.name not in spec.columns:
+                continue
+            vals, null = cells[a.name]
+            diff = vals[1:] != vals[:-1]
+            if null is not None:
+                diff = np.where(null[1:] | null[:-1], null[1:] != null[:-1], diff)
+            changed |= diff
+        if spec.kind == "istream":
+            self._emit({c: (v[1:], None if m is None else m[1:]) for c, (v, m) in cells.items()},
+                       cur & (~prev | changed), ends[1:], 1)
+        else:
+            self._emit({c: (v[:-1], None if m is None else m[:-1]) for c, (v, m) in cells.items()},
+                       prev & (~cur | changed), ends[1:], -1)
+
+    def _emit(self, cells: dict, rows: np.ndarray, instants: np.ndarray, sign: int) -> None:
+        """The rows marked in ``rows`` (windows x groups) as output columns, instant-major, in value order."""
+        per_window = np.count_nonzero(rows, axis=1)
+        total = int(per_window.sum())
+        if not total:
+            return
+        spec = self.spec
+        cols = {}
+        for c in spec.columns:
+            vals, null = cells[c]
+            col = vals[rows]
+            cols[c] = _with_nulls(col.astype(np.int64) if col.dtype == np.int32 else col,
+                                  None if null is None else null[rows])
+        rows_ts = np.repeat(instants, per_window)
+        if not self.presorted and total > 1:
             order = np.lexsort(tuple(k for c in reversed(spec.columns) for k in _sort_key(cols[c])) + (rows_ts,))
             cols = {c: v[order] for c, v in cols.items()}
             rows_ts = rows_ts[order]
         cols["ts"] = rows_ts
-        cols["sign"] = np.ones(len(rows_ts), np.int8)
-        self.results += len(rows_ts)
-        if len(rows_ts):
-            self.emit(cols)
+        cols["sign"] = np.full(total, sign, np.int8)
+        self.results += total
+        self.emit(cols)
 
 
 def _encode(columns: list[np.ndarray], n: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -192,11 +223,11 @@ def _with_nulls(vals: np.ndarray, null: np.ndarray | None) -> np.ndarray:
     return out
 
 
-def _numeric(col: np.ndarray) -> np.ndarray:
-    """A column for HAVING: None as NaN (comparisons false)."""
-    if col.dtype == object and any(v is None for v in col):
-        return np.array([np.nan if v is None else v for v in col], dtype=float)
-    return col
+def _numeric(vals: np.ndarray, null: np.ndarray | None) -> np.ndarray:
+    """A column for HAVING: nulls as NaN (comparisons false)."""
+    if null is None or not null.any():
+        return vals
+    return np.where(null, np.nan, vals.astype(np.float64))
 
 
 def _sort_key(col: np.ndarray) -> tuple:
