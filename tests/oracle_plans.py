@@ -295,10 +295,10 @@ class PlanOracle:
                     vals.append(len(members))
                     continue
                 xs = [_py(evaluate(agg.arg, get(r))) for r in members]
-                xs = [x for x in xs if x is not None]
+                xs = [x for x in xs if x is not None and x == x]   # nulls (None, NaN) are ignored
                 if agg.distinct:
                     xs = list(set(xs))
-                vals.append({"count": lambda: len(xs), "sum": lambda: sum(xs),
+                vals.append({"count": lambda: len(xs), "sum": lambda: sum(xs) if xs else None,
                              "avg": lambda: sum(xs) / len(xs) if xs else None,
                              "min": lambda: min(xs, default=None), "max": lambda: max(xs, default=None)}
                             [agg.func]())

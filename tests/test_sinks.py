@@ -132,3 +132,18 @@ def test_a_file_appears_whole_on_close_and_an_abort_leaves_the_target(tmp_path, 
     read = {".parquet": pd.read_parquet, ".jsonl": lambda p: pd.read_json(p, lines=True)}.get(ext, pd.read_csv)
     assert read(target)["a"].tolist() == [5, 6] and len(list(tmp_path.iterdir())) == 1
     assert target.stat().st_mode & 0o777 == 0o640        # the replaced file's permissions are kept
+
+
+def test_background_sink_writes_in_order_and_raises_the_writers_error(tmp_path):
+    from slidewise.runtime.sinks import BackgroundSink
+
+    sink = BackgroundSink(open_sink(str(tmp_path / "r.parquet"), ["a"]))
+    for i in range(5):
+        sink.write({"a": np.arange(i * 3, i * 3 + 3)})
+    sink.close()
+    assert pq.read_table(tmp_path / "r.parquet").column("a").to_pylist() == list(range(15))
+    assert sink.rows_written == 15
+    bad = BackgroundSink(open_sink(str(tmp_path / "s.parquet"), ["a"]))
+    bad.write({"b": np.arange(2)})
+    with pytest.raises(Exception, match="lacks columns"):
+        bad.close()

@@ -325,13 +325,25 @@ def cmd_bench(args) -> int:
         return 0
     if args.name == "ordering":
         return _bench_ordering(args)
+    if args.name == "aggregation":
+        from slidewise.bench.aggregation import print_summary, run_aggregation_bench
+
+        if args.tuples is not None and args.tuples < 1:
+            raise OptionError(f"--tuples must be positive, got {args.tuples}")
+        if args.rounds is not None and args.rounds < 1:
+            raise OptionError(f"--rounds must be positive, got {args.rounds}")
+        report = run_aggregation_bench(tuples=args.tuples, out_dir=args.out, peers=not args.no_peers,
+                                       rounds=args.rounds or 1)
+        print_summary(report["summary"])
+        return 0
     if args.name == "update-patterns":
         from slidewise.bench.update_patterns import bench_from_args
 
         return bench_from_args(args)
     if args.name != "joins":
         raise OptionError(f"unknown benchmark {args.name!r}",
-                          hint="available: joins, asymmetric, allocation, ordering, update-patterns, spark")
+                          hint="available: joins, asymmetric, allocation, ordering, update-patterns, spark, "
+                                 "aggregation")
     if args.time_budget is not None and args.time_budget <= 0:
         raise OptionError(f"--time-budget must be positive, got {args.time_budget:g}",
                           hint="seconds per algorithm run, e.g. --time-budget 6")
@@ -438,7 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_generate)
 
     b = sub.add_parser("bench", help="run an experiment; writes JSON and a PNG plot")
-    b.add_argument("name", help="experiment: joins, asymmetric, allocation, ordering, update-patterns or spark")
+    b.add_argument("name", help="experiment: joins, asymmetric, allocation, ordering, update-patterns, spark "
+                                           "or aggregation")
     b.add_argument("--workload", default="all", help="W2, W4 or all")
     b.add_argument("--tuples", type=int, help="override the number of input tuples")
     b.add_argument("--algorithms", help="comma-separated subset of algorithms")
@@ -447,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="joins: seconds of processing per algorithm run; the reference always "
                         "runs the whole input (default 6)")
     b.add_argument("--no-peers", action="store_true",
-                   help="joins: skip the DuckDB peer (and with it the result checks)")
+                   help="joins, aggregation: skip the DuckDB peer (and with it the result checks)")
     b.add_argument("--scale", type=float, default=1.0,
                    help="update-patterns: multiplies window sizes and the measured span (default 1)")
     b.add_argument("--source", default="both", choices=["zeek", "generated", "both"],
@@ -460,7 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "28 rounds; writes ordering-table8.json)")
     b.add_argument("--rounds", type=int, metavar="N",
                    help="ordering: timing rounds of Table 8 (default 7); update-patterns: runs per "
-                        "measurement, least CPU time kept (default 1)")
+                        "measurement, least CPU time kept (default 1); aggregation: back-to-back rounds "
+                        "of slidewise and DuckDB (default 1)")
     b.set_defaults(func=cmd_bench)
 
     c = sub.add_parser("calibrate", help="measure the binary join cost model's weight factors here")

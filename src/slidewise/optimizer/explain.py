@@ -247,9 +247,13 @@ def plan_info(plan, stats=None, strategy: str = "upa", partitions: int = 10, pre
     from slidewise.plan.rewrite import PREMATURE, algebra, choose_plan
 
     premature = PREMATURE if premature is None else premature
+    from slidewise.plan.sliding import match
+
     chosen, report = choose_plan(plan, stats, strategy, premature, partitions)
     patterns = annotate(chosen.root)
+    sliding = match(chosen)
     return {
+        "path": None if sliding is None else sliding.describe(),
         "query": " ".join((plan.text or chosen.root.text or "").split()),
         "strategy": strategy,
         "partitions": partitions,
@@ -294,4 +298,7 @@ def render_plan(info: dict) -> str:
             mark = "  chosen" if a["plan"] == info["chosen"] else ""
             lines.append(f"  {a['plan']:<{width}}  {fmt(a['cost']):>10}{mark}")
     lines.append(f"why          {info['why']}")
+    if info.get("path"):
+        lines.append(f"path         {info['path']} (the plan above runs instead if a group key is a float "
+                     "column or MIN/MAX/SUM/AVG reads text)")
     return "\n".join(lines) + "\n"

@@ -54,7 +54,7 @@ from slidewise.runtime.outputs import abandon, shielded
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
-from slidewise.runtime.sinks import open_sink
+from slidewise.runtime.sinks import BackgroundSink, open_sink
 from slidewise.runtime.sources import open_source
 
 __all__ = ["execute_plan"]
@@ -68,7 +68,8 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
                  strategy: str = "upa", partitions: int = 10, out=None, collect: bool = False,
                  lateness: int = 0, ts_column: str = "ts", ts_unit: str = "auto", chunk_rows: int = 65536,
                  rejects_path: str | None = None, progress: bool = False,
-                 options: dict | None = None, rewrite: bool = False, span: int = DEFAULT_SPAN) -> RunResult:
+                 options: dict | None = None, rewrite: bool = False, span: int = DEFAULT_SPAN,
+                 panes: bool = True) -> RunResult:
     """Run ``plan`` over ``streams`` (source name -> path / DataFrame / ...) and ``tables`` to the end.
 
     Tables: rows with ``ts`` (when the update happens; 0 if absent), optional
@@ -78,7 +79,9 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     (:func:`slidewise.plan.rewrite.choose_plan`, what ``explain`` shows) instead
     of the plan as written. ``span``: instants per executor pass (answers do
     not depend on it; 1 gives exact per-instant state accounting, see
-    :mod:`slidewise.runtime.plan_runner`).
+    :mod:`slidewise.runtime.plan_runner`). A periodic one-stream GROUP BY
+    (:func:`slidewise.plan.sliding.match`) runs on the pane path
+    (:mod:`slidewise.runtime.sliding`, same rows) unless ``panes=False``.
     """
     if strategy not in STRATEGIES:
         raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
@@ -101,9 +104,13 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
         if chosen.root.schema == plan.root.schema:
             plan = chosen
     plan = prune_columns(plan)
-    net = _Network(plan, strategy, partitions, options or {})
     columns = list(plan.root.schema) + ["ts", "sign"]
+    sliding = _sliding(plan, dict(zip(names, opened)), table_names) if panes else None
+    net = None if sliding is not None else _Network(plan, strategy, partitions, options or {})
     rejects = Rejects()
+    if sliding is not None:
+        return _execute_panes(plan, sliding, opened, names, out, collect, columns, lateness, chunk_rows,
+                              rejects, rejects_path, progress, strategy, partitions)
     if not isinstance(span, (int, np.integer)) or span < 1:
         raise OptionError(f"span must be a positive integer, got {span!r}",
                           hint="instants per executor pass, e.g. 64; 1 runs instant by instant")
@@ -155,6 +162,86 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     frame = None
     if collect:
         frame = pd.concat(runner.frames, ignore_index=True) if runner.frames else \
+            pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+    return RunResult(frame, stats, rejects)
+
+
+# ---------------------------------------------------------------- the pane path
+
+def _sliding(plan: Plan, sources: dict, table_names: list[str]):
+    """The plan's pane form (:func:`slidewise.plan.sliding.match`) if its column types allow, else None."""
+    from slidewise.plan.sliding import match
+
+    spec = match(plan)
+    if spec is None or table_names or spec.refuse(dict(sources[spec.source].schema)) is not None:
+        return None
+    return spec
+
+
+def _execute_panes(plan, spec, opened, names, out, collect, columns, lateness, chunk_rows, rejects,
+                   rejects_path, progress, strategy, partitions) -> RunResult:
+    """Run ``spec`` on :class:`slidewise.runtime.sliding.PaneRun`; the stats of :func:`execute_plan`.
+
+    Output safety as :func:`execute_plan`: a failed run discards its file, an interrupted one keeps
+    the windows emitted so far (whole evaluations, in order) and writes its rejects."""
+    from slidewise.plan.patterns import annotate
+    from slidewise.runtime.sliding import PaneRun
+
+    frames: list = []
+    writer = None
+
+    def emit(cols):
+        if writer is not None:
+            writer.write(cols)
+        if collect:
+            frames.append(pd.DataFrame(cols))
+
+    schema = dict(opened[names.index(spec.source)].schema)
+    run = PaneRun(spec, {"ts": np.dtype(np.int64), **schema}, emit)
+    bar = Progress(enabled=progress)
+    inputs = dict.fromkeys(names, 0)
+    instants, last, stop = 0, None, None
+    started = time.perf_counter()
+    try:
+        writer = BackgroundSink(open_sink(out, columns)) if out is not None else None
+        for chunk in merge_all(opened, lateness, rejects, chunk_rows):
+            b = chunk[names.index(spec.source)]
+            if len(b):
+                inputs[spec.source] += len(b)
+                instants += 1 + int(np.count_nonzero(np.diff(b.ts))) - (int(b.ts[0]) == last)
+                last = int(b.ts[-1])
+                run.add(b.ts, b.cols)
+            bar.update(sum(inputs.values()), run.results, rejects.total)
+        run.finish()
+    except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: keep the evaluations emitted, finish the files
+        stop = e
+    except BaseException as e:  # noqa: BLE001 - the output is discarded, the error raised again
+        raise abandon(writer, e, chunk_rows) from None
+    finally:
+        bar.close()
+    with shielded(deliver=stop is None):
+        if writer is not None:
+            writer.close()
+        if rejects_path:
+            rejects.write(rejects_path)
+    seconds = time.perf_counter() - started
+    patterns = annotate(plan.root)
+    stats = {
+        "query": plan.text or plan.root.label(),
+        "strategy": strategy,
+        "partitions": int(partitions),
+        "path": spec.describe(),
+        **run_counts(inputs, run.results, 0, rejects, seconds),
+        "state_tuples_peak": run.buffered_peak,
+        "negative_tuples": 0,
+        "instants": instants,
+        "passes": run.blocks,
+        "patterns": {n.label(): str(patterns[n]) for n in walk(plan.root)},
+        **interrupted(stop),
+    }
+    frame = None
+    if collect:
+        frame = pd.concat(frames, ignore_index=True) if frames else \
             pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
     return RunResult(frame, stats, rejects)
 

@@ -311,3 +311,57 @@ class CallableSink(Sink):
     def _write(self, cols, n) -> None:
         if n:
             self.fn(pd.DataFrame(cols))
+
+
+class BackgroundSink:
+    """Writes batches of ``sink`` in a worker thread (encoding and compression release the GIL, so
+    writing overlaps the producer's numpy work); at most ``depth`` batches wait. An error of the
+    worker is raised by the next :meth:`write` or by :meth:`close`."""
+
+    def __init__(self, sink: Sink, depth: int = 2):
+        import queue
+        import threading
+
+        self.sink = sink
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="slidewise-sink", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (cols := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self.sink.write(cols)
+                except BaseException as e:  # noqa: BLE001 - re-raised in the producer
+                    self._error = e
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def write(self, cols: dict[str, np.ndarray]) -> None:
+        self._raise()
+        self._queue.put(cols)
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        try:
+            self._raise()
+        finally:
+            self.sink.close()
+
+    def abort(self) -> None:
+        """Stop the worker and discard the file: the target stays absent or as it was."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._error = None
+        self.sink.abort()
+
+    @property
+    def rows_written(self) -> int:
+        return self.sink.rows_written

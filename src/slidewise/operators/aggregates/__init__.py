@@ -1,0 +1,37 @@
+"""Columnar accumulators, one class per aggregate function, for the pane path.
+
+Each accumulator turns the tuples of a block into *pane partials*: one
+matrix per state component, rows = panes, columns = groups (both dense
+integer codes). Partials combine with :meth:`~Accumulator.merge`;
+subtractable aggregates (COUNT, SUM, AVG) also with
+:meth:`~Accumulator.subtract`, which the running synopsis needs
+(:mod:`slidewise.synopses.running`); MIN and MAX merge only and use the
+interval synopses (:mod:`slidewise.synopses.interval`,
+:mod:`slidewise.synopses.basic_interval`). :meth:`~Accumulator.value` gives
+the output column and its null mask. Nulls (NaN) are ignored by all but
+COUNT(*), as in the per-tuple operator (:mod:`slidewise.operators.aggregate`,
+which keeps its own scalar code: it updates one group per row).
+
+:data:`REGISTRY` maps an aggregate name to its class; :func:`accumulator` also
+covers DISTINCT (:mod:`~slidewise.operators.aggregates.distinct`).
+"""
+
+from __future__ import annotations
+
+from slidewise.operators.aggregates.base import Accumulator
+from slidewise.operators.aggregates.distinct import Distinct
+from slidewise.operators.aggregates.extremes import Max, Min
+from slidewise.operators.aggregates.subtractable import Avg, Count, Sum
+
+#: aggregate function name -> accumulator class (not DISTINCT)
+REGISTRY: dict[str, type[Accumulator]] = {"count": Count, "sum": Sum, "avg": Avg, "min": Min, "max": Max}
+
+
+def accumulator(func: str, dtype=None, distinct: bool = False) -> Accumulator:
+    """The accumulator of ``func([DISTINCT] x)`` over values of ``dtype`` (None: ``COUNT(*)``)."""
+    if distinct and func in ("count", "sum", "avg"):
+        return Distinct(dtype, func)
+    return REGISTRY[func](dtype)
+
+
+__all__ = ["REGISTRY", "Accumulator", "Avg", "Count", "Distinct", "Max", "Min", "Sum", "accumulator"]

@@ -1,0 +1,74 @@
+"""The accumulator interface of :mod:`slidewise.operators.aggregates`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: a pane partial: one (panes x groups) array per state component
+State = tuple
+
+
+class Accumulator:
+    """One aggregate over pane partials; ``dtype`` is the argument's numpy dtype (None for ``COUNT(*)``)."""
+
+    #: True if :meth:`subtract` exists (the running synopsis applies)
+    subtractable = False
+
+    def __init__(self, dtype: np.dtype | None = None):
+        self.dtype = None if dtype is None else np.dtype(dtype)
+
+    def partial(self, values: np.ndarray | None, pane_codes: np.ndarray, group_codes: np.ndarray,
+                shape: tuple[int, int]) -> State:
+        """The pane partials of tuples with ``values`` in pane ``pane_codes`` of group ``group_codes``."""
+        raise NotImplementedError
+
+    def merge(self, a: State, b: State) -> State:
+        """The partial of the union of two disjoint sets of tuples."""
+        raise NotImplementedError
+
+    def subtract(self, a: State, b: State) -> State:
+        """The partial of ``a``'s tuples minus ``b``'s (``b`` a subset of ``a``); subtractable only."""
+        raise NotImplementedError(f"{type(self).__name__} is not subtractable")
+
+    def prefix(self, state: State) -> State:
+        """Running merges down the panes, one row longer: row i = merge of panes before i (subtractable only)."""
+        return tuple(running_sum(x) for x in state)
+
+    def identity(self, shape: tuple[int, ...]) -> State:
+        """The partial of no tuples."""
+        raise NotImplementedError
+
+    def value(self, state: State) -> tuple[np.ndarray, np.ndarray | None]:
+        """The aggregate per cell and a mask of cells without values (null), or None."""
+        raise NotImplementedError
+
+
+def running_sum(x: np.ndarray) -> np.ndarray:
+    """``np.cumsum(x, axis=0)`` after a zero row; row by row when rows are wide (numpy's axis-0 scan
+    is strided there, about 8x slower)."""
+    if x.ndim < 2 or x.shape[1] < 64:
+        out = np.zeros((len(x) + 1,) + x.shape[1:], x.dtype)
+        np.cumsum(x, axis=0, out=out[1:])
+        return out
+    out = np.empty((len(x) + 1,) + x.shape[1:], x.dtype)
+    out[0] = 0
+    for i in range(len(x)):
+        np.add(out[i], x[i], out=out[i + 1])
+    return out
+
+
+def not_null(values: np.ndarray) -> np.ndarray | None:
+    """Mask of non-null values (NaN is null), or None when every value counts."""
+    if values.dtype.kind == "f":
+        ok = ~np.isnan(values)
+        return None if ok.all() else ok
+    return None
+
+
+def flat_index(pane_codes: np.ndarray, group_codes: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    return pane_codes * shape[1] + group_codes
+
+
+def counts(flat: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Tuples per cell, int32 (a block holds fewer than 2**31 tuples; half the memory traffic)."""
+    return np.bincount(flat, minlength=shape[0] * shape[1]).astype(np.int32).reshape(shape)

@@ -1,0 +1,86 @@
+"""COUNT, SUM and AVG: subtractable aggregates (their partials add and subtract)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from slidewise.operators.aggregates.base import Accumulator, State, counts, flat_index, not_null
+
+#: integer sums are added as float64 weights when every partial sum stays exact
+_EXACT = 2 ** 53
+
+
+class Count(Accumulator):
+    """``COUNT(*)`` (``dtype`` None) or ``COUNT(x)`` (non-null values); int32 cells, int64 values."""
+
+    subtractable = True
+
+    def partial(self, values, pane_codes, group_codes, shape) -> State:
+        flat = flat_index(pane_codes, group_codes, shape)
+        if values is not None:
+            ok = not_null(values)
+            if ok is not None:
+                flat = flat[ok]
+        return (counts(flat, shape),)
+
+    def merge(self, a, b):
+        return (a[0] + b[0],)
+
+    def subtract(self, a, b):
+        return (a[0] - b[0],)
+
+    def identity(self, shape):
+        return (np.zeros(shape, np.int32),)
+
+    def value(self, state):
+        return state[0].astype(np.int64), None
+
+
+class Sum(Accumulator):
+    """``SUM(x)``: (sum, count of values); int64 for integer and boolean input, float64 else; null if no value."""
+
+    subtractable = True
+
+    def _type(self) -> np.dtype:
+        return np.dtype(np.float64) if self.dtype.kind == "f" else np.dtype(np.int64)
+
+    def partial(self, values, pane_codes, group_codes, shape) -> State:
+        flat = flat_index(pane_codes, group_codes, shape)
+        ok = not_null(values)
+        if ok is not None:
+            flat, values = flat[ok], values[ok]
+        size = shape[0] * shape[1]
+        n = np.bincount(flat, minlength=size).reshape(shape)
+        kind = self._type()
+        if kind.kind == "f" or not len(values) or \
+                int(np.abs(values.astype(np.int64)).max()) * len(values) < _EXACT:
+            s = np.bincount(flat, weights=values.astype(np.float64), minlength=size).reshape(shape)
+            return (s.astype(kind), n.astype(np.int32))
+        s = np.zeros(size, np.int64)
+        np.add.at(s, flat, values.astype(np.int64))
+        return (s.reshape(shape), n.astype(np.int32))
+
+    def merge(self, a, b):
+        return (a[0] + b[0], a[1] + b[1])
+
+    def subtract(self, a, b):
+        return (a[0] - b[0], a[1] - b[1])
+
+    def identity(self, shape):
+        return (np.zeros(shape, self._type()), np.zeros(shape, np.int32))
+
+    def value(self, state):
+        s, n = state
+        empty = n == 0
+        return s, (empty if empty.any() else None)
+
+
+class Avg(Sum):
+    """``AVG(x)``: SUM / COUNT of the values as float64; null if no value."""
+
+    def value(self, state):
+        s, n = state
+        empty = n == 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = s.astype(np.float64) / np.where(empty, 1, n)
+        return out, (empty if empty.any() else None)

@@ -1,0 +1,153 @@
+"""Plan-time choice of the pane path for periodic sliding GROUP BY queries.
+
+:func:`match` recognises ``SELECT RSTREAM(keys, aggregates) FROM S [RANGE T
+SLIDE D] [WHERE filter] GROUP BY keys [HAVING condition]`` on one stream (or
+ISTREAM / DSTREAM when every key is an output column) — the plan
+``Output(RSTREAM every D) ← [Project] ← [Select] ← Aggregate ←
+[Select] ← Scan`` with plain-column keys and COUNT / SUM / AVG / MIN / MAX
+([DISTINCT]) of a plain column — and returns a :class:`SlidingAggregate`; any
+other plan gets ``None`` and runs as the per-tuple operator network.
+:mod:`slidewise.runtime.sliding` executes it over panes (Golab's thesis,
+§2.3.4): subtractable aggregates (DISTINCT ones as frequency counts) through the
+running synopsis, MIN/MAX
+through the interval synopsis (the basic interval synopsis for windows of
+at most :data:`BASIC_MAX_PANES` panes).
+
+Panes: the window at ``τ = kD`` holds ``τ − T ≤ ts ≤ τ``, so every window
+boundary lies on the grid of width ``s = gcd(T + 1, D)`` and a window is
+``b = (T + 1) / s`` panes of it; ``explain`` shows ``s`` and ``b``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import gcd
+
+import numpy as np
+
+from slidewise.operators.aggregates import REGISTRY
+from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
+from slidewise.plan.logical import Aggregate, AggCall, Output, Plan, Project, Scan, Select
+
+__all__ = ["BASIC_MAX_PANES", "SlidingAggregate", "match"]
+
+#: periodic outputs the pane path serves: the whole answer, or its changes between evaluations
+KINDS = ("rstream", "istream", "dstream")
+
+#: MIN/MAX over windows of at most this many panes probe every pane (basic interval synopsis)
+BASIC_MAX_PANES = 4
+
+
+@dataclass(frozen=True)
+class SlidingAggregate:
+    """A periodic GROUP BY over one time window, as the pane path runs it."""
+
+    source: str
+    alias: str
+    length: int                 # T
+    slide: int                  # D
+    keys: tuple[str, ...]       # key attributes of the stream (``ts`` allowed)
+    key_names: tuple[str, ...]  # their output column names
+    aggs: tuple[AggCall, ...]
+    where: Expr | None
+    having: Expr | None
+    columns: tuple[str, ...]    # the output columns in order (before ts, sign)
+    kind: str = "rstream"       # the output operator (KINDS)
+
+    @property
+    def pane(self) -> int:
+        return gcd(self.length + 1, self.slide)
+
+    @property
+    def panes(self) -> int:
+        return (self.length + 1) // self.pane
+
+    def synopsis(self, agg: AggCall) -> str:
+        if agg.func in ("count", "sum", "avg"):   # DISTINCT too: frequency counts subtract
+            return "running"
+        return "basic interval" if self.panes <= BASIC_MAX_PANES else "interval"
+
+    def describe(self) -> str:
+        """The line ``explain`` and the run stats show."""
+        kinds = list(dict.fromkeys(self.synopsis(a) for a in self.aggs)) or ["running"]
+        if "running" not in kinds:
+            kinds.insert(0, "running")   # COUNT(*) of every group decides which groups have a row
+        return f"sliding aggregate: {' and '.join(k + ' synopsis' for k in kinds)}, pane s={self.pane}, b={self.panes}"
+
+    def arguments(self) -> tuple[str, ...]:
+        """The stream attributes the aggregates read."""
+        return tuple(dict.fromkeys(a.arg.attr for a in self.aggs if a.arg is not None))
+
+    def refuse(self, dtypes: dict[str, np.dtype]) -> str | None:
+        """Why the pane path cannot run over columns of these types (None: it can)."""
+        for k in self.keys:
+            if k != "ts" and dtypes[k].kind == "f":
+                return f"group key {self.alias}.{k} is a float column (NaN keys)"
+        for a in self.aggs:
+            if a.arg is not None and a.func != "count" and dtypes[a.arg.attr].kind not in "biuf":
+                return f"{a.name} over a non-numeric column"
+        return None
+
+
+def match(plan: Plan) -> SlidingAggregate | None:
+    """The pane form of ``plan``, or None when it is not a periodic one-stream GROUP BY."""
+    root = plan.root
+    if not isinstance(root, Output) or root.kind not in KINDS or root.restore or not root.slide:
+        return None
+    node = root.child
+    if isinstance(node, Project):
+        if not all(isinstance(i.expr, Col) and i.expr.stream < 0 for i in node.items):
+            return None
+        node = node.child
+    having = None
+    if isinstance(node, Select):
+        having, node = node.predicate, node.child
+        if not _simple(having, outputs=True):
+            return None
+    if not isinstance(node, Aggregate) or not node.aggs and not node.keys:
+        return None
+    agg, node = node, node.child
+    where = None
+    if isinstance(node, Select):
+        where, node = node.predicate, node.child
+        if not _simple(where, outputs=False):
+            return None
+    if not isinstance(node, Scan) or node.kind != "stream":
+        return None
+    w = node.window
+    if w.kind != "range" or w.internal or w.slide != root.slide:
+        return None
+    keys = []
+    for k in agg.keys:
+        if not isinstance(k.expr, Col) or k.expr.stream != 0:
+            return None
+        keys.append(k.expr.attr)
+    for a in agg.aggs:
+        if a.func not in REGISTRY or not (a.arg is None or isinstance(a.arg, Col) and a.arg.stream == 0):
+            return None
+    if len(set(keys)) != len(keys):
+        return None
+    if root.kind != "rstream" and not {k.name for k in agg.keys} <= set(root.schema):
+        return None   # changes of a bag of projected rows are not changes per group
+    return SlidingAggregate(node.source, node.alias, w.size, root.slide, tuple(keys),
+                            tuple(k.name for k in agg.keys), agg.aggs, where, having, tuple(root.schema), root.kind)
+
+
+def _simple(e: Expr, outputs: bool) -> bool:
+    """Comparisons, AND / OR / NOT, + - * and ABS over columns and literals (no / or %: their
+    per-row errors would differ); ``outputs``: columns of the aggregate's output only."""
+    if isinstance(e, Col):
+        return (e.stream < 0) == outputs and (outputs or e.stream == 0)
+    if isinstance(e, Lit):
+        return isinstance(e.value, (int, float, str)) and not isinstance(e.value, bool)
+    if isinstance(e, BinOp):
+        return e.op in "+-*" and _simple(e.left, outputs) and _simple(e.right, outputs)
+    if isinstance(e, Cmp):
+        return _simple(e.left, outputs) and _simple(e.right, outputs)
+    if isinstance(e, (And, Or)):
+        return all(_simple(i, outputs) for i in e.items)
+    if isinstance(e, Not):
+        return _simple(e.item, outputs)
+    if isinstance(e, Func):
+        return e.name == "abs" and all(_simple(a, outputs) for a in e.args)
+    return False

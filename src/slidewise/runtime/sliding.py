@@ -1,0 +1,241 @@
+"""The pane path: a periodic sliding GROUP BY on one stream, evaluated block by block in numpy.
+
+:func:`run_sliding` takes the merged, lateness-checked chunks of the one
+stream (the same reader, merger and rejects as the per-tuple executor of
+:mod:`slidewise.runtime.plans`) and produces exactly its answer (see
+:mod:`slidewise.plan.logical` and :mod:`slidewise.operators.output`): at every
+evaluation instant ``τ = kD`` from ``ceil(first ts / D)·D`` to
+``ceil(last ts / D)·D``, one row per group with a tuple in ``τ − T ≤ ts ≤
+τ`` (after WHERE, filtered by HAVING), ordered by value, with ``ts = τ`` and
+``sign = +1`` (RSTREAM); ISTREAM / DSTREAM compare each evaluation with the
+one before it (computed as the first row of the block) and emit the rows
+that entered (+1) / left (−1) the answer.
+
+Evaluations are computed in blocks of ``E`` consecutive instants (as many as
+keep ``E × groups`` near :data:`BLOCK_CELLS`). In a block the groups are
+dictionary-encoded in value order, and the window boundaries (the ends ``τ``
+and the starts ``τ − T − 1``) cut time into panes; every tuple is
+pre-aggregated once into its pane (one accumulator of
+:mod:`slidewise.operators.aggregates` per aggregate), then all windows of the
+block are answered by a synopsis of :mod:`slidewise.synopses` — ``COUNT(*)``
+(which decides which groups have a row) and the subtractable aggregates by
+the running synopsis, MIN/MAX by the (basic) interval synopsis — and the
+rows are emitted as columns, instant-major.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from slidewise.operators.aggregates import accumulator
+from slidewise.operators.aggregates.subtractable import Count
+from slidewise.plan.expr import evaluate
+from slidewise.plan.sliding import SlidingAggregate
+from slidewise.synopses import SYNOPSES, running
+
+__all__ = ["BLOCK_CELLS", "PaneRun"]
+
+#: target size of a block's (evaluations x groups) answer matrices (a few MB: they stay in cache)
+BLOCK_CELLS = 1 << 19
+
+
+class PaneRun:
+    """Feed chunks with :meth:`add`, then :meth:`finish`; rows go to ``emit(cols)`` as column dicts."""
+
+    def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit):
+        self.spec, self.emit = spec, emit
+        self.attrs = tuple(dict.fromkeys(spec.keys + spec.arguments()))
+        self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct)
+                     for a in spec.aggs]
+        self.synopses = [SYNOPSES[spec.synopsis(a)] for a in spec.aggs]
+        self.count = Count()
+        self.parts: list[dict] = []       # buffered chunks (filtered), in ts order
+        self.next_k: int | None = None    # the next evaluation k (instant kD) to answer
+        self.last_ts: int | None = None
+        self.groups_seen = 1024           # groups in the last block (sizes the next one)
+        self.results = self.blocks = self.buffered_peak = 0
+        self.lead = int(spec.kind != "rstream")   # ISTREAM / DSTREAM compare with the evaluation before
+        self.last_nonempty = False                # the last evaluation answered had rows
+        cols = list(spec.columns)
+        key_order = list(spec.key_names)
+        self.presorted = cols[:len(key_order)] == key_order   # groups in value order = rows in value order
+
+    # ---------------------------------------------------------------- input
+
+    def add(self, ts: np.ndarray, cols: dict[str, np.ndarray]) -> None:
+        """Arrivals in timestamp order (all of the stream's attributes by name)."""
+        if not len(ts):
+            return
+        if self.next_k is None:
+            self.next_k = -(-int(ts[0]) // self.spec.slide)
+        self.last_ts = int(ts[-1])
+        data = {"ts": ts, **{a: cols[a] for a in self.attrs if a != "ts"}}
+        if self.spec.where is not None:
+            get = lambda s, a: ts if a == "ts" else cols[a]
+            keep = np.broadcast_to(np.asarray(evaluate(self.spec.where, get), dtype=bool), ts.shape)
+            data = {a: v[keep] for a, v in data.items()}
+        if len(data["ts"]):
+            self.parts.append(data)
+        self._answer(-(-self.last_ts // self.spec.slide) - 1)   # instants before the last ts are complete
+
+    def finish(self) -> None:
+        if self.last_ts is not None:
+            self._answer(-(-self.last_ts // self.spec.slide))
+
+    # ---------------------------------------------------------------- blocks
+
+    def _buffer(self) -> dict:
+        if len(self.parts) > 1:
+            self.parts = [{a: np.concatenate([p[a] for p in self.parts]) for a in self.parts[0]}]
+        return self.parts[0] if self.parts else {}
+
+    def _answer(self, k_last: int) -> None:
+        """Answer every evaluation up to ``k_last``."""
+        spec = self.spec
+        T, D, lead = spec.length, spec.slide, self.lead
+        while self.next_k is not None and self.next_k <= k_last:
+            buf = self._buffer()
+            if not buf:   # (a non-empty last answer keeps its tuples: its rows leave at the next instant)
+                self.next_k, self.last_nonempty = k_last + 1, False
+                return
+            self.buffered_peak = max(self.buffered_peak, len(buf["ts"]))
+            ts = buf["ts"]
+            # skip instants whose windows hold nothing; ISTREAM / DSTREAM: not right after a non-empty answer
+            k0 = self.next_k if lead and self.last_nonempty else max(self.next_k, -(-int(ts[0]) // D))
+            if k0 > k_last:
+                self.next_k = k_last + 1
+                return
+            e = max(1, BLOCK_CELLS // max(self.groups_seen, 1))
+            k1 = min(k_last + 1, k0 + e)
+            lo = np.searchsorted(ts, (k0 - lead) * D - T, "left")
+            hi = np.searchsorted(ts, (k1 - 1) * D, "right")
+            self._block(k0, k1, {a: v[lo:hi] for a, v in buf.items()})
+            self.next_k = k1
+            drop = np.searchsorted(ts, (k1 - lead) * D - T, "left")
+            if drop:
+                self.parts = [{a: v[drop:] for a, v in buf.items()}] if drop < len(ts) else []
+
+    def _block(self, k0: int, k1: int, data: dict) -> None:
+        """Evaluations ``k0 .. k1-1`` (and ``k0-1`` before them for ISTREAM / DSTREAM) from ``data``."""
+        spec, lead = self.spec, self.lead
+        if not len(data["ts"]):
+            self.last_nonempty = False
+            return
+        uniq, groups = _encode([data[k] for k in spec.keys], len(data["ts"]))
+        g = len(uniq[0]) if uniq else 1
+        self.groups_seen = g
+        if k1 - k0 > 1 and (k1 - k0) * g > 4 * BLOCK_CELLS:   # far more groups than the last block had
+            mid = k0 + max(1, BLOCK_CELLS // g)
+            ts = data["ts"]
+            left = np.searchsorted(ts, (mid - 1) * spec.slide, "right")
+            right = np.searchsorted(ts, (mid - lead) * spec.slide - spec.length, "left")
+            self._block(k0, mid, {a: v[:left] for a, v in data.items()})
+            self._block(mid, k1, {a: v[right:] for a, v in data.items()})
+            return
+        self.blocks += 1
+        ends = np.arange(k0 - lead, k1, dtype=np.int64) * spec.slide
+        starts = ends - spec.length - 1
+        cuts = np.union1d(ends, starts)                       # pane boundaries of the block
+        pane = np.searchsorted(cuts, data["ts"], "left")      # pane i: (cuts[i-1], cuts[i]]
+        lo = np.searchsorted(cuts, starts) + 1
+        hi = np.searchsorted(cuts, ends) + 1
+        shape = (len(cuts), g)
+        n = running.windows(self.count, self.count.partial(None, pane, groups, shape), lo, hi)[0]
+        answer = n != 0                                       # (window, group) cells with a row
+        cells = {name: (np.broadcast_to(col, n.shape), None) for name, col in zip(spec.key_names, uniq)}
+        for a, acc, synopsis in zip(spec.aggs, self.accs, self.synopses):
+            if a.func == "count" and a.arg is None:
+                cells[a.name] = (n, None)
+                continue
+            state = synopsis(acc, acc.partial(data[a.arg.attr], pane, groups, shape), lo, hi)
+            cells[a.name] = acc.value(state)
+        self.groups_seen = max([g] + [getattr(acc, "width", 0) for acc in self.accs])   # DISTINCT: pair columns
+        if spec.having is not None:
+            answer &= np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(*cells[a])), dtype=bool),
+                                      n.shape)
+        self.last_nonempty = bool(answer[-1].any())
+        if not lead:
+            self._emit(cells, answer, ends, 1)
+            return
+        prev, cur = answer[:-1], answer[1:]
+        changed = np.zeros(cur.shape, bool)
+        for a in spec.aggs:   # rows are per group (the keys are output columns): a row changes with its values
+            if a.name not in spec.columns:
+                continue
+            vals, null = cells[a.name]
+            diff = vals[1:] != vals[:-1]
+            if null is not None:
+                diff = np.where(null[1:] | null[:-1], null[1:] != null[:-1], diff)
+            changed |= diff
+        if spec.kind == "istream":
+            self._emit({c: (v[1:], None if m is None else m[1:]) for c, (v, m) in cells.items()},
+                       cur & (~prev | changed), ends[1:], 1)
+        else:
+            self._emit({c: (v[:-1], None if m is None else m[:-1]) for c, (v, m) in cells.items()},
+                       prev & (~cur | changed), ends[1:], -1)
+
+    def _emit(self, cells: dict, rows: np.ndarray, instants: np.ndarray, sign: int) -> None:
+        """The rows marked in ``rows`` (windows x groups) as output columns, instant-major, in value order."""
+        per_window = np.count_nonzero(rows, axis=1)
+        total = int(per_window.sum())
+        if not total:
+            return
+        spec = self.spec
+        cols = {}
+        for c in spec.columns:
+            vals, null = cells[c]
+            col = vals[rows]
+            cols[c] = _with_nulls(col.astype(np.int64) if col.dtype == np.int32 else col,
+                                  None if null is None else null[rows])
+        rows_ts = np.repeat(instants, per_window)
+        if not self.presorted and total > 1:
+            order = np.lexsort(tuple(k for c in reversed(spec.columns) for k in _sort_key(cols[c])) + (rows_ts,))
+            cols = {c: v[order] for c, v in cols.items()}
+            rows_ts = rows_ts[order]
+        cols["ts"] = rows_ts
+        cols["sign"] = np.full(total, sign, np.int8)
+        self.results += total
+        self.emit(cols)
+
+
+def _encode(columns: list[np.ndarray], n: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """Group codes in value order of the key columns, and each group's key values per column."""
+    if not columns:
+        return [], np.zeros(n, np.int64)
+    if len(columns) == 1:
+        u, inv = np.unique(columns[0], return_inverse=True)
+        return [u], inv.astype(np.int64)
+    codes, uniqs = [], []
+    for c in columns:
+        u, inv = np.unique(c, return_inverse=True)
+        uniqs.append(u)
+        codes.append(inv.astype(np.int64))
+    rows, inv = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+    return [u[rows[:, i]] for i, u in enumerate(uniqs)], inv.reshape(-1).astype(np.int64)
+
+
+def _with_nulls(vals: np.ndarray, null: np.ndarray | None) -> np.ndarray:
+    """Values with None where null (an object column, as the per-tuple path gives)."""
+    if null is None or not null.any():
+        return vals
+    out = vals.astype(object)
+    out[null] = None
+    return out
+
+
+def _numeric(vals: np.ndarray, null: np.ndarray | None) -> np.ndarray:
+    """A column for HAVING: nulls as NaN (comparisons false)."""
+    if null is None or not null.any():
+        return vals
+    return np.where(null, np.nan, vals.astype(np.float64))
+
+
+def _sort_key(col: np.ndarray) -> tuple:
+    """Sort keys (major first) ordering ``col`` as the per-tuple output does: None after values."""
+    if col.dtype == object and any(v is None for v in col):
+        null = np.array([v is None for v in col])
+        filled = np.array([0 if v is None else v for v in col])
+        return (filled, null)   # lexsort: later keys are more significant
+    if col.dtype == object:
+        return (np.unique(col, return_inverse=True)[1].reshape(-1),)
+    return (col,)

@@ -1,0 +1,26 @@
+"""Periodic window synopses over pane partials (Golab, "Sliding Window Query Processing over
+Data Streams", PhD thesis, University of Waterloo 2006, §2.3.4).
+
+A window that slides periodically is a run of consecutive *panes*
+(sub-windows); each pane holds its partial aggregate per group (an
+:mod:`slidewise.operators.aggregates` accumulator). A synopsis answers many
+windows at once: every function takes the pane partials (``rows = panes``,
+``columns = groups``) and the windows as half-open pane ranges
+``[lo[k], hi[k])`` and returns the aggregate state of each window (``rows =
+windows``), in whole-array numpy operations.
+
+* :mod:`~slidewise.synopses.running` — subtractable aggregates: differences
+  of prefix merges;
+* :mod:`~slidewise.synopses.interval` — MIN/MAX: a tree of dyadic intervals,
+  at most 2 log b probes per window;
+* :mod:`~slidewise.synopses.basic_interval` — MIN/MAX: the panes alone, b
+  probes per window.
+
+:data:`SYNOPSES` maps a name to its ``windows(acc, partials, lo, hi)``.
+"""
+
+from slidewise.synopses import basic_interval, interval, running
+
+SYNOPSES = {"running": running.windows, "interval": interval.windows, "basic interval": basic_interval.windows}
+
+__all__ = ["SYNOPSES", "basic_interval", "interval", "running"]
