@@ -1,5 +1,3 @@
-import sys
+from slidewise.cli import entry
 
-from slidewise.cli import main
-
-sys.exit(main())
+entry()

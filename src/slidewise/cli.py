@@ -518,5 +518,32 @@ def main(argv: list[str] | None = None) -> int:
             return 0
 
 
+def entry() -> None:
+    """The ``slidewise`` command: :func:`main`, then leave without native teardown.
+
+    Arrow's thread pools can abort a finishing interpreter ("terminate called
+    without an active exception", exit -6) when their threads are torn down by
+    static destructors. Every file is complete when :func:`main` returns, so the
+    process flushes its streams, runs the ``atexit`` hooks (logging, Spark) and
+    ends with ``os._exit``, skipping that teardown.
+    """
+    import atexit
+    import os
+
+    try:
+        code = main()
+    except SystemExit as stop:  # argparse's usage errors and --help
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 2)
+        if stop.code is not None and not isinstance(stop.code, int):
+            print(stop.code, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
