@@ -265,13 +265,14 @@ def _is_general(query: str, tables: dict) -> bool:
 def cmd_demo(args) -> int:
     from slidewise.api import run
 
+    if args.engine == "spark":
+        require_extra("spark", "--engine spark")
     data = resources.files("slidewise") / "data" / "demo"
     print(DEMO_QUERY.rstrip(), file=sys.stderr)
     print("-- data: 3 minutes of Zeek dns/ssl logs, WRCCDC 2018 (CC BY-SA 4.0; see NOTICE.md)\n",
           file=sys.stderr)
     demo_sources = {"dns": str(data / "dns.csv"), "ssl": str(data / "ssl.csv")}
     if args.engine == "spark":
-        require_extra("spark", "--engine spark")
         from slidewise.spark.cli import demo_from_args
 
         result = demo_from_args(args, DEMO_QUERY, demo_sources, lateness=60_000)
@@ -521,7 +522,10 @@ def main(argv: list[str] | None = None) -> int:
             print("slidewise: error: out of memory (hint: lower --chunk-rows, or narrow the windows)",
                   file=sys.stderr)
             return 2
-        except BrokenPipeError:
+        except BrokenPipeError:  # the reader of stdout has gone (`--out - | head`): stop quietly
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit's flush
             return 0
 
 
