@@ -6,7 +6,8 @@ and ``PYSPARK_PYTHON`` — otherwise workers start ``python3`` from PATH and
 cannot import pandas or slidewise), selects the RocksDB state store, sets the
 shuffle partitions to a small multiple of the cores, keeps the logs quiet
 (Spark's log4j is off unless :func:`verbose`; its configuration is a private
-temporary file; the JVM's and its Python workers' own output goes to another) and, in local modes, binds the driver to 127.0.0.1. ``conf`` entries win over every
+temporary file; the JVM's and its Python workers' own output goes to another)
+and, in local modes, binds the driver to 127.0.0.1. ``conf`` entries win over every
 default. Failures become one :class:`~slidewise.errors.SlidewiseError` each:
 Java missing, a master URL Spark cannot parse, a JVM that does not start.
 """
@@ -118,8 +119,11 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None, *
         _launch_quietly(settings)
         spark = builder.getOrCreate()
     except Exception as e:  # py4j / JVM start failures: one line, no traceback
-        text = [*str(e).strip().splitlines(), *_jvm_output_tail()]
-        first = next((t for t in reversed(text) if t.strip()), type(e).__name__)
+        text = str(e).strip().splitlines()
+        first = next((t for t in text if t.strip()), type(e).__name__)
+        said = _jvm_last_words()
+        if said and said not in first:
+            first = f"{first}; the JVM said: {said}"
         if "master" in first.lower():
             raise OptionError(f"Spark rejected the master URL {master!r}: {first[:200]}",
                               hint="use local[*], local[N], spark://HOST:PORT, ...") from None
@@ -150,14 +154,16 @@ def _launch_quietly(settings: dict[str, str]) -> None:
     SparkContext._ensure_initialized(gateway=gateway)
 
 
-def _jvm_output_tail(lines: int = 5) -> list[str]:
-    """The last lines the quiet JVM wrote (for the message of a JVM that did not start)."""
+def _jvm_last_words() -> str:
+    """The last unindented lines of the quiet JVM's output if it did not start, else ``""``."""
+    from pyspark import SparkContext
+
     path = _TEMPORARY.get("jvm")
-    if path is None:
-        return []
+    if path is None or SparkContext._gateway is not None:
+        return ""
     with contextlib.suppress(OSError), open(path, errors="replace") as f:
-        return f.read().splitlines()[-lines:]
-    return []
+        return " / ".join([t.strip() for t in f.read().splitlines() if t.strip() and not t[0].isspace()][-3:])
+    return ""
 
 
 def verbose() -> bool:
