@@ -29,7 +29,7 @@ QUERY = "SELECT * FROM S1 [RANGE 100], S2 [RANGE 100] WHERE S1.a = S2.a"
 
 
 def core_cli(*args: str, cwd: Path) -> Outcome:
-    proc = subprocess.run([sys.executable, "-c", WITHOUT_EXTRAS, *args], cwd=cwd, capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", WITHOUT_EXTRAS, *args], cwd=cwd, capture_output=True, check=False,
                           text=True, timeout=300, env=cli_env(SLIDEWISE_ENGINE=""))
     return Outcome(proc.returncode, proc.stdout, proc.stderr)
 

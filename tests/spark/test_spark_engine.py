@@ -228,13 +228,14 @@ def test_a_spark_run_prints_only_its_own_lines_unless_verbose(tmp_path):
             "--source", "A=a.csv", "--source", "B=b.csv", "--engine", "spark", "--master", "local[1]",
             "--out", "-"]
     env = {k: v for k, v in os.environ.items() if k != "SLIDEWISE_VERBOSE"}
-    quiet = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    quiet = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env, check=False)
     assert quiet.returncode == 0, quiet.stderr[-2000:]
     assert len(quiet.stdout.splitlines()) == 3   # header and two results
     summary = " ".join(line for line in quiet.stderr.splitlines() if not line.startswith("slidewise: batch "))
     assert summary.startswith("4 results from 4 tuples") and summary.endswith("rejects 0"), quiet.stderr
     assert "Python worker" not in quiet.stderr and "WARNING" not in quiet.stderr.upper()
-    loud = subprocess.run([*argv, "-v"], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
+    loud = subprocess.run([*argv, "-v"], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env,
+                          check=False)
     assert loud.returncode == 0 and loud.stdout == quiet.stdout
     assert "Python worker" in loud.stderr
 
