@@ -232,7 +232,7 @@ def test_a_spark_run_prints_only_its_own_lines_unless_verbose(tmp_path):
     assert quiet.returncode == 0, quiet.stderr[-2000:]
     assert len(quiet.stdout.splitlines()) == 3   # header and two results
     summary = " ".join(line for line in quiet.stderr.splitlines() if not line.startswith("slidewise: batch "))
-    assert summary.startswith("4 results from 4 tuples") and summary.endswith("rejects 0"), quiet.stderr
+    assert summary.startswith("2 results from 4 tuples") and summary.endswith("rejects 0"), quiet.stderr
     assert "Python worker" not in quiet.stderr and "WARNING" not in quiet.stderr.upper()
     loud = subprocess.run([*argv, "-v"], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env,
                           check=False)
