@@ -13,7 +13,7 @@ $(BIN)/slidewise: pyproject.toml
 install: $(BIN)/slidewise
 
 demo: install
-	$(BIN)/slidewise demo
+	$(BIN)/slidewise demo --engine spark
 
 # The suite CI runs: everything, Spark integration tests on local[2] included
 # (Java 17 needed; about 10 minutes on 2 cores).

@@ -2,7 +2,7 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-# The CLI's default engine is Spark; tests that do not ask for it run in-process
+# The default engine is local (SLIDEWISE_ENGINE=spark would change it); tests run in-process
 # (tests/spark/ pass --engine spark explicitly), so `pytest -m "not spark"` needs no Java.
 os.environ.setdefault("SLIDEWISE_ENGINE", "local")
 # Checkpointed Spark state is authenticated with a per-user key; tests use a fixed one, not ~/.config.

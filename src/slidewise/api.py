@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from slidewise.cql.parser import load_any
-from slidewise.errors import OptionError
+from slidewise.errors import OptionError, require_extra
 from slidewise.plan.logical import Plan
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.engine import RunResult, execute
@@ -69,6 +69,8 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
     ``direct`` or ``upa`` and ``partitions`` the UPA calendar queue size.
     """
     tables = dict(tables or {})
+    if engine == "spark":
+        require_extra("spark", "engine='spark'")
     check_run(sources, tables, {"--out": out, "--rejects": rejects},
               directories=("--out", "--rejects") if engine == "spark" else (),
               formats={} if engine == "spark" else {"--out": sink_format})

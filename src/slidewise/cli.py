@@ -8,7 +8,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from slidewise.errors import OptionError, SlidewiseError
+from slidewise.errors import OptionError, SlidewiseError, require_extra
 
 DEMO_QUERY = """\
 -- Which hosts looked a name up and then opened a TLS session within 5 seconds?
@@ -84,8 +84,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", default=None, choices=ENGINES,
                    help=f"execution engine: spark (Spark Structured Streaming, local[*] unless --master) "
                         f"or local (embedded, in-process); default {default_engine()} (SLIDEWISE_ENGINE "
-                        "sets it; runs with overload or adaptive options, and general queries without a "
-                        "Spark option such as --checkpoint or --trigger, default to local)")
+                        "sets it); without --engine, a Spark option such as --checkpoint or --mode batch "
+                        "selects spark, and runs with overload or adaptive options stay local")
     add_spark_options(p)
     p.add_argument("--mode", default="stream", choices=["stream", "batch"],
                    help="with --engine spark: stream (Structured Streaming) or batch (one Spark SQL job "
@@ -201,13 +201,17 @@ def cmd_run(args) -> int:
     args.query = _query(args)
     show = args.out is None
     tables = _tables(args.table)
-    # a general query defaults to the local engine, unless it asks for Spark's options
+    # a Spark option without --engine selects Spark; a general query stays local without one
     spark_asked = [f"--{name}" for name in ("master", "conf", "trigger", "once", "checkpoint") if getattr(args, name)]
-    args.engine = resolve_engine(args.engine, local_only=bool(kwargs_from_args(args))
-                                 or (args.engine is None and not spark_asked and _is_general(args.query, tables)))
+    spark_asked += ["--mode batch"] if args.mode == "batch" else []
+    general = not spark_asked and _is_general(args.query, tables)
+    args.engine = resolve_engine(args.engine, local_only=bool(kwargs_from_args(args)) or general,
+                                 spark_asked=bool(spark_asked))
     if args.engine == "local" and spark_asked:
         raise OptionError(f"{spark_asked[0]} applies to the Spark engine, but this run uses the local engine",
                           hint="add --engine spark, or drop the option")
+    if args.engine == "spark":
+        require_extra("spark", "--engine spark")
     _check_outputs(args, tables, _is_general(args.query, tables))
     if args.engine == "local":
         from slidewise.runtime.outputs import install_signal_handlers
@@ -261,6 +265,8 @@ def _is_general(query: str, tables: dict) -> bool:
 def cmd_demo(args) -> int:
     from slidewise.api import run
 
+    if args.engine == "spark":
+        require_extra("spark", "--engine spark")
     data = resources.files("slidewise") / "data" / "demo"
     print(DEMO_QUERY.rstrip(), file=sys.stderr)
     print("-- data: 3 minutes of Zeek dns/ssl logs, WRCCDC 2018 (CC BY-SA 4.0; see NOTICE.md)\n",
@@ -311,7 +317,9 @@ def cmd_generate(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    require_extra("bench", "slidewise bench")
     if args.name == "spark":
+        require_extra("spark", "slidewise bench spark")
         from slidewise.bench.spark import bench_from_args
 
         return bench_from_args(args)
@@ -514,7 +522,10 @@ def main(argv: list[str] | None = None) -> int:
             print("slidewise: error: out of memory (hint: lower --chunk-rows, or narrow the windows)",
                   file=sys.stderr)
             return 2
-        except BrokenPipeError:
+        except BrokenPipeError:  # the reader of stdout has gone (`--out - | head`): stop quietly
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit's flush
             return 0
 
 

@@ -74,3 +74,19 @@ class OptionError(SlidewiseError):
 
 class CheckpointError(SlidewiseError):
     """A checkpoint directory is damaged, was changed outside slidewise, or lost its state."""
+
+
+#: the optional extras of ``pip install 'slidewise[...]'`` and the modules each provides
+EXTRAS = {"spark": ("pyspark", "google.protobuf"), "bench": ("duckdb", "matplotlib", "psutil")}
+
+
+def require_extra(extra: str, what: str) -> None:
+    """An OptionError naming the extra when one of its modules does not import (``what`` needs it)."""
+    import importlib
+
+    for module in EXTRAS[extra]:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise OptionError(f"{what} needs {module.split('.')[-1]}, which is not installed",
+                              hint=f"pip install 'slidewise[{extra}]'") from None

@@ -260,7 +260,7 @@ def test_a_run_without_checkpoint_needs_no_key_file(tmp_path, monkeypatch):
 def test_log4j_config_is_private_and_quiet_unless_verbose(monkeypatch):
     from slidewise.spark import session
 
-    monkeypatch.setattr(session, "_LOG4J_FILES", {})
+    monkeypatch.setattr(session, "_TEMPORARY", {})
     monkeypatch.delenv(session.VERBOSE_ENV, raising=False)
     quiet = Path(session.log4j_file())
     monkeypatch.setenv(session.VERBOSE_ENV, "1")
@@ -272,7 +272,7 @@ def test_log4j_config_is_private_and_quiet_unless_verbose(monkeypatch):
         assert "rootLogger.level = error" in loud.read_text()
         assert f"file:{loud}" in session.session_conf()["spark.driver.extraJavaOptions"]
     finally:
-        session._remove_log4j_files()
+        session._remove_temporary()
     assert not quiet.exists() and not loud.exists()
 
 

@@ -104,15 +104,17 @@ def test_session_defaults():
     assert conf["spark.sql.shuffle.partitions"] == "3" and conf["spark.ui.enabled"] == "false"
 
 
-def test_default_engine_is_spark_unless_local_only(monkeypatch, capsys, inputs):
+def test_default_engine_is_local_unless_spark_asked(monkeypatch, capsys, inputs):
     from slidewise.spark.cli import default_engine, resolve_engine
 
     monkeypatch.delenv("SLIDEWISE_ENGINE", raising=False)
-    assert default_engine() == "spark" and resolve_engine(None) == "spark"
-    assert resolve_engine(None, local_only=True) == "local" and resolve_engine("spark", local_only=True) == "spark"
-    monkeypatch.setenv("SLIDEWISE_ENGINE", "local")
     assert default_engine() == "local" and resolve_engine(None) == "local"
-    monkeypatch.delenv("SLIDEWISE_ENGINE")
+    assert resolve_engine(None, spark_asked=True) == "spark"
+    assert resolve_engine(None, local_only=True, spark_asked=True) == "local"
+    assert resolve_engine("spark", local_only=True) == "spark"
+    monkeypatch.setenv("SLIDEWISE_ENGINE", "spark")
+    assert default_engine() == "spark" and resolve_engine(None) == "spark"
+    assert resolve_engine(None, local_only=True) == "local"
     # overload budgets exist only in the embedded engine: without --engine the run stays in-process (no JVM)
     assert main(["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}", "--cpu-budget", "1000",
                  "--quiet"]) == 0

@@ -220,6 +220,26 @@ def test_demo_prints_results_on_spark(spark, capsys):
     assert "23,548 results" in err and "late: 162" in err
 
 
+def test_a_spark_run_prints_only_its_own_lines_unless_verbose(tmp_path):
+    """No JVM start-up notes, no Python worker chatter on stderr; ``-v`` shows them."""
+    (tmp_path / "a.csv").write_text("ts,k\n1,7\n3,8\n")
+    (tmp_path / "b.csv").write_text("ts,k\n2,7\n4,8\n")
+    argv = [sys.executable, "-m", "slidewise", "run", "SELECT * FROM A [RANGE 5], B [RANGE 5] WHERE A.k = B.k",
+            "--source", "A=a.csv", "--source", "B=b.csv", "--engine", "spark", "--master", "local[1]",
+            "--out", "-"]
+    env = {k: v for k, v in os.environ.items() if k != "SLIDEWISE_VERBOSE"}
+    quiet = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env, check=False)
+    assert quiet.returncode == 0, quiet.stderr[-2000:]
+    assert len(quiet.stdout.splitlines()) == 3   # header and two results
+    summary = " ".join(line for line in quiet.stderr.splitlines() if not line.startswith("slidewise: batch "))
+    assert summary.startswith("2 results from 4 tuples") and summary.endswith("rejects 0"), quiet.stderr
+    assert "Python worker" not in quiet.stderr and "WARNING" not in quiet.stderr.upper()
+    loud = subprocess.run([*argv, "-v"], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env,
+                          check=False)
+    assert loud.returncode == 0 and loud.stdout == quiet.stdout
+    assert "Python worker" in loud.stderr
+
+
 def test_rejects_and_schema_change_on_spark(spark, runs, tmp_path):
     """Bad and late rows become rejects like the local engine's; a file with another header fails clearly."""
     a, b = tmp_path / "A", tmp_path / "B"

@@ -218,6 +218,10 @@ class CsvSink(Sink):
                 sys.stdout.flush()
             else:
                 self._out.write(data)
+        except BrokenPipeError:
+            if self._out is None:  # the reader of stdout has gone (`| head`): the CLI stops quietly
+                raise
+            raise _io_error(self.path, BrokenPipeError("Broken pipe")) from None
         except (OSError, pa.ArrowException) as e:
             raise _io_error(self.path or "-", e) from None
 

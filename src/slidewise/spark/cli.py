@@ -1,16 +1,18 @@
 """Command-line glue of the Spark engine: its ``run`` / ``demo`` options and their translation.
 
-``--engine spark`` is the default of ``run`` and ``demo`` (``SLIDEWISE_ENGINE=local``
-or ``--engine local`` selects the embedded engine; a ``run`` without
-``--engine`` that asks for local-only features — general queries (unless they
-give Spark options: ``--master``, ``--conf``, ``--trigger``, ``--once``,
-``--checkpoint``), overload budgets, adaptive re-ordering — runs locally).
+The local engine is the default of ``run`` and ``demo`` (as of ``slidewise.run``);
+``--engine spark`` or ``SLIDEWISE_ENGINE=spark`` selects Spark (the ``spark``
+extra), and so does a Spark option (``--master``, ``--conf``, ``--trigger``,
+``--once``, ``--checkpoint``, ``--mode batch``) given without ``--engine``. A run
+asking for local-only features (overload budgets, adaptive re-ordering; general
+queries without a Spark option) stays local unless ``--engine spark`` says otherwise.
 Options: ``--master URL`` (default ``local[*]``), ``--conf k=v`` (repeatable;
 Spark settings, plus ``slidewise.buckets`` and ``slidewise.maxFilesPerTrigger``),
 ``--trigger 2s`` (micro-batch interval),
 ``--once`` (available-now: what exists, then end of input and stop; the
 default when every source is a file), ``--checkpoint DIR`` (restartable runs),
-``-v`` (Spark's own log with Java stack traces; quiet otherwise).
+``-v`` (Spark's own log with Java stack traces, and the JVM's and Python
+workers' output; quiet otherwise).
 """
 
 from __future__ import annotations
@@ -25,17 +27,20 @@ ENGINES = ("spark", "local")
 
 
 def default_engine() -> str:
-    """``SLIDEWISE_ENGINE`` if set (spark or local), else spark."""
-    engine = os.environ.get("SLIDEWISE_ENGINE", "spark").strip().lower() or "spark"
-    return engine if engine in ENGINES else "spark"
+    """``SLIDEWISE_ENGINE`` if set (spark or local), else local."""
+    engine = os.environ.get("SLIDEWISE_ENGINE", "local").strip().lower() or "local"
+    return engine if engine in ENGINES else "local"
 
 
-def resolve_engine(given: str | None, *, local_only: bool = False) -> str:
-    """The engine of a ``run``: ``--engine`` if given, else the default — local when the run
-    asks for features only the embedded engine has (``local_only``)."""
+def resolve_engine(given: str | None, *, local_only: bool = False, spark_asked: bool = False) -> str:
+    """The engine of a ``run``: ``--engine`` if given, else local when the run asks for features
+    only the embedded engine has (``local_only``), spark when it gives Spark options
+    (``spark_asked``), else the default."""
     if given:
         return given
-    return "local" if local_only else default_engine()
+    if local_only:
+        return "local"
+    return "spark" if spark_asked else default_engine()
 
 
 def add_spark_options(p: argparse.ArgumentParser) -> None:

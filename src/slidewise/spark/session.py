@@ -6,7 +6,8 @@ and ``PYSPARK_PYTHON`` — otherwise workers start ``python3`` from PATH and
 cannot import pandas or slidewise), selects the RocksDB state store, sets the
 shuffle partitions to a small multiple of the cores, keeps the logs quiet
 (Spark's log4j is off unless :func:`verbose`; its configuration is a private
-temporary file) and, in local modes, binds the driver to 127.0.0.1. ``conf`` entries win over every
+temporary file; the JVM's and its Python workers' own output goes to another)
+and, in local modes, binds the driver to 127.0.0.1. ``conf`` entries win over every
 default. Failures become one :class:`~slidewise.errors.SlidewiseError` each:
 Java missing, a master URL Spark cannot parse, a JVM that does not start.
 """
@@ -115,10 +116,14 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None, *
     for k, v in settings.items():
         builder = builder.config(k, v)
     try:
+        _launch_quietly(settings)
         spark = builder.getOrCreate()
     except Exception as e:  # py4j / JVM start failures: one line, no traceback
         text = str(e).strip().splitlines()
         first = next((t for t in text if t.strip()), type(e).__name__)
+        said = _jvm_last_words()
+        if said and said not in first:
+            first = f"{first}; the JVM said: {said}"
         if "master" in first.lower():
             raise OptionError(f"Spark rejected the master URL {master!r}: {first[:200]}",
                               hint="use local[*], local[N], spark://HOST:PORT, ...") from None
@@ -127,6 +132,38 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None, *
     if not verbose():  # PySpark repeats a failed batch's Java error as a warning; the failure is reported once
         warnings.filterwarnings("ignore", message="toPandas attempted Arrow optimization")
     return spark
+
+
+def _launch_quietly(settings: dict[str, str]) -> None:
+    """Start Spark's JVM with its stdout and stderr in a private file, unless :func:`verbose`.
+
+    That output is the JVM's start-up notes ("WARNING: Using incubator modules", "Setting default
+    log level") and whatever Spark's Python workers print (PySpark's TransformWithStateInPandas
+    worker announces every UDF call); slidewise reports failures itself. A JVM already running
+    is kept as it is.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if verbose() or SparkContext._gateway is not None:
+        return
+    path = _temporary("jvm", "slidewise-spark-", ".log", "")
+    with open(path, "ab") as out:
+        gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(settings.items())),
+                                 popen_kwargs={"stdout": out, "stderr": out})
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _jvm_last_words() -> str:
+    """The last unindented lines of the quiet JVM's output if it did not start, else ``""``."""
+    from pyspark import SparkContext
+
+    path = _TEMPORARY.get("jvm")
+    if path is None or SparkContext._gateway is not None:
+        return ""
+    with contextlib.suppress(OSError), open(path, errors="replace") as f:
+        return " / ".join([t.strip() for t in f.read().splitlines() if t.strip() and not t[0].isspace()][-3:])
+    return ""
 
 
 def verbose() -> bool:
@@ -140,20 +177,25 @@ def log4j_file() -> str:
     Quiet (level off) unless :func:`verbose`; the level is fixed when the JVM starts.
     """
     level = "error" if verbose() else "off"
-    if level not in _LOG4J_FILES:
-        fd, path = tempfile.mkstemp(prefix="slidewise-log4j2-", suffix=".properties")
+    return _temporary(level, "slidewise-log4j2-", ".properties", _LOG4J.replace("{level}", level))
+
+
+_TEMPORARY: dict[str, str] = {}
+
+
+def _temporary(name: str, prefix: str, suffix: str, text: str) -> str:
+    """A private temporary file of this process (written with ``text`` once), removed at exit."""
+    if name not in _TEMPORARY:
+        fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix)
         with os.fdopen(fd, "w") as f:
-            f.write(_LOG4J.replace("{level}", level))
-        _LOG4J_FILES[level] = path
-        if len(_LOG4J_FILES) == 1:
-            atexit.register(_remove_log4j_files)
-    return _LOG4J_FILES[level]
+            f.write(text)
+        _TEMPORARY[name] = path
+        if len(_TEMPORARY) == 1:
+            atexit.register(_remove_temporary)
+    return _TEMPORARY[name]
 
 
-_LOG4J_FILES: dict[str, str] = {}
-
-
-def _remove_log4j_files() -> None:
-    for path in _LOG4J_FILES.values():
+def _remove_temporary() -> None:
+    for path in _TEMPORARY.values():
         with contextlib.suppress(OSError):
             os.unlink(path)
