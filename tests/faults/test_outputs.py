@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import slidewise
@@ -303,45 +303,67 @@ def test_spark_continuing_its_checkpoint_may_reuse_its_out_directory(tmp_path):
 
 # --------------------------------------------------------------------------- random combinations
 
-POOL = ["s1.csv", "s2/part.csv", "s2", "s2/new.csv", "r.csv", "r.parquet", "r.jsonl", "rej.csv", "stats.json",
-        "old.csv", "sub/new.csv"]
+# Output names drawn for the three options, with the canonical file each one reaches: inputs (also through a
+# symlink, a hard link or "..") and paths inside the input directory (also through a symlinked directory),
+# existing files, two spellings of one new file, a file in a directory that does not exist yet.
+POOL = {"s1.csv": "s1.csv", "s1-link.csv": "s1.csv", "s1-hard.csv": "s1.csv", "s2/../s1.csv": "s1.csv",
+        "s2": "s2", "s2/part.csv": "s2/part.csv", "s2/new.csv": "s2/new.csv", "s2link/new.csv": "s2/new.csv",
+        "s2link": "s2", "r.csv": "r.csv", "./r.csv": "r.csv", "r.parquet": "r.parquet", "r.jsonl": "r.jsonl",
+        "rej.csv": "rej.csv", "sub/../rej.csv": "rej.csv", "stats.json": "stats.json", "old.csv": "old.csv",
+        "old-link.csv": "old.csv", "sub/new.csv": "sub/new.csv"}
+INPUTS = {"s1.csv", "s2", "s2/part.csv"}
+NAMES = sorted(POOL)
+SAFE = [n for n in NAMES if POOL[n] not in INPUTS and not POOL[n].startswith("s2/")]
+OUTPUT = st.sampled_from([*NAMES, *[*SAFE, None] * 3])   # mostly names that may be written
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(out=st.sampled_from(POOL + [None]), rejects=st.sampled_from(POOL + [None]),
-       stats=st.sampled_from(POOL + [None]), repeat=st.booleans())
-def test_random_output_options_never_destroy_anything(out, rejects, stats, repeat):
+def _colliding_tree(root: Path) -> Path:
+    """Inputs s1.csv and s2/part.csv, their aliases, an earlier file; returns S1's input."""
+    a, b = small_inputs(root)
+    (root / "s2").mkdir()
+    b.rename(root / "s2" / "part.csv")
+    (root / "s1-link.csv").symlink_to(a)
+    (root / "s1-hard.csv").hardlink_to(a)
+    (root / "s2link").symlink_to(root / "s2", target_is_directory=True)
+    (root / "old.csv").write_text("an earlier file\n")
+    (root / "old-link.csv").symlink_to(root / "old.csv")
+    return a
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(out=OUTPUT, rejects=OUTPUT, stats=OUTPUT, repeat=st.sampled_from([False, False, True]),
+       s2=st.sampled_from(["s2", "s2link", "s2/"]), relative=st.booleans())
+def test_random_output_options_never_destroy_anything(out, rejects, stats, repeat, s2, relative):
     from slidewise.cli import main
 
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        a, b = small_inputs(root)
-        (root / "s2").mkdir()
-        b.rename(root / "s2" / "part.csv")
-        (root / "old.csv").write_text("an earlier file\n")
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+        root = Path(tmp).resolve()
+        a = _colliding_tree(root)
         before = tree(root)
-        argv = ["run", Q, "--source", f"S1={a}", "--source", f"S2={root / 's2'}", "--quiet"]
+        spell = (lambda name: name) if relative else (lambda name: str(root / name))
+        argv = ["run", Q, "--source", f"S1={spell('s1.csv')}", "--source", f"S2={spell(s2)}", "--quiet"]
         if repeat:
-            argv += ["--source", f"S1={root / 's2' / 'part.csv'}"]
+            argv += ["--source", f"S1={spell('s2/part.csv')}"]
         given_outputs = {"--out": out, "--rejects": rejects, "--stats-json": stats}
         for option, name in given_outputs.items():
             if name is not None:
-                argv += [option, str(root / name)]
+                argv += [option, spell(name)]
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             code = main(argv)
         after = tree(root)
-        targets = [n for n in given_outputs.values() if n is not None]
-        inputs = {"s1.csv", "s2", "s2/part.csv"}
-        if repeat or any(n in inputs or n.startswith("s2/") for n in targets) or len(set(targets)) < len(targets):
-            assert code == 2, err.getvalue()
+        targets = [POOL[n] for n in given_outputs.values() if n is not None]
+        if repeat or any(t in INPUTS or t.startswith("s2/") for t in targets) or len(set(targets)) < len(targets):
+            assert code == 2, (argv, err.getvalue())
+        event("refused" if code else "written")
         if code != 0:
             assert code == 2 and err.getvalue().startswith("slidewise: error:"), err.getvalue()
             assert after == before        # nothing changed, created or truncated
             return
         assert not repeat and len(set(targets)) == len(targets)
-        untouched = {k: v for k, v in before.items() if k not in targets}
-        assert {k: v for k, v in after.items() if k not in targets} == untouched   # inputs and the rest as they were
+        touched = set(targets) | {n for n in POOL if POOL[n] in targets}   # a target and its aliases
+        untouched = {k: v for k, v in before.items() if k not in touched}
+        assert {k: v for k, v in after.items() if k not in touched} == untouched   # inputs and the rest as they were
         expected = reference(a, root / "s2")
         if out is not None:
             path = root / out
