@@ -375,3 +375,16 @@ def test_random_output_options_never_destroy_anything(out, rejects, stats, repea
         if stats is not None:
             s = json.loads((root / stats).read_text())
             assert s["results"] == len(expected) and s["rejects"] == 1 and s["interrupted"] is False
+
+
+def test_out_naming_a_symlink_replaces_the_file_it_names_and_keeps_the_link(tmp_path):
+    src = tmp_path / "s.csv"
+    src.write_text("ts,k\n1,1\n2,1\n")
+    target = tmp_path / "real.csv"
+    target.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    res = run_cli("run", "SELECT S.ts FROM S [RANGE 10]", "--source", f"S={src}", "--out", str(link), "--quiet")
+    assert res.code == 0, res.err
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert pd.read_csv(target)["S.ts"].tolist() == [1, 2]

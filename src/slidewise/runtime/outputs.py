@@ -169,11 +169,14 @@ class AtomicFile:
 
     :meth:`discard` removes it, leaving a pre-existing ``path`` untouched. A
     target that exists and is not a regular file (``/dev/null``, a FIFO) is
-    written in place.
+    written in place. A symbolic link is followed: the file it names is replaced,
+    the link stays.
     """
 
     def __init__(self, path: str | Path, option: str = "--out"):
         self.path, self.option = Path(path), option
+        if self.path.is_symlink():
+            self.path = Path(os.path.realpath(self.path))
         self.direct = self.path.exists() and not self.path.is_file() and not self.path.is_dir()
         if self.direct:
             self.name = str(self.path)
