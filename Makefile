@@ -9,7 +9,7 @@ $(BIN)/slidewise: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: install demo test test-fast test-spark
+.PHONY: install demo test test-fast test-spark lint
 install: $(BIN)/slidewise
 
 demo: install
@@ -27,3 +27,7 @@ test-fast: install
 # Only the Spark integration tests.
 test-spark: install
 	$(BIN)/python -m pytest -q tests/spark -m spark
+
+# ruff over the package and the tests (rules in pyproject.toml); CI runs it before the tests.
+lint: install
+	$(BIN)/ruff check src tests

@@ -52,7 +52,7 @@ def run_operator(op: JoinOperator, tuples: list[Tup], chunk_size: int = 7) -> Co
 
 
 def _checked_keys(op: JoinOperator, res) -> list:
-    for i, ref in enumerate(op.query.streams):
+    for ref in op.query.streams:
         col = res.cols.get(f"{ref.alias}.ts")
         if len(res):
             assert col is not None, f"result column {ref.alias}.ts missing"

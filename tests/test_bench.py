@@ -133,8 +133,9 @@ def test_prefix_positions_follow_global_order(tmp_path):
 @pytest.mark.parametrize("seed", [7, 11])
 def test_duckdb_forms_match_oracle_semantics(form, seed):
     duckdb = pytest.importorskip("duckdb")
-    from slidewise.model.batch import Tup
     from oracle import oracle
+
+    from slidewise.model.batch import Tup
 
     wl = bench_joins.Workload("t", "", (1, 1, 1), (3, 2, 4), (2, 2, 2), 40)
     rng = np.random.default_rng(seed)

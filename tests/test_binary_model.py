@@ -11,10 +11,25 @@ from hypothesis import strategies as st
 
 from slidewise.errors import OptionError
 from slidewise.optimizer import binary as model
-from slidewise.optimizer.binary import (ALL_COMBINATIONS, PAPER_COMBINATIONS, PAPER_WEIGHTS, PROFILE_ENV,
-                                        Structure, Weights, choose, combination_cost, combination_costs,
-                                        crossover_ratio, direction_cost, envelope_crossovers, load_weights,
-                                        rate_crossovers, search_touches, update_touches, window_crossover)
+from slidewise.optimizer.binary import (
+    ALL_COMBINATIONS,
+    PAPER_COMBINATIONS,
+    PAPER_WEIGHTS,
+    PROFILE_ENV,
+    Structure,
+    Weights,
+    choose,
+    combination_cost,
+    combination_costs,
+    crossover_ratio,
+    direction_cost,
+    envelope_crossovers,
+    load_weights,
+    rate_crossovers,
+    search_touches,
+    update_touches,
+    window_crossover,
+)
 
 # Table 3 of Kang et al.: window A, window B, λa, λb, then HH TT HT TH HN NH TN NT
 TABLE_3 = [

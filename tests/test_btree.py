@@ -26,7 +26,7 @@ ops_st = st.lists(st.one_of(
 
 def reference_range(ref, lo, hi, lo_inc=True, hi_inc=True):
     out = []
-    for k, p, item in ref:
+    for k, _p, item in ref:
         if lo is not None and (k < lo or (k == lo and not lo_inc)):
             continue
         if hi is not None and (k > hi or (k == hi and not hi_inc)):

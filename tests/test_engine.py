@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import slidewise
 from oracle import oracle
 from streams import join_cases
+
+import slidewise
 
 
 def _frames(query, tuples):

@@ -17,10 +17,11 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import slidewise
 from oracle import oracle
 from oracle_plans import PlanOracle
+from streams import build_tuples, raw_streams
+
+import slidewise
 from slidewise.cql import parse, parse_plan
 from slidewise.errors import PlanError, QueryError
 from slidewise.operators.select import row_function
@@ -29,7 +30,6 @@ from slidewise.plan.expr import And, BinOp, Cmp, Col, Func, Lit, Not, Or, arithm
 from slidewise.plan.logical import Select, walk
 from slidewise.plan.types import Typer
 from slidewise.runtime.plans import execute_plan
-from streams import build_tuples, raw_streams
 
 KINDS = {"a": "int", "f": "float", "b": "str", "k": "int", "flag": "bool"}
 S1 = Col(0, "a", "S1")

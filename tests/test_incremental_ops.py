@@ -26,8 +26,7 @@ from slidewise.operators.plan_ops import JoinChain, build, distinct_form, join_p
 from slidewise.operators.relation_join import RelationJoin
 from slidewise.operators.select import SelectRows
 from slidewise.plan.expr import Cmp, Col, Lit
-from slidewise.plan.logical import (AggCall, Aggregate, Distinct, Join, Negation, Pattern, Project, Scan,
-                                    Select, Union)
+from slidewise.plan.logical import AggCall, Aggregate, Distinct, Join, Negation, Pattern, Project, Scan, Select, Union
 from slidewise.plan.query import SelectItem, WindowSpec
 
 STRATEGIES = ("nt", "direct", "upa")
@@ -232,7 +231,7 @@ def test_negation_premature_deletion_and_reemission(strategy):
     node = Negation(s1.node, s2.node, ((col(0, "a"), col(1, "a")),))
     op = Op(node, [s1, s2], strategy)
     assert isinstance(op.op, NegationRows)
-    out = check(op, [s1, s2], lambda l, r: [x for x in l if x[1] not in {y[1] for y in r}], until=14)
+    out = check(op, [s1, s2], lambda left, r: [x for x in left if x[1] not in {y[1] for y in r}], until=14)
     a = (1, "a", 0)
     exp = NO_EXP if strategy == "nt" else 11
     assert (a, 3, exp, -1) in out and (a, 7, exp, 1) in out
@@ -396,8 +395,8 @@ def test_random_distinct_over_join(d1, d2, w1, w2, strategy, form):
 def test_random_negation(d1, d2, w1, w2, strategy, except_mode, skip):
     s1, s2 = Base("S1", d1, w1, strategy), Base("S2", d2, w2, strategy)
     if except_mode:
-        l, r = Op(proj_a(s1), [s1], strategy), Op(proj_a(s2, 1), [s2], strategy)
-        op = Op(Negation(l.node, r.node, (), "except"), [l, r], strategy)
+        left, r = Op(proj_a(s1), [s1], strategy), Op(proj_a(s2, 1), [s2], strategy)
+        op = Op(Negation(left.node, r.node, (), "except"), [left, r], strategy)
 
         def oracle(a, b):
             return Counter((x[1],) for x in a) - Counter((y[1],) for y in b)

@@ -19,8 +19,7 @@ from slidewise.errors import OptionError, SourceError
 from slidewise.operators.incremental import NO_EXP, Context, Incremental
 from slidewise.operators.window_scan import TableFeeder, WindowScan
 from slidewise.plan.expr import Cmp, Col, Lit, evaluate
-from slidewise.plan.logical import (Distinct, Join, Negation, Output, Plan, Project, Scan, Select, Union,
-                                    column_getter)
+from slidewise.plan.logical import Distinct, Join, Negation, Output, Plan, Project, Scan, Select, Union, column_getter
 from slidewise.plan.query import SelectItem, WindowSpec
 from slidewise.runtime import plans
 

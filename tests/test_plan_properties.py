@@ -15,14 +15,14 @@ from collections import Counter
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
-
 from oracle import oracle as join_oracle
 from oracle_plans import PlanOracle, expected_output
 from plan_cases import ALIASES, c, frame, plan, plan_cases, rng, stream, stream_frames
+from streams import common_key, query_of
+
 from slidewise.model.batch import Tup
 from slidewise.plan.logical import Join, Output, Plan, walk
 from slidewise.plan.query import WindowSpec, eval_time
-from streams import common_key, query_of
 
 STRATEGIES = ("nt", "direct", "upa")
 needs_executor = pytest.mark.skipif(importlib.util.find_spec("slidewise.runtime.plans") is None,

@@ -226,7 +226,7 @@ def test_zeek_dns_float_epoch_seconds_to_ms(tmp_path):
     assert len(ts) == 200 and lines[0] == 2 and lines[-1] == 201
     assert ts[0] == 1521911720865            # 1521911720.865716 s
     assert cols["query"][0] == "ise.wrccdc.org"
-    assert src.schema["orig_p"] == np.int64 and src.schema["query"] == object
+    assert src.schema["orig_p"] == np.int64 and src.schema["query"] == np.dtype(object)
     assert (np.diff(ts) < 0).any(), "the Zeek sample has real out-of-order rows"
     assert src.rejects.total == 0
 

@@ -11,8 +11,7 @@ from slidewise.errors import PlanError
 from slidewise.model.batch import NO_EXP
 from slidewise.plan.logical import Pattern
 from slidewise.windows.calendar import CalendarQueue
-from slidewise.windows.states import (CalendarStore, FifoStore, HashStore, PartitionedHashStore, ScanStore,
-                                      make_store)
+from slidewise.windows.states import CalendarStore, FifoStore, HashStore, PartitionedHashStore, ScanStore, make_store
 
 
 def row(k, ts, exp):

@@ -193,9 +193,8 @@ def _print_summary(stats: dict, results, shown: int = 10) -> None:
 
 def cmd_run(args) -> int:
     from slidewise.api import run
-    from slidewise.runtime.overload import kwargs_from_args, summary_line
     from slidewise.model.time import parse_duration
-
+    from slidewise.runtime.overload import kwargs_from_args, summary_line
     from slidewise.spark.cli import resolve_engine
 
     args.query = _query(args)

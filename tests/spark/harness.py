@@ -12,15 +12,15 @@ from collections import defaultdict
 
 import numpy as np
 import pandas as pd
-
 from oracle import oracle
+from streams import build_tuples, col, common_key, query_of
+
 from slidewise.plan.expr import BinOp, Cmp, Func, Lit
 from slidewise.plan.query import Equality, WindowSpec
 from slidewise.spark.bucket import BucketJoin
 from slidewise.spark.keying import choose_keying
 from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, wire_frame
 from slidewise.spark.sequencer import SequencerLogic
-from streams import build_tuples, col, common_key, query_of
 
 COLUMNS = ("a", "b", "x")
 

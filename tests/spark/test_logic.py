@@ -11,20 +11,20 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from harness import case, frames_of, oracle_rows, result_rows, simulate
+from streams import chunks
 
 import slidewise
-from harness import case, frames_of, oracle_rows, result_rows, simulate
 from slidewise.cql import parse
 from slidewise.errors import PlanError
-from slidewise.plan.expr import Cmp
 from slidewise.operators.joins import algorithms
+from slidewise.plan.expr import Cmp
 from slidewise.plan.physical import choose
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources import open_source
 from slidewise.spark.ingest import convert_table
 from slidewise.spark.keying import choose_keying
 from slidewise.spark.layout import StreamInfo
-from streams import chunks
 
 KINDS = ["time", "count", "lazy", "lazy-restore", "band", "different"]
 
@@ -148,7 +148,7 @@ def test_operator_snapshot_continues_exactly(name):
     whole, resumed = plan.build(), plan.build()
     parts = chunks(query.n, tuples, 5)
     want, got = [], []
-    for i, chunk in enumerate(parts):
+    for chunk in parts:
         want += whole.process(chunk).keys()
         got += resumed.process(chunk).keys()
         blob = resumed.snapshot()
@@ -162,8 +162,9 @@ def test_operator_snapshot_continues_exactly(name):
 def test_grid_keying_equals_oracle_for_cycles_and_theta_edges():
     """Per-edge keying: a cycle of different attributes, two attributes between one pair, and a stream
     joined only by a theta predicate (replicated to every bucket) — each result found once."""
-    from slidewise.plan.query import Equality
     from streams import col, query_of
+
+    from slidewise.plan.query import Equality
 
     shapes = [
         ([Equality(col(0, "a"), col(1, "a")), Equality(col(1, "b"), col(2, "b")),

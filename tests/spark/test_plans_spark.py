@@ -16,8 +16,8 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import pytest
-
 from harness import sequence_into_buckets
+
 from slidewise.cql.parser import parse_plan
 from slidewise.runtime.plans import _bind, execute_plan
 from slidewise.spark.keying import Keying

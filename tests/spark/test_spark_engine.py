@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness import case, frames_of, oracle_rows, result_rows
 
 import slidewise
-from harness import case, frames_of, oracle_rows, result_rows
 from slidewise.cli import main
 from slidewise.spark import read_results, start_spark
 from slidewise.spark.session import find_java

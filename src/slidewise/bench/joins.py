@@ -33,11 +33,17 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from slidewise.bench.common import (PeakMemory, load_streams, machine_info, nice_round,
-                                    run_isolated, save_streams, write_json)
+from slidewise.bench.common import (
+    PeakMemory,
+    load_streams,
+    machine_info,
+    nice_round,
+    run_isolated,
+    save_streams,
+    write_json,
+)
 from slidewise.bench.summary import print_summary, summarize
-from slidewise.bench.workloads import (COLUMNS, REFERENCE, WORKLOADS, Workload,
-                                       resolve_algorithm)
+from slidewise.bench.workloads import COLUMNS, REFERENCE, WORKLOADS, Workload, resolve_algorithm
 from slidewise.errors import PlanError
 
 __all__ = ["REFERENCE", "WORKLOADS", "Workload", "print_summary", "run_joins_bench", "summarize"]
@@ -205,8 +211,7 @@ class _Runner:
         self.progress = None
         if enabled:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn)
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
             self.progress = Progress(TextColumn("[bold]{task.description:<34}"), BarColumn(),
                                      MofNCompleteColumn(), TimeElapsedColumn(),
                                      console=Console(stderr=True), transient=False)

@@ -54,7 +54,8 @@ import numpy as np
 import pandas as pd
 
 from slidewise.bench.common import machine_info, write_json
-from slidewise.bench.update_patterns_inputs import Inputs, generated_inputs, zeek_dir as check_zeek_dir, zeek_inputs
+from slidewise.bench.update_patterns_inputs import Inputs, generated_inputs, zeek_inputs
+from slidewise.bench.update_patterns_inputs import zeek_dir as check_zeek_dir
 from slidewise.errors import OptionError
 
 __all__ = ["EXPERIMENTS", "SOURCES", "Series", "bench_from_args", "real_runner",

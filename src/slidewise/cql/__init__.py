@@ -90,6 +90,6 @@ unique.
 
 from slidewise.cql.builder import UNITS
 from slidewise.cql.parser import load_any, load_query, parse, parse_any, parse_plan
-from slidewise.plan.logical import walk
+from slidewise.plan.logical import walk  # noqa: F401 - used by the doctest above
 
 __all__ = ["UNITS", "load_any", "load_query", "parse", "parse_any", "parse_plan"]

@@ -19,7 +19,7 @@ from lark import Tree
 
 from slidewise.cql.builder import _fresh
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Not, Or
-from slidewise.plan.logical import AGG_FUNCS, Aggregate, AggCall, Distinct, Node, Project, Select
+from slidewise.plan.logical import AGG_FUNCS, AggCall, Aggregate, Distinct, Node, Project, Select
 from slidewise.plan.query import SelectItem
 
 if TYPE_CHECKING:

@@ -40,8 +40,7 @@ from slidewise.cql.builder import Builder, operands
 from slidewise.cql.grouping import Grouping
 from slidewise.cql.plan_checks import PlanChecks, arity
 from slidewise.plan.expr import And, Cmp, Col, Expr, streams_of
-from slidewise.plan.logical import (AGG_FUNCS, Join, Negation, Node, Output, Plan, Scan, Select, Subquery,
-                                    Union)
+from slidewise.plan.logical import AGG_FUNCS, Join, Negation, Node, Output, Plan, Scan, Select, Subquery, Union
 from slidewise.plan.query import WindowSpec
 
 _SLIDE_HINT = "lazy re-evaluation has one interval per query; use the same SLIDE"

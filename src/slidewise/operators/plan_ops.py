@@ -36,8 +36,7 @@ from slidewise.operators.relation_join import RelationJoin, relation_kind
 from slidewise.operators.select import SelectRows, column_index
 from slidewise.operators.union import UnionRows
 from slidewise.plan.expr import Col, Expr
-from slidewise.plan.logical import (Aggregate, Distinct, Join, Negation, Node, Pattern, Project, Select,
-                                    Union)
+from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Pattern, Project, Select, Union
 
 __all__ = ["DISTINCT_FORMS", "JoinChain", "build", "build_join_chain", "distinct_form", "join_pattern"]
 

@@ -181,7 +181,7 @@ class RelationJoin(Incremental):
                     del memo[(sv, exp)]
                 for vals in entry:
                     out.append((vals, now, exp, -1))
-                for i, (r, e) in enumerate(self._now_rows):
+                for i, (_r, e) in enumerate(self._now_rows):
                     if e is entry:
                         del self._now_rows[i]
                         break

@@ -61,9 +61,16 @@ import random
 import time
 from pathlib import Path
 
-from slidewise.optimizer.binary import (METHOD_NAMES, METHODS, Structure, Weights,
-                                        default_profile_path, search_touches, update_touches,
-                                        weights_from_profile)
+from slidewise.optimizer.binary import (
+    METHOD_NAMES,
+    METHODS,
+    Structure,
+    Weights,
+    default_profile_path,
+    search_touches,
+    update_touches,
+    weights_from_profile,
+)
 
 #: window sizes measured by default and with ``--quick``
 DEFAULT_SIZES = (250, 1000, 3000, 8000, 16000)
@@ -303,7 +310,7 @@ def calibrate(sizes=DEFAULT_SIZES, *, structure: Structure = Structure(), min_ti
         update = [p for p in points if p["method"] == m and p["workload"] == "update"]
         if fit_mode == "origin":
             P, p_err = fit(search)
-            I, i_err = fit(update)
+            I, i_err = fit(update)  # noqa: E741 - the model's weight is named I
             weights[m] = {"P": P, "I": I}
         else:
             s_fit, p_err = fit_terms(search)

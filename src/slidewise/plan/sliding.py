@@ -27,7 +27,7 @@ import numpy as np
 
 from slidewise.operators.aggregates import REGISTRY
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
-from slidewise.plan.logical import Aggregate, AggCall, Output, Plan, Project, Scan, Select
+from slidewise.plan.logical import AggCall, Aggregate, Output, Plan, Project, Scan, Select
 
 __all__ = ["BASIC_MAX_PANES", "SlidingAggregate", "match"]
 

@@ -10,7 +10,6 @@ and a stats summary. The engine hosts operators; it never re-implements one.
 from __future__ import annotations
 
 import resource
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field

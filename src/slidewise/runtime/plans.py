@@ -44,13 +44,13 @@ import pandas as pd
 from slidewise.errors import OptionError, PlanError, SourceError
 from slidewise.operators.incremental import STRATEGIES, Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
-from slidewise.runtime.plan_runner import DEFAULT_SPAN
-from slidewise.runtime.plan_runner import PlanRunner as _Runner
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
 from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
 from slidewise.plan.prune import prune_columns
 from slidewise.runtime.engine import RunResult, interrupted, run_counts
 from slidewise.runtime.outputs import abandon, shielded
+from slidewise.runtime.plan_runner import DEFAULT_SPAN
+from slidewise.runtime.plan_runner import PlanRunner as _Runner
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all

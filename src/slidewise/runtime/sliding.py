@@ -71,7 +71,9 @@ class PaneRun:
         self.last_ts = int(ts[-1])
         data = {"ts": ts, **{a: cols[a] for a in self.attrs if a != "ts"}}
         if self.spec.where is not None:
-            get = lambda s, a: ts if a == "ts" else cols[a]
+            def get(_stream, a):
+                return ts if a == "ts" else cols[a]
+
             keep = np.broadcast_to(np.asarray(evaluate(self.spec.where, get), dtype=bool), ts.shape)
             data = {a: v[keep] for a, v in data.items()}
         if len(data["ts"]):

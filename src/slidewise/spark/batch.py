@@ -53,9 +53,9 @@ import pyarrow.parquet as pq
 from slidewise.errors import PlanError, SourceError
 from slidewise.model.batch import NO_EXP
 from slidewise.operators.project import output_names
+from slidewise.plan.bind import bind_query
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or, streams_of
 from slidewise.plan.query import JoinQuery
-from slidewise.plan.bind import bind_query
 from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sinks import open_sink

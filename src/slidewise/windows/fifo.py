@@ -53,7 +53,6 @@ from typing import Any
 
 from slidewise.plan.query import WindowSpec
 
-
 _TS, _POS = attrgetter("ts"), attrgetter("pos")
 
 

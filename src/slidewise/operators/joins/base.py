@@ -57,7 +57,7 @@ class JoinOperator(ABC):
         self.options = options
         self.comparisons = 0
 
-    @classmethod
+    @classmethod  # noqa: B027 - an optional hook: the default accepts every query
     def check(cls, query: JoinQuery) -> None:
         """Raise :class:`PlanError` if this algorithm cannot evaluate ``query``."""
 
