@@ -44,20 +44,7 @@ import pandas as pd
 
 from slidewise.errors import PlanError, SourceError
 from slidewise.plan.expr import Col, evaluate
-from slidewise.plan.logical import (
-    Aggregate,
-    Distinct,
-    Join,
-    Negation,
-    Node,
-    Plan,
-    Project,
-    Scan,
-    Select,
-    Subquery,
-    Union,
-    column_getter,
-)
+from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Plan, Project, Scan, Select, Subquery, Union, column_getter
 
 __all__ = ["PlanOracle", "answer_at", "answers", "cuts_a_tie", "eval_instants", "expected_output", "order_key"]
 

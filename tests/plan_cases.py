@@ -13,20 +13,7 @@ import pandas as pd
 from hypothesis import strategies as st
 
 from slidewise.plan.expr import BinOp, Cmp, Col, Lit
-from slidewise.plan.logical import (
-    AggCall,
-    Aggregate,
-    Distinct,
-    Join,
-    Negation,
-    Output,
-    Plan,
-    Project,
-    Scan,
-    Select,
-    Subquery,
-    Union,
-)
+from slidewise.plan.logical import AggCall, Aggregate, Distinct, Join, Negation, Output, Plan, Project, Scan, Select, Subquery, Union
 from slidewise.plan.query import SelectItem, WindowSpec
 
 ALIASES = ("S1", "S2", "S3", "R", "X")

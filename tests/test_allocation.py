@@ -8,16 +8,7 @@ import random
 import pytest
 
 from slidewise.errors import OptionError
-from slidewise.optimizer.allocation import (
-    StreamLoad,
-    allocate,
-    both_two,
-    cpu_two,
-    maximize_sum,
-    memory_two,
-    output_rate,
-    split,
-)
+from slidewise.optimizer.allocation import StreamLoad, allocate, both_two, cpu_two, maximize_sum, memory_two, output_rate, split
 
 
 def approx(x):

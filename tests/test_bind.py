@@ -7,19 +7,7 @@ import pytest
 from slidewise.errors import PlanError, SourceError
 from slidewise.plan.bind import bind
 from slidewise.plan.expr import Cmp, Col, Lit
-from slidewise.plan.logical import (
-    AggCall,
-    Aggregate,
-    Join,
-    Negation,
-    Output,
-    Plan,
-    Project,
-    Scan,
-    Select,
-    Subquery,
-    Union,
-)
+from slidewise.plan.logical import AggCall, Aggregate, Join, Negation, Output, Plan, Project, Scan, Select, Subquery, Union
 from slidewise.plan.query import SelectItem, WindowSpec
 
 ALIASES = ("S1", "S2", "R", "X")

@@ -16,17 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import oracle
-from streams import (
-    build_tuples,
-    chunks,
-    col,
-    common_key,
-    join_cases,
-    query_of,
-    raw_streams,
-    run_operator,
-    windows_st,
-)
+from streams import build_tuples, chunks, col, common_key, join_cases, query_of, raw_streams, run_operator, windows_st
 
 from slidewise.errors import ExecutionError, PlanError
 from slidewise.model.batch import StreamBatch

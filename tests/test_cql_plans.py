@@ -13,21 +13,7 @@ from hypothesis import strategies as st
 from slidewise.cql import load_any, parse, parse_any, parse_plan
 from slidewise.errors import QueryError
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Lit
-from slidewise.plan.logical import (
-    AggCall,
-    Aggregate,
-    Distinct,
-    Join,
-    Negation,
-    Output,
-    Plan,
-    Project,
-    Scan,
-    Select,
-    Subquery,
-    Union,
-    walk,
-)
+from slidewise.plan.logical import AggCall, Aggregate, Distinct, Join, Negation, Output, Plan, Project, Scan, Select, Subquery, Union, walk
 from slidewise.plan.query import JoinQuery, SelectItem, WindowSpec
 
 

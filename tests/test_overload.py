@@ -16,14 +16,7 @@ from slidewise.cli import main
 from slidewise.errors import OptionError
 from slidewise.plan.physical import choose
 from slidewise.runtime.generate import generate
-from slidewise.runtime.overload import (
-    OverloadController,
-    OverloadOptions,
-    RunHooks,
-    key_selectivity,
-    make_hooks,
-    uniform,
-)
+from slidewise.runtime.overload import OverloadController, OverloadOptions, RunHooks, key_selectivity, make_hooks, uniform
 from tests.oracle import oracle
 from tests.streams import chunks, join_cases
 

@@ -11,23 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slidewise.plan.expr import Cmp, Col, Lit
-from slidewise.plan.logical import (
-    AggCall,
-    Aggregate,
-    Distinct,
-    Join,
-    Negation,
-    Node,
-    Output,
-    Pattern,
-    Plan,
-    Project,
-    Scan,
-    Select,
-    Subquery,
-    Union,
-    walk,
-)
+from slidewise.plan.logical import AggCall, Aggregate, Distinct, Join, Negation, Node, Output, Pattern, Plan, Project, Scan, Select, Subquery, Union, walk
 from slidewise.plan.patterns import annotate, lifetime, plan_pattern, rule_of, state_structure, state_structures
 from slidewise.plan.query import SelectItem, WindowSpec
 

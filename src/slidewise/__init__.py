@@ -5,14 +5,7 @@ windows) over timestamped streams, a CQL dialect, and a Python API mirroring
 the CLI. See README.md and docs/architecture.md.
 """
 
-from slidewise.errors import (
-    ExecutionError,
-    OptionError,
-    PlanError,
-    QueryError,
-    SlidewiseError,
-    SourceError,
-)
+from slidewise.errors import ExecutionError, OptionError, PlanError, QueryError, SlidewiseError, SourceError
 
 __version__ = "0.1.0"
 

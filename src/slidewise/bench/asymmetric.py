@@ -75,16 +75,7 @@ import numpy as np
 from slidewise.bench.common import machine_info, pyplot, save_png, write_json
 from slidewise.bench.table8 import Piece, _paired, near_ties, paired_winner, settle_near_ties
 from slidewise.bench.table8 import _rates as piece_rates
-from slidewise.optimizer.binary import (
-    ALL_COMBINATIONS,
-    PAPER_COMBINATIONS,
-    Structure,
-    Weights,
-    choose,
-    combination_cost,
-    envelope_crossovers,
-    load_weights,
-)
+from slidewise.optimizer.binary import ALL_COMBINATIONS, PAPER_COMBINATIONS, Structure, Weights, choose, combination_cost, envelope_crossovers, load_weights
 from slidewise.optimizer.calibrate import DEFAULT_SIZES, Feed, calibrate, profile_weights, save_profile, time_batches
 
 #: λa + λb of every point, tuples per second (Table 3's rows sum to 1000)

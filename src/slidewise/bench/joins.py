@@ -33,15 +33,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from slidewise.bench.common import (
-    PeakMemory,
-    load_streams,
-    machine_info,
-    nice_round,
-    run_isolated,
-    save_streams,
-    write_json,
-)
+from slidewise.bench.common import PeakMemory, load_streams, machine_info, nice_round, run_isolated, save_streams, write_json
 from slidewise.bench.summary import print_summary, summarize
 from slidewise.bench.workloads import COLUMNS, REFERENCE, WORKLOADS, Workload, resolve_algorithm
 from slidewise.errors import PlanError

@@ -61,16 +61,7 @@ import random
 import time
 from pathlib import Path
 
-from slidewise.optimizer.binary import (
-    METHOD_NAMES,
-    METHODS,
-    Structure,
-    Weights,
-    default_profile_path,
-    search_touches,
-    update_touches,
-    weights_from_profile,
-)
+from slidewise.optimizer.binary import METHOD_NAMES, METHODS, Structure, Weights, default_profile_path, search_touches, update_touches, weights_from_profile
 
 #: window sizes measured by default and with ``--quick``
 DEFAULT_SIZES = (250, 1000, 3000, 8000, 16000)

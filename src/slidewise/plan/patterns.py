@@ -52,22 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from slidewise.plan.logical import (
-    Aggregate,
-    Distinct,
-    Join,
-    Negation,
-    Node,
-    Output,
-    Pattern,
-    Plan,
-    Project,
-    Scan,
-    Select,
-    Subquery,
-    Union,
-    walk,
-)
+from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Output, Pattern, Plan, Project, Scan, Select, Subquery, Union, walk
 from slidewise.plan.query import WindowSpec
 
 __all__ = ["STRUCTURES", "StateStructure", "annotate", "leaf_pattern", "lifetime", "plan_pattern", "rule_of",

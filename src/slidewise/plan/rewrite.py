@@ -49,22 +49,7 @@ from slidewise.errors import OptionError
 from slidewise.optimizer.stats import DEFAULT_DISTINCT, DEFAULT_RATE, UNBOUNDED_HORIZON
 from slidewise.plan.bind import with_children
 from slidewise.plan.expr import And, Cmp, Col, Expr, Lit, Not, Or
-from slidewise.plan.logical import (
-    Aggregate,
-    Distinct,
-    Join,
-    Negation,
-    Node,
-    Output,
-    Pattern,
-    Plan,
-    Project,
-    Scan,
-    Select,
-    Subquery,
-    Union,
-    walk,
-)
+from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Output, Pattern, Plan, Project, Scan, Select, Subquery, Union, walk
 from slidewise.plan.patterns import annotate
 
 __all__ = ["CHEAP_EXPIRATION", "PREMATURE", "Flow", "algebra", "alternatives", "choose_plan", "edge_cost", "flows",

@@ -41,20 +41,7 @@ from slidewise.operators.project import output_columns
 from slidewise.plan.physical import choose
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.rejects import reason_kind
-from slidewise.spark.layout import (
-    ADMITTED,
-    EOF,
-    KIND_NUMPY,
-    MARKER,
-    REJECT,
-    RESULT,
-    STATS,
-    TUPLE,
-    Layout,
-    concat,
-    take,
-    unpack,
-)
+from slidewise.spark.layout import ADMITTED, EOF, KIND_NUMPY, MARKER, REJECT, RESULT, STATS, TUPLE, Layout, concat, take, unpack
 from slidewise.spark.state_codec import pack_state, state_key, unpack_state
 
 NEG = np.iinfo(np.int64).min // 2

@@ -44,20 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from slidewise.plan.logical import (
-    Aggregate,
-    Distinct,
-    Join,
-    Negation,
-    Node,
-    Output,
-    Plan,
-    Project,
-    Scan,
-    Select,
-    Subquery,
-    Union,
-)
+from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Output, Plan, Project, Scan, Select, Subquery, Union
 from slidewise.runtime.plan_runner import end_instant
 from slidewise.spark.layout import EOF, MARKER, REJECT, TUPLE, concat, pack, unpack
 from slidewise.spark.state_codec import seal, state_key, unseal

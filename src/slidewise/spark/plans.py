@@ -72,16 +72,7 @@ from slidewise.errors import OptionError, PlanError
 from slidewise.plan.logical import Plan
 from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
-from slidewise.spark.plan_state import (
-    ADMITTED,
-    OUT_DDL,
-    REJECTS,
-    RESULT,
-    STATE_DDL,
-    STATS,
-    PlanBucket,
-    partition_attribute,
-)
+from slidewise.spark.plan_state import ADMITTED, OUT_DDL, REJECTS, RESULT, STATE_DDL, STATS, PlanBucket, partition_attribute
 from slidewise.spark.runner import SparkRun
 from slidewise.spark.sinks import FILE_KINDS, refuse_other_parts, write_batch_rejects
 
@@ -330,14 +321,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.spark.keying import Keying
     from slidewise.spark.layout import WIRE_DDL, Layout
     from slidewise.spark.processor import SequencerProcessor
-    from slidewise.spark.runner import (
-        _checkpoint_meta,
-        _partitions,
-        open_checkpoint,
-        removed_on_error,
-        start_options,
-        timed_session,
-    )
+    from slidewise.spark.runner import _checkpoint_meta, _partitions, open_checkpoint, removed_on_error, start_options, timed_session
     from slidewise.spark.sequencer import SequencerLogic
     from slidewise.spark.state_codec import run_key
 

@@ -89,15 +89,7 @@ from slidewise.model.batch import NO_EXP, ResultBatch, StreamBatch
 from slidewise.operators.joins.base import JoinOperator
 from slidewise.plan.expr import Expr, evaluate, streams_of
 from slidewise.plan.query import JoinQuery
-from slidewise.windows.columnar import (
-    Fresh,
-    Merged,
-    SortedWindow,
-    cat,
-    count_at_most,
-    dense_codes,
-    lex_searchsorted,
-)
+from slidewise.windows.columnar import Fresh, Merged, SortedWindow, cat, count_at_most, dense_codes, lex_searchsorted
 
 __all__ = ["ColumnarJoin"]
 

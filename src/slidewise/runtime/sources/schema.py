@@ -10,15 +10,7 @@ import pyarrow.compute as pc
 
 from slidewise.errors import SourceError
 from slidewise.runtime.sources.base import _Info, _missing_ts
-from slidewise.runtime.sources.convert import (
-    _FLOAT_RE,
-    _INT_RE,
-    _TS_LIMIT,
-    _match,
-    _missing_mask,
-    _parse_iso,
-    _ts_values,
-)
+from slidewise.runtime.sources.convert import _FLOAT_RE, _INT_RE, _TS_LIMIT, _match, _missing_mask, _parse_iso, _ts_values
 
 
 def _arrow_kind(t: pa.DataType, has_nulls: bool = False) -> str:
