@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from lark import Tree
 
-from slidewise.cql.builder import _fresh
+from slidewise.cql.builder import _fresh, _pos
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Not, Or
 from slidewise.plan.logical import AGG_FUNCS, Aggregate, AggCall, Distinct, Node, Project, Select
 from slidewise.plan.query import SelectItem
@@ -88,7 +88,7 @@ class Grouping:
             if func != "count":
                 raise self.error(name_tok, f"{func.upper()}(*) is not defined: only COUNT(*) counts rows",
                                  hint=f"write COUNT(*) or {func.upper()}(S.x)")
-            return AggCall("count", None, False, alias)
+            return AggCall("count", None, False, alias, pos=_pos(name_tok))
         args = [tree.children[2]] if tree.data == "agg_distinct" else [a for a in tree.children[1:] if a is not None]
         if len(args) != 1:
             raise self.error(name_tok, f"{func.upper()} takes 1 argument, got {len(args)}",
@@ -96,7 +96,7 @@ class Grouping:
         self.context = "aggregate"
         arg = self.value(args[0], func.upper())
         self.context = "SELECT"
-        return AggCall(func, arg, tree.data == "agg_distinct", alias)
+        return AggCall(func, arg, tree.data == "agg_distinct", alias, pos=_pos(name_tok))
 
     def aggregate(self, node: Node, items: list[tuple[Tree, SelectItem | AggCall]], keys: list[Expr],
                   having: Tree | None = None) -> Node:
