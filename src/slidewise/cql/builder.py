@@ -19,6 +19,7 @@ from slidewise.cql.diagnostics import query_error
 from slidewise.errors import PlanError, QueryError
 from slidewise.model.time import MAX_DURATION, UNIT_MS
 from slidewise.plan.expr import CAST_TYPES, FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
+from slidewise.plan.logical import AGG_FUNCS
 from slidewise.plan.query import Equality, JoinQuery, SelectItem, StreamRef, WindowSpec
 
 # time units a window size may carry, in milliseconds (lower-case keys); Golab's thesis writes "6 sec"
@@ -28,7 +29,7 @@ INT64_MAX = 2 ** 63 - 1
 MAX_WINDOW = MAX_DURATION  # the length of [UNBOUNDED]; larger sizes would overflow ts + T
 
 _ARITY = {"abs": 1}
-_AGGREGATES = {"count", "sum", "avg", "min", "max"}
+_AGGREGATES = frozenset(AGG_FUNCS)
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
 _OUTPUTS = {  # output keyword -> (JoinQuery.output, JoinQuery.restore)
     "istream": ("istream", False), "rstream": ("rstream", False), "dstream": ("dstream", False),
@@ -302,14 +303,19 @@ class Builder:
             if name in _AGGREGATES:
                 raise self.error(name_tok, f"aggregate {name.upper()} is not supported in a select–project–join query",
                                  hint=f"available functions: {available}")
-            raise self.error(name_tok, f"unknown function {str(name_tok)!r}",
-                             hint=f"available functions: {available}")
+            raise self.unknown_function(name_tok)
         arity = _ARITY.get(name)
         if arity is not None and len(args) != arity:
             plural = "" if arity == 1 else "s"
             raise self.error(name_tok, f"{name.upper()} takes {arity} argument{plural}, got {len(args)}",
                              hint=f"write e.g. {name.upper()}(S1.x - S2.x)")
         return Func(name, tuple(self.value(a, name.upper()) for a in args))
+
+    def unknown_function(self, name_tok: Token) -> QueryError:
+        """The error for a call of a function slidewise does not know, listing the ones it does."""
+        return self.error(name_tok, f"unknown function {str(name_tok)!r}",
+                          hint=f"functions: {', '.join(sorted(f.upper() for f in FUNCTIONS))}, CAST(x AS type); "
+                               f"aggregates: {', '.join(f.upper() for f in AGG_FUNCS)}")
 
     def cast(self, name_tok: Token, arg: Tree, type_tok: Token) -> Func:
         """``CAST(expr AS type)``: ``Func('cast', (expr, Lit(kind)))``."""

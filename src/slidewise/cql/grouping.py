@@ -17,13 +17,17 @@ from typing import TYPE_CHECKING
 
 from lark import Tree
 
-from slidewise.cql.builder import _fresh
-from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Not, Or
+from slidewise.cql.builder import _fresh, _pos
+from slidewise.plan.expr import FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Not, Or
 from slidewise.plan.logical import AGG_FUNCS, AggCall, Aggregate, Distinct, Node, Project, Select
 from slidewise.plan.query import SelectItem
 
 if TYPE_CHECKING:
     from slidewise.cql.plans import Head
+
+
+#: parse-tree forms that are always aggregate calls: f(*), f(DISTINCT x), f(DISTINCT *)
+AGG_FORMS = ("agg_star", "agg_distinct", "agg_distinct_star")
 
 
 class Grouping:
@@ -76,19 +80,25 @@ class Grouping:
 
     @staticmethod
     def is_aggregate(tree: Tree) -> bool:
-        return tree.data in ("agg_star", "agg_distinct") or (
+        return tree.data in AGG_FORMS or (
             tree.data == "func" and str(tree.children[0]).lower() in AGG_FUNCS)
 
     def agg_call(self, tree: Tree, alias: str | None) -> AggCall:
         name_tok = tree.children[0]
         func = str(name_tok).lower()
         if func not in AGG_FUNCS:
-            raise self.error(name_tok, f"{func.upper()} is not an aggregate", hint=f"aggregates: {', '.join(AGG_FUNCS)}")
+            if func not in FUNCTIONS:
+                raise self.unknown_function(name_tok)
+            raise self.error(name_tok, f"{func.upper()} is not an aggregate: it takes neither * nor DISTINCT",
+                             hint=f"aggregates: {', '.join(f.upper() for f in AGG_FUNCS)}")
+        if tree.data == "agg_distinct_star":
+            raise self.error(name_tok, f"{func.upper()}(DISTINCT *) is not defined: DISTINCT needs a value to compare",
+                             hint=f"write COUNT(*) to count rows, or {func.upper()}(DISTINCT S.x) for distinct values of S.x")
         if tree.data == "agg_star":
             if func != "count":
                 raise self.error(name_tok, f"{func.upper()}(*) is not defined: only COUNT(*) counts rows",
                                  hint=f"write COUNT(*) or {func.upper()}(S.x)")
-            return AggCall("count", None, False, alias)
+            return AggCall("count", None, False, alias, pos=_pos(name_tok))
         args = [tree.children[2]] if tree.data == "agg_distinct" else [a for a in tree.children[1:] if a is not None]
         if len(args) != 1:
             raise self.error(name_tok, f"{func.upper()} takes 1 argument, got {len(args)}",
@@ -96,7 +106,7 @@ class Grouping:
         self.context = "aggregate"
         arg = self.value(args[0], func.upper())
         self.context = "SELECT"
-        return AggCall(func, arg, tree.data == "agg_distinct", alias)
+        return AggCall(func, arg, tree.data == "agg_distinct", alias, pos=_pos(name_tok))
 
     def aggregate(self, node: Node, items: list[tuple[Tree, SelectItem | AggCall]], keys: list[Expr],
                   having: Tree | None = None) -> Node:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from lark import Token, Tree
 
 from slidewise.cql.builder import Builder, operands
-from slidewise.cql.grouping import Grouping
+from slidewise.cql.grouping import AGG_FORMS, Grouping
 from slidewise.cql.plan_checks import PlanChecks, arity
 from slidewise.plan.expr import And, Cmp, Col, Expr, streams_of
 from slidewise.plan.logical import AGG_FUNCS, Join, Negation, Node, Output, Plan, Scan, Select, Subquery, Union
@@ -347,11 +347,11 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
     # -- expressions -------------------------------------------------------------
     def expr(self, node: Tree) -> Expr:
         if self._having is not None:
-            if self.is_aggregate(node):
+            if self.is_aggregate(node) and self.context != "aggregate":   # nested: misplaced below
                 return self.having_aggregate(node)
             if node.data == "bare" and str(node.children[0]) in self._having[1]:
                 return Col(-1, self._having[1][str(node.children[0])], "")
-        if node.data in ("agg_star", "agg_distinct"):
+        if node.data in AGG_FORMS:
             raise self.misplaced_aggregate(node.children[0])
         if node.data == "exists":
             raise self.error(node.children[0], "EXISTS can only be used as NOT EXISTS (...), a conjunct of WHERE",

@@ -112,11 +112,10 @@ def _kinds(columns: Columns) -> Mapping[str, str]:
 
 
 def _item(item, expr: Expr):
-    """``item`` (a SelectItem or AggCall) over the typed ``expr``, under its old name."""
-    attr = "expr" if hasattr(item, "expr") else "arg"
-    if expr == getattr(item, attr):
+    """SelectItem ``item`` over the typed ``expr``, under its old name."""
+    if expr == item.expr:
         return item
-    return replace(item, **{attr: expr, "alias": item.alias or item.name})
+    return replace(item, expr=expr, alias=item.alias or item.name)
 
 
 class _Binder:
@@ -159,7 +158,7 @@ class _Binder:
         if isinstance(node, Aggregate):
             typer = self._typer(node.child)
             keys = tuple(_item(k, typer.typed(k.expr)[0]) for k in node.keys)
-            aggs = tuple(a if a.arg is None else _item(a, typer.typed(a.arg)[0]) for a in node.aggs)
+            aggs = tuple(typer.aggregate(a)[0] for a in node.aggs)
             return replace(node, keys=keys, aggs=aggs)
         if isinstance(node, Join):
             typer = self._typer(*node.inputs)
@@ -189,8 +188,7 @@ class _Binder:
                 else:
                     out[item.name] = typer.typed(item.expr)[1]
             for a in (node.aggs if isinstance(node, Aggregate) else ()):
-                arg = None if a.arg is None else typer.typed(a.arg)[1]
-                out[a.name] = {"count": "int", "avg": "float"}.get(a.func, arg)
+                out[a.name] = typer.aggregate(a)[1]
             return out
         below = list(self.kinds_of(node.children[0]).values()) if node.children else []
         if len(below) == len(node.schema):   # Select, Distinct, Union, Negation, Subquery, Output: by position

@@ -256,6 +256,7 @@ class AggCall:
     arg: Expr | None = None
     distinct: bool = False
     alias: str | None = None
+    pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)  # query line, column
 
     def __post_init__(self) -> None:
         if self.func not in AGG_FUNCS:

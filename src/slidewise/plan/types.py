@@ -14,7 +14,10 @@ checked. The rules:
   (NULL where the divisor is 0) unless its divisor is a non-zero constant;
 * ``CAST(x AS INT | BIGINT | DOUBLE | FLOAT | TEXT | STRING)`` has that kind,
   whatever ``x``'s (NULL where text is no number);
-* the two columns of a join or NOT EXISTS equality have the same kind family.
+* the two columns of a join or NOT EXISTS equality have the same kind family;
+* ``SUM`` and ``AVG`` need numbers; ``COUNT``, ``MIN`` and ``MAX`` take text too
+  (MIN / MAX in text order); ``COUNT`` is an integer, ``AVG`` a float, the
+  others keep their argument's kind.
 
 A mismatch is one :class:`~slidewise.errors.PlanError` naming both sides,
 their types and the position in the query, raised before any input is read
@@ -116,6 +119,20 @@ class Typer:
                                     hint=f"{_TEXT_WHY}; {_to_number(a)} is its number (NULL where it is none)")
             return replace(expr, args=tuple(a for a, _ in args)), (args[0][1] if args else None)
         return expr, None
+
+    def aggregate(self, call):
+        """``(call with its argument typed, the kind of its result)``; a PlanError for SUM / AVG of text."""
+        if call.arg is None:
+            return call, "int"
+        arg, kind = self.typed(call.arg)
+        if call.func in ("sum", "avg") and _family(kind) == "text":
+            name = call.func.upper()
+            raise PlanError(f"{name} needs a number, {arg} is text", location=_location(call, arg),
+                            hint=f"{_TEXT_WHY}; {name}({_to_number(arg)}) {'adds' if name == 'SUM' else 'averages'} "
+                                 "its numbers (NULL where it is none); COUNT, MIN and MAX work on text "
+                                 "(MIN / MAX in text order)")
+        out = {"count": "int", "avg": "float"}.get(call.func, kind)
+        return (call if arg == call.arg else replace(call, arg=arg, alias=call.alias or call.name)), out
 
     def pair(self, left: Col, right: Col, what: str = "join keys", other: Typer | None = None) -> None:
         """Both columns of an equality (join key, NOT EXISTS pair) have the same kind family;
