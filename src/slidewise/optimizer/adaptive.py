@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from slidewise.errors import PlanError
 from slidewise.operators.joins.base import JoinOperator
+from slidewise.optimizer.stats import Statistics
 from slidewise.plan.query import JoinQuery
 
 #: operator attributes derived from the join order (rebuilt by :func:`migrate_order`)
@@ -128,7 +130,7 @@ class AdaptiveReplanner:
         self.query = query
         self.opt = options or AdaptiveOptions()
         self.online = OnlineStats(query, panes=self.opt.panes)
-        self.baseline = None
+        self.baseline: Statistics | None = None
         self.first_ts: int | None = None
         self.chunks = 0
         self.events: list[dict] = []
@@ -168,7 +170,7 @@ class AdaptiveReplanner:
         try:
             ranked = plan_costs(self.query, stats, op, old)
         except PlanError as err:  # no cost formula for this plan: keep the order, say why
-            event = {"chunk": self.chunks, "before_pos": first_pos, "reason": reason,
+            event: dict[str, Any] = {"chunk": self.chunks, "before_pos": first_pos, "reason": reason,
                      "old": [names[i] for i in old], "new": [names[i] for i in old],
                      "migrated": False, "error": err.message}
             self.events.append(event)

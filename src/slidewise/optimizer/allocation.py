@@ -77,6 +77,7 @@ class StreamLoad:
         """Tuples in the window when the stream is fed at ``rate`` (default: its arrival rate)."""
         if self.rows is not None:
             return float(self.rows)
+        assert self.seconds is not None  # exactly one of rows and seconds is set
         return (self.rate if rate is None else rate) * self.seconds
 
 
@@ -199,6 +200,7 @@ def both_two(la: float, lb: float, a_full: float, b_full: float, mu: float, memo
             r = xa * wb + xb * wa
             if best is None or r > best[0] + _EPS:
                 best = (r, xa, xb, wa, wb)
+    assert best is not None  # vertices() never returns an empty list
     return best[1:]
 
 
@@ -245,6 +247,7 @@ def maximize_sum(f: Callable[[list[float]], float], total: float, lo: Sequence[f
         val = f(x)
         if best is None or val > best_val + _EPS * max(1.0, abs(best_val)):
             best, best_val = x, val
+    assert best is not None  # candidates holds at least the water-filling split
     return best
 
 
@@ -334,7 +337,7 @@ def allocate(loads: Sequence[StreamLoad], *, cpu_budget: float | None = None,
         return [s.window(xi if mode == "drop" else None) for s, xi in zip(loads, x)]
 
     memory_limited = memory_budget is not None and sum(mem_cap(lam)) > memory_budget + _EPS
-    mu = float(cpu_budget) if cpu_limited else sum(lam)
+    mu = float(cpu_budget) if cpu_limited and cpu_budget is not None else sum(lam)
 
     x_lo = [min(lam[i], min_share * mu) for i in range(n)]
     if mode == "drop" and cpu_limited:

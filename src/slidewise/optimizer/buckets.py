@@ -102,7 +102,7 @@ def allocate_model(total: int, model: CostModel, orders: dict[int, Sequence[int]
         return out
     _, coef = model.bucket_terms(orders, fronts)
     cap = total - len(idx) + 1                     # most buckets one window can get
-    v = [model.member[i][model.hash_class[i]] if hashed[i] else 1.0 for i in range(model.n)]
+    v = [model.member[i][hc] if (hc := model.hash_class[i]) is not None else 1.0 for i in range(model.n)]
     best = np.full(total + 1, np.inf)
     best[0] = 0.0
     choice = []

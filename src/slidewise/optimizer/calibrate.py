@@ -358,7 +358,7 @@ def run_cli(args) -> int:
 
     from slidewise.errors import OptionError
 
-    sizes = QUICK_SIZES if args.quick else DEFAULT_SIZES
+    sizes: tuple[int, ...] = QUICK_SIZES if args.quick else DEFAULT_SIZES
     if args.sizes:
         try:
             sizes = tuple(int(s) for s in args.sizes.split(","))

@@ -115,9 +115,16 @@ class Func(Expr):
     args: tuple[Expr, ...]
     pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
+    @property
+    def cast_kind(self) -> str:
+        """The target kind of a ``cast`` (int, float, str): its second argument, a literal."""
+        kind = self.args[1]
+        assert isinstance(kind, Lit) and isinstance(kind.value, str)
+        return kind.value
+
     def __str__(self) -> str:
         if self.name == "cast":
-            return f"CAST({self.args[0]} AS {_CAST_NAMES[self.args[1].value]})"
+            return f"CAST({self.args[0]} AS {_CAST_NAMES[self.cast_kind]})"
         return f"{self.name.upper()}({', '.join(map(str, self.args))})"
 
 

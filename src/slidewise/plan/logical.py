@@ -123,6 +123,7 @@ class Scan(Node):
 
     def label(self) -> str:
         if self.kind == "stream":
+            assert self.window is not None  # a stream has a window
             return f"Window {self.alias}{self.window}" + (" INTERNAL" if self.window.internal else "")
         return f"{'Table' if self.kind == 'table' else 'NRR'} {self.alias}"
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from slidewise.errors import PlanError
 from slidewise.operators.joins import JoinOperator, algorithms, get_algorithm
 from slidewise.optimizer.buckets import allocate_buckets
-from slidewise.optimizer.ordering import order_joins
+from slidewise.optimizer.ordering import OrderSearch, order_joins
 from slidewise.optimizer.stats import resolve_statistics
 from slidewise.plan.query import JoinQuery
 
@@ -69,7 +69,7 @@ class PhysicalPlan:
     forced_order: bool = False
     forced_buckets: bool = False
     buckets: list[int] | None = None
-    search: object | None = None
+    search: OrderSearch | None = None
     notes: list[str] = field(default_factory=list)
 
     def build(self) -> JoinOperator:
@@ -108,6 +108,7 @@ def parse_order(query: JoinQuery, order: str | list[str] | None) -> list[int]:
 
 
 def _pick_algorithm(query: JoinQuery, algorithm: str | None) -> tuple[type[JoinOperator], str]:
+    cls: type[JoinOperator] | None
     if algorithm:
         cls = get_algorithm(algorithm)
         cls.check(query)

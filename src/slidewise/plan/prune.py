@@ -33,6 +33,7 @@ change: pruned columns are never read.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import cast
 
 from slidewise.plan.bind import column_name, with_children
 from slidewise.plan.expr import Col, columns_of
@@ -47,10 +48,10 @@ def prune_columns(plan: Plan) -> Plan:
     scans: list[Scan] = []
     _need(plan.root, set(plan.root.schema), plan.aliases, wanted, scans)
     streams = [s for s in scans if not s.is_relation]
-    keep = {s.source: tuple(c for c in s.columns if c in wanted[s.source]) for s in streams}
+    keep = {s.source: tuple(c for c in s.columns or () if c in wanted[s.source]) for s in streams}
     if all(keep[s.source] == s.columns for s in streams):
         return plan
-    return replace(plan, root=_rebuild(plan.root, keep))
+    return replace(plan, root=cast(Output, _rebuild(plan.root, keep)))   # _rebuild keeps each node's class
 
 
 def _rebuild(node: Node, keep: dict[str, tuple[str, ...]]) -> Node:

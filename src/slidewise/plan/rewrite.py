@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 from slidewise.errors import OptionError
 from slidewise.optimizer.stats import DEFAULT_DISTINCT, DEFAULT_RATE, UNBOUNDED_HORIZON
@@ -141,7 +142,7 @@ def _pull_up(node: Node) -> list[Node]:
     """``σ*(A − C) ⋈ B`` → ``(σ*(A) ⋈ B) − C``."""
     if not isinstance(node, Join):
         return []
-    out = []
+    out: list[Node] = []
     for i, inp in enumerate(node.inputs):
         sels, neg = _peel(inp)
         if isinstance(neg, Negation) and neg.mode == "anti":
@@ -170,7 +171,7 @@ def alternatives(plan: Plan) -> list[Plan]:
             for root in _one_step(p.root, p.aliases):
                 k = _key(root)
                 if k not in seen and len(seen) < MAX_ALTERNATIVES:
-                    seen[k] = replace(p, root=root)
+                    seen[k] = replace(p, root=cast(Output, root))   # a rewrite keeps the Output root
                     nxt.append(seen[k])
         frontier = nxt
     return list(seen.values())
@@ -271,6 +272,7 @@ class _Estimator:
                 return Flow(self.field(node.alias, "rate", 0.0), self.field(node.alias, "rows", DEFAULT_ROWS),
                             1.0 if node.kind == "table" else 0.0)
             rate = self.field(node.alias, "rate", DEFAULT_RATE)
+            assert node.window is not None  # a stream scan has a window
             return Flow(rate, self._window(node.alias, node.window, rate), 1.0 if node.window.is_count else 0.0)
         if isinstance(node, Subquery) and node.window is not None:
             return Flow(kids[0].rate, self._window(node.alias, node.window, kids[0].rate),
@@ -346,7 +348,7 @@ def choose_plan(plan: Plan, stats=None, strategy: str = "upa", premature: float 
         priced.append((total, alt))
     best_cost, best = min(priced, key=lambda x: x[0])
     texts = [algebra(p.root) for _, p in priced]
-    report = {
+    report: dict[str, Any] = {
         "strategy": strategy,
         "premature": premature,
         "alternatives": [{"plan": t, "cost": c} for t, (c, _) in zip(texts, priced)],

@@ -38,7 +38,7 @@ from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or, 
 
 __all__ = ["Typer", "kind_name", "literal_kind"]
 
-_NAMES = {"int": "integer", "float": "float", "bool": "boolean", "str": "text"}
+_NAMES: dict[str | None, str] = {"int": "integer", "float": "float", "bool": "boolean", "str": "text"}
 _INT_RE = re.compile(r"[+-]?\d+")
 _FLOAT_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _TEXT_WHY = "a column is text when a value in its source is not a number"
@@ -106,7 +106,7 @@ class Typer:
         if isinstance(expr, BinOp):
             return self._arithmetic(expr)
         if isinstance(expr, Func) and expr.name == "cast":
-            return replace(expr, args=(self.typed(expr.args[0])[0], expr.args[1])), expr.args[1].value
+            return replace(expr, args=(self.typed(expr.args[0])[0], expr.args[1])), expr.cast_kind
         if isinstance(expr, Func):
             args = [self.typed(a) for a in expr.args]
             for a, k in args:
@@ -163,11 +163,11 @@ class Typer:
             return typed, None
         if expr.op == "/":
             return typed, "float"
-        if expr.op == "%" and not (not columns_of(right) and evaluate(right, None) != 0):
+        if expr.op == "%" and not (not columns_of(right) and evaluate(right, None) != 0):  # type: ignore[arg-type]  # no columns: get is never called
             return typed, "float"
         return typed, ("int" if {lk, rk} <= {"int", "bool"} else "float")
 
-    def _cast(self, lit: Lit, kind: str, expr: Expr, other: Expr) -> Lit:
+    def _cast(self, lit: Lit, kind: str | None, expr: Expr, other: Expr) -> Lit:
         """``lit`` as a value of ``kind``'s family; a PlanError if it is not one (or if a number
         would order as text)."""
         op = getattr(expr, "op", "=")
