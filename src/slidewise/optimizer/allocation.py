@@ -251,7 +251,7 @@ def maximize_sum(f: Callable[[list[float]], float], total: float, lo: Sequence[f
     return best
 
 
-def _ascend(f, x: list[float], lo, hi, sweeps: int) -> list[float]:
+def _ascend(f: Callable[[list[float]], float], x: list[float], lo: Sequence[float], hi: Sequence[float], sweeps: int) -> list[float]:
     n = len(x)
     current = f(x)
     for _ in range(sweeps):
@@ -293,7 +293,7 @@ def _stream_index(spec: str, names: Sequence[str]) -> int:
                       hint=f"name one of {', '.join(names)}, e.g. max:{names[0]}")
 
 
-def _fixed(strategy: str, total: float, lo, hi, weights: dict[str, Sequence[float]],
+def _fixed(strategy: str, total: float, lo: Sequence[float], hi: Sequence[float], weights: dict[str, Sequence[float]],
            names: Sequence[str], kind: str) -> list[float]:
     """A named non-optimal strategy: a water-filling split with its weights."""
     n = len(lo)
@@ -332,7 +332,7 @@ def allocate(loads: Sequence[StreamLoad], *, cpu_budget: float | None = None,
     notes: list[str] = []
     cpu_limited = cpu_budget is not None and sum(lam) > cpu_budget + _EPS
 
-    def mem_cap(x) -> list[float]:
+    def mem_cap(x: Sequence[float]) -> list[float]:
         """Full window sizes at effective rates ``x`` (drop mode) or at the arrival rates (probe)."""
         return [s.window(xi if mode == "drop" else None) for s, xi in zip(loads, x)]
 
@@ -382,7 +382,7 @@ def allocate(loads: Sequence[StreamLoad], *, cpu_budget: float | None = None,
                       f"{cpu}/{memory}", mode, tuple(notes))
 
 
-def _vertex_starts(total: float, lo, hi) -> list[list[float]]:
+def _vertex_starts(total: float, lo: Sequence[float], hi: Sequence[float]) -> list[list[float]]:
     """Start points: each stream filled first, then the rest equally (for non-concave cases)."""
     n = len(lo)
     starts = []
@@ -392,7 +392,7 @@ def _vertex_starts(total: float, lo, hi) -> list[list[float]]:
     return starts
 
 
-def _joint(value: Callable[[list[float]], float], mu: float, lo, hi, grid: int = 200) -> list[float]:
+def _joint(value: Callable[[list[float]], float], mu: float, lo: Sequence[float], hi: Sequence[float], grid: int = 200) -> list[float]:
     """Both budgets binding: rates chosen with the best windows for each candidate.
 
     Two streams: a grid over the rate segment plus its end points (the

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from slidewise.errors import PlanError, SourceError
 from slidewise.plan.expr import Col, Expr, columns_of
@@ -115,7 +115,7 @@ def _kinds(columns: Columns) -> Mapping[str, str]:
     return columns if isinstance(columns, Mapping) else {}
 
 
-def _item(item, expr: Expr):
+def _item(item: Any, expr: Expr) -> Any:
     """``item`` (a SelectItem or AggCall) over the typed ``expr``, under its old name."""
     attr = "expr" if hasattr(item, "expr") else "arg"
     if expr == getattr(item, attr):

@@ -52,6 +52,7 @@ from slidewise.plan.bind import with_children
 from slidewise.plan.expr import And, Cmp, Col, Expr, Lit, Not, Or
 from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Output, Pattern, Plan, Project, Scan, Select, Subquery, Union, walk
 from slidewise.plan.patterns import annotate
+from slidewise.plan.query import WindowSpec
 
 __all__ = ["CHEAP_EXPIRATION", "PREMATURE", "Flow", "algebra", "alternatives", "choose_plan", "edge_cost", "flows",
            "plan_cost", "plan_stats"]
@@ -69,6 +70,8 @@ DEFAULT_ROWS = 100.0
 #: alternatives generated at most
 MAX_ALTERNATIVES = 16
 STRATEGIES = ("nt", "direct", "upa")
+#: ``--stats`` specs (``["S1:rate=10,distinct=500"]``) or ``{alias: {field: value}}``; None: defaults
+StatSpecs = Sequence[str] | Mapping[str, Mapping[str, float]] | None
 
 
 # --- plan text ------------------------------------------------------------------------------------
@@ -179,7 +182,7 @@ def alternatives(plan: Plan) -> list[Plan]:
 
 # --- statistics -----------------------------------------------------------------------------------
 
-def plan_stats(specs, plan: Plan | None = None) -> dict[str, dict[str, float]]:
+def plan_stats(specs: StatSpecs, plan: Plan | None = None) -> dict[str, dict[str, float]]:
     """Per-alias statistics from ``["S1:rate=10,distinct=500", ...]`` or ``{"S1": {"rate": 10}}``.
 
     Fields: ``rate``, ``distinct``, ``distinct.<attr>``, ``window`` (time span of
@@ -254,7 +257,7 @@ class _Estimator:
                 return 1 / max(self.distinct(cols[0]), self.distinct(cols[1]))
         return RANGE_SELECTIVITY
 
-    def _window(self, alias: str, window, rate: float) -> float:
+    def _window(self, alias: str, window: WindowSpec, rate: float) -> float:
         if window.is_count:
             per = self.field(alias, "distinct", DEFAULT_DISTINCT) if window.partition_by else 1.0
             return window.size * per
@@ -302,7 +305,7 @@ class _Estimator:
         return kids[0]  # Project, Subquery without window, Output
 
 
-def flows(plan: Plan, stats=None, premature: float = PREMATURE) -> dict[Node, Flow]:
+def flows(plan: Plan, stats: StatSpecs = None, premature: float = PREMATURE) -> dict[Node, Flow]:
     """The estimated :class:`Flow` (rate, live size) of every edge of a plan, independent of strategy."""
     est = _Estimator(plan, plan_stats(stats, plan), premature)
     return {n: est.flow(n) for n in walk(plan.root)}
@@ -325,7 +328,7 @@ def edge_cost(flow: Flow, pattern: Pattern, strategy: str, partitions: int = 10)
     return min(2 * r, calendar)
 
 
-def plan_cost(plan: Plan, stats=None, strategy: str = "upa", premature: float = PREMATURE,
+def plan_cost(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", premature: float = PREMATURE,
               partitions: int = 10) -> tuple[float, dict[Node, float]]:
     """Total tuples processed per time unit, and each operator's share (the edges it consumes)."""
     if strategy not in STRATEGIES:
@@ -338,8 +341,8 @@ def plan_cost(plan: Plan, stats=None, strategy: str = "upa", premature: float = 
     return sum(per_node.values()), per_node
 
 
-def choose_plan(plan: Plan, stats=None, strategy: str = "upa", premature: float = PREMATURE,
-                partitions: int = 10) -> tuple[Plan, dict]:
+def choose_plan(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", premature: float = PREMATURE,
+                partitions: int = 10) -> tuple[Plan, dict[str, Any]]:
     """The cheapest of :func:`alternatives` under ``strategy``, and a report of the costs and why."""
     stats = plan_stats(stats, plan)
     priced = []
