@@ -28,6 +28,8 @@ test-fast: install
 test-spark: install
 	$(BIN)/python -m pytest -q tests/spark -m spark
 
-# ruff over the package and the tests (rules in pyproject.toml); CI runs it before the tests.
+# ruff over the package and the tests, then mypy over the pure layers (model, plan, optimizer,
+# errors); both configured in pyproject.toml. CI runs it before the tests.
 lint: install
 	$(BIN)/ruff check src tests
+	$(BIN)/mypy

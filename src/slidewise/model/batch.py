@@ -18,6 +18,7 @@ identified by its ``pos`` everywhere, including in join results.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -58,11 +59,13 @@ class StreamBatch:
                    {c: np.empty(0, dt) for c, dt in names})
 
     def take(self, idx: np.ndarray | slice) -> StreamBatch:
+        assert self.sign is not None  # set by __post_init__
         return StreamBatch(self.stream, self.pos[idx], self.ts[idx],
                            {k: v[idx] for k, v in self.cols.items()}, self.sign[idx])
 
     def tuples(self) -> list[Tup]:
         """The batch as :class:`Tup` objects (attribute values as Python scalars)."""
+        assert self.sign is not None  # set by __post_init__
         names = list(self.cols)
         columns = [self.cols[n].tolist() for n in names]
         rows = zip(*columns) if columns else ((),) * len(self)
@@ -79,9 +82,9 @@ class Tup:
     pos: int
     ts: int
     sign: int
-    vals: dict = field(default_factory=dict)
+    vals: dict[str, Any] = field(default_factory=dict)
 
-    def get(self, attr: str):
+    def get(self, attr: str) -> Any:
         """Attribute value; ``ts`` is an attribute too."""
         if attr == "ts":
             return self.ts
@@ -131,7 +134,7 @@ class ResultBatch:
                    np.concatenate([p.sign for p in parts]),
                    {n: np.concatenate([p.cols[n] for p in parts]) for n in names})
 
-    def keys(self) -> list[tuple]:
+    def keys(self) -> list[tuple[tuple[int, ...], int, int, int]]:
         """``(members, ts, exp, sign)`` per result: the identity compared with the oracle."""
         return [(tuple(m), t, e, s) for m, t, e, s in
                 zip(self.members.tolist(), self.ts.tolist(), self.exp.tolist(), self.sign.tolist())]

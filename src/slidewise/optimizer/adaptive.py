@@ -26,10 +26,14 @@ optimisation of window joins as the next step.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from slidewise.errors import PlanError
+from slidewise.model.batch import StreamBatch
 from slidewise.operators.joins.base import JoinOperator
+from slidewise.optimizer.stats import Statistics
 from slidewise.plan.query import JoinQuery
 
 #: operator attributes derived from the join order (rebuilt by :func:`migrate_order`)
@@ -83,7 +87,7 @@ class AdaptiveOptions:
                               hint="e.g. --adaptive 2 (re-plan when a rate or distinct count doubles or halves)")
 
 
-def drift(old, new, factor: float) -> str | None:
+def drift(old: Statistics, new: Statistics, factor: float) -> str | None:
     """The first statistic that moved by ``factor`` or more (``"S2 rate 1 -> 4.2"``), else ``None``."""
     for a, b in zip(old.streams, new.streams):
         pairs = [("rate", a.rate, b.rate)] + [(f"distinct {k}", a.distinct[k], b.distinct[k])
@@ -94,7 +98,7 @@ def drift(old, new, factor: float) -> str | None:
     return None
 
 
-def plan_costs(query: JoinQuery, stats, op: JoinOperator, current: list[int]) -> list[tuple[float, list[int]]]:
+def plan_costs(query: JoinQuery, stats: Statistics, op: JoinOperator, current: list[int]) -> list[tuple[float, list[int]]]:
     """``(cost per time unit, order)`` for candidate global orders, cheapest first.
 
     The planner's own machinery: the running operator's cost formulas
@@ -128,20 +132,20 @@ class AdaptiveReplanner:
         self.query = query
         self.opt = options or AdaptiveOptions()
         self.online = OnlineStats(query, panes=self.opt.panes)
-        self.baseline = None
+        self.baseline: Statistics | None = None
         self.first_ts: int | None = None
         self.chunks = 0
         self.events: list[dict] = []
 
     @classmethod
-    def from_option(cls, query: JoinQuery, value) -> AdaptiveReplanner:
+    def from_option(cls, query: JoinQuery, value: AdaptiveOptions | bool | float | str) -> AdaptiveReplanner:
         if isinstance(value, AdaptiveOptions):
             return cls(query, value)
         if value is True:
             return cls(query)
         return cls(query, AdaptiveOptions(factor=float(value)))
 
-    def observe(self, op: JoinOperator, chunk) -> None:
+    def observe(self, op: JoinOperator, chunk: Sequence[StreamBatch]) -> None:
         """Account for ``chunk`` (before the operator sees it) and re-plan on drift."""
         self.chunks += 1
         self.online.observe(chunk)
@@ -162,13 +166,13 @@ class AdaptiveReplanner:
         self.baseline = stats
         self.replan(op, stats, reason, first_pos=min((int(b.pos[0]) for b in chunk if len(b)), default=None))
 
-    def replan(self, op: JoinOperator, stats, reason: str, first_pos: int | None = None) -> dict:
+    def replan(self, op: JoinOperator, stats: Statistics, reason: str, first_pos: int | None = None) -> dict:
         names = self.query.aliases
         old = list(op.order)
         try:
             ranked = plan_costs(self.query, stats, op, old)
         except PlanError as err:  # no cost formula for this plan: keep the order, say why
-            event = {"chunk": self.chunks, "before_pos": first_pos, "reason": reason,
+            event: dict[str, Any] = {"chunk": self.chunks, "before_pos": first_pos, "reason": reason,
                      "old": [names[i] for i in old], "new": [names[i] for i in old],
                      "migrated": False, "error": err.message}
             self.events.append(event)

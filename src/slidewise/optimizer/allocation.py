@@ -77,6 +77,7 @@ class StreamLoad:
         """Tuples in the window when the stream is fed at ``rate`` (default: its arrival rate)."""
         if self.rows is not None:
             return float(self.rows)
+        assert self.seconds is not None  # exactly one of rows and seconds is set
         return (self.rate if rate is None else rate) * self.seconds
 
 
@@ -199,6 +200,7 @@ def both_two(la: float, lb: float, a_full: float, b_full: float, mu: float, memo
             r = xa * wb + xb * wa
             if best is None or r > best[0] + _EPS:
                 best = (r, xa, xb, wa, wb)
+    assert best is not None  # vertices() never returns an empty list
     return best[1:]
 
 
@@ -245,10 +247,11 @@ def maximize_sum(f: Callable[[list[float]], float], total: float, lo: Sequence[f
         val = f(x)
         if best is None or val > best_val + _EPS * max(1.0, abs(best_val)):
             best, best_val = x, val
+    assert best is not None  # candidates holds at least the water-filling split
     return best
 
 
-def _ascend(f, x: list[float], lo, hi, sweeps: int) -> list[float]:
+def _ascend(f: Callable[[list[float]], float], x: list[float], lo: Sequence[float], hi: Sequence[float], sweeps: int) -> list[float]:
     n = len(x)
     current = f(x)
     for _ in range(sweeps):
@@ -290,7 +293,7 @@ def _stream_index(spec: str, names: Sequence[str]) -> int:
                       hint=f"name one of {', '.join(names)}, e.g. max:{names[0]}")
 
 
-def _fixed(strategy: str, total: float, lo, hi, weights: dict[str, Sequence[float]],
+def _fixed(strategy: str, total: float, lo: Sequence[float], hi: Sequence[float], weights: dict[str, Sequence[float]],
            names: Sequence[str], kind: str) -> list[float]:
     """A named non-optimal strategy: a water-filling split with its weights."""
     n = len(lo)
@@ -329,12 +332,12 @@ def allocate(loads: Sequence[StreamLoad], *, cpu_budget: float | None = None,
     notes: list[str] = []
     cpu_limited = cpu_budget is not None and sum(lam) > cpu_budget + _EPS
 
-    def mem_cap(x) -> list[float]:
+    def mem_cap(x: Sequence[float]) -> list[float]:
         """Full window sizes at effective rates ``x`` (drop mode) or at the arrival rates (probe)."""
         return [s.window(xi if mode == "drop" else None) for s, xi in zip(loads, x)]
 
     memory_limited = memory_budget is not None and sum(mem_cap(lam)) > memory_budget + _EPS
-    mu = float(cpu_budget) if cpu_limited else sum(lam)
+    mu = float(cpu_budget) if cpu_limited and cpu_budget is not None else sum(lam)
 
     x_lo = [min(lam[i], min_share * mu) for i in range(n)]
     if mode == "drop" and cpu_limited:
@@ -379,7 +382,7 @@ def allocate(loads: Sequence[StreamLoad], *, cpu_budget: float | None = None,
                       f"{cpu}/{memory}", mode, tuple(notes))
 
 
-def _vertex_starts(total: float, lo, hi) -> list[list[float]]:
+def _vertex_starts(total: float, lo: Sequence[float], hi: Sequence[float]) -> list[list[float]]:
     """Start points: each stream filled first, then the rest equally (for non-concave cases)."""
     n = len(lo)
     starts = []
@@ -389,7 +392,7 @@ def _vertex_starts(total: float, lo, hi) -> list[list[float]]:
     return starts
 
 
-def _joint(value: Callable[[list[float]], float], mu: float, lo, hi, grid: int = 200) -> list[float]:
+def _joint(value: Callable[[list[float]], float], mu: float, lo: Sequence[float], hi: Sequence[float], grid: int = 200) -> list[float]:
     """Both budgets binding: rates chosen with the best windows for each candidate.
 
     Two streams: a grid over the rate segment plus its end points (the

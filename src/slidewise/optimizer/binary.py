@@ -373,6 +373,7 @@ def envelope_crossovers(lines: dict[str, tuple[float, float]]) -> list[Crossover
         nxt = best((lo + hi) / 2)
         if nxt != current:
             f = meet(current, nxt)
+            assert f is not None  # the cheapest plan changed, so the two cost lines cross
             out.append(Crossover(f / (1 - f), f, current, nxt, cost(current, f)))
             current = nxt
     return out
@@ -445,7 +446,7 @@ def load_weights(path: str | Path | None = None) -> Weights:
     An explicitly given ``path`` must exist.
     """
     explicit = path is not None
-    p = Path(path).expanduser() if explicit else default_profile_path()
+    p = Path(path).expanduser() if path is not None else default_profile_path()
     if not p.exists():
         if explicit:
             raise OptionError(f"profile {p} does not exist", hint="run `slidewise calibrate --out PATH` first")

@@ -29,10 +29,14 @@ O(expired) (:mod:`slidewise.windows.hashed`), so only join cost is modelled.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from slidewise.optimizer.cost import CostModel, bucket_share, model_for
 from slidewise.optimizer.ordering import fast_streams
+
+if TYPE_CHECKING:
+    from slidewise.plan.physical import PhysicalPlan
 
 __all__ = ["STRATEGIES", "allocate", "allocate_buckets", "allocate_equal", "allocate_model",
            "allocate_proportional", "allocate_slow"]
@@ -85,7 +89,7 @@ def allocate_slow(total: int, rates: Sequence[float], hashed: Sequence[bool], pe
     return out
 
 
-def allocate_model(total: int, model: CostModel, orders: dict[int, Sequence[int]],
+def allocate_model(total: int, model: CostModel, orders: Mapping[int, Sequence[int]],
                    fronts: dict[int, int] | None = None) -> list[int]:
     """The counts (at most ``total`` in all) that minimise the model's cost of the plan ``orders``.
 
@@ -102,7 +106,7 @@ def allocate_model(total: int, model: CostModel, orders: dict[int, Sequence[int]
         return out
     _, coef = model.bucket_terms(orders, fronts)
     cap = total - len(idx) + 1                     # most buckets one window can get
-    v = [model.member[i][model.hash_class[i]] if hashed[i] else 1.0 for i in range(model.n)]
+    v = [model.member[i][hc] if (hc := model.hash_class[i]) is not None else 1.0 for i in range(model.n)]
     best = np.full(total + 1, np.inf)
     best[0] = 0.0
     choice = []
@@ -149,7 +153,7 @@ def allocate(strategy: str, total: int, model: CostModel, order: Sequence[int]) 
     raise ValueError(f"unknown bucket allocation strategy {strategy!r}; use one of {STRATEGIES}")
 
 
-def allocate_buckets(plan):
+def allocate_buckets(plan: PhysicalPlan) -> PhysicalPlan:
     """Optimizer rule: spread the hash buckets of a hash-family plan by the model (plan in, plan out).
 
     Only when the plan runs a hash-family operator and ``--buckets`` was not
@@ -164,6 +168,7 @@ def allocate_buckets(plan):
     if plan.forced_buckets or plan.buckets is None or plan.algorithm.name != name:
         return plan
     query = plan.query
+    assert plan.stats is not None and plan.search is not None  # order_joins ran before
     budget = sum(default_buckets(s.window) for s in query.streams)
     model = model_for(query, plan.stats, name, plan.buckets)
     if all(c is None for c in model.hash_class):  # nothing is equi-joined: no hash tables
@@ -174,6 +179,7 @@ def allocate_buckets(plan):
         return plan
     plan.buckets = counts
     plan = order_joins(plan)
+    assert plan.search is not None
     plan.notes.append(f"hash buckets by the model (budget {budget}, used {sum(counts)}): "
                       + ", ".join(f"{a} {b}" for a, b in zip(query.aliases, counts))
                       + f"; predicted {before:,.0f} -> {plan.search.cost.total:,.0f}")

@@ -59,9 +59,15 @@ import gc
 import math
 import random
 import time
+from argparse import Namespace
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from slidewise.optimizer.binary import METHOD_NAMES, METHODS, Structure, Weights, default_profile_path, search_touches, update_touches, weights_from_profile
+
+if TYPE_CHECKING:
+    from slidewise.operators.joins.binary import BinaryJoin
 
 #: window sizes measured by default and with ``--quick``
 DEFAULT_SIZES = (250, 1000, 3000, 8000, 16000)
@@ -95,7 +101,7 @@ class Feed:
         return out
 
 
-def _operator(method: str, window: int, structure: Structure):
+def _operator(method: str, window: int, structure: Structure) -> BinaryJoin:
     from slidewise.operators.joins.binary import BinaryJoin
     from slidewise.plan.expr import Col
     from slidewise.plan.query import Equality, JoinQuery, StreamRef, WindowSpec
@@ -110,7 +116,7 @@ def _operator(method: str, window: int, structure: Structure):
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
 
-def time_batches(run, next_batch, min_time: float, *, clock: str = "cpu",
+def time_batches(run: Callable[[Any], object], next_batch: Callable[[int], Any], min_time: float, *, clock: str = "cpu",
                  min_ops: int = MIN_OPS, max_ops: int = 1_000_000) -> dict:
     """Time ``run(batch)`` over batches from ``next_batch(n)`` until ``min_time`` seconds are measured.
 
@@ -269,9 +275,9 @@ def fit_terms(points: list[dict]) -> tuple[dict[str, float], float]:
     return out, rel
 
 
-def calibrate(sizes=DEFAULT_SIZES, *, structure: Structure = Structure(), min_time: float = 0.05,
-              methods=METHODS, clock: str = "cpu", rounds: int = DEFAULT_ROUNDS, fit_mode: str = "terms",
-              seed: int = 0, progress=None) -> dict:
+def calibrate(sizes: Sequence[int] = DEFAULT_SIZES, *, structure: Structure = Structure(), min_time: float = 0.05,
+              methods: Sequence[str] = METHODS, clock: str = "cpu", rounds: int = DEFAULT_ROUNDS, fit_mode: str = "terms",
+              seed: int = 0, progress: Callable[[Any], object] | None = None) -> dict:
     """Measure every method at every size on both workloads; return the profile dict.
 
     ``rounds`` interleaved rounds (shuffled order, median kept). ``fit_mode``: ``"terms"`` (constants and
@@ -352,13 +358,13 @@ def format_table(profile: dict) -> str:
     return "\n".join(lines)
 
 
-def run_cli(args) -> int:
+def run_cli(args: Namespace) -> int:
     """The ``slidewise calibrate`` command (arguments defined in :mod:`slidewise.cli`)."""
     import sys
 
     from slidewise.errors import OptionError
 
-    sizes = QUICK_SIZES if args.quick else DEFAULT_SIZES
+    sizes: tuple[int, ...] = QUICK_SIZES if args.quick else DEFAULT_SIZES
     if args.sizes:
         try:
             sizes = tuple(int(s) for s in args.sizes.split(","))

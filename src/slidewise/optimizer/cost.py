@@ -68,7 +68,7 @@ Per unit time (``kind``):
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -218,8 +218,8 @@ class CostModel:
             cs = sorted(self.member[s])
             self.hash_class.append(cs[0] if cs and self.hashed else None)
         self.filters = [(sum(1 << s for s in streams_of(f)), THETA_SELECTIVITY) for f in query.filters]
-        self._phi: dict[tuple[int, int, float], tuple[float, dict[int, float]]] = {}
-        self._step: dict[tuple[int, int, int], float] = {}
+        self._phi: dict[tuple[int, int, float, int], tuple[float, dict[int, float]]] = {}
+        self._step: dict[tuple[int, int, int, int], float] = {}
 
     # -- building blocks --------------------------------------------------
     def _grow(self, i: int) -> float:
@@ -364,7 +364,7 @@ class CostModel:
         seqs = {i: tuple(self.probe_sequence(i, order)) for i in range(self.n)}
         return self.cost_orders(seqs, self.fronts(order))
 
-    def cost_orders(self, orders: dict[int, Sequence[int]], fronts: dict[int, int] | None = None) -> PlanCost:
+    def cost_orders(self, orders: Mapping[int, Sequence[int]], fronts: dict[int, int] | None = None) -> PlanCost:
         """Cost with an explicit probe sequence per origin (General Lazy NLJ); ``fronts``: see :meth:`fronts`."""
         if self.ordered and fronts is None:
             raise PlanError("this lazy cost model depends on the global order: price it with cost(order)")
@@ -404,14 +404,14 @@ class CostModel:
         other._step = {}
         return other
 
-    def bucket_terms(self, orders: dict[int, Sequence[int]],
+    def bucket_terms(self, orders: Mapping[int, Sequence[int]],
                      fronts: dict[int, int] | None = None) -> tuple[float, list[dict[float, float]]]:
         """The plan's cost as ``fixed + Σ_j Σ_m coef[j][m] · bucket_share(m, v_j, b_j)``.
 
         Every loop scans one window, so the cost separates per window: this
         is what bucket allocation optimises (:mod:`slidewise.optimizer.buckets`).
         """
-        fixed, coef = 0.0, [dict() for _ in range(self.n)]
+        fixed, coef = 0.0, [dict[float, float]() for _ in range(self.n)]
         fronts = fronts or {}
         for origin in range(self.n):
             mult, mask, front = self.multiplier(origin), 0, fronts.get(origin, 0)

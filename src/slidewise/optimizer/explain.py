@@ -20,8 +20,20 @@ snapshot-tested (``tests/fixtures/explain/``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from slidewise.errors import PlanError
 from slidewise.optimizer.stats import DEFAULT_DISTINCT, DEFAULT_RATE
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from slidewise.optimizer.cost import CostModel, PlanCost
+    from slidewise.optimizer.ordering import OrderSearch
+    from slidewise.plan.logical import Node, Pattern, Plan
+    from slidewise.plan.physical import PhysicalPlan
+    from slidewise.plan.query import JoinQuery
+    from slidewise.plan.rewrite import StatSpecs
 
 __all__ = ["EAGER_ALGORITHMS", "LAZY_ALGORITHMS", "explain_info", "plan_info", "render", "render_plan"]
 
@@ -44,17 +56,17 @@ def fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
-def _order_name(aliases: list[str], order) -> str:
+def _order_name(aliases: Sequence[str], order: Sequence[int]) -> str:
     return ",".join(aliases[i] for i in order)
 
 
-def _evaluation(query) -> str:
+def _evaluation(query: JoinQuery) -> str:
     if not query.slide:
         return "eager"
     return f"lazy every {query.slide} ({'restore' if query.restore else 'no-restore'})"
 
 
-def _probes(model, cost, aliases) -> dict:
+def _probes(model: CostModel, cost: PlanCost, aliases: Sequence[str]) -> dict:
     out = {}
     for origin, seq in cost.orders.items():
         front = cost.fronts.get(origin, 0)
@@ -68,20 +80,21 @@ def _probes(model, cost, aliases) -> dict:
     return out
 
 
-def _alternatives(search, aliases) -> dict[str, float]:
+def _alternatives(search: OrderSearch, aliases: Sequence[str]) -> dict[str, float]:
     alts = search.alternatives
     if len(alts) > MAX_ALTERNATIVES:
         alts = alts[:20] + alts[-1:]
     return {_order_name(aliases, o): c for o, c in alts}
 
 
-def _compare_algorithms(plan) -> dict:
+def _compare_algorithms(plan: PhysicalPlan) -> dict:
     """Best order and predicted cost of every applicable per-tuple algorithm."""
     from slidewise.operators.joins import algorithms
     from slidewise.optimizer.cost import model_for
     from slidewise.optimizer.ordering import search, valid_orders
 
     query = plan.query
+    assert plan.stats is not None  # called once the optimizer rules ran
     registered = algorithms()
     out = {}
     for name in (LAZY_ALGORITHMS if query.slide else EAGER_ALGORITHMS):
@@ -100,7 +113,7 @@ def _compare_algorithms(plan) -> dict:
     return out
 
 
-def explain_info(plan) -> dict:
+def explain_info(plan: PhysicalPlan) -> dict:
     """Everything ``explain`` shows, as a JSON-ready dict."""
     from slidewise.optimizer.cost import model_for
 
@@ -118,6 +131,7 @@ def explain_info(plan) -> dict:
     if plan.search is None:
         info.update({"predicted_cost": None, "alternatives": {}, "stats": None, "reasons": [plan.reason]})
         return info
+    assert plan.stats is not None and plan.model_algorithm is not None  # the optimizer rules ran
     model = model_for(q, plan.stats, plan.model_algorithm, plan.buckets)
     search = plan.search
     stats = plan.stats
@@ -152,7 +166,7 @@ def explain_info(plan) -> dict:
     return info
 
 
-def _stats_lines(info: dict, query) -> list[str]:
+def _stats_lines(info: dict, query: JoinQuery) -> list[str]:
     st = info["stats"]
     source = {"declared": "declared with --stats", "default": "uniform defaults (declare --stats)",
               "measured": "measured", "mixed": "mixed"}.get(st["source"], st["source"])
@@ -166,7 +180,7 @@ def _stats_lines(info: dict, query) -> list[str]:
     return lines
 
 
-def render(info: dict, query) -> str:
+def render(info: dict, query: JoinQuery) -> str:
     """The text form of :func:`explain_info`."""
     lines = [f"query        {info['query']}",
              f"algorithm    {info['algorithm']}  ({info['why']})",
@@ -225,7 +239,7 @@ STATE_NOTES = {"nt": "NT: every expiration is a negative tuple; state in hash ta
                "upa": "UPA: FIFO for WKS, calendar queue for WK, negative tuples only where STR"}
 
 
-def _plan_node(node, patterns, strategy: str, partitions: int) -> dict:
+def _plan_node(node: Node, patterns: dict[Node, Pattern], strategy: str, partitions: int) -> dict:
     from slidewise.plan.patterns import rule_of, state_structure
 
     state = state_structure(node, tuple(patterns[c] for c in node.children), strategy, partitions)
@@ -234,7 +248,7 @@ def _plan_node(node, patterns, strategy: str, partitions: int) -> dict:
             "children": [_plan_node(c, patterns, strategy, partitions) for c in node.children]}
 
 
-def plan_info(plan, stats=None, strategy: str = "upa", partitions: int = 10, premature: float | None = None) -> dict:
+def plan_info(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", partitions: int = 10, premature: float | None = None) -> dict:
     """Everything ``explain`` shows for a general query (a logical plan), as a JSON-ready dict.
 
     ``plan``: the chosen rewriting's tree, one node per operator with its

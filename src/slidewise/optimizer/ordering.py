@@ -57,11 +57,16 @@ lexicographically first in FROM positions, so results are deterministic.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from slidewise.errors import OptionError
 from slidewise.optimizer.cost import CostModel, PlanCost
+
+if TYPE_CHECKING:
+    from slidewise.plan.physical import PhysicalPlan
+    from slidewise.plan.query import JoinQuery
 
 __all__ = ["AUTO_EXACT_MAX", "EXACT_MAX", "SEARCHES", "OrderSearch", "exact_search", "fast_streams",
            "heuristic_search", "improve", "order_joins", "search", "selectivity_order"]
@@ -136,7 +141,7 @@ def _extension_cost(model: CostModel) -> Callable[[int, int, list[int]], float]:
     return add
 
 
-def _enumerate(n: int, add: Callable[[int, int, list[int]], float]):
+def _enumerate(n: int, add: Callable[[int, int, list[int]], float]) -> Iterator[tuple[Order, float]]:
     """Every permutation of ``range(n)`` with its summed extension cost (depth first).
 
     ``add(mask, j, prefix)``: the cost of appending ``j`` to ``prefix`` (the
@@ -144,7 +149,7 @@ def _enumerate(n: int, add: Callable[[int, int, list[int]], float]):
     """
     order: list[int] = []
 
-    def rec(mask: int, acc: float):
+    def rec(mask: int, acc: float) -> Iterator[tuple[Order, float]]:
         if len(order) == n:
             yield tuple(order), acc
             return
@@ -422,7 +427,7 @@ def price_forced(model: CostModel, order: Order, reference: OrderSearch) -> Orde
 
 # ---------------------------------------------------------------- rule ----
 
-def valid_orders(query, algorithm: str) -> Valid:
+def valid_orders(query: JoinQuery, algorithm: str) -> Valid:
     """For hash joins off a common key: which global orders let every window be hashed."""
     if algorithm not in ("hash", "hash-lazy") or query.key_columns() is not None:
         return None
@@ -439,7 +444,7 @@ def valid_orders(query, algorithm: str) -> Valid:
     return valid
 
 
-def order_joins(plan):
+def order_joins(plan: PhysicalPlan) -> PhysicalPlan:
     """Optimizer rule: choose the join order of ``plan`` from the cost model (plan in, plan out).
 
     Prices orders with :func:`~slidewise.optimizer.cost.model_for` the plan's
@@ -449,6 +454,7 @@ def order_joins(plan):
     from slidewise.optimizer.cost import model_for
 
     query, name = plan.query, plan.model_algorithm
+    assert name is not None and plan.stats is not None  # choose() runs the rules only with a model
     buckets = plan.buckets if plan.buckets is not None else plan.options.get("buckets")
     model = model_for(query, plan.stats, name, buckets)
     if name in ("hash", "hash-lazy", "hybrid", "count"):

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from slidewise.errors import OptionError
+from slidewise.model.batch import StreamBatch
 from slidewise.plan.query import JoinQuery
 
 __all__ = ["DEFAULT_DISTINCT", "OnlineStats", "Statistics", "StreamStats", "default_statistics", "domain_size",
@@ -252,7 +253,11 @@ def parse_stats(specs: Sequence[str] | Mapping[str, Mapping[str, float]], query:
     return Statistics(tuple(out))
 
 
-def resolve_statistics(query: JoinQuery, stats=None) -> Statistics:
+#: what ``--stats`` may give: specs (``"S1:rate=10"``, one or a list), ``{alias: {field: value}}``, Statistics
+StatsArg = Statistics | str | Sequence[str] | Mapping[str, Mapping[str, float]] | None
+
+
+def resolve_statistics(query: JoinQuery, stats: StatsArg = None) -> Statistics:
     """``None`` → defaults; specs or a mapping → :func:`parse_stats`; a :class:`Statistics` as is."""
     if stats is None or (not isinstance(stats, Statistics) and not stats):
         return default_statistics(query)
@@ -431,7 +436,7 @@ class OnlineStats:
                 self._streams.append(_StreamEstimator(span / panes, panes, sketch_size, False, attrs))
         self.now: int | None = None
 
-    def observe(self, chunk) -> None:
+    def observe(self, chunk: Sequence[StreamBatch]) -> None:
         """Account for one chunk of arrivals (the engine calls this per chunk)."""
         for batch in chunk:
             if len(batch.ts):

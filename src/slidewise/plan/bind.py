@@ -39,11 +39,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import TypeVar, cast
 
 from slidewise.errors import PlanError, SourceError
 from slidewise.plan.expr import Col, Expr, columns_of
-from slidewise.plan.logical import Aggregate, Join, Negation, Node, Plan, Project, Scan, Select, Union
-from slidewise.plan.query import JoinQuery
+from slidewise.plan.logical import Aggregate, Join, Negation, Node, Output, Plan, Project, Scan, Select, Union
+from slidewise.plan.query import JoinQuery, SelectItem
 from slidewise.plan.types import Typer
 
 __all__ = ["bind", "bind_query", "column_name", "with_children"]
@@ -54,17 +55,20 @@ Columns = Sequence[str] | Mapping[str, str]
 #: columns of a relation's file that are not attributes (update time and operation)
 RELATION_CONTROL = ("ts", "op")
 
+N = TypeVar("N", bound=Node)
 
-def with_children(node: Node, children: Sequence[Node]) -> Node:
+
+def with_children(node: N, children: Sequence[Node]) -> N:
     """A copy of ``node`` with new children (same order as :attr:`Node.children`)."""
     children = tuple(children)
     if not node.children:
         return node
+    # the fields exist on the subclass hasattr found (Union; Join, Negation; Unary)
     if hasattr(node, "inputs"):
-        return replace(node, inputs=children)
+        return replace(node, inputs=children)  # type: ignore[call-arg]
     if hasattr(node, "left"):
-        return replace(node, left=children[0], right=children[1])
-    return replace(node, child=children[0])
+        return replace(node, left=children[0], right=children[1])  # type: ignore[call-arg]
+    return replace(node, child=children[0])  # type: ignore[call-arg]
 
 
 def column_name(col: Col, aliases: Sequence[str]) -> str:
@@ -82,7 +86,7 @@ def bind(plan: Plan, schemas: Mapping[str, Columns]) -> Plan:
     or attribute → kind: then expressions are typed too)."""
     binder = _Binder(plan.aliases, schemas)
     root = binder.bind(plan.root)
-    return replace(plan, root=root)
+    return replace(plan, root=cast(Output, root))   # bind() keeps each node's class
 
 
 def bind_query(query: JoinQuery, schemas: Sequence[Columns]) -> JoinQuery:
@@ -111,7 +115,7 @@ def _kinds(columns: Columns) -> Mapping[str, str]:
     return columns if isinstance(columns, Mapping) else {}
 
 
-def _item(item, expr: Expr):
+def _item(item: SelectItem, expr: Expr) -> SelectItem:
     """SelectItem ``item`` over the typed ``expr``, under its old name."""
     if expr == item.expr:
         return item
@@ -126,6 +130,7 @@ class _Binder:
         self.kinds: dict[int, tuple[Node, dict[str, str | None]]] = {}   # id(node) -> (node, column -> kind)
 
     def bind(self, node: Node) -> Node:
+        new: Node
         if isinstance(node, Scan):
             new = self._scan(node)
         else:
@@ -140,7 +145,7 @@ class _Binder:
         return entry[1] if entry is not None and entry[0] is node else dict.fromkeys(node.schema)
 
     def _typer(self, *inputs: Node) -> Typer:
-        kinds = {k: v for n in inputs for k, v in self.kinds_of(n).items()}
+        kinds: dict[str | None, str | None] = {k: v for n in inputs for k, v in self.kinds_of(n).items()}
         aliases = self.aliases
 
         def kind_of(col: Col) -> str | None:

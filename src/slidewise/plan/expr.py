@@ -27,6 +27,7 @@ import functools
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -115,17 +116,24 @@ class Func(Expr):
     args: tuple[Expr, ...]
     pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
+    @property
+    def cast_kind(self) -> str:
+        """The target kind of a ``cast`` (int, float, str): its second argument, a literal."""
+        kind = self.args[1]
+        assert isinstance(kind, Lit) and isinstance(kind.value, str)
+        return kind.value
+
     def __str__(self) -> str:
         if self.name == "cast":
-            return f"CAST({self.args[0]} AS {_CAST_NAMES[self.args[1].value]})"
+            return f"CAST({self.args[0]} AS {_CAST_NAMES[self.cast_kind]})"
         return f"{self.name.upper()}({', '.join(map(str, self.args))})"
 
 
-_BINOPS: dict[str, Callable] = {
+_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add, "-": operator.sub, "*": operator.mul,
     "/": operator.truediv, "%": operator.mod,
 }
-_CMPS: dict[str, Callable] = {
+_CMPS: dict[str, Callable[[Any, Any], Any]] = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt,
     "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
@@ -134,7 +142,7 @@ CAST_TYPES = {"int": "int", "bigint": "int", "double": "float", "float": "float"
 _CAST_NAMES = {"int": "INT", "float": "DOUBLE", "str": "TEXT"}
 
 
-def cast(v, kind: str):
+def cast(v: Any, kind: str) -> Any:
     """``v`` (scalar or array) as ``kind``; NULL stays NULL, text that is no number becomes NULL.
     To ``int`` truncates toward zero; an array that may hold NULL (from text or floats) is float64."""
     if not isinstance(v, np.ndarray):
@@ -163,13 +171,13 @@ def cast(v, kind: str):
     return v.astype(np.int64) if v.dtype.kind in "iub" else np.trunc(v)
 
 
-_FUNCS: dict[str, Callable] = {"abs": np.abs, "cast": cast}
+_FUNCS: dict[str, Callable[..., Any]] = {"abs": np.abs, "cast": cast}
 FUNCTIONS = frozenset(("abs",))   # called by name; CAST has its own syntax
 CONDITIONS = (Cmp, And, Or, Not)
 NAN = float("nan")  # the one NULL of scalar arithmetic (equal to itself by identity, so DISTINCT keeps one)
 
 
-def evaluate(expr: Expr, get: Callable[[int, str], object]):
+def evaluate(expr: Expr, get: Callable[[int, str], object]) -> Any:
     """Value of ``expr`` where ``get(stream, attr)`` supplies column values; a condition's
     value is true only where it holds (false or unknown: false)."""
     if isinstance(expr, CONDITIONS):
@@ -186,7 +194,7 @@ def evaluate(expr: Expr, get: Callable[[int, str], object]):
     raise TypeError(f"not an expression: {expr!r}")
 
 
-def _truth(expr: Expr, get) -> tuple:
+def _truth(expr: Expr, get: Callable[[int, str], object]) -> tuple[Any, Any]:
     """``(value, unknown)`` of a condition: its truth where known, and where it is unknown
     (SQL's NULL; ``None``: nowhere). ``value`` is meaningless where unknown."""
     if isinstance(expr, Cmp):
@@ -215,7 +223,7 @@ def _truth(expr: Expr, get) -> tuple:
     return (_filled(value, null, False), null) if np.any(null) else (value, None)
 
 
-def is_null(v):
+def is_null(v: Any) -> Any:
     """Where ``v`` is NULL (NaN or None): a bool array, or ``False`` / ``True`` (never an array) where
     ``v`` cannot hold NULL or is a scalar."""
     if isinstance(v, np.ndarray):
@@ -227,7 +235,7 @@ def is_null(v):
     return bool(v is None or (isinstance(v, float) and v != v))
 
 
-def _filled(v, null, fill=None):
+def _filled(v: Any, null: Any, fill: Any = None) -> Any:
     """``v`` with its NULLs replaced, so that comparing it raises no TypeError (results there are masked)."""
     if not (isinstance(v, np.ndarray) and v.dtype == object) or not np.any(null):
         return v
@@ -236,7 +244,7 @@ def _filled(v, null, fill=None):
     return v
 
 
-def arithmetic(op: str, a, b):
+def arithmetic(op: str, a: Any, b: Any) -> Any:
     """``a op b`` on scalars or arrays; ``/`` and ``%`` are NULL (NaN) where ``b`` is 0, without a warning.
 
     ``%`` by a column is float (it may be NULL); by a non-zero constant it keeps ``a``'s type."""

@@ -45,6 +45,7 @@ instant (periodic): nothing is flushed beyond it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -123,6 +124,7 @@ class Scan(Node):
 
     def label(self) -> str:
         if self.kind == "stream":
+            assert self.window is not None  # a stream has a window
             return f"Window {self.alias}{self.window}" + (" INTERNAL" if self.window.internal else "")
         return f"{'Table' if self.kind == 'table' else 'NRR'} {self.alias}"
 
@@ -364,14 +366,14 @@ def _last_part(column: str) -> str:
     return tail if dot and head.isidentifier() and tail.isidentifier() else column
 
 
-def walk(node: Node):
+def walk(node: Node) -> Iterator[Node]:
     """All nodes of a tree, parents before children."""
     yield node
     for c in node.children:
         yield from walk(c)
 
 
-def column_getter(schema: tuple[str, ...], aliases: tuple[str, ...]):
+def column_getter(schema: tuple[str, ...], aliases: tuple[str, ...]) -> Callable[[Sequence[object]], Callable[[int, str], object]]:
     """``make(row) -> get`` for :func:`~slidewise.plan.expr.evaluate` over rows of ``schema``.
 
     >>> make = column_getter(("S1.ts", "S1.a"), ("S1",))
@@ -381,7 +383,7 @@ def column_getter(schema: tuple[str, ...], aliases: tuple[str, ...]):
     index = {c: i for i, c in enumerate(schema)}
     aliases = tuple(aliases)
 
-    def make(row):
+    def make(row: Sequence[object]) -> Callable[[int, str], object]:
         return lambda s, a: row[index[f"{aliases[s]}.{a}"] if s >= 0 else index[a]]
 
     return make

@@ -51,6 +51,7 @@ arrival order; :func:`state_structure` uses a calendar queue otherwise.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Output, Pattern, Plan, Project, Scan, Select, Subquery, Union, walk
 from slidewise.plan.query import WindowSpec
@@ -72,6 +73,7 @@ def leaf_pattern(node: Node) -> Pattern | None:
     """Label of a leaf (a scan, or a subquery with a window over its output); None for inner nodes."""
     if isinstance(node, Scan):
         if node.kind == "stream":
+            assert node.window is not None  # a stream has a window
             return window_pattern(node.window)
         return MONO if node.kind == "nrr" else STR
     if isinstance(node, Subquery) and node.window is not None:
@@ -99,6 +101,7 @@ def _label(node: Node, inputs: tuple[Pattern, ...]) -> tuple[Pattern, str]:
         if isinstance(node, Scan) and node.is_relation:
             what = "NRR" if node.kind == "nrr" else "retroactive table"
         else:
+            assert isinstance(node, (Scan, Subquery)) and node.window is not None  # the leaves with a window
             w = node.window
             what = ("internal window" if w.internal else "unbounded window" if w.kind == "unbounded"
                     else "count window" if w.is_count else "time window")
@@ -135,6 +138,7 @@ def _label(node: Node, inputs: tuple[Pattern, ...]) -> tuple[Pattern, str]:
         if node.kind == "rstream":
             return inputs[0], "output: RSTREAM maintains the answer, same pattern"
         if node.kind == "wstream":
+            assert node.window is not None  # WSTREAM has its window
             p = STR if node.window.is_count else WKS
             return p, f"output: WSTREAM{node.window} is a window over the inserted rows -> {p}"
         return MONO, f"output: {node.kind.upper()} is an append-only stream of changes"
@@ -260,7 +264,7 @@ def state_structure(node: Node, pattern_of_inputs: tuple[Pattern, ...], strategy
     """The state the physical operator for ``node`` keeps under ``strategy`` (Golab's thesis §3.5.2)."""
     out = _label(node, tuple(pattern_of_inputs))[0]
     emits = out != MONO if strategy == "nt" else out == STR
-    base = {"strategy": strategy, "partitions": partitions, "negative_tuples": emits}
+    base: dict[str, Any] = {"strategy": strategy, "partitions": partitions, "negative_tuples": emits}
     kids = node.children
     stored = tuple(_store(p, strategy, c) for c, p in zip(kids, pattern_of_inputs))
     if isinstance(node, Scan) or (isinstance(node, Subquery) and node.window is not None):

@@ -31,12 +31,13 @@ path, still the default for equi-joins, is priced with the ``hash`` model
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from slidewise.errors import PlanError
 from slidewise.operators.joins import JoinOperator, algorithms, get_algorithm
 from slidewise.optimizer.buckets import allocate_buckets
-from slidewise.optimizer.ordering import order_joins
-from slidewise.optimizer.stats import resolve_statistics
+from slidewise.optimizer.ordering import OrderSearch, order_joins
+from slidewise.optimizer.stats import Statistics, StatsArg, resolve_statistics
 from slidewise.plan.query import JoinQuery
 
 PREFERENCE = ("columnar", "hash", "hybrid", "nlj")
@@ -62,14 +63,14 @@ class PhysicalPlan:
     algorithm: type[JoinOperator]
     order: list[int]
     reason: str
-    options: dict
-    stats: object | None = None
+    options: dict[str, Any]
+    stats: Statistics | None = None
     model_algorithm: str | None = None
     search_method: str = "auto"
     forced_order: bool = False
     forced_buckets: bool = False
     buckets: list[int] | None = None
-    search: object | None = None
+    search: OrderSearch | None = None
     notes: list[str] = field(default_factory=list)
 
     def build(self) -> JoinOperator:
@@ -108,6 +109,7 @@ def parse_order(query: JoinQuery, order: str | list[str] | None) -> list[int]:
 
 
 def _pick_algorithm(query: JoinQuery, algorithm: str | None) -> tuple[type[JoinOperator], str]:
+    cls: type[JoinOperator] | None
     if algorithm:
         cls = get_algorithm(algorithm)
         cls.check(query)
@@ -138,7 +140,7 @@ def model_algorithm(query: JoinQuery, name: str) -> str | None:
 
 
 def choose(query: JoinQuery, algorithm: str | None = None, order: str | list[str] | None = None,
-           *, stats=None, search: str = "auto", **options) -> PhysicalPlan:
+           *, stats: StatsArg = None, search: str = "auto", **options: Any) -> PhysicalPlan:
     """Plan ``query``: pick the operator (``algorithm`` forces one), then run the optimizer rules.
 
     ``stats``: ``--stats`` specs (``["S1:rate=10,distinct=500", ...]``), a

@@ -32,10 +32,12 @@ change: pruned columns are never read.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import cast
 
 from slidewise.plan.bind import column_name, with_children
-from slidewise.plan.expr import Col, columns_of
+from slidewise.plan.expr import Col, Expr, columns_of
 from slidewise.plan.logical import Aggregate, Join, Node, Output, Plan, Project, Scan, Select, Subquery
 
 __all__ = ["prune_columns"]
@@ -47,10 +49,10 @@ def prune_columns(plan: Plan) -> Plan:
     scans: list[Scan] = []
     _need(plan.root, set(plan.root.schema), plan.aliases, wanted, scans)
     streams = [s for s in scans if not s.is_relation]
-    keep = {s.source: tuple(c for c in s.columns if c in wanted[s.source]) for s in streams}
+    keep = {s.source: tuple(c for c in s.columns or () if c in wanted[s.source]) for s in streams}
     if all(keep[s.source] == s.columns for s in streams):
         return plan
-    return replace(plan, root=_rebuild(plan.root, keep))
+    return replace(plan, root=cast(Output, _rebuild(plan.root, keep)))   # _rebuild keeps each node's class
 
 
 def _rebuild(node: Node, keep: dict[str, tuple[str, ...]]) -> Node:
@@ -59,7 +61,7 @@ def _rebuild(node: Node, keep: dict[str, tuple[str, ...]]) -> Node:
     return with_children(node, [_rebuild(c, keep) for c in node.children])
 
 
-def _read(exprs, schema: tuple[str, ...], aliases) -> set[str]:
+def _read(exprs: Iterable[Expr], schema: tuple[str, ...], aliases: Sequence[str]) -> set[str]:
     """Columns of ``schema`` that ``exprs`` read (``alias.*`` reads all of ``alias``)."""
     out: set[str] = set()
     for expr in exprs:
@@ -72,7 +74,7 @@ def _read(exprs, schema: tuple[str, ...], aliases) -> set[str]:
     return out & set(schema)
 
 
-def _need(node: Node, need: set[str], aliases, wanted: dict, scans: list) -> None:
+def _need(node: Node, need: set[str], aliases: Sequence[str], wanted: dict[str, set[str]], scans: list[Scan]) -> None:
     """Record what ``node``'s inputs must provide so that its columns ``need`` are right."""
     if isinstance(node, Scan):
         scans.append(node)

@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 from slidewise.errors import OptionError
 from slidewise.optimizer.stats import DEFAULT_DISTINCT, DEFAULT_RATE, UNBOUNDED_HORIZON
@@ -51,6 +52,7 @@ from slidewise.plan.bind import with_children
 from slidewise.plan.expr import And, Cmp, Col, Expr, Lit, Not, Or
 from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Output, Pattern, Plan, Project, Scan, Select, Subquery, Union, walk
 from slidewise.plan.patterns import annotate
+from slidewise.plan.query import WindowSpec
 
 __all__ = ["CHEAP_EXPIRATION", "PREMATURE", "Flow", "algebra", "alternatives", "choose_plan", "edge_cost", "flows",
            "plan_cost", "plan_stats"]
@@ -68,6 +70,8 @@ DEFAULT_ROWS = 100.0
 #: alternatives generated at most
 MAX_ALTERNATIVES = 16
 STRATEGIES = ("nt", "direct", "upa")
+#: ``--stats`` specs (``["S1:rate=10,distinct=500"]``) or ``{alias: {field: value}}``; None: defaults
+StatSpecs = Sequence[str] | Mapping[str, Mapping[str, float]] | None
 
 
 # --- plan text ------------------------------------------------------------------------------------
@@ -141,7 +145,7 @@ def _pull_up(node: Node) -> list[Node]:
     """``σ*(A − C) ⋈ B`` → ``(σ*(A) ⋈ B) − C``."""
     if not isinstance(node, Join):
         return []
-    out = []
+    out: list[Node] = []
     for i, inp in enumerate(node.inputs):
         sels, neg = _peel(inp)
         if isinstance(neg, Negation) and neg.mode == "anti":
@@ -170,7 +174,7 @@ def alternatives(plan: Plan) -> list[Plan]:
             for root in _one_step(p.root, p.aliases):
                 k = _key(root)
                 if k not in seen and len(seen) < MAX_ALTERNATIVES:
-                    seen[k] = replace(p, root=root)
+                    seen[k] = replace(p, root=cast(Output, root))   # a rewrite keeps the Output root
                     nxt.append(seen[k])
         frontier = nxt
     return list(seen.values())
@@ -178,7 +182,7 @@ def alternatives(plan: Plan) -> list[Plan]:
 
 # --- statistics -----------------------------------------------------------------------------------
 
-def plan_stats(specs, plan: Plan | None = None) -> dict[str, dict[str, float]]:
+def plan_stats(specs: StatSpecs, plan: Plan | None = None) -> dict[str, dict[str, float]]:
     """Per-alias statistics from ``["S1:rate=10,distinct=500", ...]`` or ``{"S1": {"rate": 10}}``.
 
     Fields: ``rate``, ``distinct``, ``distinct.<attr>``, ``window`` (time span of
@@ -253,7 +257,7 @@ class _Estimator:
                 return 1 / max(self.distinct(cols[0]), self.distinct(cols[1]))
         return RANGE_SELECTIVITY
 
-    def _window(self, alias: str, window, rate: float) -> float:
+    def _window(self, alias: str, window: WindowSpec, rate: float) -> float:
         if window.is_count:
             per = self.field(alias, "distinct", DEFAULT_DISTINCT) if window.partition_by else 1.0
             return window.size * per
@@ -271,6 +275,7 @@ class _Estimator:
                 return Flow(self.field(node.alias, "rate", 0.0), self.field(node.alias, "rows", DEFAULT_ROWS),
                             1.0 if node.kind == "table" else 0.0)
             rate = self.field(node.alias, "rate", DEFAULT_RATE)
+            assert node.window is not None  # a stream scan has a window
             return Flow(rate, self._window(node.alias, node.window, rate), 1.0 if node.window.is_count else 0.0)
         if isinstance(node, Subquery) and node.window is not None:
             return Flow(kids[0].rate, self._window(node.alias, node.window, kids[0].rate),
@@ -300,7 +305,7 @@ class _Estimator:
         return kids[0]  # Project, Subquery without window, Output
 
 
-def flows(plan: Plan, stats=None, premature: float = PREMATURE) -> dict[Node, Flow]:
+def flows(plan: Plan, stats: StatSpecs = None, premature: float = PREMATURE) -> dict[Node, Flow]:
     """The estimated :class:`Flow` (rate, live size) of every edge of a plan, independent of strategy."""
     est = _Estimator(plan, plan_stats(stats, plan), premature)
     return {n: est.flow(n) for n in walk(plan.root)}
@@ -323,7 +328,7 @@ def edge_cost(flow: Flow, pattern: Pattern, strategy: str, partitions: int = 10)
     return min(2 * r, calendar)
 
 
-def plan_cost(plan: Plan, stats=None, strategy: str = "upa", premature: float = PREMATURE,
+def plan_cost(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", premature: float = PREMATURE,
               partitions: int = 10) -> tuple[float, dict[Node, float]]:
     """Total tuples processed per time unit, and each operator's share (the edges it consumes)."""
     if strategy not in STRATEGIES:
@@ -336,8 +341,8 @@ def plan_cost(plan: Plan, stats=None, strategy: str = "upa", premature: float = 
     return sum(per_node.values()), per_node
 
 
-def choose_plan(plan: Plan, stats=None, strategy: str = "upa", premature: float = PREMATURE,
-                partitions: int = 10) -> tuple[Plan, dict]:
+def choose_plan(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", premature: float = PREMATURE,
+                partitions: int = 10) -> tuple[Plan, dict[str, Any]]:
     """The cheapest of :func:`alternatives` under ``strategy``, and a report of the costs and why."""
     stats = plan_stats(stats, plan)
     priced = []
@@ -346,7 +351,7 @@ def choose_plan(plan: Plan, stats=None, strategy: str = "upa", premature: float 
         priced.append((total, alt))
     best_cost, best = min(priced, key=lambda x: x[0])
     texts = [algebra(p.root) for _, p in priced]
-    report = {
+    report: dict[str, Any] = {
         "strategy": strategy,
         "premature": premature,
         "alternatives": [{"plan": t, "cost": c} for t, (c, _) in zip(texts, priced)],

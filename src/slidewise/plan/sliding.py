@@ -76,7 +76,7 @@ class SlidingAggregate:
 
     def arguments(self) -> tuple[str, ...]:
         """The stream attributes the aggregates read."""
-        return tuple(dict.fromkeys(a.arg.attr for a in self.aggs if a.arg is not None))
+        return tuple(dict.fromkeys(a.arg.attr for a in self.aggs if a.arg is not None))  # type: ignore[attr-defined]  # match() admits only Col arguments
 
     def refuse(self, dtypes: dict[str, np.dtype]) -> str | None:
         """Why the pane path cannot run over columns of these types (None: it can)."""
@@ -84,7 +84,7 @@ class SlidingAggregate:
             if k != "ts" and dtypes[k].kind == "f":
                 return f"group key {self.alias}.{k} is a float column (NaN keys)"
         for a in self.aggs:
-            if a.arg is not None and a.func != "count" and dtypes[a.arg.attr].kind not in "biuf":
+            if a.arg is not None and a.func != "count" and dtypes[a.arg.attr].kind not in "biuf":  # type: ignore[attr-defined]  # only Col arguments
                 return f"{a.name} over a non-numeric column"
         return None
 
@@ -115,6 +115,7 @@ def match(plan: Plan) -> SlidingAggregate | None:
     if not isinstance(node, Scan) or node.kind != "stream":
         return None
     w = node.window
+    assert w is not None  # a stream scan has a window
     if w.kind != "range" or w.internal or w.slide != root.slide:
         return None
     keys = []

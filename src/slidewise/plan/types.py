@@ -35,13 +35,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from slidewise.errors import PlanError
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or, columns_of, evaluate
 
+if TYPE_CHECKING:
+    from slidewise.plan.logical import AggCall
+
 __all__ = ["Typer", "kind_name", "literal_kind"]
 
-_NAMES = {"int": "integer", "float": "float", "bool": "boolean", "str": "text"}
+_NAMES: dict[str | None, str] = {"int": "integer", "float": "float", "bool": "boolean", "str": "text"}
 _INT_RE = re.compile(r"[+-]?\d+")
 _FLOAT_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _TEXT_WHY = "a column is text when a value in its source is not a number"
@@ -72,7 +76,7 @@ def _family(kind: str | None) -> str | None:
     return None if kind is None else "text" if kind == "str" else "number"
 
 
-def _location(*exprs: Expr) -> str | None:
+def _location(*exprs: Expr | AggCall) -> str | None:
     for e in exprs:
         pos = getattr(e, "pos", None)
         if pos is not None:
@@ -109,7 +113,7 @@ class Typer:
         if isinstance(expr, BinOp):
             return self._arithmetic(expr)
         if isinstance(expr, Func) and expr.name == "cast":
-            return replace(expr, args=(self.typed(expr.args[0])[0], expr.args[1])), expr.args[1].value
+            return replace(expr, args=(self.typed(expr.args[0])[0], expr.args[1])), expr.cast_kind
         if isinstance(expr, Func):
             args = [self.typed(a) for a in expr.args]
             for a, k in args:
@@ -120,7 +124,7 @@ class Typer:
             return replace(expr, args=tuple(a for a, _ in args)), (args[0][1] if args else None)
         return expr, None
 
-    def aggregate(self, call):
+    def aggregate(self, call: AggCall) -> tuple[AggCall, str | None]:
         """``(call with its argument typed, the kind of its result)``; a PlanError for SUM / AVG of text."""
         if call.arg is None:
             return call, "int"
@@ -180,11 +184,11 @@ class Typer:
             return typed, None
         if expr.op == "/":
             return typed, "float"
-        if expr.op == "%" and not (not columns_of(right) and evaluate(right, None) != 0):
+        if expr.op == "%" and not (not columns_of(right) and evaluate(right, None) != 0):  # type: ignore[arg-type]  # no columns: get is never called
             return typed, "float"
         return typed, ("int" if {lk, rk} <= {"int", "bool"} else "float")
 
-    def _cast(self, lit: Lit, kind: str, expr: Expr, other: Expr) -> Lit:
+    def _cast(self, lit: Lit, kind: str | None, expr: Expr, other: Expr) -> Lit:
         """``lit`` as a value of ``kind``'s family; a PlanError if it is not one (or if a number
         would order as text)."""
         op = getattr(expr, "op", "=")
