@@ -24,6 +24,7 @@ def test_bench_smoke(tmp_path, capsys):
     print_summary(s)
     out = capsys.readouterr().out
     assert "slidewise engine (--out parquet)" in out and "answers equal: True" in out
+    assert "ratio whole-process CPU time per round" in out and s["table"]["slidewise whole process"]["cpu_s"] > 0
 
 
 @pytest.mark.parametrize("form", list(FORMS))

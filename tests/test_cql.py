@@ -5,6 +5,8 @@ User-facing error texts are pinned in tests/test_error_messages.py.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -330,3 +332,18 @@ def test_load_query_error_names_the_file(tmp_path):
         "FROM S1 [ROWS 0]\n"
         "              ^")
     assert (info.value.line, info.value.column) == (2, 15)
+
+
+def test_compiled_grammar_is_cached_in_a_private_user_directory(tmp_path, monkeypatch):
+    from slidewise.cql import parser
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    text = parser.GRAMMAR.read_text(encoding="utf-8")
+    path = parser._cache_file(text, "full")
+    assert path and (tmp_path / "slidewise").stat().st_mode & 0o777 == 0o700
+    built = parser._compile(text, "full")
+    loaded = parser._compile(text, "full")   # from the file
+    query = "SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 9 SLIDE 2] GROUP BY S.a"
+    assert os.path.exists(path) and loaded.parse(query) == built.parse(query)
+    (tmp_path / "slidewise").chmod(0o770)   # others may write there: no cache
+    assert parser._cache_file(text, "full") is None

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -73,6 +74,20 @@ def test_parquet_is_written_incrementally(tmp_path):
     sink.close()
     f = pq.ParquetFile(path)
     assert f.metadata.num_row_groups == 3 and f.metadata.num_rows == 30
+
+
+def test_parquet_integers_are_delta_encoded_and_read_back(tmp_path):
+    path = tmp_path / "o.parquet"
+    cols = {"ts": np.repeat(np.arange(5) * 10, 4), "a": np.tile(np.arange(4, dtype=np.int32), 5),
+            "n": np.full(20, 2**62), "sign": np.ones(20, np.int8), "s": np.array(["q"] * 20, dtype=object)}
+    with open_sink(path) as sink:
+        sink.write(cols)
+    col = pq.ParquetFile(path).metadata.row_group(0).column
+    assert all("DELTA_BINARY_PACKED" in col(i).encodings and "RLE_DICTIONARY" not in col(i).encodings for i in range(4))
+    assert "RLE_DICTIONARY" in col(4).encodings
+    got = pq.read_table(path)
+    assert got.schema.types[:4] == [pa.int64(), pa.int32(), pa.int64(), pa.int8()]
+    assert all(np.array_equal(got.column(c).to_numpy(zero_copy_only=False), v) for c, v in cols.items())
 
 
 def test_stdout_and_callable(capsys):

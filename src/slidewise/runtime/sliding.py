@@ -183,12 +183,19 @@ class PaneRun:
         if not total:
             return
         spec = self.spec
+        # one gather index for all columns (boolean indexing of each column is several times slower)
+        flat = np.flatnonzero(rows)
+        group = None   # each row's group (column of ``rows``), for the keys (one value per group, broadcast)
         cols = {}
         for c in spec.columns:
             vals, null = cells[c]
-            col = vals[rows]
-            cols[c] = _with_nulls(col.astype(np.int64) if col.dtype == np.int32 else col,
-                                  None if null is None else null[rows])
+            if vals.strides[0] == 0:
+                if group is None:
+                    group = flat - np.repeat(np.arange(len(rows), dtype=np.int64) * rows.shape[1], per_window)
+                col = _widen(vals[0])[group]
+            else:
+                col = _widen(_take(vals, flat))
+            cols[c] = _with_nulls(col, None if null is None else _take(null, flat))
         rows_ts = np.repeat(instants, per_window)
         if not self.presorted and total > 1:
             order = np.lexsort(tuple(k for c in reversed(spec.columns) for k in _sort_key(cols[c])) + (rows_ts,))
@@ -198,6 +205,16 @@ class PaneRun:
         cols["sign"] = np.full(total, sign, np.int8)
         self.results += total
         self.emit(cols)
+
+
+def _take(cells: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """The (windows x groups) cells at the flat indices ``flat``."""
+    return np.ravel(cells).take(flat)
+
+
+def _widen(col: np.ndarray) -> np.ndarray:
+    """int32 as int64 (the output type of integers on every path)."""
+    return col.astype(np.int64) if col.dtype == np.int32 else col
 
 
 def _encode(columns: list[np.ndarray], n: int) -> tuple[list[np.ndarray], np.ndarray]:
