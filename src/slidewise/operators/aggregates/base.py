@@ -72,3 +72,18 @@ def flat_index(pane_codes: np.ndarray, group_codes: np.ndarray, shape: tuple[int
 def counts(flat: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """Tuples per cell, int32 (a block holds fewer than 2**31 tuples; half the memory traffic)."""
     return np.bincount(flat, minlength=shape[0] * shape[1]).astype(np.int32).reshape(shape)
+
+
+class Counts(Accumulator):
+    """An accumulator whose state is one int32 count per cell: counts add and subtract."""
+
+    subtractable = True
+
+    def merge(self, a: State, b: State) -> State:
+        return (a[0] + b[0],)
+
+    def subtract(self, a: State, b: State) -> State:
+        return (a[0] - b[0],)
+
+    def identity(self, shape) -> State:
+        return (np.zeros(shape, np.int32),)

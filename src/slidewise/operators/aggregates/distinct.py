@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from slidewise.operators.aggregates.base import Accumulator, State, counts, flat_index, not_null
+from slidewise.operators.aggregates.base import Counts, State, counts, flat_index, not_null
 
 
-class Distinct(Accumulator):
+class Distinct(Counts):
     """``func(DISTINCT x)`` for ``func`` in count, sum, avg; the partial's columns are (group, value) pairs."""
-
-    subtractable = True
 
     def __init__(self, dtype: np.dtype | None = None, func: str = "count"):
         super().__init__(dtype)
@@ -37,15 +35,6 @@ class Distinct(Accumulator):
         self.groups, self.width = shape[1], len(pairs)
         cells = (shape[0], len(pairs))
         return (counts(flat_index(pane_codes, pcode.reshape(-1), cells), cells),)
-
-    def merge(self, a, b):
-        return (a[0] + b[0],)
-
-    def subtract(self, a, b):
-        return (a[0] - b[0],)
-
-    def identity(self, shape):
-        return (np.zeros(shape, np.int32),)
 
     def _per_group(self, weights: np.ndarray) -> np.ndarray:
         """Row sums of ``weights`` (windows x pairs) over each group's pairs: windows x groups."""

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from slidewise.operators.aggregates.base import Accumulator, State, counts, flat_index, not_null
+from slidewise.operators.aggregates.base import Accumulator, Counts, State, counts, flat_index, not_null
 
 #: integer sums are added as float64 weights when every partial sum stays exact
 _EXACT = 2 ** 53
 
 
-class Count(Accumulator):
+class Count(Counts):
     """``COUNT(*)`` (``dtype`` None) or ``COUNT(x)`` (non-null values); int32 cells, int64 values."""
-
-    subtractable = True
 
     def partial(self, values, pane_codes, group_codes, shape) -> State:
         flat = flat_index(pane_codes, group_codes, shape)
@@ -22,15 +20,6 @@ class Count(Accumulator):
             if ok is not None:
                 flat = flat[ok]
         return (counts(flat, shape),)
-
-    def merge(self, a, b):
-        return (a[0] + b[0],)
-
-    def subtract(self, a, b):
-        return (a[0] - b[0],)
-
-    def identity(self, shape):
-        return (np.zeros(shape, np.int32),)
 
     def value(self, state):
         return state[0].astype(np.int64), None
