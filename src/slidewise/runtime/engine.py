@@ -22,7 +22,7 @@ from slidewise.operators.project import output_columns, output_names
 from slidewise.plan.bind import bind_query
 from slidewise.plan.physical import PhysicalPlan, choose
 from slidewise.plan.query import JoinQuery
-from slidewise.runtime.outputs import abandon, shielded, signal_name
+from slidewise.runtime.outputs import GuardedRun, shielded, signal_name
 from slidewise.runtime.overload import make_hooks
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
@@ -99,7 +99,7 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
     n_results = n_retractions = n_chunks = state_peak = 0
     started = time.perf_counter()
     bar = Progress(enabled=progress)
-    sink = stop = None
+    guard = GuardedRun(chunk_rows, bar)
 
     def emit(res) -> None:
         nonlocal n_results, n_retractions
@@ -107,15 +107,15 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
             return
         cols = output_columns(query, res)
         with shielded():  # results are written and counted together
-            if sink is not None:
-                sink.write(cols)
+            if guard.sink is not None:
+                guard.sink.write(cols)
             n_retractions += int((res.sign < 0).sum())
             n_results += int((res.sign > 0).sum())
             if collect:
                 collected.append(pd.DataFrame(cols))
 
-    try:
-        sink = open_sink(out, names) if out is not None else None
+    with guard:
+        guard.sink = open_sink(out, names) if out is not None else None
         for chunk in merge_all(opened, lateness, rejects, chunk_rows):
             n_chunks += 1
             for b in chunk:
@@ -124,18 +124,9 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
             state_peak = max(state_peak, operator.state_tuples())
             bar.update(int(inputs.sum()), n_results, rejects.total)
         emit(operator.finish() if hooks is None else hooks.finish(operator))
-    except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: keep what is complete, finish the files
-        stop = e
-    except BaseException as e:  # noqa: BLE001 - the output is discarded, the error raised again
-        raise abandon(sink, e, chunk_rows) from None
-    finally:
-        bar.close()
+    stop = guard.stop
     seconds = time.perf_counter() - started
-    with shielded(deliver=stop is None):
-        if sink is not None:
-            sink.close()
-        if rejects_path:
-            rejects.write(rejects_path)
+    guard.finish(rejects, rejects_path)
     stats = {
         "query": query.text or query.describe(),
         "algorithm": plan.algorithm.name,

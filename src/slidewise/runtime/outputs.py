@@ -28,7 +28,7 @@ from pathlib import Path
 
 from slidewise.errors import ExecutionError, OptionError
 
-__all__ = ["AtomicFile", "Interrupted", "abandon", "check_run", "install_signal_handlers", "kept_signal_handlers",
+__all__ = ["AtomicFile", "GuardedRun", "Interrupted", "abandon", "check_run", "install_signal_handlers", "kept_signal_handlers",
            "named_paths", "shielded", "write_atomic"]
 
 
@@ -303,3 +303,43 @@ def abandon(sink, error: BaseException, chunk_rows: int) -> BaseException:
                               "too large to hold", hint=f"lower --chunk-rows (e.g. {max(1, chunk_rows // 16)}) "
                               "or narrow the windows; no result file was written")
     return error
+
+
+class GuardedRun:
+    """The output protocol of one local run, written once for every executor.
+
+    Used as ``with GuardedRun(chunk_rows, bar) as run:`` around the input
+    loop, with the result sink assigned to ``run.sink`` inside it: Ctrl-C /
+    SIGTERM end the loop and are kept in ``run.stop`` (what is complete
+    stays); any other error discards the result file (:func:`abandon`) and
+    is raised again; the progress bar is closed either way. :meth:`finish`
+    then writes the pending rows, the sink and the rejects with signals held.
+    """
+
+    def __init__(self, chunk_rows: int, bar=None):
+        self.chunk_rows, self.bar = chunk_rows, bar
+        self.sink = None
+        self.stop: BaseException | None = None
+
+    def __enter__(self) -> GuardedRun:
+        return self
+
+    def __exit__(self, exc_type, error, tb) -> bool:
+        if self.bar is not None:
+            self.bar.close()
+        if error is None:
+            return False
+        if isinstance(error, KeyboardInterrupt):
+            self.stop = error
+            return True
+        raise abandon(self.sink, error, self.chunk_rows) from None
+
+    def finish(self, rejects, rejects_path: str | None, pending: Callable[[], None] | None = None) -> None:
+        """Complete the outputs: ``pending`` rows (interrupted runs), the sink, the rejects file."""
+        with shielded(deliver=self.stop is None):
+            if self.stop is not None and pending is not None:
+                pending()
+            if self.sink is not None:
+                self.sink.close()
+            if rejects_path:
+                rejects.write(rejects_path)

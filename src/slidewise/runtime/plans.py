@@ -48,7 +48,7 @@ from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowS
 from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
 from slidewise.plan.prune import prune_columns
 from slidewise.runtime.engine import RunResult, interrupted, run_counts
-from slidewise.runtime.outputs import abandon, shielded
+from slidewise.runtime.outputs import GuardedRun, abandon
 from slidewise.runtime.plan_runner import DEFAULT_SPAN
 from slidewise.runtime.plan_runner import PlanRunner as _Runner
 from slidewise.runtime.progress import Progress
@@ -117,10 +117,10 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     bar = Progress(enabled=progress)
     inputs = dict.fromkeys(names, 0)
     started = time.perf_counter()
-    sink = stop = runner = None
-    try:
-        sink = open_sink(out, columns) if out is not None else None
-        runner = _Runner(net, sink, collect, columns, span=int(span))
+    runner = None
+    with GuardedRun(chunk_rows, bar) as guard:
+        guard.sink = open_sink(out, columns) if out is not None else None
+        runner = _Runner(net, guard.sink, collect, columns, span=int(span))
         for chunk in merge_all(opened, lateness, rejects, chunk_rows):
             for i, b in enumerate(chunk):
                 if len(b):
@@ -129,22 +129,11 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
             runner.flush_output()
             bar.update(sum(inputs.values()), runner.results, rejects.total)
         runner.finish(plan.root.slide)
-    except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: keep the instants completed, finish the files
-        stop = e
-    except BaseException as e:  # noqa: BLE001 - the output is discarded, the error raised again
-        raise abandon(sink, e, chunk_rows) from None
-    finally:
-        bar.close()
+    stop = guard.stop
     if runner is None:  # interrupted before the first instant
-        raise abandon(sink, stop, chunk_rows)
+        raise abandon(guard.sink, stop, chunk_rows)
     seconds = time.perf_counter() - started
-    with shielded(deliver=stop is None):
-        if stop is not None:
-            runner.write_pending()
-        if sink is not None:
-            sink.close()
-        if rejects_path:
-            rejects.write(rejects_path)
+    guard.finish(rejects, rejects_path, pending=runner.write_pending)
     stats = {
         "query": plan.text or plan.root.label(),
         "strategy": strategy,
@@ -200,10 +189,10 @@ def _execute_panes(plan, spec, opened, names, out, collect, columns, lateness, c
     run = PaneRun(spec, {"ts": np.dtype(np.int64), **schema}, emit)
     bar = Progress(enabled=progress)
     inputs = dict.fromkeys(names, 0)
-    instants, last, stop = 0, None, None
+    instants, last = 0, None
     started = time.perf_counter()
-    try:
-        writer = BackgroundSink(open_sink(out, columns)) if out is not None else None
+    with GuardedRun(chunk_rows, bar) as guard:
+        writer = guard.sink = BackgroundSink(open_sink(out, columns)) if out is not None else None
         for chunk in merge_all(opened, lateness, rejects, chunk_rows):
             b = chunk[names.index(spec.source)]
             if len(b):
@@ -213,17 +202,8 @@ def _execute_panes(plan, spec, opened, names, out, collect, columns, lateness, c
                 run.add(b.ts, b.cols)
             bar.update(sum(inputs.values()), run.results, rejects.total)
         run.finish()
-    except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: keep the evaluations emitted, finish the files
-        stop = e
-    except BaseException as e:  # noqa: BLE001 - the output is discarded, the error raised again
-        raise abandon(writer, e, chunk_rows) from None
-    finally:
-        bar.close()
-    with shielded(deliver=stop is None):
-        if writer is not None:
-            writer.close()
-        if rejects_path:
-            rejects.write(rejects_path)
+    stop = guard.stop
+    guard.finish(rejects, rejects_path)
     seconds = time.perf_counter() - started
     patterns = annotate(plan.root)
     stats = {
