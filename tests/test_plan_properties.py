@@ -78,17 +78,6 @@ def test_executor_matches_the_oracle(strategy, case, span):
 
 @needs_executor
 @given(case=plan_cases())
-def test_nt_thesis_set_up_matches_the_oracle(case):
-    """NT with the thesis's hash tables of scanned partitions (the bench's "NT thesis set-up")."""
-    p, streams, tables = case
-    note(describe(p, streams, tables))
-    got = run(p, streams, tables, "nt", 4, options={"hash_partitions": 3})
-    expected = expected_output(p, streams, tables)
-    assert got == expected, f"missing {expected - got}, extra {got - expected}"
-
-
-@needs_executor
-@given(case=plan_cases())
 def test_strategies_agree(case):
     p, streams, tables = case
     note(describe(p, streams, tables))

@@ -1,6 +1,5 @@
 """Row stores and the calendar queue (Golab's thesis §3.5.2): insert, delete, expire, lookup."""
 
-import pickle
 from collections import Counter
 
 import pytest
@@ -11,18 +10,17 @@ from slidewise.errors import PlanError
 from slidewise.model.batch import NO_EXP
 from slidewise.plan.logical import Pattern
 from slidewise.windows.calendar import CalendarQueue
-from slidewise.windows.states import CalendarStore, FifoStore, HashStore, PartitionedHashStore, ScanStore, make_store
+from slidewise.windows.states import CalendarStore, FifoStore, HashStore, ScanStore, make_store
 
 
 def row(k, ts, exp):
     return ((k, ts), ts, exp, 1)
 
 
-STORES = [HashStore, ScanStore, FifoStore, lambda key=None: CalendarStore(key, partitions=3),
-          lambda key=None: PartitionedHashStore(key, partitions=3)]
+STORES = [HashStore, ScanStore, FifoStore, lambda key=None: CalendarStore(key, partitions=3)]
 
 
-@pytest.mark.parametrize("make", STORES, ids=["hash", "scan", "fifo", "calendar", "hash-partitioned"])
+@pytest.mark.parametrize("make", STORES, ids=["hash", "scan", "fifo", "calendar"])
 def test_insert_lookup_delete(make):
     s = make(key=lambda v: v[0])
     for r in (row("a", 1, 11), row("b", 2, 12), row("a", 3, 13), row("a", 3, 13)):
@@ -139,26 +137,3 @@ def test_stores_agree_with_a_list(ops, kind, partitions):
         assert Counter(s.lookup(k)) == Counter(x for x in ref if x[0][0] == k)
         nxt = s.next_expiry()
         assert nxt is None or nxt <= min(x[2] for x in ref)
-
-
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.booleans()), max_size=40), st.integers(1, 4))
-def test_partitioned_hash_store_agrees_with_the_hash_store(ops, partitions):
-    """The thesis's NT table (scanned partitions) holds, finds and deletes exactly what the index does."""
-    a, b = HashStore(key=lambda v: v[0]), PartitionedHashStore(key=lambda v: v[0], partitions=partitions)
-    assert make_store("nt", Pattern.WKS, hash_partitions=partitions).kind == "hash-partitioned"
-    for i, (k, life, delete) in enumerate(ops):
-        r = ((k, life), i, i + life, 1)
-        if delete:
-            assert a.delete(r[0], r[2]) == b.delete(r[0], r[2])
-        else:
-            a.insert(r)
-            b.insert(r)
-        assert len(a) == len(b) and Counter(a) == Counter(b) and set(a.keys()) == set(b.keys())
-        assert Counter(a.lookup(k)) == Counter(b.lookup(k))
-    d = PartitionedHashStore(partitions=partitions)   # operator state is pickled between Spark calls
-    for r in b:
-        d.insert(r)
-    c = pickle.loads(pickle.dumps(d))
-    assert Counter(c) == Counter(d) and c.index_get(("absent",)) is None
-    with pytest.raises(PlanError, match="partition"):
-        PartitionedHashStore(partitions=0)

@@ -134,12 +134,21 @@ Runner = Callable[..., tuple[dict, "pd.DataFrame | None"]]
 
 def real_runner(text: str, streams: dict, strategy: str, partitions: int, lateness: int,
                 collect: bool = False, options: dict | None = None):
-    """Query text → ``cql.parse_plan`` → ``runtime.plans.execute_plan`` (the documented API)."""
+    """Query text → ``cql.parse_plan`` → ``runtime.plans.execute_plan`` (the documented API).
+
+    ``options["hash_partitions"]`` (the bench's, not the engine's): NT state in the thesis's
+    partitioned hash tables (:func:`slidewise.bench.nt_thesis.thesis_hash_tables`)."""
+    from contextlib import nullcontext
+
+    from slidewise.bench.nt_thesis import thesis_hash_tables
     from slidewise.cql import parse_plan
     from slidewise.runtime.plans import execute_plan
 
-    res = execute_plan(parse_plan(text), streams, strategy=strategy, partitions=partitions,
-                       lateness=lateness, collect=collect, options=options)
+    options = dict(options or {})
+    buckets = options.pop("hash_partitions", None)
+    with nullcontext() if buckets is None else thesis_hash_tables(buckets):
+        res = execute_plan(parse_plan(text), streams, strategy=strategy, partitions=partitions,
+                           lateness=lateness, collect=collect, options=options)
     return dict(res.stats), res.results
 
 

@@ -121,9 +121,7 @@ class Context:
     ``output``: this operator's output pattern; ``partitions``: calendar
     queue partitions for UPA (the thesis tests 10 and 50); ``aliases``: for
     :func:`slidewise.plan.logical.column_getter`; ``options``: operator
-    specific choices (e.g. ``{"distinct": "delta_star" | "naive" | "strict"}``;
-    ``{"hash_partitions": 10}``: NT hash tables of 10 scanned partitions, the
-    thesis's set-up, instead of an index by value).
+    specific choices (e.g. ``{"distinct": "delta_star" | "naive" | "strict"}``).
     """
 
     strategy: str
@@ -136,8 +134,7 @@ class Context:
     def store(self, pattern: Pattern, key=None, *, lookups: bool = True):
         """The state store for an input of ``pattern`` (:func:`slidewise.windows.states.make_store`)."""
         from slidewise.windows.states import make_store
-        return make_store(self.strategy, pattern, key, self.partitions, lookups=lookups,
-                          hash_partitions=self.options.get("hash_partitions"))
+        return make_store(self.strategy, pattern, key, self.partitions, lookups=lookups)
 
 
 class Incremental:

@@ -17,8 +17,6 @@ The stores differ in how they find expired rows:
 
 * :class:`HashStore` (NT): a hash table of multisets; rows leave only by
   ``delete`` (every expiration arrives as a negative tuple), never by time;
-  :class:`PartitionedHashStore` is the thesis's NT hash table of a fixed
-  number of partitions, scanned per lookup (``hash_partitions`` option);
 * :class:`ScanStore` (DIRECT): rows expire by ``exp``, found by scanning the
   whole state — the direct approach's cost (§2.3.3); a hash index still
   serves lookups and deletions;
@@ -48,7 +46,7 @@ from slidewise.operators.incremental import STRATEGIES
 from slidewise.plan.logical import Pattern
 from slidewise.windows.calendar import CalendarQueue
 
-__all__ = ["CalendarStore", "FifoStore", "HashStore", "PartitionedHashStore", "ScanStore", "make_store"]
+__all__ = ["CalendarStore", "FifoStore", "HashStore", "ScanStore", "make_store"]
 
 
 class HashStore:
@@ -130,65 +128,6 @@ class HashStore:
 
     def __iter__(self):
         for bucket in self._index.values():
-            yield from bucket
-
-
-class PartitionedHashStore(HashStore):
-    """NT state as in the thesis's experiments (§3.6.1: hash tables of 10 partitions): ``partitions``
-    buckets of rows; a lookup or deletion scans its key's bucket, O(state / partitions).
-
-    >>> s = PartitionedHashStore(partitions=2)
-    >>> for v in ("a", "b", "a"):
-    ...     s.insert(((v,), 1, 11, 1))
-    >>> len(s.lookup(("a",))), s.delete(("a",), 11), len(s.lookup(("a",))), len(s)
-    (2, True, 1, 2)
-    """
-
-    kind = "hash-partitioned"
-
-    def __init__(self, key=None, partitions: int = 10):
-        super().__init__(key)
-        if partitions < 1:
-            raise PlanError(f"a hash table needs at least one partition, got {partitions}",
-                            hint="e.g. hash_partitions=10 (the thesis's setting)")
-        self.partitions = partitions
-        self._buckets: list[list] = [[] for _ in range(partitions)]
-        self.index_get = self._get   # a bound method, not a lambda: operator state is pickled
-
-    def _get(self, k):
-        """As the index's ``dict.get``: the rows of key ``k`` or None."""
-        return self.lookup(k) or None
-
-    def _bucket(self, k) -> list:
-        return self._buckets[hash(k) % self.partitions]
-
-    def insert(self, row) -> None:
-        self._bucket(self._key(row[0])).append(row)
-        self._n += 1
-
-    def _unindex(self, vals, exp):
-        bucket = self._bucket(self._key(vals))
-        for i, r in enumerate(bucket):
-            if r[2] == exp and r[0] == vals:
-                del bucket[i]
-                self._n -= 1
-                return r
-        return None
-
-    def _unindex_row(self, row) -> None:
-        self._bucket(self._key(row[0])).remove(row)
-
-    def lookup(self, key):
-        if self.key is None:
-            return [r for r in self._bucket(key) if r[0] == key] or ()
-        key_of = self.key
-        return [r for r in self._bucket(key) if key_of(r[0]) == key] or ()
-
-    def keys(self):
-        return {self._key(r[0]) for r in self}
-
-    def __iter__(self):
-        for bucket in self._buckets:
             yield from bucket
 
 
@@ -350,12 +289,10 @@ class CalendarStore(HashStore):
         return iter(self.calendar) if not self.indexed else super().__iter__()
 
 
-def make_store(strategy: str, pattern: Pattern, key=None, partitions: int = 10, *, lookups: bool = True,
-               hash_partitions: int | None = None):
+def make_store(strategy: str, pattern: Pattern, key=None, partitions: int = 10, *, lookups: bool = True):
     """The state structure for an input of update ``pattern`` under ``strategy`` (§3.5.2).
 
-    ``nt`` → :class:`HashStore` (with ``hash_partitions``: the thesis's
-    :class:`PartitionedHashStore`); ``direct`` → :class:`ScanStore`; ``upa`` →
+    ``nt`` → :class:`HashStore`; ``direct`` → :class:`ScanStore`; ``upa`` →
     :class:`FifoStore` for MONO/WKS input, :class:`CalendarStore` with
     ``partitions`` days for WK and STR input (STR rows that never expire by
     time stay in its hash index; premature deletions scan one partition).
@@ -365,7 +302,7 @@ def make_store(strategy: str, pattern: Pattern, key=None, partitions: int = 10, 
     if strategy not in STRATEGIES:
         raise PlanError(f"unknown processing strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
     if strategy == "nt":
-        return HashStore(key) if hash_partitions is None else PartitionedHashStore(key, hash_partitions)
+        return HashStore(key)
     if strategy == "direct":
         return ScanStore(key)
     if pattern <= Pattern.WKS:
