@@ -10,19 +10,16 @@
   On Linux the kernel's high-water mark is reset through
   ``/proc/self/clear_refs`` so the peak is the one of the measured region;
   elsewhere a sampling thread (psutil) and ``getrusage`` stand in.
-* :func:`machine_info`, :func:`write_json`, :func:`save_png`, :func:`nice_round`.
+* :func:`save_png`, :func:`nice_round`; :func:`machine_info` and :func:`write_json`
+  come from :mod:`slidewise.machine` (calibration uses them too).
 
 Wall-clock numbers are only ever reported, never asserted.
 """
 
 from __future__ import annotations
 
-import json
 import multiprocessing
-import os
-import platform
 import re
-import sys
 import threading
 import time
 import traceback
@@ -30,7 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-MB = 1024 * 1024
+from slidewise.machine import MB, machine_info, write_json
+
+__all__ = ["MB", "PeakMemory", "machine_info", "nice_round", "run_isolated", "write_json"]
 
 #: messages a child sends: ("progress", done), ("target", n), ("result", dict), ("error", text)
 Send = Callable[[str, Any], None]
@@ -203,44 +202,6 @@ def run_isolated(target: Callable[[dict, Send], dict], spec: dict, *,
 
 # ------------------------------------------------------------------ misc ----
 
-def machine_info() -> dict[str, Any]:
-    """What the numbers were measured on."""
-    import numpy
-    info: dict[str, Any] = {
-        "cpu_count": os.cpu_count(),
-        "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
-        "python": sys.version.split()[0],
-        "implementation": platform.python_implementation(),
-        "numpy": numpy.__version__,
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-    }
-    try:
-        import psutil
-        info["cpu_count_physical"] = psutil.cpu_count(logical=False)
-        info["memory_total_mb"] = round(psutil.virtual_memory().total / MB)
-    except Exception:  # noqa: BLE001 - optional detail
-        pass
-    try:
-        with open("/proc/cpuinfo") as fh:
-            m = re.search(r"^model name\s*:\s*(.+)$", fh.read(), re.MULTILINE)
-        if m:
-            info["cpu_model"] = m.group(1).strip()
-    except OSError:
-        pass
-    for mod in ("duckdb", "pandas", "pyarrow"):
-        try:
-            info[mod] = __import__(mod).__version__
-        except Exception:  # noqa: BLE001 - optional detail
-            pass
-    try:
-        from importlib.metadata import version
-        info["slidewise"] = version("slidewise")
-    except Exception:  # noqa: BLE001 - optional detail
-        pass
-    return info
-
-
 def nice_round(n: float, digits: int = 2) -> int:
     """Round down to ``digits`` significant digits (23456 -> 23000), at least 1."""
     n = int(n)
@@ -248,21 +209,6 @@ def nice_round(n: float, digits: int = 2) -> int:
         return max(n, 1)
     scale = 10 ** (len(str(n)) - digits)
     return n // scale * scale
-
-
-def write_json(path: str | Path, data: Any) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, sort_keys=False, default=_jsonable) + "\n")
-    return path
-
-
-def _jsonable(obj: Any) -> Any:
-    if hasattr(obj, "item"):  # numpy scalars
-        return obj.item()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 def save_png(fig, path: str | Path) -> Path:

@@ -315,7 +315,7 @@ def calibrate(sizes: Sequence[int] = DEFAULT_SIZES, *, structure: Structure = St
             weights[m] = {"P": s_fit["slope"], "I": u_fit["slope"], "P_const": s_fit["const"],
                           "I_const": u_fit["const"], "P_log": s_fit["log"], "I_log": u_fit["log"]}
         quality[m] = {"P_rel_rms_error": p_err, "I_rel_rms_error": i_err}
-    from slidewise.bench.common import machine_info
+    from slidewise.machine import machine_info
 
     return {"version": PROFILE_VERSION, "unit": "seconds per touched tuple",
             "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -329,7 +329,7 @@ def calibrate(sizes: Sequence[int] = DEFAULT_SIZES, *, structure: Structure = St
 
 
 def save_profile(profile: dict, path: str | Path | None = None) -> Path:
-    from slidewise.bench.common import write_json
+    from slidewise.machine import write_json
 
     return write_json(Path(path).expanduser() if path else default_profile_path(), profile)
 
