@@ -20,10 +20,9 @@ update-pattern-aware plans (:func:`slidewise.runtime.plans.execute_plan`):
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from slidewise.cql.parser import load_any
 from slidewise.errors import OptionError, require_extra
+from slidewise.options import RunOptions
 from slidewise.plan.logical import Plan
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.engine import RunResult, execute
@@ -35,21 +34,23 @@ JOIN_ONLY_OPTIONS = ("algorithm", "order", "buckets", "stats", "search", "negati
 
 
 def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm: str | None = None,
-        order: str | list[str] | None = None, out: str | Callable | None = None,
-        collect: bool | None = None, lateness: int = 0, ts_column: str = "ts",
-        ts_unit: str = "auto", chunk_rows: int = 65536, rejects: str | None = None,
-        progress: bool = False, engine: str = "local", tables: dict[str, object] | None = None,
-        strategy: str = "upa", partitions: int = 10, **operator_options) -> RunResult:
+        order: str | list[str] | None = None, engine: str = "local", tables: dict[str, object] | None = None,
+        run_options: RunOptions | None = None, **options) -> RunResult:
     """Run a query to the end of its inputs on the embedded engine (or ``engine="spark"``).
 
     ``query``: CQL text, the name of a ``*.cql`` file, a ``pathlib.Path`` (read whatever its
     name), or a parsed JoinQuery.
     ``sources``: source name (as in FROM) -> file/directory path, pandas
-    DataFrame, dict of columns or iterable of dicts. ``out``: a result file
-    (``.csv``, ``.jsonl``, ``.parquet``), ``"-"`` for stdout, or a callback
-    receiving a DataFrame per batch. Results are collected into
-    ``RunResult.results`` unless ``out`` is given (or ``collect`` says so).
-    ``operator_options`` go to the join operator (e.g. ``buckets=8``,
+    DataFrame, dict of columns or iterable of dicts.
+
+    How the run reads and writes comes in ``run_options``
+    (:class:`slidewise.options.RunOptions`) or as keywords of the same names, which
+    override it: ``out`` (a result file ``.csv``, ``.jsonl``, ``.parquet``, ``"-"``
+    for stdout, or a callback receiving a DataFrame per batch), ``collect``
+    (results into ``RunResult.results``; default: unless ``out`` is given),
+    ``lateness``, ``ts_column``, ``ts_unit``, ``chunk_rows``, ``rejects`` (CSV of
+    rejected rows), ``progress``, ``strategy``, ``partitions``.
+    Other keywords go to the join operator (e.g. ``buckets=8``,
     ``negatives=True``). ``engine="spark"`` runs on Spark instead
     (:func:`slidewise.spark.run_spark`; its options — ``master``, ``conf``,
     ``trigger``, ``once``, ``checkpoint``, ... — pass through); the API's
@@ -68,34 +69,28 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
     non-retroactive unless FROM says ``TABLE name``; ``strategy`` is ``nt``,
     ``direct`` or ``upa`` and ``partitions`` the UPA calendar queue size.
     """
+    opts, operator_options = RunOptions.split(run_options, options)
     tables = dict(tables or {})
     if engine == "spark":
         require_extra("spark", "engine='spark'")
-    check_run(sources, tables, {"--out": out, "--rejects": rejects},
+    check_run(sources, tables, {"--out": opts.out, "--rejects": opts.rejects},
               directories=("--out", "--rejects") if engine == "spark" else (),
               formats={} if engine == "spark" else {"--out": sink_format})
     q = query if isinstance(query, (JoinQuery, Plan)) else load_any(query, tables)
     if isinstance(q, Plan):
-        return _run_plan(q, sources, tables, engine=engine, strategy=strategy, partitions=partitions,
-                         out=out, collect=(out is None) if collect is None else collect, lateness=lateness,
-                         ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows, rejects_path=rejects,
-                         progress=progress,
+        return _run_plan(q, sources, tables, opts, engine=engine,
                          options={"algorithm": algorithm, "order": order, **operator_options})
     if engine == "spark":
         from slidewise.spark.runner import run_spark
 
-        return run_spark(q, sources, algorithm=algorithm, order=order, out=out, collect=collect,
-                         lateness=lateness, ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows,
-                         rejects=rejects, progress=progress, **operator_options)
+        return run_spark(q, sources, run_options=opts, algorithm=algorithm, order=order, **operator_options)
     if engine != "local":
         raise OptionError(f"unknown engine {engine!r}", hint="use engine='local' or engine='spark'")
-    return execute(q, sources, algorithm=algorithm, order=order, out=out,
-                   collect=(out is None) if collect is None else collect, lateness=lateness,
-                   ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows,
-                   rejects_path=rejects, progress=progress, operator_options=operator_options)
+    return execute(q, sources, run_options=opts, algorithm=algorithm, order=order,
+                   operator_options=operator_options)
 
 
-def _run_plan(plan: Plan, sources, tables, *, engine: str, options: dict, **kwargs) -> RunResult:
+def _run_plan(plan: Plan, sources, tables, opts: RunOptions, *, engine: str, options: dict) -> RunResult:
     """A general query on the local plan executor, or on Spark (:func:`slidewise.spark.plans.run_plan_spark`)."""
     from slidewise.runtime.plans import execute_plan
 
@@ -104,9 +99,9 @@ def _run_plan(plan: Plan, sources, tables, *, engine: str, options: dict, **kwar
 
         given = dict(options)
         spark = {k: given.pop(k) for k in SPARK_OPTIONS if k in given}
-        refuse_options({**given, "chunk_rows": kwargs.pop("chunk_rows", None)})
+        refuse_options({**given, "chunk_rows": opts.chunk_rows})
         extra = {k: v for k, v in given.items() if k not in JOIN_ONLY_OPTIONS}
-        return run_plan_spark(plan, sources, tables, rewrite=True, options=extra, **kwargs, **spark)
+        return run_plan_spark(plan, sources, tables, run_options=opts, rewrite=True, options=extra, **spark)
     if engine != "local":
         raise OptionError(f"unknown engine {engine!r}", hint="use engine='local' or engine='spark'")
     given = [k for k in JOIN_ONLY_OPTIONS if options.get(k) not in (None, False)]
@@ -114,5 +109,5 @@ def _run_plan(plan: Plan, sources, tables, *, engine: str, options: dict, **kwar
         raise OptionError(f"option {given[0]!r} applies to join queries only, not to this general query",
                           hint="drop it; choose the processing strategy with --strategy nt|direct|upa")
     extra = {k: v for k, v in options.items() if k not in JOIN_ONLY_OPTIONS}
-    kwargs.setdefault("rewrite", True)  # run what explain shows: the cheapest update-pattern rewriting
-    return execute_plan(plan, sources, tables, options=extra, **kwargs)
+    # run what explain shows: the cheapest update-pattern rewriting
+    return execute_plan(plan, sources, tables, run_options=opts, options=extra, rewrite=True)

@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from slidewise.errors import OptionError, SlidewiseError, require_extra
+from slidewise.options import DEFAULTS, STRATEGIES, TS_UNITS, RunOptions
 
 DEMO_QUERY = """\
 -- Which hosts looked a name up and then opened a TLS session within 5 seconds?
@@ -95,12 +96,14 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="result file (.csv, .jsonl, .parquet) or - for stdout")
     p.add_argument("--stats-json", help="write the run's stats as JSON here")
     p.add_argument("--rejects", help="write rejected rows with reasons here (CSV)")
-    p.add_argument("--lateness", default="0", help="allowed out-of-orderness, e.g. 500, 10s (default 0)")
-    p.add_argument("--ts-column", default="ts", help="timestamp column (default ts)")
-    p.add_argument("--ts-unit", default="auto", choices=["auto", "raw", "s", "ms", "us", "ns", "iso"],
+    p.add_argument("--lateness", default=str(DEFAULTS.lateness),
+                   help=f"allowed out-of-orderness, e.g. 500, 10s (default {DEFAULTS.lateness})")
+    p.add_argument("--ts-column", default=DEFAULTS.ts_column, help=f"timestamp column (default {DEFAULTS.ts_column})")
+    p.add_argument("--ts-unit", default=DEFAULTS.ts_unit, choices=TS_UNITS,
                    help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms, "
                         "and an error when values imply different units")
-    p.add_argument("--chunk-rows", type=int, default=65536, help="rows per processing chunk")
+    p.add_argument("--chunk-rows", type=int, default=DEFAULTS.chunk_rows,
+                   help=f"rows per processing chunk (default {DEFAULTS.chunk_rows})")
     p.add_argument("--buckets", type=int, help="hash buckets per window (hash joins)")
     _add_stats_options(p)
     p.add_argument("--negative-tuples", action="store_true",
@@ -109,11 +112,11 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--table", action="append", metavar="NAME=PATH",
                    help="a relation (repeatable): rows with ts (default 0), optional op +/- and attributes, "
                         "key first; non-retroactive unless FROM says TABLE NAME")
-    p.add_argument("--strategy", default="upa", choices=["nt", "direct", "upa"],
+    p.add_argument("--strategy", default=DEFAULTS.strategy, choices=STRATEGIES,
                    help="general queries: negative tuples, direct expiration, or update-pattern aware "
-                        "(default upa)")
-    p.add_argument("--partitions", type=int, default=10,
-                   help="general queries: calendar queue partitions for --strategy upa (default 10)")
+                        f"(default {DEFAULTS.strategy})")
+    p.add_argument("--partitions", type=int, default=DEFAULTS.partitions,
+                   help=f"general queries: calendar queue partitions for --strategy upa (default {DEFAULTS.partitions})")
 
 
 def _add_stats_options(p: argparse.ArgumentParser) -> None:
@@ -122,6 +125,16 @@ def _add_stats_options(p: argparse.ArgumentParser) -> None:
                         "e.g. --stats S1:rate=10,distinct=500; default: uniform")
     p.add_argument("--search", default="auto", choices=["auto", "heuristic", "exact"],
                    help="join-order search (auto: exact for up to 6 streams)")
+
+
+def run_options(args, *, collect: bool | None) -> RunOptions:
+    """The ``run`` command's :class:`~slidewise.options.RunOptions` (``--lateness`` errors name the flag)."""
+    from slidewise.model.time import parse_duration
+
+    return RunOptions(lateness=parse_duration(args.lateness, what="--lateness"), ts_column=args.ts_column,
+                      ts_unit=args.ts_unit, chunk_rows=args.chunk_rows, out=args.out, collect=collect,
+                      rejects=args.rejects, progress=not args.quiet, strategy=args.strategy,
+                      partitions=args.partitions)
 
 
 def _operator_options(args) -> dict:
@@ -193,7 +206,6 @@ def _print_summary(stats: dict, results, shown: int = 10) -> None:
 
 def cmd_run(args) -> int:
     from slidewise.api import run
-    from slidewise.model.time import parse_duration
     from slidewise.runtime.overload import kwargs_from_args, summary_line
     from slidewise.spark.cli import resolve_engine
 
@@ -212,6 +224,7 @@ def cmd_run(args) -> int:
     if args.engine == "spark":
         require_extra("spark", "--engine spark")
     _check_outputs(args, tables, _is_general(args.query, tables))
+    opts = run_options(args, collect=show and not args.quiet)
     if args.engine == "local":
         from slidewise.runtime.outputs import install_signal_handlers
 
@@ -219,30 +232,20 @@ def cmd_run(args) -> int:
     if args.engine == "spark" and _is_general(args.query, tables):
         from slidewise.spark.cli import plan_from_args
 
-        result = plan_from_args(args, _sources(args.source), tables,
-                                {**_operator_options(args), **kwargs_from_args(args)},
-                                lateness=parse_duration(args.lateness, what="--lateness"),
-                                collect=show and not args.quiet)
+        result = plan_from_args(args, _sources(args.source), tables, opts,
+                                {**_operator_options(args), **kwargs_from_args(args)})
     elif args.engine == "spark" and args.mode == "batch":
         from slidewise.spark.batch import batch_from_args
 
-        result = batch_from_args(args, _sources(args.source), _operator_options(args),
-                                 lateness=parse_duration(args.lateness, what="--lateness"),
-                                 collect=show and not args.quiet)
+        result = batch_from_args(args, _sources(args.source), opts, _operator_options(args))
     elif args.engine == "spark":
         from slidewise.spark.cli import run_from_args
 
-        result = run_from_args(args, _sources(args.source), {**_operator_options(args), **kwargs_from_args(args)},
-                               lateness=parse_duration(args.lateness, what="--lateness"),
-                               collect=show and not args.quiet)
+        result = run_from_args(args, _sources(args.source), opts,
+                               {**_operator_options(args), **kwargs_from_args(args)})
     else:
         result = run(args.query, _sources(args.source), algorithm=args.algorithm, order=args.order,
-                     out=args.out, collect=show and not args.quiet,
-                     lateness=parse_duration(args.lateness, what="--lateness"),
-                     ts_column=args.ts_column, ts_unit=args.ts_unit, chunk_rows=args.chunk_rows,
-                     rejects=args.rejects, progress=not args.quiet, tables=tables,
-                     strategy=args.strategy, partitions=args.partitions, **_operator_options(args),
-                     **kwargs_from_args(args))
+                     tables=tables, run_options=opts, **_operator_options(args), **kwargs_from_args(args))
     code = _finish_run(args, result.stats)
     if code:
         return code
@@ -440,9 +443,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--order")
     e.add_argument("--buckets", type=int, help="hash buckets per window (default: allocated by the model)")
     _add_stats_options(e)
-    e.add_argument("--strategy", default="upa", choices=["nt", "direct", "upa"],
-                   help="general queries: processing strategy whose state structures to show (default upa)")
-    e.add_argument("--partitions", type=int, default=10, help="general queries: calendar queue partitions")
+    e.add_argument("--strategy", default=DEFAULTS.strategy, choices=STRATEGIES,
+                   help=f"general queries: processing strategy whose state structures to show "
+                        f"(default {DEFAULTS.strategy})")
+    e.add_argument("--partitions", type=int, default=DEFAULTS.partitions,
+                   help="general queries: calendar queue partitions")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_explain)
 

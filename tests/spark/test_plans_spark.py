@@ -19,7 +19,8 @@ import pytest
 from harness import sequence_into_buckets
 
 from slidewise.cql.parser import parse_plan
-from slidewise.runtime.plans import _bind, execute_plan
+from slidewise.plan.bind import bind
+from slidewise.runtime.plans import execute_plan
 from slidewise.spark.keying import Keying
 from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, wire_frame
 from slidewise.spark.plan_state import RESULT, PlanBucket, partition_attribute
@@ -84,7 +85,7 @@ def simulate(query: str, data: dict, strategy: str, *, batches: int = 3, buckets
     plan = parse_plan(query, list(tables or ()))
     names = list(dict.fromkeys(s.source for s in plan.scans() if not s.is_relation))
     table_rows, schemas = _read_tables(tables or {}, 0, "ts", "auto", Rejects())
-    plan = _bind(plan, {**schemas, **{n: COLUMNS for n in names}})
+    plan = bind(plan, {**schemas, **{n: COLUMNS for n in names}})
     attr, _ = partition_attribute(plan)
     keying = Keying("hash", buckets, keys=(attr,) * len(names)) if attr else Keying("single", 1)
     layout = Layout(tuple(StreamInfo(n, n, {c: "int" for c in COLUMNS}, "raw", 0, "csv", 1) for n in names))
@@ -122,21 +123,21 @@ def simulate(query: str, data: dict, strategy: str, *, batches: int = 3, buckets
 def test_partition_attribute_of_thesis_queries():
     schemas = {"Link1": COLUMNS, "Link2": COLUMNS}
     for q in (Q1, Q2, Q3, AGG):
-        assert partition_attribute(_bind(parse_plan(q), schemas)) == ("src", None)
-    other = _bind(parse_plan(f"SELECT RSTREAM(DISTINCT Link1.dst) FROM Link1 [RANGE {W}]"), schemas)
+        assert partition_attribute(bind(parse_plan(q), schemas)) == ("src", None)
+    other = bind(parse_plan(f"SELECT RSTREAM(DISTINCT Link1.dst) FROM Link1 [RANGE {W}]"), schemas)
     assert partition_attribute(other) == ("dst", None)
-    join = _bind(parse_plan(f"SELECT RSTREAM(Link1.dst) FROM Link1 [RANGE {W}], Link2 [RANGE {W}] "
+    join = bind(parse_plan(f"SELECT RSTREAM(Link1.dst) FROM Link1 [RANGE {W}], Link2 [RANGE {W}] "
                             "WHERE Link1.src = Link2.src"), schemas)
     assert partition_attribute(join)[0] is None   # output rows lack src: per-bucket netting would differ
-    rows = _bind(parse_plan("SELECT RSTREAM(DISTINCT Link1.src) FROM Link1 [ROWS 3]"), schemas)
+    rows = bind(parse_plan("SELECT RSTREAM(DISTINCT Link1.src) FROM Link1 [ROWS 3]"), schemas)
     assert partition_attribute(rows)[0] is None
     # relations are broadcast: partitioned on the streams' attribute, unless relation rows reach the output alone
     schemas["R"] = ["op", "src", "label"]
     for q in (NRR, TABLE, Q3.replace(f"Link2 [RANGE {W}]", "R").replace("Link2.", "R.")):
-        assert partition_attribute(_bind(parse_plan(q, ["R"]), schemas)) == ("src", None)
+        assert partition_attribute(bind(parse_plan(q, ["R"]), schemas)) == ("src", None)
     for q in (f"SELECT RSTREAM(R.src) FROM R UNION SELECT RSTREAM(Link1.src) FROM Link1 [RANGE {W}]",
               f"SELECT RSTREAM(*) FROM R WHERE NOT EXISTS (SELECT * FROM Link1 [RANGE {W}] WHERE Link1.src = R.src)"):
-        assert partition_attribute(_bind(parse_plan(q, ["R"]), schemas))[0] is None
+        assert partition_attribute(bind(parse_plan(q, ["R"]), schemas))[0] is None
 
 
 @pytest.mark.parametrize("query", [Q1, Q2, Q3, AGG], ids=["q1", "q2", "q3", "agg"])

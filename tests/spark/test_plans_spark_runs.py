@@ -26,7 +26,7 @@ from test_plans_spark import AGG, COLUMNS, Q2, Q3, links, local, rows_of
 from slidewise.cli import main
 from slidewise.cql.parser import parse_plan
 from slidewise.errors import OptionError
-from slidewise.runtime.plans import _bind
+from slidewise.plan.bind import bind
 from slidewise.spark.keying import Keying
 from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, unpack, wire_frame
 from slidewise.spark.plan_state import REJECTS, RESULT, PlanBucket, partition_attribute
@@ -114,7 +114,7 @@ def test_checkpoint_of_another_query_or_strategy_is_refused(capsys, monkeypatch,
 def simulate_steps(query: str, steps: list, strategy: str = "upa", buckets: int = 3) -> tuple[Counter, list]:
     """Sequencer and plan buckets in-process over ``steps`` (a dict of stream frames per micro-batch, or
     ``"eof"``); state carried as bytes throughout (one checkpoint over several runs). Results and rejects."""
-    plan = _bind(parse_plan(query), {"Link1": COLUMNS, "Link2": COLUMNS})
+    plan = bind(parse_plan(query), {"Link1": COLUMNS, "Link2": COLUMNS})
     names = list(dict.fromkeys(s.source for s in plan.scans()))
     attr, _ = partition_attribute(plan)
     keying = Keying("hash", buckets, keys=(attr,) * len(names))

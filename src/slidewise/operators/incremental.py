@@ -55,11 +55,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from slidewise.model.batch import NO_EXP
+from slidewise.options import STRATEGIES
 from slidewise.plan.logical import Node, Pattern
 
 Row = tuple  # (vals: tuple, ts: int, exp: int, sign: int)
-
-STRATEGIES = ("nt", "direct", "upa")
 
 __all__ = ["NO_EXP", "STRATEGIES", "Context", "Incremental", "Row", "instants", "merge_groups"]
 

@@ -48,6 +48,7 @@ from typing import Any, cast
 
 from slidewise.errors import OptionError
 from slidewise.optimizer.stats import DEFAULT_DISTINCT, DEFAULT_RATE, UNBOUNDED_HORIZON
+from slidewise.options import STRATEGIES
 from slidewise.plan.bind import with_children
 from slidewise.plan.expr import And, Cmp, Col, Expr, Lit, Not, Or
 from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Output, Pattern, Plan, Project, Scan, Select, Subquery, Union, walk
@@ -69,7 +70,6 @@ RANGE_SELECTIVITY = 1 / 3
 DEFAULT_ROWS = 100.0
 #: alternatives generated at most
 MAX_ALTERNATIVES = 16
-STRATEGIES = ("nt", "direct", "upa")
 #: ``--stats`` specs (``["S1:rate=10,distinct=500"]``) or ``{alias: {field: value}}``; None: defaults
 StatSpecs = Sequence[str] | Mapping[str, Mapping[str, float]] | None
 

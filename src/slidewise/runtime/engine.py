@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import resource
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +18,7 @@ import pandas as pd
 
 from slidewise.errors import SourceError
 from slidewise.operators.project import output_columns, output_names
+from slidewise.options import RunOptions
 from slidewise.plan.bind import bind_query
 from slidewise.plan.physical import PhysicalPlan, choose
 from slidewise.plan.query import JoinQuery
@@ -66,17 +66,19 @@ def interrupted(stop: BaseException | None) -> dict:
     return {"interrupted": True, "signal": signal_name(stop)} if stop is not None else {"interrupted": False}
 
 
-def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | None = None,
-            order: str | list[str] | None = None, out: str | Callable | None = None,
-            collect: bool = False, lateness: int = 0, ts_column: str = "ts", ts_unit: str = "auto",
-            chunk_rows: int = 65536, rejects_path: str | None = None, progress: bool = False,
-            operator_options: dict | None = None, overload=None, adaptive=None) -> RunResult:
+def execute(query: JoinQuery, sources: dict[str, object], *, run_options: RunOptions | None = None,
+            algorithm: str | None = None, order: str | list[str] | None = None,
+            operator_options: dict | None = None, overload=None, adaptive=None, **settings) -> RunResult:
     """Run ``query`` over ``sources`` (source name -> path / DataFrame / ...) to the end.
 
-    ``overload`` (:class:`~slidewise.runtime.overload.OverloadOptions`) and
+    ``run_options`` (:class:`~slidewise.options.RunOptions`), or its fields as keyword
+    ``settings`` (``lateness=500, out="r.csv"``), say how to read and write; ``strategy``
+    and ``partitions`` mean nothing to a join query. ``overload`` (:class:`~slidewise.runtime.overload.OverloadOptions`) and
     ``adaptive`` (drift factor) enable load shedding and re-planning; both may
     also arrive inside ``operator_options`` (the Python API passes extras there).
     """
+    opts = RunOptions.of(run_options, **settings)
+    lateness, chunk_rows, collect = opts.lateness, opts.chunk_rows, opts.collecting()
     operator_options = dict(operator_options or {})
     overload = operator_options.pop("overload", overload)
     adaptive = operator_options.pop("adaptive", adaptive)
@@ -85,7 +87,7 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
         raise SourceError(f"no input given for stream {missing[0]!r}",
                           hint=f"pass --source {missing[0]}=PATH (FROM reads: "
                                f"{', '.join(dict.fromkeys(s.source for s in query.streams))})")
-    opened = [open_source(ref.source, sources[ref.source], ts_column=ts_column, ts_unit=ts_unit,
+    opened = [open_source(ref.source, sources[ref.source], ts_column=opts.ts_column, ts_unit=opts.ts_unit,
                           chunk_rows=chunk_rows) for ref in query.streams]
     schemas = [list(src.schema) for src in opened]
     query = bind_query(query, [src.kinds for src in opened])
@@ -98,7 +100,7 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
     inputs = np.zeros(query.n, dtype=np.int64)
     n_results = n_retractions = n_chunks = state_peak = 0
     started = time.perf_counter()
-    bar = Progress(enabled=progress)
+    bar = Progress(enabled=opts.progress)
     guard = GuardedRun(chunk_rows, bar)
 
     def emit(res) -> None:
@@ -115,7 +117,7 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
                 collected.append(pd.DataFrame(cols))
 
     with guard:
-        guard.sink = open_sink(out, names) if out is not None else None
+        guard.sink = open_sink(opts.out, names) if opts.out is not None else None
         for chunk in merge_all(opened, lateness, rejects, chunk_rows):
             n_chunks += 1
             for b in chunk:
@@ -126,7 +128,7 @@ def execute(query: JoinQuery, sources: dict[str, object], *, algorithm: str | No
         emit(operator.finish() if hooks is None else hooks.finish(operator))
     stop = guard.stop
     seconds = time.perf_counter() - started
-    guard.finish(rejects, rejects_path)
+    guard.finish(rejects, opts.rejects)
     stats = {
         "query": query.text or query.describe(),
         "algorithm": plan.algorithm.name,

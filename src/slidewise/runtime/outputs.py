@@ -334,12 +334,12 @@ class GuardedRun:
             return True
         raise abandon(self.sink, error, self.chunk_rows) from None
 
-    def finish(self, rejects, rejects_path: str | None, pending: Callable[[], None] | None = None) -> None:
+    def finish(self, rejects, rejects_to: str | None, pending: Callable[[], None] | None = None) -> None:
         """Complete the outputs: ``pending`` rows (interrupted runs), the sink, the rejects file."""
         with shielded(deliver=self.stop is None):
             if self.stop is not None and pending is not None:
                 pending()
             if self.sink is not None:
                 self.sink.close()
-            if rejects_path:
-                rejects.write(rejects_path)
+            if rejects_to:
+                rejects.write(rejects_to)

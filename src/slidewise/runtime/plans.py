@@ -42,35 +42,33 @@ import numpy as np
 import pandas as pd
 
 from slidewise.errors import OptionError, PlanError, SourceError
-from slidewise.operators.incremental import STRATEGIES, Context, Incremental
+from slidewise.operators.incremental import Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
+from slidewise.options import RunOptions
+from slidewise.plan.bind import bind
 from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
 from slidewise.plan.prune import prune_columns
 from slidewise.runtime.engine import RunResult, interrupted, run_counts
 from slidewise.runtime.outputs import GuardedRun, abandon
-from slidewise.runtime.plan_runner import DEFAULT_SPAN
-from slidewise.runtime.plan_runner import PlanRunner as _Runner
+from slidewise.runtime.plan_runner import DEFAULT_SPAN, PlanRunner
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
 from slidewise.runtime.sinks import BackgroundSink, open_sink
 from slidewise.runtime.sources import open_source
 
-__all__ = ["execute_plan"]
+__all__ = ["PlanNetwork", "execute_plan", "open_table", "plan_inputs"]
 
 
-#: upper bound of the calendar queue's partitions (each one is allocated up front)
-MAX_PARTITIONS = 1 << 20
+def execute_plan(plan: Plan, sources: dict[str, object], tables: dict[str, object] | None = None, *,
+                 run_options: RunOptions | None = None, options: dict | None = None, rewrite: bool = False,
+                 span: int = DEFAULT_SPAN, panes: bool = True, **settings) -> RunResult:
+    """Run ``plan`` over ``sources`` (stream name -> path / DataFrame / ...) and ``tables`` to the end.
 
-
-def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, object] | None = None, *,
-                 strategy: str = "upa", partitions: int = 10, out=None, collect: bool = False,
-                 lateness: int = 0, ts_column: str = "ts", ts_unit: str = "auto", chunk_rows: int = 65536,
-                 rejects_path: str | None = None, progress: bool = False,
-                 options: dict | None = None, rewrite: bool = False, span: int = DEFAULT_SPAN,
-                 panes: bool = True) -> RunResult:
-    """Run ``plan`` over ``streams`` (source name -> path / DataFrame / ...) and ``tables`` to the end.
+    ``run_options`` (:class:`~slidewise.options.RunOptions`), or its fields as keyword
+    ``settings`` (``strategy="nt", lateness=500``), say how to run, read and write;
+    ``options``: operator options (e.g. ``{"distinct": "naive"}``).
 
     Tables: rows with ``ts`` (when the update happens; 0 if absent), optional
     ``op`` (``+`` insert, ``-`` delete by key = first attribute) and attributes.
@@ -83,19 +81,17 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     (:func:`slidewise.plan.sliding.match`) runs on the pane path
     (:mod:`slidewise.runtime.sliding`, same rows) unless ``panes=False``.
     """
-    if strategy not in STRATEGIES:
-        raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
-    if not isinstance(partitions, (int, np.integer)) or not 1 <= partitions <= MAX_PARTITIONS:
-        raise OptionError(f"partitions must be an integer from 1 to {MAX_PARTITIONS}, got {partitions!r}",
-                          hint="calendar queue partitions for UPA, e.g. 10 or 50")
+    opts = RunOptions.of(run_options, **settings)
+    strategy, partitions, chunk_rows, lateness = opts.strategy, opts.partitions, opts.chunk_rows, opts.lateness
+    out, collect = opts.out, opts.collecting()
     tables = dict(tables or {})
-    stream_names, table_names = plan_inputs(plan, streams, tables)
-    opened = [_open_table(n, tables[n], ts_column, ts_unit, chunk_rows) for n in table_names]
-    opened += [open_source(n, streams[n], ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
+    stream_names, table_names = plan_inputs(plan, sources, tables)
+    opened = [open_table(n, tables[n], opts.ts_column, opts.ts_unit, chunk_rows) for n in table_names]
+    opened += [open_source(n, sources[n], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=chunk_rows)
                for n in stream_names]
     names = table_names + stream_names
     schemas = {n: dict(src.kinds) for n, src in zip(names, opened)}
-    plan = _bind(plan, schemas)
+    plan = bind(plan, schemas)
     rewrite_report = None
     if rewrite:
         from slidewise.plan.rewrite import choose_plan
@@ -106,21 +102,20 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     plan = prune_columns(plan)
     columns = list(plan.root.schema) + ["ts", "sign"]
     sliding = _sliding(plan, dict(zip(names, opened)), table_names) if panes else None
-    net = None if sliding is not None else _Network(plan, strategy, partitions, options or {})
+    net = None if sliding is not None else PlanNetwork(plan, strategy, partitions, options or {})
     rejects = Rejects()
     if sliding is not None:
-        return _execute_panes(plan, sliding, opened, names, out, collect, columns, lateness, chunk_rows,
-                              rejects, rejects_path, progress, strategy, partitions)
+        return _execute_panes(plan, sliding, opened, names, columns, rejects, opts)
     if not isinstance(span, (int, np.integer)) or span < 1:
         raise OptionError(f"span must be a positive integer, got {span!r}",
                           hint="instants per executor pass, e.g. 64; 1 runs instant by instant")
-    bar = Progress(enabled=progress)
+    bar = Progress(enabled=opts.progress)
     inputs = dict.fromkeys(names, 0)
     started = time.perf_counter()
     runner = None
     with GuardedRun(chunk_rows, bar) as guard:
         guard.sink = open_sink(out, columns) if out is not None else None
-        runner = _Runner(net, guard.sink, collect, columns, span=int(span))
+        runner = PlanRunner(net, guard.sink, collect, columns, span=int(span))
         for chunk in merge_all(opened, lateness, rejects, chunk_rows):
             for i, b in enumerate(chunk):
                 if len(b):
@@ -133,7 +128,7 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     if runner is None:  # interrupted before the first instant
         raise abandon(guard.sink, stop, chunk_rows)
     seconds = time.perf_counter() - started
-    guard.finish(rejects, rejects_path, pending=runner.write_pending)
+    guard.finish(rejects, opts.rejects, pending=runner.write_pending)
     stats = {
         "query": plan.text or plan.root.label(),
         "strategy": strategy,
@@ -167,8 +162,7 @@ def _sliding(plan: Plan, sources: dict, table_names: list[str]):
     return spec
 
 
-def _execute_panes(plan, spec, opened, names, out, collect, columns, lateness, chunk_rows, rejects,
-                   rejects_path, progress, strategy, partitions) -> RunResult:
+def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions) -> RunResult:
     """Run ``spec`` on :class:`slidewise.runtime.sliding.PaneRun`; the stats of :func:`execute_plan`.
 
     Output safety as :func:`execute_plan`: a failed run discards its file, an interrupted one keeps
@@ -178,6 +172,7 @@ def _execute_panes(plan, spec, opened, names, out, collect, columns, lateness, c
 
     frames: list = []
     writer = None
+    collect, chunk_rows = opts.collecting(), opts.chunk_rows
 
     def emit(cols):
         if writer is not None:
@@ -187,13 +182,13 @@ def _execute_panes(plan, spec, opened, names, out, collect, columns, lateness, c
 
     schema = dict(opened[names.index(spec.source)].schema)
     run = PaneRun(spec, {"ts": np.dtype(np.int64), **schema}, emit)
-    bar = Progress(enabled=progress)
+    bar = Progress(enabled=opts.progress)
     inputs = dict.fromkeys(names, 0)
     instants, last = 0, None
     started = time.perf_counter()
     with GuardedRun(chunk_rows, bar) as guard:
-        writer = guard.sink = BackgroundSink(open_sink(out, columns)) if out is not None else None
-        for chunk in merge_all(opened, lateness, rejects, chunk_rows):
+        writer = guard.sink = BackgroundSink(open_sink(opts.out, columns)) if opts.out is not None else None
+        for chunk in merge_all(opened, opts.lateness, rejects, chunk_rows):
             b = chunk[names.index(spec.source)]
             if len(b):
                 inputs[spec.source] += len(b)
@@ -203,13 +198,13 @@ def _execute_panes(plan, spec, opened, names, out, collect, columns, lateness, c
             bar.update(sum(inputs.values()), run.results, rejects.total)
         run.finish()
     stop = guard.stop
-    guard.finish(rejects, rejects_path)
+    guard.finish(rejects, opts.rejects)
     seconds = time.perf_counter() - started
     patterns = annotate(plan.root)
     stats = {
         "query": plan.text or plan.root.label(),
-        "strategy": strategy,
-        "partitions": int(partitions),
+        "strategy": opts.strategy,
+        "partitions": int(opts.partitions),
         "path": spec.describe(),
         **run_counts(inputs, run.results, 0, rejects, seconds),
         "state_tuples_peak": run.buffered_peak,
@@ -228,13 +223,13 @@ def _execute_panes(plan, spec, opened, names, out, collect, columns, lateness, c
 
 # ---------------------------------------------------------------- inputs
 
-def plan_inputs(plan: Plan, streams: dict, tables: dict) -> tuple[list[str], list[str]]:
+def plan_inputs(plan: Plan, sources: dict, tables: dict) -> tuple[list[str], list[str]]:
     """The plan's stream and relation names (FROM order); a clear error for one without an input."""
     scans = plan.scans()
     stream_names = list(dict.fromkeys(s.source for s in scans if not s.is_relation))
     table_names = list(dict.fromkeys(s.source for s in scans if s.is_relation))
     for name in stream_names:
-        if name not in streams:
+        if name not in sources:
             raise SourceError(f"no input given for stream {name!r}",
                               hint=f"pass --source {name}=PATH (FROM reads: {', '.join(stream_names)})")
     for name in table_names:
@@ -243,7 +238,7 @@ def plan_inputs(plan: Plan, streams: dict, tables: dict) -> tuple[list[str], lis
     return stream_names, table_names
 
 
-def _open_table(name: str, data, ts_column: str, ts_unit: str, chunk_rows: int):
+def open_table(name: str, data, ts_column: str, ts_unit: str, chunk_rows: int):
     """A relation's update source; a missing timestamp column means every row at ts 0; ``op`` must be text."""
     if isinstance(data, (pd.DataFrame, dict)) and ts_column not in data:
         data = pd.DataFrame(data).assign(**{ts_column: 0})
@@ -266,12 +261,6 @@ def _read_frame(path: str) -> pd.DataFrame:
     if low.endswith((".jsonl", ".ndjson", ".json", ".jsonl.gz")):
         return pd.read_json(path, lines=True)
     return pd.read_csv(path)
-
-
-def _bind(plan: Plan, schemas: dict[str, dict[str, str]]) -> Plan:
-    from slidewise.plan.bind import bind
-
-    return bind(plan, schemas)
 
 
 def _operator_for(node: Node, ctx: Context) -> Incremental:
@@ -333,7 +322,7 @@ def _externalized(node: Node) -> Node:
     return new
 
 
-class _Network:
+class PlanNetwork:
     """The operators of a bound plan in bottom-up order, with how rows flow between them."""
 
     def __init__(self, plan: Plan, strategy: str, partitions: int, options: dict):

@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 from slidewise.errors import ExecutionError, OptionError
 from slidewise.model.batch import StreamBatch
 from slidewise.model.time import MAX_DURATION
+from slidewise.options import DEFAULT_CHUNK_ROWS
 from slidewise.runtime.rejects import Rejects, rows_as_text
 
 _NEG = np.iinfo(np.int64).min // 2   # "no tuple yet": below every real frontier
@@ -62,7 +63,7 @@ class Merger:
 
     def __init__(self, stream_names: Sequence[str], lateness: int | Sequence[int] = 0,
                  rejects: Rejects | None = None, *, schemas: Sequence[dict] | None = None,
-                 chunk_rows: int = 65536, units: str | Sequence[str] = "ms"):
+                 chunk_rows: int = DEFAULT_CHUNK_ROWS, units: str | Sequence[str] = "ms"):
         self.names = [str(s) for s in stream_names]
         n = len(self.names)
         if n == 0:
@@ -251,7 +252,7 @@ class Merger:
 
 
 def merge_all(sources: Sequence, lateness: int | Sequence[int] = 0, rejects: Rejects | None = None,
-              chunk_rows: int = 65536, *, merger: Merger | None = None) -> Iterator[list[StreamBatch]]:
+              chunk_rows: int = DEFAULT_CHUNK_ROWS, *, merger: Merger | None = None) -> Iterator[list[StreamBatch]]:
     """Read ``sources`` (:class:`~slidewise.runtime.sources.Source`) through a :class:`Merger`
     and yield released chunks in global order until all input is consumed.
 

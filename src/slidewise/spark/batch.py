@@ -53,6 +53,7 @@ import pyarrow.parquet as pq
 from slidewise.errors import PlanError, SourceError
 from slidewise.model.batch import NO_EXP
 from slidewise.operators.project import output_names
+from slidewise.options import DEFAULT_CHUNK_ROWS, RunOptions
 from slidewise.plan.bind import bind_query
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or, streams_of
 from slidewise.plan.query import JoinQuery
@@ -66,18 +67,20 @@ _ARROW_TYPE = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "st
 _ORDER = ("fi", "bs", "mo")  # input order: file index, split offset, row id within the split
 
 
-def run_batch(query: str | JoinQuery, sources: dict[str, object], *, spark=None, out=None,
-              collect: bool | None = None, lateness: int = 0, ts_column: str = "ts",
-              ts_unit: str = "auto", rejects: str | None = None, negatives: bool = False,
-              master: str | None = None, conf: dict[str, str] | None = None, progress: bool = False,
-              **_ignored) -> RunResult:
+def run_batch(query: str | JoinQuery, sources: dict[str, object], *, run_options: RunOptions | None = None,
+              spark=None, negatives: bool = False, master: str | None = None,
+              conf: dict[str, str] | None = None, **settings) -> RunResult:
     """Run ``query`` over ``sources`` to the end as one Spark batch job; same answer as the local engine.
 
     ``sources``: name -> file or directory (CSV, JSON lines, Parquet) or
     in-memory data (written to a temporary Parquet file first). ``spark``: a
     session (default: :func:`slidewise.spark.session.get_session` with
-    ``master`` and ``conf``). Other options as :func:`slidewise.run`.
+    ``master`` and ``conf``). ``run_options`` (or its fields as keywords) as
+    :func:`slidewise.run`; other keywords are ignored.
     """
+    given, _ = RunOptions.split(run_options, settings)
+    out, collect, rejects, progress = given.out, given.collect, given.rejects, given.progress
+    lateness, ts_column, ts_unit = given.lateness, given.ts_column, given.ts_unit
     from slidewise.cql import load_query
     from slidewise.spark.session import get_session
 
@@ -447,7 +450,7 @@ def _emit(result, names: list[str], out, collect: bool, work: Path):
     frames, n_pos, n_neg = [], 0, 0
     try:
         for p in parts:
-            for batch in pq.ParquetFile(p).iter_batches(batch_size=65536):
+            for batch in pq.ParquetFile(p).iter_batches(batch_size=DEFAULT_CHUNK_ROWS):
                 cols = {name: batch.column(f"o{k}").to_numpy(zero_copy_only=False)
                         for k, name in enumerate(names[:-3])}
                 cols["ts"] = batch.column("ts").to_numpy(zero_copy_only=False).astype(np.int64)
@@ -473,12 +476,10 @@ def _emit(result, names: list[str], out, collect: bool, work: Path):
     return n_pos, n_neg, frame
 
 
-def batch_from_args(args, sources: dict[str, str], operator_options: dict, *, lateness: int,
-                    collect: bool) -> RunResult:
+def batch_from_args(args, sources: dict[str, str], run_options: RunOptions, operator_options: dict) -> RunResult:
     """``slidewise run --engine spark --mode batch``: the CLI options to :func:`run_batch`."""
     from slidewise.spark.cli import parse_conf
 
-    return run_batch(args.query, sources, out=args.out, collect=collect, lateness=lateness,
-                     ts_column=args.ts_column, ts_unit=args.ts_unit, rejects=args.rejects,
+    return run_batch(args.query, sources, run_options=run_options,
                      negatives=bool(operator_options.get("negatives")), master=args.master,
-                     conf=parse_conf(args.conf), progress=not args.quiet)
+                     conf=parse_conf(args.conf))

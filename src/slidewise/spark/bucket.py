@@ -38,6 +38,7 @@ import pandas as pd
 
 from slidewise.model.batch import ResultBatch, StreamBatch
 from slidewise.operators.project import output_columns
+from slidewise.options import DEFAULT_CHUNK_ROWS
 from slidewise.plan.physical import choose
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.rejects import reason_kind
@@ -69,7 +70,7 @@ class BucketJoin:
     """
 
     def __init__(self, query: JoinQuery, layout: Layout, *, algorithm: str | None = None,
-                 order=None, options: dict | None = None, chunk_rows: int = 65536, key: bytes | None = None):
+                 order=None, options: dict | None = None, chunk_rows: int = DEFAULT_CHUNK_ROWS, key: bytes | None = None):
         self.query = query
         self.key = key if key is not None else state_key()
         self.layout = layout

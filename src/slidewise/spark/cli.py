@@ -21,6 +21,7 @@ import argparse
 import os
 
 from slidewise.errors import OptionError
+from slidewise.options import RunOptions
 from slidewise.spark.session import VERBOSE_ENV
 
 ENGINES = ("spark", "local")
@@ -81,21 +82,20 @@ def parse_conf(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def run_from_args(args, sources: dict[str, str], operator_options: dict, *, lateness: int, collect: bool):
+def run_from_args(args, sources: dict[str, str], run_options: RunOptions, operator_options: dict):
     """Run the ``run`` command's query on Spark; returns the RunResult."""
     from slidewise.spark.runner import run_spark
 
     result = _own_session(lambda: run_spark(
-        args.query, sources, algorithm=args.algorithm, order=args.order, out=args.out, collect=collect,
-        lateness=lateness, ts_column=args.ts_column, ts_unit=args.ts_unit, chunk_rows=args.chunk_rows,
-        rejects=args.rejects, progress=not args.quiet, master=args.master, conf=parse_conf(args.conf),
+        args.query, sources, run_options=run_options, algorithm=args.algorithm, order=args.order,
+        master=args.master, conf=parse_conf(args.conf),
         trigger=args.trigger, once=True if args.once else None, checkpoint=args.checkpoint, **operator_options))
     _say_interrupted(args, result)
     return result
 
 
-def plan_from_args(args, sources: dict[str, str], tables: dict[str, str], operator_options: dict, *,
-                   lateness: int, collect: bool):
+def plan_from_args(args, sources: dict[str, str], tables: dict[str, str], run_options: RunOptions,
+                   operator_options: dict):
     """Run the ``run`` command's general query on Spark (:func:`slidewise.spark.plans.run_plan_spark`).
 
     The Spark options take effect as for join queries (``--buckets`` sets the key buckets, as
@@ -107,12 +107,10 @@ def plan_from_args(args, sources: dict[str, str], tables: dict[str, str], operat
     given = dict(operator_options)
     buckets = given.pop("buckets", None)
     refuse_options({"algorithm": args.algorithm, "order": args.order, "mode": args.mode,
-                    "chunk_rows": args.chunk_rows, **given})
+                    "chunk_rows": run_options.chunk_rows, **given})
     result = _own_session(lambda: run_plan_spark(
-        args.query, sources, tables, strategy=args.strategy, partitions=args.partitions, out=args.out,
-        collect=collect, lateness=lateness, ts_column=args.ts_column, ts_unit=args.ts_unit, rejects=args.rejects,
-        progress=not args.quiet, master=args.master, conf=parse_conf(args.conf), trigger=args.trigger,
-        once=True if args.once else None, checkpoint=args.checkpoint, buckets=buckets, rewrite=True))
+        args.query, sources, tables, run_options=run_options, master=args.master, conf=parse_conf(args.conf),
+        trigger=args.trigger, once=True if args.once else None, checkpoint=args.checkpoint, buckets=buckets, rewrite=True))
     _say_interrupted(args, result)
     return result
 

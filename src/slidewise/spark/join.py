@@ -29,6 +29,7 @@ from pathlib import Path
 
 from slidewise.errors import OptionError, SourceError
 from slidewise.model.time import MAX_DURATION, parse_duration
+from slidewise.options import DEFAULT_CHUNK_ROWS
 from slidewise.plan.physical import PhysicalPlan, choose
 from slidewise.plan.query import JoinQuery
 from slidewise.spark.bucket import BucketJoin
@@ -92,7 +93,7 @@ def plan_join(query: JoinQuery, sources: dict[str, object], *, buckets: int, ts_
     return JoinPlan(query, plan, keying, Layout.build(query, infos), recipes, warnings, dict(options or {}))
 
 
-def build_stream(spark, jp: JoinPlan, *, control_dir: str, ts_column: str = "ts", chunk_rows: int = 65536,
+def build_stream(spark, jp: JoinPlan, *, control_dir: str, ts_column: str = "ts", chunk_rows: int = DEFAULT_CHUNK_ROWS,
                  max_files: int | None = None, key: bytes | None = None):
     """The streaming DataFrame of the join's output (layout :meth:`Layout.out_ddl`); ``key``: the state key
     (:func:`~slidewise.spark.state_codec.run_key`)."""

@@ -5,8 +5,8 @@ operators) run on Spark as the join engine runs joins: the
 sequencer stage (:class:`~slidewise.spark.sequencer.SequencerLogic`) puts each
 stream in input order, rejects late tuples and assigns key buckets; then one
 stateful stage keyed by bucket hosts, per bucket, the SAME operator network
-the local executor builds (:class:`slidewise.runtime.plans._Network`, driven
-by its ``_Runner``) — "aggregation and distinct keyed by group; negation
+the local executor builds (:class:`slidewise.runtime.plans.PlanNetwork`, driven
+by its ``PlanRunner``) — "aggregation and distinct keyed by group; negation
 keyed by the negation attribute".
 
 Partitioning (:func:`partition_attribute`): a plan is hash-partitioned on a
@@ -29,7 +29,7 @@ a link through ``a``. Where relation rows could reach the output without a
 stream tuple (a UNION with a relation, a relation minus a stream, the
 output itself) the rows would repeat per bucket: one bucket.
 
-State per bucket: the whole ``_Runner`` (operators and their stores), the
+State per bucket: the whole ``PlanRunner`` (operators and their stores), the
 buffer of admitted tuples not yet released, each stream's frontier, pickled
 with cloudpickle (operators hold closures) and sealed with the state key
 (:func:`~slidewise.spark.state_codec.seal`: verified before it is unpickled)
@@ -226,7 +226,7 @@ class _Collect:
 
 
 class _Batch:
-    """What ``_Runner.add`` reads: ``ts`` and ``cols`` of one source, in order."""
+    """What ``PlanRunner.add`` reads: ``ts`` and ``cols`` of one source, in order."""
 
     def __init__(self, ts: np.ndarray, cols: dict[str, np.ndarray]):
         self.ts, self.cols = ts, cols
@@ -277,11 +277,12 @@ class PlanBucket:
         self.table_end = max((int(ts[-1]) for ts, _ in self.tables.values() if len(ts)), default=None)
 
     def new_state(self) -> PlanBucketState:
-        from slidewise.runtime.plans import _Network, _Runner
+        from slidewise.runtime.plan_runner import PlanRunner
+        from slidewise.runtime.plans import PlanNetwork
 
-        net = _Network(self.plan, self.strategy, self.partitions, self.options)
+        net = PlanNetwork(self.plan, self.strategy, self.partitions, self.options)
         n = len(self.sources)
-        return PlanBucketState(_Runner(net, _Collect(), False, self.columns), [[] for _ in range(n)],
+        return PlanBucketState(PlanRunner(net, _Collect(), False, self.columns), [[] for _ in range(n)],
                                np.full(n, NEG, np.int64), table_pos=[0] * len(self.tables))
 
     def process(self, bucket: int, blob: bytes | None, frame: pd.DataFrame) -> tuple[bytes, list[pd.DataFrame]]:

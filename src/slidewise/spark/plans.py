@@ -44,7 +44,7 @@ buffered tuples and pending instants wait in the state for the next run.
 
 Relations (``--table``, NRR or retroactive ``TABLE``) are small: the driver
 reads them with the local engine's reader and merger
-(:func:`slidewise.runtime.plans._open_table`, :func:`~slidewise.runtime.reorder.merge_all`:
+(:func:`slidewise.runtime.plans.open_table`, :func:`~slidewise.runtime.reorder.merge_all`:
 same rows, same rejects), checks them through the relations' own operators
 (bad ``op``, reused NRR key: the local :class:`~slidewise.errors.SourceError`
 before Spark starts) and ships their update rows inside the bucket logic, so
@@ -69,6 +69,7 @@ import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
 from slidewise.errors import OptionError, PlanError
+from slidewise.options import DEFAULT_CHUNK_ROWS, RunOptions
 from slidewise.plan.logical import Plan
 from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
@@ -125,10 +126,6 @@ REFUSED = {
 #: keyword options of :func:`run_plan_spark` that :func:`slidewise.run` passes through on Spark
 SPARK_OPTIONS = ("master", "conf", "spark", "trigger", "once", "checkpoint", "buckets", "max_files_per_trigger",
                  "ui", "timeout")
-
-
-#: ``chunk_rows`` when not given (the local engine's default); any other value is refused
-DEFAULT_CHUNK_ROWS = 65536
 
 
 def refuse_options(given: dict) -> None:
@@ -294,14 +291,15 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
 
 
 def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | None = None, *,
-                     strategy: str = "upa", partitions: int = 10, out=None, collect: bool | None = None,
-                     lateness: int | str = 0, ts_column: str = "ts", ts_unit: str = "auto",
-                     rejects_path: str | None = None, rejects: str | None = None, progress: bool = False,
-                     master: str | None = None, conf: dict | None = None, spark=None, buckets: int | None = None,
+                     run_options: RunOptions | None = None, master: str | None = None, conf: dict | None = None,
+                     spark=None, buckets: int | None = None,
                      options: dict | None = None, rewrite: bool = False, max_files_per_trigger: int | None = None,
                      trigger: str | None = None, once: bool | None = None, checkpoint: str | None = None,
-                     ui: bool = False) -> PlanRun:
+                     ui: bool = False, **settings) -> PlanRun:
     """Start a general plan's Spark streaming query; the running :class:`PlanRun`.
+
+    ``run_options`` (:class:`~slidewise.options.RunOptions`), or its fields as keyword
+    ``settings``, as the local executor's; ``chunk_rows`` is not used here.
 
     The Spark options are the join runner's (:func:`slidewise.spark.runner.start_spark`):
     ``once`` (available-now: the files present, then end of input; default when every
@@ -309,14 +307,14 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     (rerunning continues: see the module doc), ``buckets`` (key buckets; also
     ``--conf slidewise.buckets=N``), ``max_files_per_trigger``, ``master``, ``conf``,
     ``spark``. ``out`` as the join runner's (a directory of per-batch parts, ``"-"``,
-    ``"console"``, a callable, or None: collected); ``rejects`` (or ``rejects_path``):
+    ``"console"``, a callable, or None: collected); ``rejects``:
     a directory of per-batch reject CSVs. ``strategy``, ``partitions``, ``options``,
     ``rewrite``: the plan executor's (:func:`slidewise.runtime.plans.execute_plan`).
     """
     from slidewise.cql.parser import load_any
-    from slidewise.operators.incremental import STRATEGIES
+    from slidewise.plan.bind import bind
     from slidewise.plan.prune import prune_columns
-    from slidewise.runtime.plans import _bind, _open_table, plan_inputs
+    from slidewise.runtime.plans import open_table, plan_inputs
     from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
     from slidewise.spark.keying import Keying
     from slidewise.spark.layout import WIRE_DDL, Layout
@@ -325,8 +323,9 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.spark.sequencer import SequencerLogic
     from slidewise.spark.state_codec import run_key
 
-    if strategy not in STRATEGIES:
-        raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
+    given = RunOptions.of(run_options, **settings)
+    strategy, partitions, out = given.strategy, given.partitions, given.out
+    ts_column, ts_unit = given.ts_column, given.ts_unit
     if isinstance(plan, (str, os.PathLike)):
         plan = load_any(plan, tables or {})
         if not isinstance(plan, Plan):
@@ -341,13 +340,11 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     names, table_names = plan_inputs(plan, sources, tables)
     opts = start_options([sources.get(n) for n in names], out=out, conf=conf, buckets=buckets,
                          max_files_per_trigger=max_files_per_trigger, trigger=trigger, once=once,
-                         lateness=lateness, master=master)
+                         lateness=given.lateness, master=master)
     lateness = opts.lateness
-    if rejects is not None and rejects_path is not None and rejects != rejects_path:
-        raise OptionError("give rejects or rejects_path, not both")
-    rejects_dir = rejects if rejects is not None else rejects_path
+    rejects_dir = given.rejects
     rejected = Rejects()
-    opened_tables = {n: _open_table(n, tables[n], ts_column, ts_unit, 65536) for n in table_names}  # schemas only
+    opened_tables = {n: open_table(n, tables[n], ts_column, ts_unit, given.chunk_rows) for n in table_names}  # schemas only
     settings = {"strategy": strategy, "partitions": int(partitions)}
     root, temp = open_checkpoint(checkpoint)
     with removed_on_error(root, temp):
@@ -361,7 +358,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
                                           lateness=lateness, work_dir=root)
             infos.append(info)
             recipes.append(recipe)
-        plan = _bind(plan, {**{n: dict(t.kinds) for n, t in opened_tables.items()},
+        plan = bind(plan, {**{n: dict(t.kinds) for n, t in opened_tables.items()},
                             **{n: dict(i.kinds) for n, i in zip(names, infos)}})
         table_rows, _ = _read_tables(opened_tables, lateness, ts_column, ts_unit, rejected)   # once the plan binds
         if rewrite:
@@ -398,8 +395,8 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             statefulProcessor=PlanProcessor(logic), outputStructType=OUT_DDL, outputMode="Append",
             timeMode="None")
         sink = _PlanSink(logic.columns, names, out=out,
-                         collect=bool(collect) if collect is not None else opts.kind == "memory",
-                         rejects=rejected, rejects_dir=rejects_dir, progress=progress)
+                         collect=bool(given.collect) if given.collect is not None else opts.kind == "memory",
+                         rejects=rejected, rejects_dir=rejects_dir, progress=given.progress)
         if len(rejected) and rejects_dir:   # the relations' rejects, read on the driver
             Path(rejects_dir).mkdir(parents=True, exist_ok=True)
             rejected.write(Path(rejects_dir) / "relations.csv")
@@ -418,25 +415,25 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
 
 
 def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_unit: str, rejects: Rejects,
-                 chunk_rows: int = 65536) -> tuple[dict, dict]:
+                 chunk_rows: int = DEFAULT_CHUNK_ROWS) -> tuple[dict, dict]:
     """Each relation's admitted update rows ``name -> (ts, cols)`` in ``(ts, file order)``, and its schema
     (``tables``: name -> input, or the :class:`~slidewise.runtime.sources.Source` already opened).
 
-    The local engine's reading: :func:`slidewise.runtime.plans._open_table`
+    The local engine's reading: :func:`slidewise.runtime.plans.open_table`
     and :func:`~slidewise.runtime.reorder.merge_all` (late and bad rows go to
     ``rejects``) and ``op`` column check as
     :func:`~slidewise.runtime.plans.execute_plan`.
     """
     import numpy as np
 
-    from slidewise.runtime.plans import _open_table
+    from slidewise.runtime.plans import open_table
     from slidewise.runtime.reorder import merge_all
     from slidewise.runtime.sources import Source
 
     if not tables:
         return {}, {}
     names = list(tables)
-    opened = [t if isinstance(t, Source) else _open_table(n, t, ts_column, ts_unit, chunk_rows)   # checks ``op``
+    opened = [t if isinstance(t, Source) else open_table(n, t, ts_column, ts_unit, chunk_rows)   # checks ``op``
               for n, t in tables.items()]
     parts: dict[str, list] = {n: [] for n in names}
     for chunk in merge_all(opened, lateness, rejects, chunk_rows):

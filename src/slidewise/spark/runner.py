@@ -44,6 +44,7 @@ from pathlib import Path
 from slidewise.cql import load_query
 from slidewise.errors import CheckpointError, OptionError, SlidewiseError
 from slidewise.model.time import parse_duration
+from slidewise.options import RunOptions
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.engine import RunResult, run_counts
 from slidewise.spark.join import JoinPlan, build_stream, checked_lateness, plan_join
@@ -75,22 +76,25 @@ def drive(run: SparkRun, timeout: float | None = None) -> RunResult:
     return run.result()
 
 
-def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None, collect: bool | None = None,
-                rejects: str | None = None, lateness: int | str = 0, ts_column: str = "ts",
-                ts_unit: str = "auto", master: str | None = None, conf: dict[str, str] | None = None,
+def start_spark(query: str | JoinQuery, sources: dict[str, object], *, run_options: RunOptions | None = None,
+                master: str | None = None, conf: dict[str, str] | None = None,
                 trigger: str | None = None, once: bool | None = None, checkpoint: str | None = None,
-                chunk_rows: int = 65536, algorithm: str | None = None, order=None, progress: bool = False,
+                algorithm: str | None = None, order=None,
                 spark=None, buckets: int | None = None, max_files_per_trigger: int | None = None,
                 ui: bool = False, **operator_options) -> SparkRun:
     """Plan ``query``, start its Spark streaming query and return the running :class:`SparkRun`.
 
     ``out``: result directory (``.parquet`` / ``.csv`` / ``.jsonl``), ``"-"``,
-    ``"console"``, a callable or ``None`` (collect in memory). ``once``:
+    ``"console"``, a callable or ``None`` (collect in memory); it and the other
+    :class:`~slidewise.options.RunOptions` come in ``run_options`` or as keywords. ``once``:
     available-now (default: when every source is a file or in-memory data).
     ``trigger``: micro-batch interval (``"2s"``). ``conf``: Spark settings;
     ``slidewise.buckets`` / ``slidewise.maxFilesPerTrigger`` there set
     ``buckets`` / ``max_files_per_trigger``. ``spark``: an existing session.
     """
+    given, operator_options = RunOptions.split(run_options, operator_options)
+    out, collect, rejects, progress = given.out, given.collect, given.rejects, given.progress
+    lateness, ts_column, ts_unit, chunk_rows = given.lateness, given.ts_column, given.ts_unit, given.chunk_rows
     q = query if isinstance(query, JoinQuery) else load_query(query)
     for extra in ("overload", "adaptive"):
         if operator_options.get(extra):

@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from slidewise.errors import OptionError, SourceError
+from slidewise.options import DEFAULT_CHUNK_ROWS, TS_UNITS
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources.base import _KIND_DTYPE, RawChunk, _one_line, _unreadable
 from slidewise.runtime.sources.convert import _convert
@@ -18,14 +19,13 @@ from slidewise.runtime.sources.parquet import _ParquetReader
 from slidewise.runtime.sources.schema import _resolve_unit, _unify
 from slidewise.runtime.sources.text import _CsvReader, _JsonReader
 
-TS_UNITS = ("auto", "raw", "s", "ms", "us", "ns", "iso")
 #: File extension -> format. Text formats may also be compressed (``.csv.gz`` ...).
 FORMATS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json", ".parquet": "parquet"}
 _COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
 
 
 def open_source(name: str, spec, *, ts_column: str = "ts", ts_unit: str = "auto",
-                chunk_rows: int = 65536, rejects: Rejects | None = None) -> Source:
+                chunk_rows: int = DEFAULT_CHUNK_ROWS, rejects: Rejects | None = None) -> Source:
     """Open ``spec`` as stream ``name``: a path (file or directory), a DataFrame,
     a dict of columns or an iterable of dicts. Reads only a sample now."""
     if ts_unit not in TS_UNITS:

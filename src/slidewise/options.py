@@ -1,0 +1,105 @@
+"""The options of one run, with their defaults, in one place.
+
+:class:`RunOptions` is what the Python API (:func:`slidewise.run`), the
+command line and both engines (local: :func:`slidewise.runtime.engine.execute`,
+:func:`slidewise.runtime.plans.execute_plan`; Spark:
+:func:`slidewise.spark.runner.start_spark`,
+:func:`slidewise.spark.plans.start_plan_spark`) take for how a run reads its
+inputs, orders them and writes its outputs. Each engine function also accepts
+the fields as keyword arguments (``lateness=500``); :meth:`RunOptions.of`
+merges the two.
+
+>>> RunOptions(lateness="2s").lateness
+2000
+>>> RunOptions.of(None, chunk_rows=1024, progress=True).chunk_rows
+1024
+>>> RunOptions(partitions=0)
+Traceback (most recent call last):
+...
+slidewise.errors.OptionError: partitions must be an integer from 1 to 1048576, got 0 (hint: calendar queue partitions for UPA, e.g. 10 or 50)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from slidewise.errors import OptionError
+
+__all__ = ["DEFAULT_CHUNK_ROWS", "DEFAULTS", "MAX_PARTITIONS", "RUN_FIELDS", "STRATEGIES", "TS_UNITS", "RunOptions"]
+
+#: rows per processing chunk (reading, merging, operators) unless a run says otherwise
+DEFAULT_CHUNK_ROWS = 65536
+#: the processing strategies of general plans: negative tuples, direct expiration, update-pattern aware
+STRATEGIES = ("nt", "direct", "upa")
+#: upper bound of the UPA calendar queue's partitions (each one is allocated up front)
+MAX_PARTITIONS = 1 << 20
+#: timestamp units of the readers (:func:`slidewise.runtime.sources.open_source`)
+TS_UNITS = ("auto", "raw", "s", "ms", "us", "ns", "iso")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run reads, orders and writes (any engine).
+
+    ``lateness``: allowed out-of-orderness (time units, or text such as ``"10s"``);
+    ``ts_column`` / ``ts_unit``: the timestamp column and its unit; ``chunk_rows``:
+    rows per processing chunk; ``out``: result file / directory, ``"-"`` or a
+    callback; ``collect``: keep results in memory (None: when there is no ``out``);
+    ``rejects``: where rejected rows go; ``progress``: a progress line;
+    ``strategy`` / ``partitions``: how general plans run (``nt``, ``direct``,
+    ``upa``; UPA calendar queue partitions).
+    """
+
+    lateness: int = 0
+    ts_column: str = "ts"
+    ts_unit: str = "auto"
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
+    out: str | Callable | None = None
+    collect: bool | None = None
+    rejects: str | None = None
+    progress: bool = False
+    strategy: str = "upa"
+    partitions: int = 10
+
+    def __post_init__(self) -> None:  # chunk_rows and ts_unit: checked by the readers (open_source)
+        from slidewise.model.time import parse_duration
+
+        object.__setattr__(self, "lateness", parse_duration(self.lateness, what="lateness"))
+        if self.strategy not in STRATEGIES:
+            raise OptionError(f"unknown strategy {self.strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
+        if not _is_int(self.partitions) or not 1 <= self.partitions <= MAX_PARTITIONS:
+            raise OptionError(f"partitions must be an integer from 1 to {MAX_PARTITIONS}, got {self.partitions!r}",
+                              hint="calendar queue partitions for UPA, e.g. 10 or 50")
+
+    @classmethod
+    def of(cls, given: RunOptions | None = None, **changes: Any) -> RunOptions:
+        """``given`` (default: all defaults) with ``changes``; a TypeError for a name that is no option."""
+        unknown = sorted(set(changes) - set(RUN_FIELDS))
+        if unknown:
+            raise TypeError(f"unknown run option {unknown[0]!r}")
+        base = given if given is not None else DEFAULTS
+        return replace(base, **changes) if changes else base
+
+    @classmethod
+    def split(cls, given: RunOptions | None, kwargs: dict[str, Any]) -> tuple[RunOptions, dict[str, Any]]:
+        """The run options among ``kwargs`` (merged into ``given``) and the other keyword arguments."""
+        run = {k: v for k, v in kwargs.items() if k in RUN_FIELDS}
+        return cls.of(given, **run), {k: v for k, v in kwargs.items() if k not in RUN_FIELDS}
+
+    def collecting(self) -> bool:
+        """Whether results are kept in memory: ``collect`` if given, else when there is no ``out``."""
+        return self.out is None if self.collect is None else bool(self.collect)
+
+
+def _is_int(value) -> bool:
+    import numpy as np
+
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+#: the names of :class:`RunOptions`' fields
+RUN_FIELDS = tuple(f.name for f in fields(RunOptions))
+#: every option at its default
+DEFAULTS = RunOptions()
