@@ -1,4 +1,4 @@
-"""The ``slidewise`` command line: run, demo, explain, generate, bench, algorithms."""
+"""The ``slidewise`` command line: run, demo, explain, generate, bench, calibrate, algorithms."""
 
 from __future__ import annotations
 
@@ -318,81 +318,12 @@ def cmd_generate(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> int:
+def cmd_bench(argv: list[str]) -> int:
+    """``slidewise bench ...``: the experiments live in :mod:`slidewise.bench.cli` (the ``bench`` extra)."""
     require_extra("bench", "slidewise bench")
-    if args.name == "spark":
-        require_extra("spark", "slidewise bench spark")
-        from slidewise.bench.spark import bench_from_args
+    from slidewise.bench.cli import main as bench_main
 
-        return bench_from_args(args)
-    if args.name == "asymmetric":
-        return _bench_asymmetric(args)
-    if args.name == "allocation":
-        from slidewise.bench.allocation import run_allocation_bench
-
-        report = run_allocation_bench(out_dir=args.out)
-        print(json.dumps(report["summary"], indent=2, ensure_ascii=False))
-        return 0
-    if args.name == "ordering":
-        return _bench_ordering(args)
-    if args.name == "aggregation":
-        from slidewise.bench.aggregation import print_summary, run_aggregation_bench
-
-        if args.tuples is not None and args.tuples < 1:
-            raise OptionError(f"--tuples must be positive, got {args.tuples}")
-        if args.rounds is not None and args.rounds < 1:
-            raise OptionError(f"--rounds must be positive, got {args.rounds}")
-        report = run_aggregation_bench(tuples=args.tuples, out_dir=args.out, peers=not args.no_peers,
-                                       rounds=args.rounds or 1)
-        print_summary(report["summary"])
-        return 0
-    if args.name == "update-patterns":
-        from slidewise.bench.update_patterns import bench_from_args
-
-        return bench_from_args(args)
-    if args.name != "joins":
-        raise OptionError(f"unknown benchmark {args.name!r}",
-                          hint="available: joins, asymmetric, allocation, ordering, update-patterns, spark, "
-                                 "aggregation")
-    if args.time_budget is not None and args.time_budget <= 0:
-        raise OptionError(f"--time-budget must be positive, got {args.time_budget:g}",
-                          hint="seconds per algorithm run, e.g. --time-budget 6")
-    if args.tuples is not None and args.tuples < 1:
-        raise OptionError(f"--tuples must be positive, got {args.tuples}")
-    from slidewise.bench.joins import print_summary, run_joins_bench
-
-    algos = args.algorithms.split(",") if args.algorithms else None
-    kw = {} if args.time_budget is None else {"time_budget_s": args.time_budget}
-    report = run_joins_bench(workload=args.workload, tuples=args.tuples, algorithms=algos,
-                             out_dir=args.out, peers=not args.no_peers, **kw)
-    print_summary(report.get("summary", {}))
-    return 0
-
-
-def _bench_ordering(args) -> int:
-    from slidewise.bench.ordering import run_ordering_bench
-
-    if args.tuples is not None and args.tuples < 1:
-        raise OptionError(f"--tuples must be positive, got {args.tuples}",
-                          hint="tuples per measured run (default 1000), e.g. --tuples 3000")
-    scale = 1.0 if args.tuples is None else args.tuples / 1000
-    if args.rounds is not None and args.rounds < 1:
-        raise OptionError(f"--rounds must be positive, got {args.rounds}", hint="e.g. --rounds 7")
-    kw = {"parts": ("table8",)} if args.table8_only else {}
-    if args.rounds is not None:
-        kw["table8_rounds"] = args.rounds
-    report = run_ordering_bench(out_dir=args.out, scale=scale, progress=lambda m: print(m, file=sys.stderr),
-                                **kw)
-    print(json.dumps(report["summary"], indent=2, ensure_ascii=False))
-    return 0
-
-
-def _bench_asymmetric(args) -> int:
-    from slidewise.bench.asymmetric import run_asymmetric_bench
-
-    report = run_asymmetric_bench(out_dir=args.out)
-    print(json.dumps(report["summary"], indent=2, ensure_ascii=False))
-    return 0
+    return bench_main(argv)
 
 
 def cmd_calibrate(args) -> int:
@@ -461,33 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", default="streams", help="output directory (S1.csv, S2.csv, ...)")
     g.set_defaults(func=cmd_generate)
 
-    b = sub.add_parser("bench", help="run an experiment; writes JSON and a PNG plot")
-    b.add_argument("name", help="experiment: joins, asymmetric, allocation, ordering, update-patterns, spark "
-                                           "or aggregation")
-    b.add_argument("--workload", default="all", help="W2, W4 or all")
-    b.add_argument("--tuples", type=int, help="override the number of input tuples")
-    b.add_argument("--algorithms", help="comma-separated subset of algorithms")
-    b.add_argument("--out", default="bench-results", help="output directory")
-    b.add_argument("--time-budget", type=float, metavar="SECONDS",
-                   help="joins: seconds of processing per algorithm run; the reference always "
-                        "runs the whole input (default 6)")
-    b.add_argument("--no-peers", action="store_true",
-                   help="joins, aggregation: skip the DuckDB peer (and with it the result checks)")
-    b.add_argument("--scale", type=float, default=1.0,
-                   help="update-patterns: multiplies window sizes and the measured span (default 1)")
-    b.add_argument("--source", default="both", choices=["zeek", "generated", "both"],
-                   help="update-patterns: real Zeek logs, generated IP-like links, or both (default)")
-    b.add_argument("--zeek-dir", metavar="DIR",
-                   help="update-patterns: directory of Zeek logs as CSV for --source zeek/both "
-                        "(default: the bundled 3-minute WRCCDC 2018 sample)")
-    b.add_argument("--table8-only", action="store_true",
-                   help="ordering: run only Golab & Özsu Table 8 (5-15 minutes: near ties get up to "
-                        "28 rounds; writes ordering-table8.json)")
-    b.add_argument("--rounds", type=int, metavar="N",
-                   help="ordering: timing rounds of Table 8 (default 7); update-patterns: runs per "
-                        "measurement, least CPU time kept (default 1); aggregation: back-to-back rounds "
-                        "of slidewise and DuckDB (default 1)")
-    b.set_defaults(func=cmd_bench)
+    b = sub.add_parser("bench", add_help=False,
+                       help="run an experiment (the bench extra); see `slidewise bench --help`")
+    b.add_argument("argv", nargs=argparse.REMAINDER)  # parsed by slidewise.bench.cli (see main)
 
     c = sub.add_parser("calibrate", help="measure the binary join cost model's weight factors here")
     c.add_argument("--out", help="profile path (default ~/.config/slidewise/profile.json)")
@@ -507,15 +414,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    from slidewise.runtime.outputs import kept_signal_handlers
-    from slidewise.spark.cli import apply_verbose
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # the experiments' own parser, options and --help
+        def run():
+            return cmd_bench(argv[1:])
+    else:
+        args = build_parser().parse_args(argv)
+        from slidewise.spark.cli import apply_verbose
 
-    apply_verbose(args)
+        apply_verbose(args)
+
+        def run():
+            return args.func(args)
+    from slidewise.runtime.outputs import kept_signal_handlers
+
     with kept_signal_handlers():
         try:
-            return args.func(args)
+            return run()
         except SlidewiseError as err:
             print(f"slidewise: error: {err}", file=sys.stderr)
             return err.exit_code

@@ -1,4 +1,4 @@
-"""Experiment drivers behind ``slidewise bench NAME``: JSON + PNG, peers side by side.
+"""Experiment drivers behind ``slidewise bench EXPERIMENT`` (:mod:`slidewise.bench.cli`): JSON + PNG, peers side by side.
 
 * ``joins`` – :func:`run_joins_bench` (:mod:`slidewise.bench.joins`): join
   algorithms on workloads W2 and W4 against two DuckDB SQL formulations

@@ -42,8 +42,7 @@ shapes. ``scale`` multiplies the measured tuple counts (Table 8: the long run
 and the number of pieces).
 
 Results: ``<out_dir>/ordering.json`` and ``<out_dir>/ordering.png``
-(``ordering-table8.json`` when only Table 8 runs: ``slidewise bench ordering
---table8-only``).
+(``ordering-table8.json`` when only Table 8 runs: ``slidewise bench table8``).
 """
 
 from __future__ import annotations

@@ -407,14 +407,3 @@ def plot_spark(report: dict, path: str | Path) -> Path:
                  "one per micro-batch", fontsize=10)
     fig.tight_layout()
     return save_png(fig, path)
-
-
-def bench_from_args(args) -> int:
-    """``slidewise bench spark [--workload W2,W4] [--tuples N] [--out DIR]``."""
-    from slidewise.errors import OptionError
-
-    if args.tuples is not None and args.tuples < 100:
-        raise OptionError(f"--tuples must be at least 100, got {args.tuples}")
-    report = run_spark_bench(args.workload, tuples=args.tuples, out_dir=args.out)
-    print(json.dumps(report["summary"], indent=2))
-    return 0

@@ -58,7 +58,7 @@ from slidewise.bench.update_patterns_inputs import Inputs, generated_inputs, zee
 from slidewise.bench.update_patterns_inputs import zeek_dir as check_zeek_dir
 from slidewise.errors import OptionError
 
-__all__ = ["EXPERIMENTS", "SOURCES", "Series", "bench_from_args", "real_runner",
+__all__ = ["EXPERIMENTS", "SOURCES", "Series", "real_runner",
            "run_update_patterns_bench"]
 
 SOURCES = ("generated", "zeek")
@@ -519,35 +519,3 @@ def run_update_patterns_bench(out_dir: str | Path = "bench-results", *, scale: f
         print(f"slidewise bench update-patterns: {len(report['mismatches'])} result mismatches between "
               "strategies (see 'mismatches' in the JSON)", file=sys.stderr)
     return report
-
-
-def bench_from_args(args) -> int:
-    """``slidewise bench update-patterns [--scale S] [--source zeek|generated|both] [--zeek-dir DIR] [--rounds N]``.
-
-    ``--zeek-dir``: a directory of Zeek logs as CSV for the ``zeek`` source
-    (default: the bundled three-minute sample).
-
-    ``--rounds``: runs per fill/full measurement, the least CPU time kept
-    (default 1; the single-run ratios vary by up to ~2x on a shared machine).
-
-    ``--time-budget`` (if given) is the predicted CPU seconds per series and
-    window above which larger windows are skipped. Exit status 1 if two
-    strategies disagreed on a result count.
-    """
-    import json
-
-    budget = getattr(args, "time_budget", None)
-    if budget is not None and budget <= 0:
-        raise OptionError(f"--time-budget must be positive, got {budget:g}", hint="e.g. --time-budget 10")
-    rounds = getattr(args, "rounds", None)
-    if rounds is not None and rounds < 1:
-        raise OptionError(f"--rounds must be positive, got {rounds}", hint="runs per measurement, e.g. --rounds 3")
-    report = run_update_patterns_bench(args.out, scale=args.scale, source=args.source,
-                                       zeek_dir=getattr(args, "zeek_dir", None),
-                                       budget_s=budget if budget is not None else 10.0,
-                                       progress=lambda m: print(m, file=sys.stderr, flush=True),
-                                       repeats=rounds or 1)
-    summary = {k: ({kk: vv for kk, vv in v.items() if kk != "speedup_vs_nt_per_window"}
-                   if isinstance(v, dict) else v) for k, v in report["summary"].items()}
-    print(json.dumps(summary, indent=2, ensure_ascii=False))
-    return 1 if report["mismatches"] else 0

@@ -81,23 +81,30 @@ class _Inner:
         self.children = children
 
 
-class BPlusTree:
+class SortedTree:
+    """What the B+tree and the T-tree share: the entry count and the key comparisons made."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        #: key comparisons made by searches and scans (see module docstring)
+        self.comparisons = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+
+class BPlusTree(SortedTree):
     """B+tree of ``(key, pos, item)`` entries with node capacity ``order`` (>= 3)."""
 
     def __init__(self, order: int = 100) -> None:
         if order < 3:
             raise ValueError(f"B+tree node size must be >= 3, got {order}")
+        super().__init__()
         self.order = order
         self.min_fill = order // 2
         self.root: _Leaf | _Inner = _Leaf([])
-        self.size = 0
-        #: key comparisons made by searches and scans (see module docstring)
-        self.comparisons = 0
 
     # -- reading ----------------------------------------------------------
-    def __len__(self) -> int:
-        return self.size
-
     @property
     def height(self) -> int:
         """Number of levels, leaves included (1 for a lone leaf)."""

@@ -47,7 +47,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from slidewise.plan.query import WindowSpec
-from slidewise.windows.btree import TreeWindow, range_bounds
+from slidewise.windows.btree import SortedTree, TreeWindow, range_bounds
 
 __all__ = ["TTree", "TTreeWindow"]
 
@@ -101,7 +101,7 @@ def _balance(node: _Node) -> _Node:
     return node
 
 
-class TTree:
+class TTree(SortedTree):
     """T-tree of ``(key, pos, item)`` entries, at most ``node_size`` per node.
 
     ``min_fill`` (default ``node_size - 2``, at least 1, as Lehman & Carey
@@ -111,15 +111,10 @@ class TTree:
     def __init__(self, node_size: int = 100, min_fill: int | None = None) -> None:
         if node_size < 2:
             raise ValueError(f"T-tree node size must be >= 2, got {node_size}")
+        super().__init__()
         self.node_size = node_size
         self.min_fill = max(1, node_size - 2) if min_fill is None else max(1, min(min_fill, node_size))
         self.root: _Node | None = None
-        self.size = 0
-        #: key comparisons made by searches and scans (see module docstring)
-        self.comparisons = 0
-
-    def __len__(self) -> int:
-        return self.size
 
     @property
     def height(self) -> int:

@@ -1,0 +1,229 @@
+"""``slidewise bench EXPERIMENT``: one subcommand per experiment, each with its own options.
+
+The core command line (:mod:`slidewise.cli`) hands everything after ``bench``
+to :func:`main` (only when the ``bench`` extra is installed). Every
+experiment writes its JSON (and PNG, where it plots) to ``--out`` and prints
+a summary table on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from slidewise.errors import OptionError, require_extra
+
+OUT_DEFAULT = "bench-results"
+
+
+def _positive(value: int | float | None, flag: str, hint: str = "") -> None:
+    if value is not None and value <= 0:
+        raise OptionError(f"{flag} must be positive, got {value:g}", hint=hint or None)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- summary ----
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_cell(v) for v in value)
+    return "-" if value is None else str(value)
+
+
+def _rows(summary: dict, depth: int = 0):
+    """``(label, value)`` rows: a nested dict is a heading row, its entries indented below it."""
+    for key, value in summary.items():
+        label = "  " * depth + str(key)
+        if isinstance(value, dict) and value:
+            yield label, None
+            yield from _rows(value, depth + 1)
+        else:
+            yield label, _cell(value)
+
+
+def print_table(title: str, summary: dict, console=None) -> None:
+    """``summary`` as a two-column table on stderr (nested dicts as indented sections)."""
+    from rich import box
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = console or Console(stderr=True)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_header=False)
+    table.add_column("", no_wrap=True)
+    table.add_column("", overflow="fold")
+    for label, value in _rows(summary):
+        if value is None:
+            table.add_row(f"[bold]{escape(label)}[/]", "")
+        else:
+            table.add_row(escape(label), escape(value))
+    console.print(table)
+
+
+# ---------------------------------------------------------------- experiments ----
+
+def _joins(args) -> int:
+    from slidewise.bench.joins import print_summary, run_joins_bench
+
+    _positive(args.time_budget, "--time-budget", "seconds per algorithm run, e.g. --time-budget 6")
+    _positive(args.tuples, "--tuples")
+    algos = args.algorithms.split(",") if args.algorithms else None
+    kw = {} if args.time_budget is None else {"time_budget_s": args.time_budget}
+    report = run_joins_bench(workload=args.workload, tuples=args.tuples, algorithms=algos,
+                             out_dir=args.out, peers=not args.no_peers, **kw)
+    print_summary(report.get("summary", {}))
+    return 0
+
+
+def _aggregation(args) -> int:
+    from slidewise.bench.aggregation import print_summary, run_aggregation_bench
+
+    _positive(args.tuples, "--tuples")
+    _positive(args.rounds, "--rounds")
+    report = run_aggregation_bench(tuples=args.tuples, out_dir=args.out, peers=not args.no_peers,
+                                   rounds=args.rounds or 1)
+    print_summary(report["summary"])
+    return 0
+
+
+def _asymmetric(args) -> int:
+    from slidewise.bench.asymmetric import run_asymmetric_bench
+
+    report = run_asymmetric_bench(out_dir=args.out, profile=args.profile, table3=not args.no_table3)
+    print_table("slidewise bench asymmetric", report["summary"])
+    return 0
+
+
+def _allocation(args) -> int:
+    from slidewise.bench.allocation import run_allocation_bench
+
+    _positive(args.scale, "--scale", "e.g. --scale 0.1 for a short run")
+    report = run_allocation_bench(out_dir=args.out, scale=args.scale)
+    print_table("slidewise bench allocation", report["summary"])
+    return 0
+
+
+def _ordering(args, parts: tuple[str, ...] | None = None) -> int:
+    from slidewise.bench.ordering import run_ordering_bench
+
+    _positive(args.tuples, "--tuples", "tuples per measured run (default 1000), e.g. --tuples 3000")
+    _positive(args.rounds, "--rounds", "e.g. --rounds 7")
+    kw: dict = {} if parts is None else {"parts": parts}
+    if args.rounds is not None:
+        kw["table8_rounds"] = args.rounds
+    report = run_ordering_bench(out_dir=args.out, scale=1.0 if args.tuples is None else args.tuples / 1000,
+                                progress=_say, **kw)
+    print_table("slidewise bench " + ("ordering" if parts is None else "table8"), report["summary"])
+    return 0
+
+
+def _update_patterns(args) -> int:
+    from slidewise.bench.update_patterns import run_update_patterns_bench
+
+    _positive(args.time_budget, "--time-budget", "e.g. --time-budget 10")
+    _positive(args.rounds, "--rounds", "runs per measurement, e.g. --rounds 3")
+    _positive(args.scale, "--scale", "e.g. --scale 0.1 for a short run")
+    report = run_update_patterns_bench(args.out, scale=args.scale, source=args.source, zeek_dir=args.zeek_dir,
+                                       budget_s=args.time_budget if args.time_budget is not None else 10.0,
+                                       progress=_say, repeats=args.rounds or 1)
+    summary = {k: ({kk: vv for kk, vv in v.items() if kk != "speedup_vs_nt_per_window"}
+                   if isinstance(v, dict) else v) for k, v in report["summary"].items()}
+    print_table("slidewise bench update-patterns", summary)
+    return 1 if report["mismatches"] else 0
+
+
+def _spark(args) -> int:
+    require_extra("spark", "slidewise bench spark")
+    from slidewise.bench.spark import run_spark_bench
+
+    if args.tuples is not None and args.tuples < 100:
+        raise OptionError(f"--tuples must be at least 100, got {args.tuples}")
+    report = run_spark_bench(args.workload, tuples=args.tuples, out_dir=args.out)
+    print_table("slidewise bench spark", report["summary"])
+    return 0
+
+
+# ---------------------------------------------------------------- parser ----
+
+def _experiment(sub, name: str, run: Callable, help: str, description: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help, description=description)
+    p.add_argument("--out", default=OUT_DEFAULT, metavar="DIR", help=f"output directory (default {OUT_DEFAULT})")
+    p.set_defaults(run=run)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``slidewise bench`` parser: a subcommand per experiment."""
+    p = argparse.ArgumentParser(prog="slidewise bench",
+                                description="Run an experiment; writes JSON (and a PNG plot) to --out and "
+                                            "prints a summary table.")
+    sub = p.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
+
+    j = _experiment(sub, "joins", _joins, "join algorithms vs DuckDB on workloads W2 and W4",
+                    "Join algorithms on W2 and W4 against DuckDB, with memory scaling checks; joins.json/.png.")
+    j.add_argument("--workload", default="all", choices=["W2", "W4", "all"], help="workload (default all)")
+    j.add_argument("--tuples", type=int, help="override the number of input tuples")
+    j.add_argument("--algorithms", help="comma-separated subset of algorithms")
+    j.add_argument("--time-budget", type=float, metavar="SECONDS",
+                   help="seconds of processing per algorithm run; the reference always runs the whole "
+                        "input (default 6)")
+    j.add_argument("--no-peers", action="store_true", help="skip the DuckDB peer (and with it the result checks)")
+
+    a = _experiment(sub, "aggregation", _aggregation, "periodic sliding GROUP BY vs DuckDB (WA)",
+                    "The pane path on workload WA against DuckDB; aggregation.json/.png.")
+    a.add_argument("--tuples", type=int, help="input tuples (default 1,000,000)")
+    a.add_argument("--rounds", type=int, metavar="N", help="back-to-back rounds of slidewise and DuckDB (default 1)")
+    a.add_argument("--no-peers", action="store_true", help="skip the DuckDB peer (and with it the result checks)")
+
+    s = _experiment(sub, "asymmetric", _asymmetric, "Kang et al.: NLJ/hash/B+tree/T-tree per direction",
+                    "Asymmetric join combinations (Kang, Naughton & Viglas, ICDE 2003); asymmetric.json/.png.")
+    s.add_argument("--profile", metavar="PATH", help="cost profile to use (default: calibrate first)")
+    s.add_argument("--no-table3", action="store_true", help="skip the Table 3 measurements")
+
+    al = _experiment(sub, "allocation", _allocation, "Kang et al.: memory allocation under overload",
+                     "Bucket allocation strategies under overload (ICDE 2003 §5.2); allocation.json/.png.")
+    al.add_argument("--scale", type=float, default=1.0, help="multiplies the run lengths (default 1)")
+
+    for name, parts, help, desc in (
+            ("ordering", None, "join-order cost model vs measurements (~13 min)",
+             "Golab & Özsu's join ordering: Table 8, Fig. 4, predicted vs measured, heuristics; ordering.json/.png."),
+            ("table8", ("table8",), "only Golab & Özsu Table 8 (5-15 minutes)",
+             "Golab & Özsu Table 8 alone (near ties get up to 28 rounds); ordering-table8.json.")):
+        o = _experiment(sub, name, lambda args, parts=parts: _ordering(args, parts), help, desc)
+        o.add_argument("--tuples", type=int, help="tuples per measured run (default 1000)")
+        o.add_argument("--rounds", type=int, metavar="N", help="timing rounds of Table 8 (default 7)")
+
+    u = _experiment(sub, "update-patterns", _update_patterns, "Golab's thesis §3.6: NT vs DIRECT vs UPA",
+                    "Queries 1-4 of Golab's thesis §3.6 under each strategy; update_patterns.json/.png. "
+                    "Exit status 1 if two strategies disagree on a result count.")
+    u.add_argument("--scale", type=float, default=1.0,
+                   help="multiplies window sizes and the measured span (default 1)")
+    u.add_argument("--source", default="both", choices=["zeek", "generated", "both"],
+                   help="real Zeek logs, generated IP-like links, or both (default)")
+    u.add_argument("--zeek-dir", metavar="DIR",
+                   help="directory of Zeek logs as CSV for --source zeek/both "
+                        "(default: the bundled 3-minute WRCCDC 2018 sample)")
+    u.add_argument("--rounds", type=int, metavar="N", help="runs per measurement, least CPU time kept (default 1)")
+    u.add_argument("--time-budget", type=float, metavar="SECONDS",
+                   help="predicted CPU seconds per series and window above which larger windows are skipped "
+                        "(default 10)")
+
+    k = _experiment(sub, "spark", _spark, "slidewise on Spark vs Spark's own joins",
+                    "slidewise's Spark engine against Spark's stream-stream joins; spark.json/.png.")
+    k.add_argument("--workload", default="all", help="W2, W4, a comma-separated list, or all (default)")
+    k.add_argument("--tuples", type=int, help="override the number of input tuples (at least 100)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """Parse ``argv`` (what follows ``slidewise bench``) and run the experiment; its exit status."""
+    args = build_parser().parse_args(argv)
+    return args.run(args)
