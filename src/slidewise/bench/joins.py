@@ -37,6 +37,7 @@ from slidewise.bench.common import PeakMemory, load_streams, machine_info, nice_
 from slidewise.bench.summary import print_summary, summarize
 from slidewise.bench.workloads import COLUMNS, REFERENCE, WORKLOADS, Workload, resolve_algorithm
 from slidewise.errors import PlanError
+from slidewise.options import DEFAULT_CHUNK_ROWS
 
 __all__ = ["REFERENCE", "WORKLOADS", "Workload", "print_summary", "run_joins_bench", "summarize"]
 
@@ -277,7 +278,7 @@ def _compare(entry: dict, expected: dict | None) -> None:
 
 def run_joins_bench(workload: str = "all", tuples: int | None = None,
                     algorithms: list[str] | None = None, out_dir: str = "bench-results",
-                    chunk_rows: int = 65536, progress: bool = True, *,
+                    chunk_rows: int = DEFAULT_CHUNK_ROWS, progress: bool = True, *,
                     time_budget_s: float = 6.0, slide: int = 10, seed: int = 0,
                     peers: bool = True, memory_check: bool = True,
                     memory_tuples: tuple[int, int] | None = None,
