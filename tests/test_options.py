@@ -78,3 +78,17 @@ def test_spark_uses_only_public_names_of_runtime():
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("slidewise.runtime"):
                 private = [a.name for a in node.names if a.name.startswith("_")]
                 assert not private, f"{path.name} imports {private} from {node.module}"
+
+
+def test_the_core_never_imports_the_bench():
+    """Only ``slidewise bench``'s handler (cli.py, inside a function) reaches slidewise.bench."""
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC)
+        if rel.parts[0] == "bench":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if any(n == "slidewise.bench" or n.startswith("slidewise.bench.") for n in names):
+                assert rel.as_posix() == "cli.py" and node.col_offset > 0, f"{rel} imports the bench"
