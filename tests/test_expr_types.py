@@ -29,7 +29,7 @@ from slidewise.plan.bind import bind, bind_query
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Func, Lit, Not, Or, arithmetic, evaluate
 from slidewise.plan.logical import Select, walk
 from slidewise.plan.types import Typer
-from slidewise.runtime.plans import execute_plan
+from slidewise.runtime.plan_engine import execute_plan
 
 KINDS = {"a": "int", "f": "float", "b": "str", "k": "int", "flag": "bool"}
 S1 = Col(0, "a", "S1")

@@ -2,7 +2,7 @@
 
 * the executor under every strategy (NT, DIRECT, UPA) emits exactly the
   oracle's output (tests/oracle_plans.py) for random plans, and the three
-  strategies agree with each other (skipped until ``slidewise.runtime.plans``
+  strategies agree with each other (skipped until ``slidewise.runtime.plan_engine``
   exists);
 * the oracle is self-consistent (output kinds reconstruct the answers,
   restore ⊇ no-restore) and agrees with the join oracle (tests/oracle.py) on
@@ -25,8 +25,8 @@ from slidewise.plan.logical import Join, Output, Plan, walk
 from slidewise.plan.query import WindowSpec, eval_time
 
 STRATEGIES = ("nt", "direct", "upa")
-needs_executor = pytest.mark.skipif(importlib.util.find_spec("slidewise.runtime.plans") is None,
-                                    reason="slidewise.runtime.plans (the plan executor) is not written yet")
+needs_executor = pytest.mark.skipif(importlib.util.find_spec("slidewise.runtime.plan_engine") is None,
+                                    reason="slidewise.runtime.plan_engine (the plan executor) is not written yet")
 
 
 def with_output(p: Plan, kind: str, *, restore: bool = False, slide: int | None = None, window=None) -> Plan:
@@ -50,7 +50,7 @@ def describe(p: Plan, streams, tables) -> str:
 # ---- executor vs oracle ----------------------------------------------------------------
 
 def run(p: Plan, streams, tables, strategy: str, span: int = 1, options: dict | None = None) -> Counter:
-    plans = pytest.importorskip("slidewise.runtime.plans")
+    plans = pytest.importorskip("slidewise.runtime.plan_engine")
     res = plans.execute_plan(p, streams, tables, strategy=strategy, collect=True, span=span,
                              options=options).results
     got: Counter = Counter()
@@ -66,7 +66,7 @@ def run(p: Plan, streams, tables, strategy: str, span: int = 1, options: dict | 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @given(case=plan_cases(), span=st.sampled_from([1, 2, 5, 64]))
 def test_executor_matches_the_oracle(strategy, case, span):
-    """Per instant (span 1) and in spans of several instants per pass (runtime.plan_runner)."""
+    """Per instant (span 1) and in spans of several instants per pass (runtime.plan_driver)."""
     p, streams, tables = case
     note(describe(p, streams, tables))
     expected = expected_output(p, streams, tables)

@@ -23,7 +23,7 @@ destination address):
   negation pulled up, NT(join up) with negation pushed down, UPA pulled up.
 
 Every query runs the real path: query text → :func:`slidewise.cql.parse_plan`
-→ :func:`slidewise.runtime.plans.execute_plan` with ``strategy`` and
+→ :func:`slidewise.runtime.plan_engine.execute_plan` with ``strategy`` and
 ``partitions``. **Time per 1000 tuples after the windows fill** (§3.6.1) is
 measured by difference: each point runs the input up to the moment the
 windows are full (fill) and up to a fixed span later (full); the CPU seconds
@@ -134,9 +134,9 @@ Runner = Callable[..., tuple[dict, "pd.DataFrame | None"]]
 
 def real_runner(text: str, streams: dict, strategy: str, partitions: int, lateness: int,
                 collect: bool = False, options: dict | None = None):
-    """Query text → ``cql.parse_plan`` → ``runtime.plans.execute_plan`` (the documented API)."""
+    """Query text → ``cql.parse_plan`` → ``runtime.plan_engine.execute_plan`` (the documented API)."""
     from slidewise.cql import parse_plan
-    from slidewise.runtime.plans import execute_plan
+    from slidewise.runtime.plan_engine import execute_plan
 
     res = execute_plan(parse_plan(text), streams, strategy=strategy, partitions=partitions,
                        lateness=lateness, collect=collect, options=options)

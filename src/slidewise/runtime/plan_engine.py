@@ -14,7 +14,7 @@ with update patterns (:func:`slidewise.plan.patterns.annotate`) and builds
 one operator per node, bottom-up: base windows and table feeders
 (:mod:`slidewise.operators.window_scan`), the output operator
 (:mod:`slidewise.operators.output`), the rest from
-:func:`slidewise.operators.plan_ops.build`. :class:`~slidewise.runtime.plan_runner.PlanRunner`
+:func:`slidewise.operators.plan_ops.build`. :class:`~slidewise.runtime.plan_driver.PlanRunner`
 then drives them instant by instant: the next instant is the earliest of the
 next arrival timestamp and every operator's :meth:`next_event`; at each, the
 operators with work (fed rows, or an event due; children first) get
@@ -47,10 +47,10 @@ from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
 from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
 from slidewise.plan.prune import prune_columns
-from slidewise.runtime.engine import RunResult, interrupted, run_counts
+from slidewise.runtime.join_engine import RunResult, interrupted, run_counts
 from slidewise.runtime.outputs import GuardedRun, abandon
-from slidewise.runtime.plan_runner import DEFAULT_SPAN
-from slidewise.runtime.plan_runner import PlanRunner as _Runner
+from slidewise.runtime.plan_driver import DEFAULT_SPAN
+from slidewise.runtime.plan_driver import PlanRunner as _Runner
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
@@ -79,9 +79,9 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     (:func:`slidewise.plan.rewrite.choose_plan`, what ``explain`` shows) instead
     of the plan as written. ``span``: instants per executor pass (answers do
     not depend on it; 1 gives exact per-instant state accounting, see
-    :mod:`slidewise.runtime.plan_runner`). A periodic one-stream GROUP BY
+    :mod:`slidewise.runtime.plan_driver`). A periodic one-stream GROUP BY
     (:func:`slidewise.plan.sliding.match`) runs on the pane path
-    (:mod:`slidewise.runtime.sliding`, same rows) unless ``panes=False``.
+    (:mod:`slidewise.runtime.pane_engine`, same rows) unless ``panes=False``.
     """
     if strategy not in STRATEGIES:
         raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
@@ -169,12 +169,12 @@ def _sliding(plan: Plan, sources: dict, table_names: list[str]):
 
 def _execute_panes(plan, spec, opened, names, out, collect, columns, lateness, chunk_rows, rejects,
                    rejects_path, progress, strategy, partitions) -> RunResult:
-    """Run ``spec`` on :class:`slidewise.runtime.sliding.PaneRun`; the stats of :func:`execute_plan`.
+    """Run ``spec`` on :class:`slidewise.runtime.pane_engine.PaneRun`; the stats of :func:`execute_plan`.
 
     Output safety as :func:`execute_plan`: a failed run discards its file, an interrupted one keeps
     the windows emitted so far (whole evaluations, in order) and writes its rejects."""
     from slidewise.plan.patterns import annotate
-    from slidewise.runtime.sliding import PaneRun
+    from slidewise.runtime.pane_engine import PaneRun
 
     frames: list = []
     writer = None
