@@ -1,4 +1,4 @@
-"""The pane path of periodic sliding GROUP BY (plan.sliding, runtime.pane_engine, synopses, aggregates).
+"""The pane path of periodic sliding GROUP BY (optimizer.pane_plan, runtime.pane_engine, synopses, aggregates).
 
 Every random case runs three ways: the pane path, the per-tuple plan
 (``execute_plan(..., panes=False)``) and the brute-force recomputation of
@@ -21,8 +21,8 @@ from oracle_plans import expected_output
 
 from slidewise.cql import parse_plan
 from slidewise.operators.aggregates import REGISTRY, Max, Min, Sum, accumulator
+from slidewise.optimizer.pane_plan import match
 from slidewise.plan.bind import bind
-from slidewise.plan.sliding import match
 from slidewise.runtime.plan_engine import execute_plan
 from slidewise.synopses import SYNOPSES
 

@@ -29,8 +29,8 @@ import numpy as np
 
 from slidewise.operators.aggregates import accumulator
 from slidewise.operators.aggregates.subtractable import Count
+from slidewise.optimizer.pane_plan import SlidingAggregate
 from slidewise.plan.expr import evaluate
-from slidewise.plan.sliding import SlidingAggregate
 from slidewise.synopses import SYNOPSES, running
 
 __all__ = ["BLOCK_CELLS", "PaneRun"]

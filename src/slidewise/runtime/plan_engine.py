@@ -76,11 +76,11 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     ``op`` (``+`` insert, ``-`` delete by key = first attribute) and attributes.
     Results: the plan's columns, then ``ts`` (instant of the change) and ``sign``.
     ``rewrite=True`` runs the cheapest update-pattern rewriting of the plan
-    (:func:`slidewise.plan.rewrite.choose_plan`, what ``explain`` shows) instead
+    (:func:`slidewise.optimizer.rewrite.choose_plan`, what ``explain`` shows) instead
     of the plan as written. ``span``: instants per executor pass (answers do
     not depend on it; 1 gives exact per-instant state accounting, see
     :mod:`slidewise.runtime.plan_driver`). A periodic one-stream GROUP BY
-    (:func:`slidewise.plan.sliding.match`) runs on the pane path
+    (:func:`slidewise.optimizer.pane_plan.match`) runs on the pane path
     (:mod:`slidewise.runtime.pane_engine`, same rows) unless ``panes=False``.
     """
     if strategy not in STRATEGIES:
@@ -98,7 +98,7 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
     plan = _bind(plan, schemas)
     rewrite_report = None
     if rewrite:
-        from slidewise.plan.rewrite import choose_plan
+        from slidewise.optimizer.rewrite import choose_plan
 
         chosen, rewrite_report = choose_plan(plan, strategy=strategy, partitions=partitions)
         if chosen.root.schema == plan.root.schema:
@@ -158,8 +158,8 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
 # ---------------------------------------------------------------- the pane path
 
 def _sliding(plan: Plan, sources: dict, table_names: list[str]):
-    """The plan's pane form (:func:`slidewise.plan.sliding.match`) if its column types allow, else None."""
-    from slidewise.plan.sliding import match
+    """The plan's pane form (:func:`slidewise.optimizer.pane_plan.match`) if its column types allow, else None."""
+    from slidewise.optimizer.pane_plan import match
 
     spec = match(plan)
     if spec is None or table_names or spec.refuse(dict(sources[spec.source].schema)) is not None:

@@ -365,7 +365,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
                             **{n: dict(i.kinds) for n, i in zip(names, infos)}})
         table_rows, _ = _read_tables(opened_tables, lateness, ts_column, ts_unit, rejected)   # once the plan binds
         if rewrite:
-            from slidewise.plan.rewrite import choose_plan
+            from slidewise.optimizer.rewrite import choose_plan
 
             chosen, _ = choose_plan(plan, strategy=strategy, partitions=partitions)
             if chosen.root.schema == plan.root.schema:
