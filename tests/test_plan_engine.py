@@ -97,10 +97,8 @@ def _sum_by_vals(bag: Counter) -> Counter:
 
 @pytest.fixture(params=["recompute", "plan_ops"])
 def operators(request, monkeypatch):
-    """Inner operators: the naive stand-in, or the real ones once operators/plan_ops.py exists."""
-    if request.param == "plan_ops":
-        pytest.importorskip("slidewise.operators.plan_ops")
-    else:
+    """Inner operators: the naive stand-in, or the real ones (operators/plan_ops.py)."""
+    if request.param == "recompute":
         monkeypatch.setattr(plans, "_operator_for", lambda node, ctx: Recompute(node, ctx))
     return request.param
 

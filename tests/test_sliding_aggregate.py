@@ -17,7 +17,6 @@ import pandas as pd
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
-from oracle_plans import expected_output
 
 from slidewise.cql import parse_plan
 from slidewise.operators.aggregates import REGISTRY, Max, Min, Sum, accumulator
@@ -25,6 +24,7 @@ from slidewise.optimizer.pane_plan import match
 from slidewise.plan.bind import bind
 from slidewise.runtime.plan_engine import execute_plan
 from slidewise.synopses import SYNOPSES
+from tests.oracle_plans import expected_output
 
 AGGS = ["COUNT(*)", "COUNT(S.b)", "SUM(S.b)", "AVG(S.b)", "MIN(S.b)", "MAX(S.b)",
         "COUNT(S.f)", "SUM(S.f)", "AVG(S.f)", "MIN(S.f)", "MAX(S.f)", "COUNT(DISTINCT S.b)",

@@ -16,7 +16,6 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import pytest
-from harness import sequence_into_buckets
 
 from slidewise.cql.parser import parse_plan
 from slidewise.runtime.plan_engine import _bind, execute_plan
@@ -24,6 +23,7 @@ from slidewise.spark.keying import Keying
 from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, wire_frame
 from slidewise.spark.plan_state import RESULT, PlanBucket, partition_attribute
 from slidewise.spark.sequencer import SequencerLogic
+from tests.spark.harness import sequence_into_buckets
 
 W = 6
 Q1 = (f"SELECT RSTREAM(*) FROM Link1 [RANGE {W}], Link2 [RANGE {W}] "

@@ -20,8 +20,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from harness import sequence_into_buckets
-from test_plans_spark import AGG, COLUMNS, Q2, Q3, links, local, rows_of
 
 from slidewise.cli import main
 from slidewise.cql.parser import parse_plan
@@ -31,6 +29,8 @@ from slidewise.spark.keying import Keying
 from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, unpack, wire_frame
 from slidewise.spark.plan_state import REJECTS, RESULT, PlanBucket, partition_attribute
 from slidewise.spark.sequencer import SequencerLogic
+from tests.spark.harness import sequence_into_buckets
+from tests.spark.test_plans_spark import AGG, COLUMNS, Q2, Q3, links, local, rows_of
 
 
 def split(data: dict[str, pd.DataFrame]) -> tuple[dict, dict, int, dict, dict]:

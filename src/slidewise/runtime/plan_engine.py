@@ -41,7 +41,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from slidewise.errors import OptionError, PlanError, SourceError
+from slidewise.errors import OptionError, SourceError
 from slidewise.operators.incremental import STRATEGIES, Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
@@ -276,11 +276,8 @@ def _bind(plan: Plan, schemas: dict[str, dict[str, str]]) -> Plan:
 
 def _operator_for(node: Node, ctx: Context) -> Incremental:
     """The incremental operator of an inner node (select, join, distinct, ...)."""
-    try:
-        from slidewise.operators import plan_ops
-    except ImportError:
-        raise PlanError(f"{node.label()}: general operators are not available in this build",
-                        hint="slidewise.operators.plan_ops is missing") from None
+    from slidewise.operators import plan_ops
+
     return plan_ops.build(node, ctx)
 
 
