@@ -28,8 +28,10 @@ test-fast: install
 test-spark: install
 	$(BIN)/python -m pytest -q tests/spark -m spark
 
-# ruff over the package and the tests, then mypy over the pure layers (model, plan, optimizer,
-# errors); both configured in pyproject.toml. CI runs it before the tests.
+# ruff over the package and the tests, mypy over the pure layers (model, plan, optimizer,
+# errors), import-linter over the import graph (the layers of docs/architecture.md); all
+# configured in pyproject.toml. CI runs it before the tests.
 lint: install
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache

@@ -23,22 +23,10 @@ SUMMARY_KEYS = {"reference", "workloads", "memory_ratio_operator", "memory_peaks
                 "bench_wall_s", "files"}
 
 
-def _second_algorithm() -> str:
-    from slidewise.operators.joins import algorithms
-    algos = algorithms()
-    for name in ("hash", "nlj", "naive"):
-        if name in algos:
-            return name
-    pytest.skip("no per-tuple join algorithm registered yet")
-
-
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     """One tiny end-to-end run (W2, 3000 tuples; memory checks on 3000 and 30000)."""
-    from slidewise.operators.joins import algorithms
-    if "columnar" not in algorithms():
-        pytest.skip("columnar operator not registered yet")
-    other = _second_algorithm()
+    other = "hash"
     out = tmp_path_factory.mktemp("bench")
     report = bench_joins.run_joins_bench("W2", tuples=3000, algorithms=["columnar", other, "duckdb"],
                                          out_dir=str(out), chunk_rows=512, progress=False)
@@ -133,9 +121,8 @@ def test_prefix_positions_follow_global_order(tmp_path):
 @pytest.mark.parametrize("seed", [7, 11])
 def test_duckdb_forms_match_oracle_semantics(form, seed):
     duckdb = pytest.importorskip("duckdb")
-    from oracle import oracle
-
     from slidewise.model.batch import Tup
+    from tests.oracle import oracle
 
     wl = bench_joins.Workload("t", "", (1, 1, 1), (3, 2, 4), (2, 2, 2), 40)
     rng = np.random.default_rng(seed)

@@ -10,7 +10,7 @@ import pytest
 from slidewise.bench import aggregation
 from slidewise.bench.aggregation import FORMS, duckdb_sql, print_summary, run_aggregation_bench
 from slidewise.cql import parse_plan
-from slidewise.runtime.plans import execute_plan
+from slidewise.runtime.plan_engine import execute_plan
 
 
 def test_bench_smoke(tmp_path, capsys):

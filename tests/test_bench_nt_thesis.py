@@ -6,15 +6,15 @@ from collections import Counter
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
-from oracle_plans import expected_output
-from plan_cases import plan_cases
-from test_plan_properties import describe, run
 
 from slidewise.bench.nt_thesis import PartitionedHashStore, thesis_hash_tables
 from slidewise.errors import PlanError
 from slidewise.operators.incremental import Context
+from slidewise.operators.state.stores import HashStore
 from slidewise.plan.logical import Pattern
-from slidewise.windows.states import HashStore
+from tests.oracle_plans import expected_output
+from tests.plan_cases import plan_cases
+from tests.test_plan_properties import describe, run
 
 
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.booleans()), max_size=40), st.integers(1, 4))

@@ -196,7 +196,7 @@ def test_acceptance_and_state_after_fill_with_fake_engine(tmp_path):
 def test_q2_state_composition_upa_keeps_no_window():
     """δ* over a WKS window needs no copy of the window (Golab's thesis §3.5.2); NT keeps it plus counts."""
     from slidewise.cql import parse_plan
-    from slidewise.runtime.plans import execute_plan
+    from slidewise.runtime.plan_engine import execute_plan
 
     link = pd.DataFrame(generate_links(1, 3000, sources=50, destinations=10, seed=1)[0])
     plan = parse_plan(up.Q2_SRC.format(w=1000))
@@ -214,7 +214,7 @@ def test_q2_state_composition_upa_keeps_no_window():
 def test_time_weighted_state_average():
     """Held state integrates over time: one tuple per 10 time units in a [RANGE 4] window under NT."""
     from slidewise.cql import parse_plan
-    from slidewise.runtime.plans import execute_plan
+    from slidewise.runtime.plan_engine import execute_plan
 
     s = pd.DataFrame({"ts": [0, 10, 20], "a": [1, 2, 3]})
     st = execute_plan(parse_plan("SELECT RSTREAM(*) FROM S [RANGE 4]"), {"S": s}, strategy="nt", span=1).stats

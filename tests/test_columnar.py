@@ -15,8 +15,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracle import oracle
-from streams import build_tuples, chunks, col, common_key, join_cases, query_of, raw_streams, run_operator, windows_st
 
 from slidewise.errors import ExecutionError, PlanError
 from slidewise.model.batch import StreamBatch
@@ -25,6 +23,8 @@ from slidewise.operators.joins.columnar import ColumnarJoin
 from slidewise.plan.expr import And, BinOp, Cmp, Func, Lit, Not, Or
 from slidewise.plan.query import Equality, JoinQuery, StreamRef, WindowSpec
 from slidewise.windows import columnar as colwin
+from tests.oracle import oracle
+from tests.streams import build_tuples, chunks, col, common_key, join_cases, query_of, raw_streams, run_operator, windows_st
 
 chunk_sizes = st.one_of(st.integers(1, 10), st.just(10_000))
 

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracle import oracle
-from streams import join_cases
 
 import slidewise
+from tests.oracle import oracle
+from tests.streams import join_cases
 
 
 def _frames(query, tuples):

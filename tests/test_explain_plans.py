@@ -15,10 +15,6 @@ import pytest
 
 from slidewise.cli import main
 
-parser = pytest.importorskip("slidewise.cql.parser")
-if not hasattr(parser, "parse_plan"):
-    pytest.skip("cql.parse_plan is not available yet", allow_module_level=True)
-
 FIXTURES = Path(__file__).parent / "fixtures" / "explain"
 FIG35 = ("SELECT RSTREAM(*) FROM S1 [RANGE 10], S2 [RANGE 10] WHERE S1.a = S2.a "
          "AND NOT EXISTS (SELECT * FROM S3 [RANGE 10] WHERE S3.a = S1.a)")

@@ -17,9 +17,6 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from oracle import oracle
-from oracle_plans import PlanOracle
-from streams import build_tuples, raw_streams
 
 import slidewise
 from slidewise.cql import parse, parse_plan
@@ -29,7 +26,10 @@ from slidewise.plan.bind import bind, bind_query
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Func, Lit, Not, Or, arithmetic, evaluate
 from slidewise.plan.logical import Select, walk
 from slidewise.plan.types import Typer
-from slidewise.runtime.plans import execute_plan
+from slidewise.runtime.plan_engine import execute_plan
+from tests.oracle import oracle
+from tests.oracle_plans import PlanOracle
+from tests.streams import build_tuples, raw_streams
 
 KINDS = {"a": "int", "f": "float", "b": "str", "k": "int", "flag": "bool"}
 S1 = Col(0, "a", "S1")

@@ -14,12 +14,12 @@ import random
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from oracle import oracle, short_lived
-from streams import build_tuples, common_key, join_cases, query_of, run_operator
 
 from slidewise.errors import OptionError, PlanError
 from slidewise.operators.joins import algorithms, get_algorithm
 from slidewise.plan.query import WindowSpec
+from tests.oracle import oracle, short_lived
+from tests.streams import build_tuples, common_key, join_cases, query_of, run_operator
 
 EAGER = ("naive", "nlj", "nlj-lazy-expiration")
 LAZY = ("lazy", "lazy-restore", "general-lazy")

@@ -13,8 +13,8 @@ import slidewise
 from slidewise.cli import build_parser
 from slidewise.errors import OptionError
 from slidewise.options import DEFAULT_CHUNK_ROWS, DEFAULTS, RUN_FIELDS, RunOptions
-from slidewise.runtime.engine import execute
-from slidewise.runtime.plans import execute_plan
+from slidewise.runtime.join_engine import execute
+from slidewise.runtime.plan_engine import execute_plan
 
 SRC = Path(slidewise.__file__).parent
 Q = "SELECT * FROM A [RANGE 10], B [RANGE 10] WHERE A.k = B.k"

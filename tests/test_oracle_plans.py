@@ -7,13 +7,13 @@ scan's values are ``(ts, a, b)`` too.
 from collections import Counter
 
 import pytest
-from oracle_plans import answer_at, answers, expected_output
-from plan_cases import c, eq, frame, item, plan, rng, rows, star, stream, table, table_frame, windowed_subquery_plan
 
 from slidewise.errors import PlanError, SourceError
 from slidewise.plan.expr import BinOp, Cmp, Lit
 from slidewise.plan.logical import AggCall, Aggregate, Distinct, Join, Negation, Project, Scan, Select, Union
 from slidewise.plan.query import WindowSpec
+from tests.oracle_plans import answer_at, answers, expected_output
+from tests.plan_cases import c, eq, frame, item, plan, rng, rows, star, stream, table, table_frame, windowed_subquery_plan
 
 
 def out(*rows_):

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from oracle import oracle
-from streams import build_tuples, chunks, common_key, query_of, run_operator
-
 from slidewise.operators.joins import get_algorithm
 from slidewise.plan.query import WindowSpec
+from tests.oracle import oracle
+from tests.streams import build_tuples, chunks, common_key, query_of, run_operator
 
 T, D = 100, 30
 TABLE_2 = [(0, 90), (0, 100), (1, 150), (1, 180), (2, 195), (2, 205)]  # (stream, ts), attr = 1

@@ -1,4 +1,4 @@
-"""The general plan executor (runtime/plans.py), base windows and the output operator.
+"""The general plan executor (runtime/plan_engine.py), base windows and the output operator.
 
 Hand-built plans over small streams, run under every strategy (nt, direct,
 upa); the expected rows ``(ts, vals, sign)`` are worked out by hand above each
@@ -21,7 +21,7 @@ from slidewise.operators.window_scan import TableFeeder, WindowScan
 from slidewise.plan.expr import Cmp, Col, Lit, evaluate
 from slidewise.plan.logical import Distinct, Join, Negation, Output, Plan, Project, Scan, Select, Union, column_getter
 from slidewise.plan.query import SelectItem, WindowSpec
-from slidewise.runtime import plans
+from slidewise.runtime import plan_engine as plans
 
 STRATEGIES = ("nt", "direct", "upa")
 
@@ -97,10 +97,8 @@ def _sum_by_vals(bag: Counter) -> Counter:
 
 @pytest.fixture(params=["recompute", "plan_ops"])
 def operators(request, monkeypatch):
-    """Inner operators: the naive stand-in, or the real ones once operators/plan_ops.py exists."""
-    if request.param == "plan_ops":
-        pytest.importorskip("slidewise.operators.plan_ops")
-    else:
+    """Inner operators: the naive stand-in, or the real ones (operators/plan_ops.py)."""
+    if request.param == "recompute":
         monkeypatch.setattr(plans, "_operator_for", lambda node, ctx: Recompute(node, ctx))
     return request.param
 

@@ -2,31 +2,29 @@
 
 * the executor under every strategy (NT, DIRECT, UPA) emits exactly the
   oracle's output (tests/oracle_plans.py) for random plans, and the three
-  strategies agree with each other (skipped until ``slidewise.runtime.plans``
+  strategies agree with each other (skipped until ``slidewise.runtime.plan_engine``
   exists);
 * the oracle is self-consistent (output kinds reconstruct the answers,
   restore ⊇ no-restore) and agrees with the join oracle (tests/oracle.py) on
   plain window joins.
 """
 
-import importlib.util
 from collections import Counter
 
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
-from oracle import oracle as join_oracle
-from oracle_plans import PlanOracle, expected_output
-from plan_cases import ALIASES, c, frame, plan, plan_cases, rng, stream, stream_frames
-from streams import common_key, query_of
 
 from slidewise.model.batch import Tup
 from slidewise.plan.logical import Join, Output, Plan, walk
 from slidewise.plan.query import WindowSpec, eval_time
+from slidewise.runtime.plan_engine import execute_plan
+from tests.oracle import oracle as join_oracle
+from tests.oracle_plans import PlanOracle, expected_output
+from tests.plan_cases import ALIASES, c, frame, plan, plan_cases, rng, stream, stream_frames
+from tests.streams import common_key, query_of
 
 STRATEGIES = ("nt", "direct", "upa")
-needs_executor = pytest.mark.skipif(importlib.util.find_spec("slidewise.runtime.plans") is None,
-                                    reason="slidewise.runtime.plans (the plan executor) is not written yet")
 
 
 def with_output(p: Plan, kind: str, *, restore: bool = False, slide: int | None = None, window=None) -> Plan:
@@ -50,8 +48,7 @@ def describe(p: Plan, streams, tables) -> str:
 # ---- executor vs oracle ----------------------------------------------------------------
 
 def run(p: Plan, streams, tables, strategy: str, span: int = 1, options: dict | None = None) -> Counter:
-    plans = pytest.importorskip("slidewise.runtime.plans")
-    res = plans.execute_plan(p, streams, tables, strategy=strategy, collect=True, span=span,
+    res = execute_plan(p, streams, tables, strategy=strategy, collect=True, span=span,
                              options=options).results
     got: Counter = Counter()
     if res is None or len(res) == 0:
@@ -62,11 +59,10 @@ def run(p: Plan, streams, tables, strategy: str, span: int = 1, options: dict | 
     return got
 
 
-@needs_executor
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @given(case=plan_cases(), span=st.sampled_from([1, 2, 5, 64]))
 def test_executor_matches_the_oracle(strategy, case, span):
-    """Per instant (span 1) and in spans of several instants per pass (runtime.plan_runner)."""
+    """Per instant (span 1) and in spans of several instants per pass (runtime.plan_driver)."""
     p, streams, tables = case
     note(describe(p, streams, tables))
     expected = expected_output(p, streams, tables)
@@ -76,7 +72,6 @@ def test_executor_matches_the_oracle(strategy, case, span):
     assert got == expected, f"missing {expected - got}, extra {got - expected}"
 
 
-@needs_executor
 @given(case=plan_cases())
 def test_strategies_agree(case):
     p, streams, tables = case

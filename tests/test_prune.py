@@ -8,7 +8,7 @@ import pytest
 from slidewise.cql import parse_plan
 from slidewise.plan.bind import bind
 from slidewise.plan.prune import prune_columns
-from slidewise.runtime.plans import execute_plan
+from slidewise.runtime.plan_engine import execute_plan
 
 SCHEMAS = {"S": ["ts", "a", "b", "c", "d"], "T": ["ts", "a", "e", "f"], "R": ["ts", "op", "a", "name", "x"]}
 
@@ -60,7 +60,7 @@ def test_answers_are_those_of_the_whole_rows(text, strategy):
     streams, tables = {"S": s, "T": t}, {"R": r} if " R " in text + " " else {}
     pruned = execute_plan(parse_plan(text, tables=tables), streams, tables, strategy=strategy, collect=True).results
 
-    import slidewise.runtime.plans as plans
+    import slidewise.runtime.plan_engine as plans
     keep = plans.prune_columns
     plans.prune_columns = lambda plan: plan
     try:

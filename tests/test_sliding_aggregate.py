@@ -1,4 +1,4 @@
-"""The pane path of periodic sliding GROUP BY (plan.sliding, runtime.sliding, synopses, aggregates).
+"""The pane path of periodic sliding GROUP BY (optimizer.pane_plan, runtime.pane_engine, synopses, aggregates).
 
 Every random case runs three ways: the pane path, the per-tuple plan
 (``execute_plan(..., panes=False)``) and the brute-force recomputation of
@@ -17,14 +17,14 @@ import pandas as pd
 import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
-from oracle_plans import expected_output
 
 from slidewise.cql import parse_plan
 from slidewise.operators.aggregates import REGISTRY, Max, Min, Sum, accumulator
+from slidewise.optimizer.pane_plan import match
 from slidewise.plan.bind import bind
-from slidewise.plan.sliding import match
-from slidewise.runtime.plans import execute_plan
+from slidewise.runtime.plan_engine import execute_plan
 from slidewise.synopses import SYNOPSES
+from tests.oracle_plans import expected_output
 
 AGGS = ["COUNT(*)", "COUNT(S.b)", "SUM(S.b)", "AVG(S.b)", "MIN(S.b)", "MAX(S.b)",
         "COUNT(S.f)", "SUM(S.f)", "AVG(S.f)", "MIN(S.f)", "MAX(S.f)", "COUNT(DISTINCT S.b)",
@@ -195,7 +195,7 @@ def test_accumulators_ignore_nan_and_keep_types():
 
 def test_small_blocks_and_many_groups_give_the_same_rows(monkeypatch):
     """Blocks split when a block meets far more groups than the one before (bounded matrices)."""
-    from slidewise.runtime import sliding
+    from slidewise.runtime import pane_engine as sliding
 
     rng = np.random.default_rng(3)
     ts = np.sort(np.concatenate([rng.integers(0, 200, 300), rng.integers(200, 202, 300),   # a burst

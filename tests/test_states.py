@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from slidewise.errors import PlanError
 from slidewise.model.batch import NO_EXP
+from slidewise.operators.state.calendar import CalendarQueue
+from slidewise.operators.state.stores import CalendarStore, FifoStore, HashStore, ScanStore, make_store
 from slidewise.plan.logical import Pattern
-from slidewise.windows.calendar import CalendarQueue
-from slidewise.windows.states import CalendarStore, FifoStore, HashStore, ScanStore, make_store
 
 
 def row(k, ts, exp):

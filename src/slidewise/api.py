@@ -10,7 +10,7 @@
 (2, 'columnar')
 
 General queries (DISTINCT, GROUP BY, NOT EXISTS, tables, DSTREAM, ...) run as
-update-pattern-aware plans (:func:`slidewise.runtime.plans.execute_plan`):
+update-pattern-aware plans (:func:`slidewise.runtime.plan_engine.execute_plan`):
 
 >>> r = slidewise.run("SELECT RSTREAM DISTINCT A.k FROM A [RANGE 2]",
 ...                   sources={"A": {"ts": [1, 2, 4], "k": [7, 7, 7]}}, strategy="nt")
@@ -25,7 +25,7 @@ from slidewise.errors import OptionError, require_extra
 from slidewise.options import RunOptions
 from slidewise.plan.logical import Plan
 from slidewise.plan.query import JoinQuery
-from slidewise.runtime.engine import RunResult, execute
+from slidewise.runtime.join_engine import RunResult, execute
 from slidewise.runtime.outputs import check_run
 from slidewise.runtime.sinks import sink_format
 
@@ -64,7 +64,7 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
 
     General queries (anything but select–project–join with ISTREAM) become a
     :class:`~slidewise.plan.logical.Plan` run by
-    :func:`~slidewise.runtime.plans.execute_plan`: ``tables`` (name -> path /
+    :func:`~slidewise.runtime.plan_engine.execute_plan`: ``tables`` (name -> path /
     DataFrame; rows with ``ts``, optional ``op`` ``+``/``-``, key first) are
     non-retroactive unless FROM says ``TABLE name``; ``strategy`` is ``nt``,
     ``direct`` or ``upa`` and ``partitions`` the UPA calendar queue size.
@@ -81,7 +81,7 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
         return _run_plan(q, sources, tables, opts, engine=engine,
                          options={"algorithm": algorithm, "order": order, **operator_options})
     if engine == "spark":
-        from slidewise.spark.runner import run_spark
+        from slidewise.spark.join_runner import run_spark
 
         return run_spark(q, sources, run_options=opts, algorithm=algorithm, order=order, **operator_options)
     if engine != "local":
@@ -91,11 +91,11 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
 
 
 def _run_plan(plan: Plan, sources, tables, opts: RunOptions, *, engine: str, options: dict) -> RunResult:
-    """A general query on the local plan executor, or on Spark (:func:`slidewise.spark.plans.run_plan_spark`)."""
-    from slidewise.runtime.plans import execute_plan
+    """A general query on the local plan executor, or on Spark (:func:`slidewise.spark.plan_runner.run_plan_spark`)."""
+    from slidewise.runtime.plan_engine import execute_plan
 
     if engine == "spark":
-        from slidewise.spark.plans import SPARK_OPTIONS, refuse_options, run_plan_spark
+        from slidewise.spark.plan_runner import SPARK_OPTIONS, refuse_options, run_plan_spark
 
         given = dict(options)
         spark = {k: given.pop(k) for k in SPARK_OPTIONS if k in given}

@@ -1,10 +1,10 @@
 """The options of one run, with their defaults, in one place.
 
 :class:`RunOptions` is what the Python API (:func:`slidewise.run`), the
-command line and both engines (local: :func:`slidewise.runtime.engine.execute`,
-:func:`slidewise.runtime.plans.execute_plan`; Spark:
-:func:`slidewise.spark.runner.start_spark`,
-:func:`slidewise.spark.plans.start_plan_spark`) take for how a run reads its
+command line and both engines (local: :func:`slidewise.runtime.join_engine.execute`,
+:func:`slidewise.runtime.plan_engine.execute_plan`; Spark:
+:func:`slidewise.spark.join_runner.start_spark`,
+:func:`slidewise.spark.plan_runner.start_plan_spark`) take for how a run reads its
 inputs, orders them and writes its outputs. Each engine function also accepts
 the fields as keyword arguments (``lateness=500``); :meth:`RunOptions.of`
 merges the two.

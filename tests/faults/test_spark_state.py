@@ -137,7 +137,7 @@ def test_torn_log_entry_is_found_by_reading_the_logs(tmp_path):
 @pytest.mark.parametrize("text", ["{\"query\": \"SELECT", "[]", "{\"query\": \"q\"}", "\udcff"])
 def test_damaged_slidewise_json_is_a_checkpoint_error(tmp_path, text):
     """slidewise's own record in the checkpoint: damaged -> one message before any JVM starts."""
-    from slidewise.spark.runner import _checkpoint_meta
+    from slidewise.spark.join_runner import _checkpoint_meta
 
     (tmp_path / "slidewise.json").write_bytes(text.encode("utf-8", "surrogateescape"))
     with pytest.raises(CheckpointError) as e:

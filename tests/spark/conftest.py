@@ -32,7 +32,7 @@ def spark():
 
 @pytest.fixture
 def runs():
-    """Collects started :class:`~slidewise.spark.runner.SparkRun` s and stops them after the test."""
+    """Collects started :class:`~slidewise.spark.join_runner.SparkRun` s and stops them after the test."""
     started: list = []
     yield started
     for run in started:

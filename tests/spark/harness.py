@@ -12,8 +12,6 @@ from collections import defaultdict
 
 import numpy as np
 import pandas as pd
-from oracle import oracle
-from streams import build_tuples, col, common_key, query_of
 
 from slidewise.plan.expr import BinOp, Cmp, Func, Lit
 from slidewise.plan.query import Equality, WindowSpec
@@ -21,6 +19,8 @@ from slidewise.spark.bucket import BucketJoin
 from slidewise.spark.keying import choose_keying
 from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, wire_frame
 from slidewise.spark.sequencer import SequencerLogic
+from tests.oracle import oracle
+from tests.streams import build_tuples, col, common_key, query_of
 
 COLUMNS = ("a", "b", "x")
 

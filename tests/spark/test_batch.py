@@ -15,14 +15,14 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from oracle import oracle
-from streams import build_tuples, col, common_key, query_of
 
 from slidewise.api import run
 from slidewise.model.batch import NO_EXP
 from slidewise.plan.expr import BinOp, Cmp, Func, Lit
 from slidewise.plan.query import Equality, WindowSpec
 from slidewise.spark.batch import run_batch
+from tests.oracle import oracle
+from tests.streams import build_tuples, col, common_key, query_of
 
 pytestmark = pytest.mark.spark
 

@@ -2,7 +2,7 @@
 
 Thesis Queries 1–3 (§3.6) and a GROUP BY on small generated link streams
 written as CSV files, compared as multisets of ``(ts, vals, sign)`` with
-:func:`slidewise.runtime.plans.execute_plan`; joins with a non-retroactive
+:func:`slidewise.runtime.plan_engine.execute_plan`; joins with a non-retroactive
 relation and a retroactive TABLE updated while the stream runs (broadcast to
 every bucket). The bucket logic is also run in-process (no JVM) over several
 micro-batches.
@@ -16,15 +16,15 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import pytest
-from harness import sequence_into_buckets
 
 from slidewise.cql.parser import parse_plan
 from slidewise.plan.bind import bind
-from slidewise.runtime.plans import execute_plan
+from slidewise.runtime.plan_engine import execute_plan
 from slidewise.spark.keying import Keying
 from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, wire_frame
 from slidewise.spark.plan_state import RESULT, PlanBucket, partition_attribute
 from slidewise.spark.sequencer import SequencerLogic
+from tests.spark.harness import sequence_into_buckets
 
 W = 6
 Q1 = (f"SELECT RSTREAM(*) FROM Link1 [RANGE {W}], Link2 [RANGE {W}] "
@@ -80,7 +80,7 @@ def simulate(query: str, data: dict, strategy: str, *, batches: int = 3, buckets
              tables: dict | None = None) -> Counter:
     """Sequencer and plan buckets in-process, as Spark runs them (state as bytes between calls)."""
     from slidewise.runtime.rejects import Rejects
-    from slidewise.spark.plans import _read_tables
+    from slidewise.spark.plan_runner import _read_tables
 
     plan = parse_plan(query, list(tables or ()))
     names = list(dict.fromkeys(s.source for s in plan.scans() if not s.is_relation))
@@ -178,7 +178,7 @@ def _write_inputs(tmp_path, data: dict, parts: int = 2) -> dict[str, str]:
                                                         (AGG, "upa", None)],
                          ids=["q1-upa-3-batches", "q2-nt", "q3-upa", "agg-upa"])
 def test_spark_equals_local(spark, tmp_path, query, strategy, per_trigger):
-    from slidewise.spark.plans import run_plan_spark
+    from slidewise.spark.plan_runner import run_plan_spark
 
     data = links(11, n=40)
     want = local(query, data, strategy)
@@ -195,7 +195,7 @@ def test_spark_equals_local(spark, tmp_path, query, strategy, per_trigger):
 @pytest.mark.spark
 @pytest.mark.parametrize("query,strategy", [(NRR, "upa"), (TABLE, "nt")], ids=["nrr-upa", "table-nt"])
 def test_spark_with_a_relation_equals_local(spark, tmp_path, query, strategy):
-    from slidewise.spark.plans import run_plan_spark
+    from slidewise.spark.plan_runner import run_plan_spark
 
     data = links(11, n=40)
     path = tmp_path / "r.csv"
@@ -214,7 +214,7 @@ def test_spark_with_a_relation_equals_local(spark, tmp_path, query, strategy):
 def test_reused_nrr_key_is_the_local_error_on_spark(tmp_path, capsys):
     from slidewise.cli import main
     from slidewise.errors import SourceError
-    from slidewise.spark.plans import run_plan_spark
+    from slidewise.spark.plan_runner import run_plan_spark
 
     data = links(1)
     bad = pd.concat([relation(False), pd.DataFrame({"ts": [30], "op": ["+"], "src": [1], "label": [21]})],

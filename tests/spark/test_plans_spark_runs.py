@@ -20,8 +20,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from harness import sequence_into_buckets
-from test_plans_spark import AGG, COLUMNS, Q2, Q3, links, local, rows_of
 
 from slidewise.cli import main
 from slidewise.cql.parser import parse_plan
@@ -31,6 +29,8 @@ from slidewise.spark.keying import Keying
 from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, unpack, wire_frame
 from slidewise.spark.plan_state import REJECTS, RESULT, PlanBucket, partition_attribute
 from slidewise.spark.sequencer import SequencerLogic
+from tests.spark.harness import sequence_into_buckets
+from tests.spark.test_plans_spark import AGG, COLUMNS, Q2, Q3, links, local, rows_of
 
 
 def split(data: dict[str, pd.DataFrame]) -> tuple[dict, dict, int, dict, dict]:
@@ -94,7 +94,7 @@ def test_api_passes_spark_options_and_refuses_join_options(link_files, tmp_path)
 
 
 def test_checkpoint_of_another_query_or_strategy_is_refused(capsys, monkeypatch, link_files, tmp_path):
-    from slidewise.spark.plans import run_plan_spark
+    from slidewise.spark.plan_runner import run_plan_spark
 
     ck = tmp_path / "ck"
     ck.mkdir()
@@ -217,7 +217,7 @@ def test_checkpoint_continues_with_new_files(spark, tmp_path, capsys):
 def test_live_run_on_directories_with_a_trigger(spark, runs, tmp_path):
     """Directories run live by default (no end of input until asked); a file dropped while the query runs
     is read by a later micro-batch; ending the input then gives the local engine's answer."""
-    from slidewise.spark.plans import start_plan_spark
+    from slidewise.spark.plan_runner import start_plan_spark
 
     data = links(5, n=40)
     half = {n: f.iloc[:20] for n, f in data.items()}

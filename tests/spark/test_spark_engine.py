@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from harness import case, frames_of, oracle_rows, result_rows
 
 import slidewise
 from slidewise.cli import main
 from slidewise.spark import read_results, start_spark
 from slidewise.spark.session import find_java
+from tests.spark.harness import case, frames_of, oracle_rows, result_rows
 
 pytestmark = pytest.mark.spark
 

@@ -12,7 +12,7 @@ Measured, each in a fresh process (``run_isolated``), slidewise and DuckDB
 back to back in every round (``--rounds``, default 1):
 
 * **slidewise** — ``slidewise.run(..., engine="local", out=results.parquet)``,
-  the pane path (:mod:`slidewise.runtime.sliding`): ``seconds`` is the
+  the pane path (:mod:`slidewise.runtime.pane_engine`): ``seconds`` is the
   engine's own time (read, compute, write), ``process_s`` the whole child from
   spawn to exit (interpreter, imports, everything); also without output
   (``slidewise_compute``); ``cpu_s`` is the process's CPU time (all threads) of the timed part,
@@ -93,7 +93,7 @@ def plan_child(spec: dict, send) -> dict:
     import pyarrow.parquet as pq
 
     from slidewise.cql import parse_plan
-    from slidewise.runtime.plans import execute_plan
+    from slidewise.runtime.plan_engine import execute_plan
 
     frame = pq.read_table(spec["input"]).slice(0, spec["tuples"]).to_pandas()
     res = execute_plan(parse_plan(QUERY), {"S": frame}, panes=False)

@@ -2,7 +2,7 @@
 
 The thesis's NT operators keep hash tables of 10 partitions, each lookup
 scanning its partition; slidewise's NT state indexes rows by value
-(:class:`~slidewise.windows.states.HashStore`). :func:`thesis_hash_tables`
+(:class:`~slidewise.operators.state.stores.HashStore`). :func:`thesis_hash_tables`
 runs a plan with the thesis's tables instead: while it is active, every NT
 operator built gets a :class:`PartitionedHashStore`. The core knows nothing
 of this variant.
@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from slidewise.errors import PlanError
 from slidewise.operators.incremental import Context
-from slidewise.windows.states import HashStore
+from slidewise.operators.state.stores import HashStore
 
 __all__ = ["PartitionedHashStore", "thesis_hash_tables"]
 

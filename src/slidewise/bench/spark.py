@@ -10,7 +10,7 @@ same files with one file per stream per micro-batch (``maxFilesPerTrigger
 fresh process (:func:`~slidewise.bench.common.run_isolated`, one JVM per
 engine): first a 2,000-tuple warm-up run per workload, then the measured runs.
 
-* **slidewise on Spark** – :func:`slidewise.spark.runner.start_spark`: the
+* **slidewise on Spark** – :func:`slidewise.spark.join_runner.start_spark`: the
   multi-way join in one stateful operator.
 * **Spark stream-stream join** – event time ``timestamp_millis(ts + 1)``
   with a zero-delay watermark per stream. A combination is a result iff
@@ -154,7 +154,7 @@ def run_spark_join(spark, wl: Workload, sources: dict[str, str], *, shift_ms: in
 
 def run_slidewise(spark, wl: Workload, sources: dict[str, str], *, max_files: int | None = 1) -> dict:
     """Run slidewise on Spark (the streaming engine) available-now over the same files."""
-    from slidewise.spark.runner import start_spark
+    from slidewise.spark.join_runner import start_spark
 
     t0 = time.perf_counter()
     run = start_spark(wl.query(), sources, spark=spark, once=True, collect=False,

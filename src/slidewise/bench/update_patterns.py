@@ -23,7 +23,7 @@ destination address):
   negation pulled up, NT(join up) with negation pushed down, UPA pulled up.
 
 Every query runs the real path: query text → :func:`slidewise.cql.parse_plan`
-→ :func:`slidewise.runtime.plans.execute_plan` with ``strategy`` and
+→ :func:`slidewise.runtime.plan_engine.execute_plan` with ``strategy`` and
 ``partitions``. **Time per 1000 tuples after the windows fill** (§3.6.1) is
 measured by difference: each point runs the input up to the moment the
 windows are full (fill) and up to a fixed span later (full); the CPU seconds
@@ -142,7 +142,7 @@ def real_runner(text: str, streams: dict, strategy: str, partitions: int, latene
 
     from slidewise.bench.nt_thesis import thesis_hash_tables
     from slidewise.cql import parse_plan
-    from slidewise.runtime.plans import execute_plan
+    from slidewise.runtime.plan_engine import execute_plan
 
     options = dict(options or {})
     buckets = options.pop("hash_partitions", None)

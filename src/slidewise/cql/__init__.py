@@ -3,7 +3,7 @@
 Three entry points: :func:`parse` (a select–project–join query ->
 :class:`~slidewise.plan.query.JoinQuery`, the columnar join path),
 :func:`parse_plan` (any query -> unbound logical
-:class:`~slidewise.plan.logical.Plan`, see :mod:`slidewise.cql.plans` for
+:class:`~slidewise.plan.logical.Plan`, see :mod:`slidewise.cql.plan_builder` for
 the plan shapes) and :func:`parse_any` (a JoinQuery for plain SPJ queries
 with ISTREAM / ISTREAM_RESTORE / no output operator, a Plan otherwise; what
 the command line uses). ``parse`` rejects a general query with a hint to use
@@ -88,7 +88,7 @@ unique.
 ['RSTREAM', 'Distinct', 'Project S.a', 'Window S[RANGE 10]']
 """
 
-from slidewise.cql.builder import UNITS
+from slidewise.cql.join_builder import UNITS
 from slidewise.cql.parser import load_any, load_query, parse, parse_any, parse_plan
 from slidewise.plan.logical import walk  # noqa: F401 - used by the doctest above
 

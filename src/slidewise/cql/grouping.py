@@ -1,6 +1,6 @@
 """The SELECT list, GROUP BY and HAVING of a general query (Golab's thesis §3.2.2, aggregation).
 
-Mixed into :class:`slidewise.cql.plans.PlanBuilder`, which supplies the
+Mixed into :class:`slidewise.cql.plan_builder.PlanBuilder`, which supplies the
 scope, ``error``, ``value``, ``condition`` and the expression reader. A
 SELECT with aggregates or GROUP BY becomes an
 :class:`~slidewise.plan.logical.Aggregate` (keys, then aggregates), HAVING a
@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 from lark import Tree
 
-from slidewise.cql.builder import _fresh, _pos
+from slidewise.cql.join_builder import _fresh, _pos
 from slidewise.plan.expr import FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Not, Or
 from slidewise.plan.logical import AGG_FUNCS, AggCall, Aggregate, Distinct, Node, Project, Select
 from slidewise.plan.query import SelectItem
 
 if TYPE_CHECKING:
-    from slidewise.cql.plans import Head
+    from slidewise.cql.plan_builder import Head
 
 
 #: parse-tree forms that are always aggregate calls: f(*), f(DISTINCT x), f(DISTINCT *)

@@ -6,8 +6,8 @@ lexer) on first use: the select–project–join grammar above its
 whole file with start ``full`` (the dialect of Golab's thesis §3.4, used by
 :func:`parse_plan` and :func:`parse_any`). Lark exceptions never leave this
 module: :mod:`slidewise.cql.diagnostics` turns them into
-:class:`~slidewise.errors.QueryError`; :mod:`slidewise.cql.builder` builds a
-:class:`~slidewise.plan.query.JoinQuery`, :mod:`slidewise.cql.plans` a
+:class:`~slidewise.errors.QueryError`; :mod:`slidewise.cql.join_builder` builds a
+:class:`~slidewise.plan.query.JoinQuery`, :mod:`slidewise.cql.plan_builder` a
 :class:`~slidewise.plan.logical.Plan`.
 """
 
@@ -21,9 +21,9 @@ from pathlib import Path
 from lark import Lark, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters
 
-from slidewise.cql.builder import Builder, _pos
 from slidewise.cql.diagnostics import empty_query, from_lark, query_error
-from slidewise.cql.plans import PlanBuilder, output_name
+from slidewise.cql.join_builder import Builder, _pos
+from slidewise.cql.plan_builder import PlanBuilder, output_name
 from slidewise.errors import QueryError, SourceError
 from slidewise.plan.logical import AGG_FUNCS, Plan
 from slidewise.plan.query import JoinQuery

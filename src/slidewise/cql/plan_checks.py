@@ -1,6 +1,6 @@
 """Checks of Golab's thesis ch. 3 that make a combination of operators invalid, with the reason.
 
-Mixed into :class:`slidewise.cql.plans.PlanBuilder` (which supplies
+Mixed into :class:`slidewise.cql.plan_builder.PlanBuilder` (which supplies
 ``error`` and ``window_at``, the source position of each window). INTERNAL
 windows do not apply to duplicate elimination and negation (§3.3.2); only a
 monotonic output may be windowed, by a window on a subquery or by WSTREAM

@@ -1,6 +1,6 @@
 """Binary symmetric join of two signed-tuple inputs (Golab's thesis §2.3.3, §3.2.2 Fig. 3.1(b)).
 
-Each input's state is a row store (:func:`slidewise.windows.states.make_store`)
+Each input's state is a row store (:func:`slidewise.operators.state.stores.make_store`)
 keyed by the input's join attributes. A row from one side probes the other
 side's state; every match that passes the remaining filters is a result with
 ``vals = left vals + right vals``, ``ts = now``, ``exp = min`` of the two

@@ -41,7 +41,7 @@ and operators with nothing due: an operator gets no call at an instant
 where no child has rows for it and its last ``next_event()`` is later, and
 gets :meth:`expire` only when that event is due (or at the first instant),
 so ``expire`` must not do per-instant bookkeeping
-(:mod:`slidewise.runtime.plan_runner`).
+(:mod:`slidewise.runtime.plan_driver`).
 
 :meth:`advance` runs many instants in one call (the executor's spans): its
 inputs and output are *timed groups*, lists of ``(instant, rows)`` in
@@ -131,8 +131,8 @@ class Context:
     options: dict = field(default_factory=dict)
 
     def store(self, pattern: Pattern, key=None, *, lookups: bool = True):
-        """The state store for an input of ``pattern`` (:func:`slidewise.windows.states.make_store`)."""
-        from slidewise.windows.states import make_store
+        """The state store for an input of ``pattern`` (:func:`slidewise.operators.state.stores.make_store`)."""
+        from slidewise.operators.state.stores import make_store
         return make_store(self.strategy, pattern, key, self.partitions, lookups=lookups)
 
 

@@ -2,7 +2,7 @@
 
 :class:`OutputOperator` maintains the materialised answer of the plan (the
 thesis's Rstream view) in a state store chosen by strategy and input pattern
-(:func:`slidewise.windows.states.make_store`: a hash multiset under NT, a
+(:func:`slidewise.operators.state.stores.make_store`: a hash multiset under NT, a
 scanned list under DIRECT, FIFO / calendar queue under UPA) — the cost of
 keeping it is what the thesis measures. Every instant it nets the changes of
 the answer by value (a row inserted and deleted within one instant never

@@ -30,10 +30,10 @@ if TYPE_CHECKING:
 
     from slidewise.optimizer.cost import CostModel, PlanCost
     from slidewise.optimizer.ordering import OrderSearch
+    from slidewise.optimizer.rewrite import StatSpecs
     from slidewise.plan.logical import Node, Pattern, Plan
     from slidewise.plan.physical import PhysicalPlan
     from slidewise.plan.query import JoinQuery
-    from slidewise.plan.rewrite import StatSpecs
 
 __all__ = ["EAGER_ALGORITHMS", "LAZY_ALGORITHMS", "explain_info", "plan_info", "render", "render_plan"]
 
@@ -257,11 +257,11 @@ def plan_info(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", partit
     operator); ``alternatives``: every rewriting with its cost per time unit;
     ``chosen``: the cheapest one.
     """
+    from slidewise.optimizer.rewrite import PREMATURE, algebra, choose_plan
     from slidewise.plan.patterns import annotate, plan_pattern
-    from slidewise.plan.rewrite import PREMATURE, algebra, choose_plan
 
     premature = PREMATURE if premature is None else premature
-    from slidewise.plan.sliding import match
+    from slidewise.optimizer.pane_plan import match
 
     chosen, report = choose_plan(plan, stats, strategy, premature, partitions)
     patterns = annotate(chosen.root)

@@ -2,11 +2,12 @@
 
 ``run_spark(query, sources, **options) -> RunResult`` runs a query to the end
 of its inputs (or until interrupted); ``start_spark`` returns a running
-:class:`~slidewise.spark.runner.SparkRun`. Modules: ``session`` (the one
+:class:`~slidewise.spark.join_runner.SparkRun`. Modules: ``session`` (the one
 SparkSession builder), ``ingest`` (sources), ``keying`` (buckets), ``layout``
 (row layouts), ``sequencer`` and ``bucket`` (the two stateful stages, pure
 Python), ``processor`` (their Spark glue), ``join`` (the pipeline), ``sinks``
-(``foreachBatch``), ``runner`` (checkpoints, triggers, end of input, stats),
+(``foreachBatch``), ``join_runner`` (checkpoints, triggers, end of input, stats;
+the join path), ``plan_state`` and ``plan_runner`` (the plan path),
 ``batch`` (batch replay). Importing this package does not start a JVM.
 """
 
@@ -17,9 +18,9 @@ __all__ = ["SparkRun", "get_session", "read_results", "run_spark", "start_spark"
 
 def __getattr__(name: str):
     if name in ("run_spark", "start_spark", "SparkRun"):
-        from slidewise.spark import runner
+        from slidewise.spark import join_runner
 
-        return getattr(runner, name)
+        return getattr(join_runner, name)
     if name == "get_session":
         from slidewise.spark.session import get_session
 

@@ -57,7 +57,7 @@ from slidewise.options import DEFAULT_CHUNK_ROWS, RunOptions
 from slidewise.plan.bind import bind_query
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or, streams_of
 from slidewise.plan.query import JoinQuery
-from slidewise.runtime.engine import RunResult, run_counts
+from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sinks import open_sink
 

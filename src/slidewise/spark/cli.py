@@ -84,7 +84,7 @@ def parse_conf(pairs: list[str] | None) -> dict[str, str]:
 
 def run_from_args(args, sources: dict[str, str], run_options: RunOptions, operator_options: dict):
     """Run the ``run`` command's query on Spark; returns the RunResult."""
-    from slidewise.spark.runner import run_spark
+    from slidewise.spark.join_runner import run_spark
 
     result = _own_session(lambda: run_spark(
         args.query, sources, run_options=run_options, algorithm=args.algorithm, order=args.order,
@@ -96,13 +96,13 @@ def run_from_args(args, sources: dict[str, str], run_options: RunOptions, operat
 
 def plan_from_args(args, sources: dict[str, str], tables: dict[str, str], run_options: RunOptions,
                    operator_options: dict):
-    """Run the ``run`` command's general query on Spark (:func:`slidewise.spark.plans.run_plan_spark`).
+    """Run the ``run`` command's general query on Spark (:func:`slidewise.spark.plan_runner.run_plan_spark`).
 
     The Spark options take effect as for join queries (``--buckets`` sets the key buckets, as
     there); the join engine's other options, the overload options, ``--chunk-rows`` and
     ``--mode batch`` are refused with an OptionError naming them.
     """
-    from slidewise.spark.plans import refuse_options, run_plan_spark
+    from slidewise.spark.plan_runner import refuse_options, run_plan_spark
 
     given = dict(operator_options)
     buckets = given.pop("buckets", None)
@@ -126,7 +126,7 @@ def _say_interrupted(args, result) -> None:
 
 def demo_from_args(args, query: str, sources: dict[str, str], *, lateness: int):
     """Run the demo on Spark (available-now over the bundled files)."""
-    from slidewise.spark.runner import run_spark
+    from slidewise.spark.join_runner import run_spark
 
     return _own_session(lambda: run_spark(
         query, sources, lateness=lateness, out=args.out, collect=args.out is None, rejects=args.rejects,

@@ -23,7 +23,7 @@ leaves as (at most) two packed chunk rows, tuples and rejects
 ``rate:rowsPerSecond=N[,distinct=K]`` is Spark's rate source as a stream with
 ``ts`` (event time in ms), ``a = value mod K`` (default 1000) and ``x = value
 mod 100``. The *control* source is a JSON directory the runner writes an
-end-of-input marker into (see :mod:`slidewise.spark.runner`).
+end-of-input marker into (see :mod:`slidewise.spark.join_runner`).
 """
 
 from __future__ import annotations

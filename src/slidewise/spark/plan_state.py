@@ -5,7 +5,7 @@ operators) run on Spark as the join engine runs joins: the
 sequencer stage (:class:`~slidewise.spark.sequencer.SequencerLogic`) puts each
 stream in input order, rejects late tuples and assigns key buckets; then one
 stateful stage keyed by bucket hosts, per bucket, the SAME operator network
-the local executor builds (:class:`slidewise.runtime.plans.PlanNetwork`, driven
+the local executor builds (:class:`slidewise.runtime.plan_engine.PlanNetwork`, driven
 by its ``PlanRunner``) — "aggregation and distinct keyed by group; negation
 keyed by the negation attribute".
 
@@ -21,7 +21,7 @@ without a common key) everything runs in one bucket, with a warning —
 correct, not parallel.
 
 Relations are broadcast: every bucket holds all of their update rows (read
-on the driver, :mod:`slidewise.spark.plans`) and adds them to its executor
+on the driver, :mod:`slidewise.spark.plan_runner`) and adds them to its executor
 below the same release bound as its stream tuples, so a subtree over
 relations only (:data:`BROADCAST`) is computed whole, identically, in every
 bucket; it joins any stream side and may be a negation's right side without
@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Output, Plan, Project, Scan, Select, Subquery, Union
-from slidewise.runtime.plan_runner import end_instant
+from slidewise.runtime.plan_driver import end_instant
 from slidewise.spark.layout import EOF, MARKER, REJECT, TUPLE, concat, pack, unpack
 from slidewise.spark.state_codec import seal, state_key, unseal
 
@@ -277,8 +277,8 @@ class PlanBucket:
         self.table_end = max((int(ts[-1]) for ts, _ in self.tables.values() if len(ts)), default=None)
 
     def new_state(self) -> PlanBucketState:
-        from slidewise.runtime.plan_runner import PlanRunner
-        from slidewise.runtime.plans import PlanNetwork
+        from slidewise.runtime.plan_driver import PlanRunner
+        from slidewise.runtime.plan_engine import PlanNetwork
 
         net = PlanNetwork(self.plan, self.strategy, self.partitions, self.options)
         n = len(self.sources)

@@ -14,7 +14,7 @@ with update patterns (:func:`slidewise.plan.patterns.annotate`) and builds
 one operator per node, bottom-up: base windows and table feeders
 (:mod:`slidewise.operators.window_scan`), the output operator
 (:mod:`slidewise.operators.output`), the rest from
-:func:`slidewise.operators.plan_ops.build`. :class:`~slidewise.runtime.plan_runner.PlanRunner`
+:func:`slidewise.operators.plan_ops.build`. :class:`~slidewise.runtime.plan_driver.PlanRunner`
 then drives them instant by instant: the next instant is the earliest of the
 next arrival timestamp and every operator's :meth:`next_event`; at each, the
 operators with work (fed rows, or an event due; children first) get
@@ -41,7 +41,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from slidewise.errors import OptionError, PlanError, SourceError
+from slidewise.errors import OptionError, SourceError
 from slidewise.operators.incremental import Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
@@ -49,9 +49,9 @@ from slidewise.options import RunOptions
 from slidewise.plan.bind import bind
 from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
 from slidewise.plan.prune import prune_columns
-from slidewise.runtime.engine import RunResult, interrupted, run_counts
+from slidewise.runtime.join_engine import RunResult, interrupted, run_counts
 from slidewise.runtime.outputs import GuardedRun, abandon
-from slidewise.runtime.plan_runner import DEFAULT_SPAN, PlanRunner
+from slidewise.runtime.plan_driver import DEFAULT_SPAN, PlanRunner
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
@@ -74,12 +74,12 @@ def execute_plan(plan: Plan, sources: dict[str, object], tables: dict[str, objec
     ``op`` (``+`` insert, ``-`` delete by key = first attribute) and attributes.
     Results: the plan's columns, then ``ts`` (instant of the change) and ``sign``.
     ``rewrite=True`` runs the cheapest update-pattern rewriting of the plan
-    (:func:`slidewise.plan.rewrite.choose_plan`, what ``explain`` shows) instead
+    (:func:`slidewise.optimizer.rewrite.choose_plan`, what ``explain`` shows) instead
     of the plan as written. ``span``: instants per executor pass (answers do
     not depend on it; 1 gives exact per-instant state accounting, see
-    :mod:`slidewise.runtime.plan_runner`). A periodic one-stream GROUP BY
-    (:func:`slidewise.plan.sliding.match`) runs on the pane path
-    (:mod:`slidewise.runtime.sliding`, same rows) unless ``panes=False``.
+    :mod:`slidewise.runtime.plan_driver`). A periodic one-stream GROUP BY
+    (:func:`slidewise.optimizer.pane_plan.match`) runs on the pane path
+    (:mod:`slidewise.runtime.pane_engine`, same rows) unless ``panes=False``.
     """
     opts = RunOptions.of(run_options, **settings)
     strategy, partitions, chunk_rows, lateness = opts.strategy, opts.partitions, opts.chunk_rows, opts.lateness
@@ -94,7 +94,7 @@ def execute_plan(plan: Plan, sources: dict[str, object], tables: dict[str, objec
     plan = bind(plan, schemas)
     rewrite_report = None
     if rewrite:
-        from slidewise.plan.rewrite import choose_plan
+        from slidewise.optimizer.rewrite import choose_plan
 
         chosen, rewrite_report = choose_plan(plan, strategy=strategy, partitions=partitions)
         if chosen.root.schema == plan.root.schema:
@@ -153,8 +153,8 @@ def execute_plan(plan: Plan, sources: dict[str, object], tables: dict[str, objec
 # ---------------------------------------------------------------- the pane path
 
 def _sliding(plan: Plan, sources: dict, table_names: list[str]):
-    """The plan's pane form (:func:`slidewise.plan.sliding.match`) if its column types allow, else None."""
-    from slidewise.plan.sliding import match
+    """The plan's pane form (:func:`slidewise.optimizer.pane_plan.match`) if its column types allow, else None."""
+    from slidewise.optimizer.pane_plan import match
 
     spec = match(plan)
     if spec is None or table_names or spec.refuse(dict(sources[spec.source].schema)) is not None:
@@ -163,12 +163,12 @@ def _sliding(plan: Plan, sources: dict, table_names: list[str]):
 
 
 def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions) -> RunResult:
-    """Run ``spec`` on :class:`slidewise.runtime.sliding.PaneRun`; the stats of :func:`execute_plan`.
+    """Run ``spec`` on :class:`slidewise.runtime.pane_engine.PaneRun`; the stats of :func:`execute_plan`.
 
     Output safety as :func:`execute_plan`: a failed run discards its file, an interrupted one keeps
     the windows emitted so far (whole evaluations, in order) and writes its rejects."""
     from slidewise.plan.patterns import annotate
-    from slidewise.runtime.sliding import PaneRun
+    from slidewise.runtime.pane_engine import PaneRun
 
     frames: list = []
     writer = None
@@ -265,11 +265,8 @@ def _read_frame(path: str) -> pd.DataFrame:
 
 def _operator_for(node: Node, ctx: Context) -> Incremental:
     """The incremental operator of an inner node (select, join, distinct, ...)."""
-    try:
-        from slidewise.operators import plan_ops
-    except ImportError:
-        raise PlanError(f"{node.label()}: general operators are not available in this build",
-                        hint="slidewise.operators.plan_ops is missing") from None
+    from slidewise.operators import plan_ops
+
     return plan_ops.build(node, ctx)
 
 

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 
 from lark import Token, Tree
 
-from slidewise.cql.builder import Builder, operands
 from slidewise.cql.grouping import AGG_FORMS, Grouping
+from slidewise.cql.join_builder import Builder, operands
 from slidewise.cql.plan_checks import PlanChecks, arity
 from slidewise.plan.expr import And, Cmp, Col, Expr, streams_of
 from slidewise.plan.logical import AGG_FUNCS, Join, Negation, Node, Output, Plan, Scan, Select, Subquery, Union

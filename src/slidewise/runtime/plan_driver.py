@@ -1,7 +1,7 @@
 """Driving a general plan's operator network instant by instant (Golab's thesis §3.5, docs/semantics.md).
 
 :class:`PlanRunner` groups arrivals by timestamp and runs the operators of a
-:class:`slidewise.runtime.plans.PlanNetwork` (children first) at every instant
+:class:`slidewise.runtime.plan_engine.PlanNetwork` (children first) at every instant
 that has an arrival or an operator event. Per instant only the operators
 with work run: those fed by a child (or an arrival) and those whose cached
 :meth:`~slidewise.operators.incremental.Incremental.next_event` is due; each

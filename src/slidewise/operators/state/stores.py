@@ -24,7 +24,7 @@ The stores differ in how they find expired rows:
   expiration pops from the head of a deque (O(1) per row); a row arriving
   out of order is placed by a short scan from the tail;
 * :class:`CalendarStore` (UPA, WK or STR input): a
-  :class:`~slidewise.windows.calendar.CalendarQueue` partitioned by ``exp``.
+  :class:`~slidewise.operators.state.calendar.CalendarQueue` partitioned by ``exp``.
 
 ``NO_EXP`` rows (monotonic inputs, count windows) live only in the index.
 :func:`make_store` picks the store for a strategy and input pattern.
@@ -43,8 +43,8 @@ from collections import deque
 from slidewise.errors import PlanError
 from slidewise.model.batch import NO_EXP
 from slidewise.operators.incremental import STRATEGIES
+from slidewise.operators.state.calendar import CalendarQueue
 from slidewise.plan.logical import Pattern
-from slidewise.windows.calendar import CalendarQueue
 
 __all__ = ["CalendarStore", "FifoStore", "HashStore", "ScanStore", "make_store"]
 

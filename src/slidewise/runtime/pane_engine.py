@@ -2,7 +2,7 @@
 
 :func:`run_sliding` takes the merged, lateness-checked chunks of the one
 stream (the same reader, merger and rejects as the per-tuple executor of
-:mod:`slidewise.runtime.plans`) and produces exactly its answer (see
+:mod:`slidewise.runtime.plan_engine`) and produces exactly its answer (see
 :mod:`slidewise.plan.logical` and :mod:`slidewise.operators.output`): at every
 evaluation instant ``τ = kD`` from ``ceil(first ts / D)·D`` to
 ``ceil(last ts / D)·D``, one row per group with a tuple in ``τ − T ≤ ts ≤
@@ -29,8 +29,8 @@ import numpy as np
 
 from slidewise.operators.aggregates import accumulator
 from slidewise.operators.aggregates.subtractable import Count
+from slidewise.optimizer.pane_plan import SlidingAggregate
 from slidewise.plan.expr import evaluate
-from slidewise.plan.sliding import SlidingAggregate
 from slidewise.synopses import SYNOPSES, running
 
 __all__ = ["BLOCK_CELLS", "PaneRun"]

@@ -46,7 +46,7 @@ from slidewise.errors import CheckpointError, OptionError, SlidewiseError
 from slidewise.model.time import parse_duration
 from slidewise.options import RunOptions
 from slidewise.plan.query import JoinQuery
-from slidewise.runtime.engine import RunResult, run_counts
+from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.spark.join import JoinPlan, build_stream, checked_lateness, plan_join
 from slidewise.spark.session import check_master, default_partitions, get_session
 from slidewise.spark.sinks import FILE_KINDS, BatchSink, refuse_other_parts, sink_kind

@@ -13,14 +13,14 @@
 
 Sources, sequencer and end-of-input marker are the join engine's
 (:mod:`slidewise.spark.ingest`, :mod:`slidewise.spark.sequencer`,
-:mod:`slidewise.spark.runner`); the bucket stage hosts
+:mod:`slidewise.spark.join_runner`); the bucket stage hosts
 :class:`~slidewise.spark.plan_state.PlanBucket`. Buckets are a hash of the
 plan's partitioning attribute (:func:`~slidewise.spark.plan_state.partition_attribute`)
 or one bucket with a warning. Results are unpacked on the driver and go where
 the join engine on Spark puts them (:class:`_PlanSink`: collected, or a
 directory of per-micro-batch parts, replaced on replay).
 
-Runs are the join runner's (:class:`~slidewise.spark.runner.SparkRun`, as
+Runs are the join runner's (:class:`~slidewise.spark.join_runner.SparkRun`, as
 :class:`PlanRun`): ``once`` (available-now, the default for file inputs: the
 files present, then the end-of-input marker, then stop) or live (directories:
 micro-batches every ``trigger`` until Ctrl-C or ``timeout``); ``checkpoint``
@@ -44,7 +44,7 @@ buffered tuples and pending instants wait in the state for the next run.
 
 Relations (``--table``, NRR or retroactive ``TABLE``) are small: the driver
 reads them with the local engine's reader and merger
-(:func:`slidewise.runtime.plans.open_table`, :func:`~slidewise.runtime.reorder.merge_all`:
+(:func:`slidewise.runtime.plan_engine.open_table`, :func:`~slidewise.runtime.reorder.merge_all`:
 same rows, same rejects), checks them through the relations' own operators
 (bad ``op``, reused NRR key: the local :class:`~slidewise.errors.SourceError`
 before Spark starts) and ships their update rows inside the bucket logic, so
@@ -71,10 +71,10 @@ from pyspark.sql.streaming import StatefulProcessor
 from slidewise.errors import OptionError, PlanError
 from slidewise.options import DEFAULT_CHUNK_ROWS, RunOptions
 from slidewise.plan.logical import Plan
-from slidewise.runtime.engine import RunResult, run_counts
+from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
+from slidewise.spark.join_runner import SparkRun
 from slidewise.spark.plan_state import ADMITTED, OUT_DDL, REJECTS, RESULT, STATE_DDL, STATS, PlanBucket, partition_attribute
-from slidewise.spark.runner import SparkRun
 from slidewise.spark.sinks import FILE_KINDS, refuse_other_parts, write_batch_rejects
 
 __all__ = ["PlanProcessor", "PlanRun", "run_plan_spark", "start_plan_spark"]
@@ -254,7 +254,7 @@ _EXT = {"parquet": ".parquet", "csv": ".csv", "json": ".jsonl"}
 
 
 class PlanRun(SparkRun):
-    """A running general plan on Spark: the join runner's :class:`~slidewise.spark.runner.SparkRun`
+    """A running general plan on Spark: the join runner's :class:`~slidewise.spark.join_runner.SparkRun`
     (start, once / live, end of input, Ctrl-C, stop) with the plan's stats."""
 
     def __init__(self, spark, frame, sink: _PlanSink, *, info: dict, layout=None, **kwargs):
@@ -282,10 +282,10 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
     """Run a general plan on Spark to the end of its inputs (``once``) or until ``timeout`` / Ctrl-C.
 
     Options as :func:`start_plan_spark`. With ``once`` the results equal
-    :func:`slidewise.runtime.plans.execute_plan` with the same arguments (the
+    :func:`slidewise.runtime.plan_engine.execute_plan` with the same arguments (the
     multiset of ``(ts, vals, sign)``).
     """
-    from slidewise.spark.runner import drive
+    from slidewise.spark.join_runner import drive
 
     return drive(start_plan_spark(plan, sources, tables, **options), timeout)
 
@@ -301,7 +301,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     ``run_options`` (:class:`~slidewise.options.RunOptions`), or its fields as keyword
     ``settings``, as the local executor's; ``chunk_rows`` is not used here.
 
-    The Spark options are the join runner's (:func:`slidewise.spark.runner.start_spark`):
+    The Spark options are the join runner's (:func:`slidewise.spark.join_runner.start_spark`):
     ``once`` (available-now: the files present, then end of input; default when every
     source is a file), ``trigger`` (micro-batch interval of a live run), ``checkpoint``
     (rerunning continues: see the module doc), ``buckets`` (key buckets; also
@@ -309,17 +309,17 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     ``spark``. ``out`` as the join runner's (a directory of per-batch parts, ``"-"``,
     ``"console"``, a callable, or None: collected); ``rejects``:
     a directory of per-batch reject CSVs. ``strategy``, ``partitions``, ``options``,
-    ``rewrite``: the plan executor's (:func:`slidewise.runtime.plans.execute_plan`).
+    ``rewrite``: the plan executor's (:func:`slidewise.runtime.plan_engine.execute_plan`).
     """
     from slidewise.cql.parser import load_any
     from slidewise.plan.bind import bind
     from slidewise.plan.prune import prune_columns
-    from slidewise.runtime.plans import open_table, plan_inputs
+    from slidewise.runtime.plan_engine import open_table, plan_inputs
     from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
+    from slidewise.spark.join_runner import _checkpoint_meta, _partitions, open_checkpoint, removed_on_error, start_options, timed_session
     from slidewise.spark.keying import Keying
     from slidewise.spark.layout import WIRE_DDL, Layout
     from slidewise.spark.processor import SequencerProcessor
-    from slidewise.spark.runner import _checkpoint_meta, _partitions, open_checkpoint, removed_on_error, start_options, timed_session
     from slidewise.spark.sequencer import SequencerLogic
     from slidewise.spark.state_codec import run_key
 
@@ -362,7 +362,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
                             **{n: dict(i.kinds) for n, i in zip(names, infos)}})
         table_rows, _ = _read_tables(opened_tables, lateness, ts_column, ts_unit, rejected)   # once the plan binds
         if rewrite:
-            from slidewise.plan.rewrite import choose_plan
+            from slidewise.optimizer.rewrite import choose_plan
 
             chosen, _ = choose_plan(plan, strategy=strategy, partitions=partitions)
             if chosen.root.schema == plan.root.schema:
@@ -419,14 +419,14 @@ def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_un
     """Each relation's admitted update rows ``name -> (ts, cols)`` in ``(ts, file order)``, and its schema
     (``tables``: name -> input, or the :class:`~slidewise.runtime.sources.Source` already opened).
 
-    The local engine's reading: :func:`slidewise.runtime.plans.open_table`
+    The local engine's reading: :func:`slidewise.runtime.plan_engine.open_table`
     and :func:`~slidewise.runtime.reorder.merge_all` (late and bad rows go to
     ``rejects``) and ``op`` column check as
-    :func:`~slidewise.runtime.plans.execute_plan`.
+    :func:`~slidewise.runtime.plan_engine.execute_plan`.
     """
     import numpy as np
 
-    from slidewise.runtime.plans import open_table
+    from slidewise.runtime.plan_engine import open_table
     from slidewise.runtime.reorder import merge_all
     from slidewise.runtime.sources import Source
 

@@ -7,7 +7,7 @@ ISTREAM / DSTREAM when every key is an output column) — the plan
 [Select] ← Scan`` with plain-column keys and COUNT / SUM / AVG / MIN / MAX
 ([DISTINCT]) of a plain column — and returns a :class:`SlidingAggregate`; any
 other plan gets ``None`` and runs as the per-tuple operator network.
-:mod:`slidewise.runtime.sliding` executes it over panes (Golab's thesis,
+:mod:`slidewise.runtime.pane_engine` executes it over panes (Golab's thesis,
 §2.3.4): subtractable aggregates (DISTINCT ones as frequency counts) through the
 running synopsis, MIN/MAX
 through the interval synopsis (the basic interval synopsis for windows of

@@ -1,0 +1,1 @@
+"""Hostile inputs, options, signals and restarts through the command line."""
