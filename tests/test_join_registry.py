@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -179,3 +181,11 @@ def test_toy_is_gone_after_the_fixture():
     assert "toy-naive" not in algorithms()
     with pytest.raises(PlanError, match="unknown join algorithm 'toy-naive'"):
         choose(load_query(Q3), "toy-naive")
+
+
+def test_plan_data_imports_no_optimizer_or_operators():
+    """Imports go one way: the physical plan (data) loads neither the optimizer nor the operators."""
+    code = ("import sys, slidewise.plan.physical; "
+            "print(sorted(m for m in sys.modules if m.startswith(('slidewise.optimizer', 'slidewise.operators'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
