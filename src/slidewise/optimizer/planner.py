@@ -42,7 +42,7 @@ from slidewise.optimizer.stats import StatsArg, resolve_statistics
 from slidewise.plan.physical import PhysicalPlan, parse_order
 from slidewise.plan.query import JoinQuery
 
-__all__ = ["RULES", "choose", "model_algorithm", "preference"]
+__all__ = ["RULES", "choose", "preference"]
 
 #: the optimizer rules, applied in this order (each: plan -> plan)
 RULES = (order_joins, allocate_buckets)
@@ -69,11 +69,6 @@ def _pick_algorithm(query: JoinQuery, algorithm: str | None) -> tuple[type[JoinO
         return cls, "first applicable of " + ", ".join(c.name for c in ranked)
     raise PlanError("no join algorithm can evaluate this query: " + "; ".join(reasons),
                     hint="simplify the predicates or pick one with --algorithm")
-
-
-def model_algorithm(query: JoinQuery, name: str) -> str | None:
-    """The algorithm whose cost formulas price ``name`` (itself, or its ``priced_as`` stand-in)."""
-    return get_algorithm(name).model_name(query)
 
 
 def choose(query: JoinQuery, algorithm: str | None = None, order: str | list[str] | None = None,
