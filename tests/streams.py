@@ -117,3 +117,15 @@ def join_cases(draw, n_min: int = 2, n_max: int = 4, kinds=("range", "rows"),
         filters.append(Cmp(">", col(draw(st.integers(0, n - 1)), "x"), Lit(1)))
     tuples = build_tuples(draw(raw_streams(n, max_len)))
     return query_of(windows, equalities, filters), tuples
+
+
+@st.composite
+def dense_cases(draw, max_len: int = 18, **kwargs):
+    """A query from ``join_cases`` over denser streams (two values, small ts steps): more results."""
+    query, _ = draw(join_cases(**kwargs))
+    rows, ts = [], 0
+    for _ in range(draw(st.integers(0, max_len))):
+        ts += draw(st.sampled_from([0, 0, 1, 1, 2]))
+        rows.append((draw(st.integers(0, query.n - 1)), ts, draw(st.integers(0, 1)),
+                     draw(st.integers(0, 1)), draw(st.integers(0, 4))))
+    return query, build_tuples(rows)

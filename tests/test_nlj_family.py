@@ -1,9 +1,10 @@
-"""The faithful NLJ operators (Golab & Özsu §3, thesis Alg. 2–5) against the oracle.
+"""The faithful NLJ operators (Golab & Özsu §3, thesis Alg. 2–5) against the oracle: the specifics.
 
-Eager operators must equal ``oracle(query, tuples)``; ``lazy-restore`` and
-``general-lazy`` with restore must equal it too; ``lazy`` (and ``general-lazy``
-without restore) must equal the no-restore oracle, and what they omit must be
-exactly the short-lived results.
+tests/test_join_registry.py holds every registered operator to the oracle with
+default options; here: ``lazy`` (and ``general-lazy`` without restore) omit
+exactly the short-lived results, ``lazy-restore`` and ``general-lazy`` with
+restore equal the oracle, options (``expire_every``, per-origin ``orders``)
+and the plan checks.
 """
 
 from __future__ import annotations
@@ -19,23 +20,11 @@ from slidewise.errors import OptionError, PlanError
 from slidewise.operators.joins import algorithms, get_algorithm
 from slidewise.plan.query import WindowSpec
 from tests.oracle import oracle, short_lived
-from tests.streams import build_tuples, common_key, join_cases, query_of, run_operator
+from tests.streams import build_tuples, common_key, dense_cases, join_cases, query_of, run_operator
 
 EAGER = ("naive", "nlj", "nlj-lazy-expiration")
 LAZY = ("lazy", "lazy-restore", "general-lazy")
 chunk_sizes = st.integers(1, 10)
-
-
-@st.composite
-def dense_cases(draw, max_len: int = 18, **kwargs):
-    """A query from ``join_cases`` over denser streams (two values, small ts steps): more results."""
-    query, _ = draw(join_cases(**kwargs))
-    rows, ts = [], 0
-    for _ in range(draw(st.integers(0, max_len))):
-        ts += draw(st.sampled_from([0, 0, 1, 1, 2]))
-        rows.append((draw(st.integers(0, query.n - 1)), ts, draw(st.integers(0, 1)),
-                     draw(st.integers(0, 1)), draw(st.integers(0, 4))))
-    return query, build_tuples(rows)
 
 
 def cases(**kwargs):
@@ -55,15 +44,6 @@ def test_all_registered():
 
 
 # -- eager -------------------------------------------------------------------
-
-@pytest.mark.parametrize("name", EAGER)
-@given(case=cases(n_min=2, n_max=5), size=chunk_sizes, data=st.data())
-def test_eager_equals_oracle(name, case, size, data):
-    query, tuples = case
-    order = data.draw(st.permutations(range(query.n)))
-    op = make(name, query, order=list(order))
-    assert run_operator(op, tuples, size) == oracle(query, tuples)
-
 
 @given(case=cases(n_min=2, n_max=4), size=chunk_sizes, every=st.integers(1, 9))
 def test_lazy_expiration_interval_does_not_matter(case, size, every):

@@ -18,9 +18,9 @@ from slidewise.operators.joins import get_algorithm
 from slidewise.optimizer.buckets import allocate, allocate_model, allocate_slow
 from slidewise.optimizer.cost import CostModel, model_for
 from slidewise.optimizer.ordering import exact_search, fast_streams, heuristic_search, search, selectivity_order
+from slidewise.optimizer.planner import choose
 from slidewise.optimizer.stats import Statistics, StreamStats, parse_stats
 from slidewise.plan.expr import Col
-from slidewise.plan.physical import choose
 from slidewise.plan.query import Equality, JoinQuery, StreamRef, WindowSpec
 
 

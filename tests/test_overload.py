@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import slidewise
 from slidewise.cli import main
 from slidewise.errors import OptionError
-from slidewise.plan.physical import choose
+from slidewise.optimizer.planner import choose
 from slidewise.runtime.generate import generate
 from slidewise.runtime.overload import OverloadController, OverloadOptions, RunHooks, key_selectivity, make_hooks, uniform
 from tests.oracle import oracle

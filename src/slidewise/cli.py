@@ -288,8 +288,8 @@ def cmd_demo(args) -> int:
 def cmd_explain(args) -> int:
     from slidewise.cql.parser import load_any
     from slidewise.optimizer.explain import explain_info, render
+    from slidewise.optimizer.planner import choose
     from slidewise.plan.logical import Plan
-    from slidewise.plan.physical import choose
 
     q = load_any(_query(args))
     if isinstance(q, Plan):  # a general query: the update-pattern annotated logical plan

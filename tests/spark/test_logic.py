@@ -16,8 +16,8 @@ import slidewise
 from slidewise.cql import parse
 from slidewise.errors import PlanError
 from slidewise.operators.joins import algorithms
+from slidewise.optimizer.planner import choose
 from slidewise.plan.expr import Cmp
-from slidewise.plan.physical import choose
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources import open_source
 from slidewise.spark.ingest import convert_table

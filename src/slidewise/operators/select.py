@@ -21,6 +21,7 @@ class Select(JoinOperator):
 
     name = "select"
     summary = "selection over a single stream (one-stream queries)"
+    priced_as = (None, None)
 
     @classmethod
     def check(cls, query: JoinQuery) -> None:

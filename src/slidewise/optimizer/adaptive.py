@@ -102,16 +102,15 @@ def plan_costs(query: JoinQuery, stats: Statistics, op: JoinOperator, current: l
     """``(cost per time unit, order)`` for candidate global orders, cheapest first.
 
     The planner's own machinery: the running operator's cost formulas
-    (:func:`~slidewise.plan.physical.model_algorithm`,
+    (its ``model_name``,
     :func:`~slidewise.optimizer.cost.model_for` with its actual bucket
     counts) and :func:`~slidewise.optimizer.ordering.search` (exact for small
     ``n``, the papers' heuristic beyond); the current order is always priced.
     """
     from slidewise.optimizer.cost import model_for
     from slidewise.optimizer.ordering import search, valid_orders
-    from slidewise.plan.physical import model_algorithm
 
-    name = model_algorithm(query, getattr(op, "name", ""))
+    name = type(op).model_name(query)
     if name is None:
         raise PlanError(f"no cost model for algorithm {getattr(op, 'name', '?')!r}")
     buckets = op.bucket_counts() if hasattr(op, "bucket_counts") else None

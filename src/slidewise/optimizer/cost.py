@@ -44,7 +44,7 @@ Per unit time (``kind``):
   order: it holds j's λ_j·τ new tuples iff j precedes i (its *front*,
   :meth:`CostModel.fronts`) — an order-dependent term the papers' uniform
   T+τ does not have. :func:`model_for` (the planner's model) uses
-  ``"operators"`` for the lazy operators it describes (:data:`OPERATOR_WINDOWS`);
+  ``"operators"`` for the lazy operators it describes (their ``operator_windows`` fact);
   ``bench ordering`` checks it against exact counts of those operators
   (:func:`slidewise.bench.exact_counts.count_lazy`);
 * ``naive``: one fixed order for every origin, the new tuple at its own
@@ -73,12 +73,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from slidewise.errors import PlanError
+from slidewise.operators.joins import JoinOperator, get_algorithm
 from slidewise.operators.joins.nlj import equality_classes
 from slidewise.optimizer.stats import Statistics
 from slidewise.plan.expr import streams_of
 from slidewise.plan.query import JoinQuery
 
-__all__ = ["KINDS", "LAZY_WINDOWS", "OPERATOR_WINDOWS", "THETA_SELECTIVITY", "CostModel", "PlanCost",
+__all__ = ["FAMILIES", "KINDS", "LAZY_WINDOWS", "THETA_SELECTIVITY", "CostModel", "PlanCost",
            "ProbeStep", "bucket_share", "model_for", "model_kind"]
 
 KINDS = ("eager", "lazy", "naive", "general")
@@ -90,23 +91,19 @@ KINDS = ("eager", "lazy", "naive", "general")
 #: ``hash-lazy``; for the grouped Alg. 4/5 operators the window depends on
 #: the order (:meth:`CostModel.window`)
 LAZY_WINDOWS = ("paper", "operators")
-#: algorithms whose windows :func:`model_for` models as the operators keep them
-#: (``lazy_windows="operators"``); the others (naive, general-lazy) keep the papers' T+τ
-OPERATOR_WINDOWS = frozenset({"lazy", "lazy-restore", "hash-lazy"})
+#: an operator's ``cost_family`` fact: ``probe`` is priced ``eager`` or ``lazy`` by the query
+FAMILIES = ("probe", "naive", "general")
 #: fraction of its input a theta predicate (non-equality filter) keeps
 THETA_SELECTIVITY = 1 / 3
-#: algorithms whose windows are hash tables (all equi-joined windows hashed)
-HASHED = frozenset({"hash", "hash-lazy", "hybrid", "count"})
-#: algorithms that probe once per distinct value among the new tuples (thesis Alg. 4, 5)
-GROUPED = frozenset({"lazy", "lazy-restore"})
 
 
-def model_kind(algorithm: str, lazy: bool) -> str:
-    """The cost formula family of a registered algorithm (``lazy``: the query has a SLIDE)."""
-    if algorithm == "general-lazy":
-        return "general"
-    if algorithm == "naive":
-        return "naive"
+def model_kind(algorithm: str | type[JoinOperator], lazy: bool) -> str:
+    """The cost formula kind of a registered algorithm (``lazy``: the query has a SLIDE)."""
+    cls = get_algorithm(algorithm) if isinstance(algorithm, str) else algorithm
+    if cls.cost_family not in FAMILIES:
+        raise PlanError(f"{cls.name}: unknown cost family {cls.cost_family!r}", hint=f"use one of {FAMILIES}")
+    if cls.cost_family != "probe":
+        return cls.cost_family
     return "lazy" if lazy else "eager"
 
 
@@ -452,29 +449,30 @@ class CostModel:
         return out
 
 
-def model_for(query: JoinQuery, stats: Statistics, algorithm: str,
+def model_for(query: JoinQuery, stats: Statistics, algorithm: str | type[JoinOperator],
               buckets: int | Sequence[int] | None = None, lazy_windows: str | None = None) -> CostModel:
     """The cost model of the registered algorithm ``algorithm`` for ``query`` (the planner's model).
 
-    Hash-family algorithms (:data:`HASHED`) get ``buckets`` (an int for every
-    window or one per stream; default the operators' ``min(window size, 64)``);
-    the others scan whole windows. ``lazy`` / ``lazy-restore`` probe once per
-    distinct new value (``grouped``). ``lazy_windows`` (default): the
-    operators' windows for :data:`OPERATOR_WINDOWS`, the papers' T+τ
-    otherwise; pass ``"paper"`` for Golab & Özsu App. A's formula.
+    Read from the operator's facts: ``cost_family`` gives the formulas;
+    ``hashed`` operators get ``buckets`` (an int for every window or one per
+    stream; default the operators' ``min(window size, 64)``), the others scan
+    whole windows; ``grouped`` ones (``lazy``, ``lazy-restore``) probe once per
+    distinct new value; ``restores`` fixes the semantics. ``lazy_windows``
+    (default): the operators' windows where ``operator_windows``, the papers'
+    T+τ otherwise; pass ``"paper"`` for Golab & Özsu App. A's formula.
     """
+    cls = get_algorithm(algorithm) if isinstance(algorithm, str) else algorithm
     if lazy_windows is None:
-        lazy_windows = "operators" if algorithm in OPERATOR_WINDOWS else "paper"
+        lazy_windows = "operators" if cls.operator_windows else "paper"
     from slidewise.operators.joins.hash import default_buckets
 
     counts = None
-    if algorithm in HASHED:
+    if cls.hashed:
         if buckets is None:
             counts = [default_buckets(s.window) for s in query.streams]
         elif isinstance(buckets, int):
             counts = [buckets] * query.n
         else:
             counts = list(buckets)
-    return CostModel(query, stats, kind=model_kind(algorithm, bool(query.slide)), tau=query.slide,
-                     buckets=counts, grouped=algorithm in GROUPED, lazy_windows=lazy_windows,
-                     restore=True if algorithm == "lazy-restore" else None)
+    return CostModel(query, stats, kind=model_kind(cls, bool(query.slide)), tau=query.slide,
+                     buckets=counts, grouped=cls.grouped, lazy_windows=lazy_windows, restore=cls.restores)

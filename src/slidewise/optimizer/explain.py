@@ -1,13 +1,14 @@
 """``slidewise explain``: the physical plan, the join orders, and the cost model's reasoning.
 
-Shows for a planned query (:func:`slidewise.plan.physical.choose`): the
+Shows for a planned query (:func:`slidewise.optimizer.planner.choose`): the
 algorithm and why; the statistics used (declared, measured or the uniform
 defaults); the global join order and every origin stream's probe order with
 the access method per join direction (scan a window, probe a hash bucket,
 the new tuples) and what each loop costs; bucket counts; the predicted cost
 per time unit of the chosen plan and of the alternatives priced; the best
 order of every per-tuple algorithm that could run the query, priced by the
-same model. Costs follow Golab & Özsu §4, §5 and App. A (see
+same model (the operators whose ``compared`` fact ranks them for the
+query's evaluation mode). Costs follow Golab & Özsu §4, §5 and App. A (see
 :mod:`slidewise.optimizer.cost`); the unit is comparisons per time unit of
 the timestamps.
 
@@ -35,11 +36,8 @@ if TYPE_CHECKING:
     from slidewise.plan.physical import PhysicalPlan
     from slidewise.plan.query import JoinQuery
 
-__all__ = ["EAGER_ALGORITHMS", "LAZY_ALGORITHMS", "explain_info", "plan_info", "render", "render_plan"]
+__all__ = ["explain_info", "plan_info", "render", "render_plan"]
 
-#: per-tuple algorithms compared in explain, by evaluation mode
-EAGER_ALGORITHMS = ("nlj", "hash", "hybrid", "naive")
-LAZY_ALGORITHMS = ("lazy", "lazy-restore", "general-lazy", "hash-lazy", "naive")
 #: alternatives listed in full up to this many; beyond, the cheapest ones and the worst
 MAX_ALTERNATIVES = 120
 TEXT_ALTERNATIVES = 5
@@ -88,26 +86,23 @@ def _alternatives(search: OrderSearch, aliases: Sequence[str]) -> dict[str, floa
 
 
 def _compare_algorithms(plan: PhysicalPlan) -> dict:
-    """Best order and predicted cost of every applicable per-tuple algorithm."""
-    from slidewise.operators.joins import algorithms
+    """Best order and predicted cost of every applicable algorithm ranked by its ``compared`` fact."""
+    from slidewise.operators.joins import by_rank, mode_of
     from slidewise.optimizer.cost import model_for
-    from slidewise.optimizer.ordering import search, valid_orders
+    from slidewise.optimizer.ordering import search
 
     query = plan.query
     assert plan.stats is not None  # called once the optimizer rules ran
-    registered = algorithms()
     out = {}
-    for name in (LAZY_ALGORITHMS if query.slide else EAGER_ALGORITHMS):
-        cls = registered.get(name)
-        if cls is None:
-            continue
+    for cls in by_rank("compared", mode_of(query.slide)):
         try:
             cls.check(query)
         except PlanError:
             continue
+        name = cls.name
         buckets = plan.buckets if name == plan.model_algorithm else plan.options.get("buckets")
-        model = model_for(query, plan.stats, name, buckets)
-        found = search(model, plan.search_method if query.n <= 8 else "heuristic", valid_orders(query, name))
+        model = model_for(query, plan.stats, cls, buckets)
+        found = search(model, plan.search_method if query.n <= 8 else "heuristic", cls.order_filter(query))
         out[name] = {"order": _order_name(query.aliases, found.order), "predicted_cost": found.cost.total,
                      "buckets": model.buckets if model.hashed else None}
     return out

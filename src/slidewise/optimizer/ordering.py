@@ -428,20 +428,10 @@ def price_forced(model: CostModel, order: Order, reference: OrderSearch) -> Orde
 # ---------------------------------------------------------------- rule ----
 
 def valid_orders(query: JoinQuery, algorithm: str) -> Valid:
-    """For hash joins off a common key: which global orders let every window be hashed."""
-    if algorithm not in ("hash", "hash-lazy") or query.key_columns() is not None:
-        return None
-    from slidewise.errors import PlanError
-    from slidewise.operators.joins.hash import hash_attributes, levels_for
+    """Which global orders the registered ``algorithm`` can run (its ``order_filter``; ``None``: all)."""
+    from slidewise.operators.joins import get_algorithm
 
-    def valid(order: Order) -> bool:
-        try:
-            hash_attributes(query, levels_for(query, list(order)), all_hashed=True, algorithm=algorithm)
-        except PlanError:
-            return False
-        return True
-
-    return valid
+    return get_algorithm(algorithm).order_filter(query)
 
 
 def order_joins(plan: PhysicalPlan) -> PhysicalPlan:
@@ -457,7 +447,7 @@ def order_joins(plan: PhysicalPlan) -> PhysicalPlan:
     assert name is not None and plan.stats is not None  # choose() runs the rules only with a model
     buckets = plan.buckets if plan.buckets is not None else plan.options.get("buckets")
     model = model_for(query, plan.stats, name, buckets)
-    if name in ("hash", "hash-lazy", "hybrid", "count"):
+    if model.hashed:
         plan.buckets = list(model.buckets)
     valid = valid_orders(query, name)
     found = search(model, plan.search_method, valid)

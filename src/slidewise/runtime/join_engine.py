@@ -18,9 +18,10 @@ import pandas as pd
 
 from slidewise.errors import SourceError
 from slidewise.operators.project import output_columns, output_names
+from slidewise.optimizer.planner import choose
 from slidewise.options import RunOptions
 from slidewise.plan.bind import bind_query
-from slidewise.plan.physical import PhysicalPlan, choose
+from slidewise.plan.physical import PhysicalPlan
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.outputs import GuardedRun, shielded, signal_name
 from slidewise.runtime.overload import make_hooks

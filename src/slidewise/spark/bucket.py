@@ -26,7 +26,7 @@ tuples. A tuple older than what was already released (possible only after an
 end-of-input flush) is rejected as late.
 
 The operator, its options and the join order come from the physical plan of
-:func:`~slidewise.plan.physical.choose`, as in the local engine.
+:func:`~slidewise.optimizer.planner.choose`, as in the local engine.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ import pandas as pd
 
 from slidewise.model.batch import ResultBatch, StreamBatch
 from slidewise.operators.project import output_columns
+from slidewise.optimizer.planner import choose
 from slidewise.options import DEFAULT_CHUNK_ROWS
-from slidewise.plan.physical import choose
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.rejects import reason_kind
 from slidewise.spark.layout import ADMITTED, EOF, KIND_NUMPY, MARKER, REJECT, RESULT, STATS, TUPLE, Layout, concat, take, unpack

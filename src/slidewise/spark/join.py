@@ -29,8 +29,9 @@ from pathlib import Path
 
 from slidewise.errors import OptionError, SourceError
 from slidewise.model.time import MAX_DURATION, parse_duration
+from slidewise.optimizer.planner import choose
 from slidewise.options import DEFAULT_CHUNK_ROWS
-from slidewise.plan.physical import PhysicalPlan, choose
+from slidewise.plan.physical import PhysicalPlan
 from slidewise.plan.query import JoinQuery
 from slidewise.spark.bucket import BucketJoin
 from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame

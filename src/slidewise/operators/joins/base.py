@@ -21,12 +21,21 @@ operator's running state (windows, held-back arrivals, counters) to bytes and
 back, so an engine can keep it between calls (the Spark runner stores it in a
 state store per key bucket); a restored operator continues exactly as the
 original would.
+
+Facts. Each operator class carries what the planner, the cost model,
+``explain`` and the oracle tests need to know about it, as class attributes
+(:class:`JoinOperator`): applicability (:meth:`~JoinOperator.check`), planner
+preference, the cost formula family and its options, the stand-in model of an
+algorithm without one, and its result semantics. Nothing else lists algorithms
+by name; registering a class (:func:`slidewise.operators.joins.register`) gets
+it planned, costed, explained and oracle-tested.
 """
 
 from __future__ import annotations
 
 import pickle
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -44,6 +53,38 @@ class JoinOperator(ABC):
     #: one line for ``--help`` and explain
     summary: ClassVar[str] = ""
 
+    # -- facts (module docstring); ``preference`` and ``compared`` are not inherited --
+    #: planner rank per evaluation mode (``"eager"``: no SLIDE, ``"lazy"``: SLIDE): without
+    #: ``--algorithm`` the lowest-ranked algorithm whose ``check()`` accepts the query runs;
+    #: a mode left out is never chosen automatically
+    preference: ClassVar[Mapping[str, int]] = {}
+    #: ``explain`` prices this algorithm's best order beside the chosen plan in these modes, by rank
+    compared: ClassVar[Mapping[str, int]] = {}
+    #: cost formula family (:data:`slidewise.optimizer.cost.FAMILIES`): ``"probe"`` (new tuple
+    #: first, then the global order), ``"naive"`` (one order for every origin) or ``"general"``
+    #: (one order per origin; the planner passes them as the ``orders`` option)
+    cost_family: ClassVar[str] = "probe"
+    #: registered algorithms whose cost model prices this one, ``(eager, lazy)``;
+    #: ``None`` in a mode: no cost model (the optimizer rules are skipped); unset: itself
+    priced_as: ClassVar[tuple[str | None, str | None] | None] = None
+    #: windows are hash tables: the model prices bucket probes, the optimizer allocates buckets
+    hashed: ClassVar[bool] = False
+    #: lazy probes once per distinct value among the new tuples (Golab's thesis Alg. 4/5)
+    grouped: ClassVar[bool] = False
+    #: lazy windows are modelled as the operator keeps them (purged at each evaluation),
+    #: not as the papers' T+τ (:data:`slidewise.optimizer.cost.LAZY_WINDOWS`)
+    operator_windows: ClassVar[bool] = False
+    #: result semantics under SLIDE: ``True`` restore, ``False`` no-restore, ``None`` the query's
+    restores: ClassVar[bool | None] = None
+    #: evaluation modes in which the answer is exact (the oracle tests hold it to the oracle there)
+    exact: ClassVar[frozenset[str]] = frozenset({"eager", "lazy"})
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        for fact in ("preference", "compared"):  # ranks belong to one class, not its subclasses
+            if fact not in cls.__dict__:
+                setattr(cls, fact, {})
+
     def __init__(self, query: JoinQuery, *, order: list[int] | None = None,
                  negatives: bool = False, **options) -> None:
         self.check(query)
@@ -60,6 +101,18 @@ class JoinOperator(ABC):
     @classmethod  # noqa: B027 - an optional hook: the default accepts every query
     def check(cls, query: JoinQuery) -> None:
         """Raise :class:`PlanError` if this algorithm cannot evaluate ``query``."""
+
+    @classmethod
+    def order_filter(cls, query: JoinQuery) -> Callable[[Sequence[int]], bool] | None:
+        """Which global orders it can run ``query`` in (``None``: every order)."""
+        return None
+
+    @classmethod
+    def model_name(cls, query: JoinQuery) -> str | None:
+        """The algorithm whose cost formulas price this one for ``query`` (:attr:`priced_as`)."""
+        if cls.priced_as is None:
+            return cls.name
+        return cls.priced_as[1] if query.slide else cls.priced_as[0]
 
     @abstractmethod
     def process(self, chunk: list[StreamBatch]) -> ResultBatch:

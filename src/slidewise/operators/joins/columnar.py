@@ -99,6 +99,8 @@ class ColumnarJoin(JoinOperator):
 
     name = "columnar"
     summary = "columnar batch equi-join on a common key: sorted windows, binary searches, vectorised products"
+    preference = {"eager": 1, "lazy": 1}
+    priced_as = ("hash", "hash-lazy")
 
     def __init__(self, query: JoinQuery, **kwargs) -> None:
         super().__init__(query, **kwargs)

@@ -45,6 +45,9 @@ class GeneralLazyNLJ(LazyNestedLoopJoin):
 
     name = "general-lazy"
     summary = "lazy NLJ every SLIDE with any join order per origin stream (Golab & Özsu §3.3)"
+    preference = {"lazy": 5}
+    compared = {"lazy": 3}
+    cost_family = "general"
     options_allowed = frozenset({"orders"})
 
     @classmethod

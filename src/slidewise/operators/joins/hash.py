@@ -70,6 +70,7 @@ bucket count, for well-spread keys (Golab & Özsu §4–5.3). State: the windows
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from slidewise.errors import OptionError, PlanError
@@ -183,6 +184,7 @@ class BucketProbeJoin(NestedLoopJoin):
     """
 
     supports_negatives = True
+    hashed = True
     all_hashed: ClassVar[bool] = True
     evaluation: ClassVar[str] = "eager"
     options_allowed: ClassVar[frozenset[str]] = frozenset({"buckets", "expire_every"})
@@ -223,6 +225,21 @@ class BucketProbeJoin(NestedLoopJoin):
         self.out = ResultBuilder(query)
 
     # -- planning -------------------------------------------------------------
+    @classmethod
+    def order_filter(cls, query: JoinQuery) -> Callable[[Sequence[int]], bool] | None:
+        """Off a common key, ``all_hashed`` operators run only the orders that hash every window."""
+        if not cls.all_hashed or query.key_columns() is not None:
+            return None
+
+        def valid(order: Sequence[int]) -> bool:
+            try:
+                hash_attributes(query, levels_for(query, list(order)), all_hashed=True, algorithm=cls.name)
+            except PlanError:
+                return False
+            return True
+
+        return valid
+
     def _lazy_interval(self) -> int | None:
         """Re-evaluation interval D, or ``None`` for eager evaluation."""
         if self.evaluation == "eager":
@@ -351,6 +368,8 @@ class HashJoin(BucketProbeJoin):
 
     name = "hash"
     summary = "eager multi-way hash join, one bucket scanned per window (Golab & Özsu §3.4)"
+    preference = {"eager": 2}
+    compared = {"eager": 2}
 
     @classmethod
     def check(cls, query: JoinQuery) -> None:
@@ -368,6 +387,9 @@ class LazyHashJoin(BucketProbeJoin):
     summary = "lazy multi-way hash join every SLIDE, restore or no-restore (Golab & Özsu §3.4)"
     evaluation = "lazy"
     options_allowed = frozenset({"buckets"})
+    preference = {"lazy": 2}
+    compared = {"lazy": 4}
+    operator_windows = True
 
     @classmethod
     def check(cls, query: JoinQuery) -> None:

@@ -55,6 +55,8 @@ class HybridJoin(BucketProbeJoin):
     summary = "hybrid NLJ-hash join: hash buckets where equi-joined, window scans for theta (§3.5)"
     all_hashed = False
     evaluation = "query"
+    preference = {"eager": 3}
+    compared = {"eager": 3}
 
     @classmethod
     def check(cls, query: JoinQuery) -> None:

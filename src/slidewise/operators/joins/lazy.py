@@ -162,6 +162,9 @@ class LazyNestedLoopJoin(NestedLoopJoin):
 class GroupedLazyJoin(LazyNestedLoopJoin):
     """Alg. 4/5 skeleton: per stream, insert its new tuples, then probe once per value group."""
 
+    grouped = True
+    operator_windows = True
+
     def evaluate(self, now: int, new: list[list[Tup]], out: ResultBuilder) -> None:
         self.before(now)
         if self.count_streams:
@@ -203,6 +206,9 @@ class LazyNLJ(GroupedLazyJoin):
 
     name = "lazy"
     summary = "lazy NLJ every SLIDE, no-restore semantics, new tuples grouped by join value (Alg. 4)"
+    preference = {"lazy": 4}
+    compared = {"lazy": 1}
+    restores = False
 
     @classmethod
     def check(cls, query: JoinQuery) -> None:

@@ -43,6 +43,9 @@ class LazyRestoreNLJ(GroupedLazyJoin):
 
     name = "lazy-restore"
     summary = "lazy NLJ every SLIDE with restore semantics: short-lived results recovered (Alg. 5)"
+    preference = {"lazy": 3}
+    compared = {"lazy": 2}
+    restores = True
 
     @classmethod
     def check(cls, query: JoinQuery) -> None:

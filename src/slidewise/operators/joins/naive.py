@@ -40,6 +40,9 @@ class NaiveNLJ(LazyNestedLoopJoin):
 
     name = "naive"
     summary = "naive multi-way NLJ recomputing inner joins per outer tuple (Golab & Özsu §3.1)"
+    compared = {"eager": 4, "lazy": 5}
+    cost_family = "naive"
+    exact = frozenset({"eager"})  # lazy: the paper's re-execution, wrong by design (Table 3)
 
     @classmethod
     def check(cls, query: JoinQuery) -> None:

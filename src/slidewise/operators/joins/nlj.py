@@ -213,6 +213,8 @@ class EagerNLJ(NestedLoopJoin):
 
     name = "nlj"
     summary = "eager multi-way nested-loops join, new tuple probed first (Golab & Özsu §3.2, Alg. 2)"
+    preference = {"eager": 4}
+    compared = {"eager": 1}
 
     @classmethod
     def check(cls, query: JoinQuery) -> None:
