@@ -340,7 +340,7 @@ def cmd_bench(args) -> int:
         if args.rounds is not None and args.rounds < 1:
             raise OptionError(f"--rounds must be positive, got {args.rounds}")
         report = run_aggregation_bench(tuples=args.tuples, out_dir=args.out, peers=not args.no_peers,
-                                       rounds=args.rounds or 1)
+                                       rounds=args.rounds or 1, spark=args.spark)
         print_summary(report["summary"])
         return 0
     if args.name == "update-patterns":
@@ -468,6 +468,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "runs the whole input (default 6)")
     b.add_argument("--no-peers", action="store_true",
                    help="joins, aggregation: skip the DuckDB peer (and with it the result checks)")
+    b.add_argument("--spark", action="store_true",
+                   help="aggregation: also slidewise on the Spark engine and Spark's own window() aggregation")
     b.add_argument("--scale", type=float, default=1.0,
                    help="update-patterns: multiplies window sizes and the measured span (default 1)")
     b.add_argument("--source", default="both", choices=["zeek", "generated", "both"],
