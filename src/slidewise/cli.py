@@ -339,8 +339,11 @@ def cmd_bench(args) -> int:
             raise OptionError(f"--tuples must be positive, got {args.tuples}")
         if args.rounds is not None and args.rounds < 1:
             raise OptionError(f"--rounds must be positive, got {args.rounds}")
+        if args.spark_window_tuples is not None and args.spark_window_tuples < 1:
+            raise OptionError(f"--spark-window-tuples must be positive, got {args.spark_window_tuples}")
         report = run_aggregation_bench(tuples=args.tuples, out_dir=args.out, peers=not args.no_peers,
-                                       rounds=args.rounds or 1, spark=args.spark)
+                                       rounds=args.rounds or 1, spark=args.spark or bool(args.spark_window_tuples),
+                                       window_tuples=args.spark_window_tuples)
         print_summary(report["summary"])
         return 0
     if args.name == "update-patterns":
@@ -470,6 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="joins, aggregation: skip the DuckDB peer (and with it the result checks)")
     b.add_argument("--spark", action="store_true",
                    help="aggregation: also slidewise on the Spark engine and Spark's own window() aggregation")
+    b.add_argument("--spark-window-tuples", type=int, metavar="N",
+                   help="aggregation: Spark's window() reads only the first N tuples (it runs at a few "
+                        "thousand tuples/s or less); implies --spark")
     b.add_argument("--scale", type=float, default=1.0,
                    help="update-patterns: multiplies window sizes and the measured span (default 1)")
     b.add_argument("--source", default="both", choices=["zeek", "generated", "both"],

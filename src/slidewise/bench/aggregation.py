@@ -159,9 +159,10 @@ def check_answers(slidewise_out: str, duck_out: str) -> dict:
 
 def run_aggregation_bench(tuples: int | None = None, out_dir: str | Path = "bench-results", *,
                           peers: bool = True, rounds: int = 1, plan_tuples: int = 20_000, spark: bool = False,
-                          spark_files: int = 20) -> dict:
+                          spark_files: int = 20, window_tuples: int | None = None) -> dict:
     """WA as the module doc says; ``spark``: also slidewise on the Spark engine and Spark's ``window()``
-    (:mod:`slidewise.bench.aggregation_spark`, input as ``spark_files`` files)."""
+    (:mod:`slidewise.bench.aggregation_spark`: input as ``spark_files`` files, ``window()`` on the first
+    ``window_tuples`` tuples only if given)."""
     from slidewise.runtime.generate import generate, write_streams
 
     n = int(tuples or 1_000_000)
@@ -187,7 +188,8 @@ def run_aggregation_bench(tuples: int | None = None, out_dir: str | Path = "benc
 
             from slidewise.bench.aggregation_spark import run_spark_systems
 
-            report["spark"] = run_spark_systems(pd.read_parquet(plain), mine, Path(tmp), files=spark_files)
+            report["spark"] = run_spark_systems(pd.read_parquet(plain), mine, Path(tmp), files=spark_files,
+                                                window_tuples=window_tuples)
         if plan_tuples:
             m = min(n, plan_tuples)
             got = _isolated(plan_child, {"input": plain, "tuples": m})
