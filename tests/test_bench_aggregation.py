@@ -47,4 +47,6 @@ def test_cli_rejects_bad_counts(capsys):
 
     assert main(["bench", "aggregation", "--tuples", "0"]) == 2
     assert "--tuples must be positive, got 0" in capsys.readouterr().err
+    assert main(["bench", "aggregation", "--spark-window-tuples", "0"]) == 2
+    assert "--spark-window-tuples must be positive, got 0" in capsys.readouterr().err
     assert aggregation.QUERY.startswith("SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 999 SLIDE 10]")

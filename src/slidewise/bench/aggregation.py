@@ -158,7 +158,11 @@ def check_answers(slidewise_out: str, duck_out: str) -> dict:
 # ---------------------------------------------------------------- the bench
 
 def run_aggregation_bench(tuples: int | None = None, out_dir: str | Path = "bench-results", *,
-                          peers: bool = True, rounds: int = 1, plan_tuples: int = 20_000) -> dict:
+                          peers: bool = True, rounds: int = 1, plan_tuples: int = 20_000, spark: bool = False,
+                          spark_files: int = 20, window_tuples: int | None = None) -> dict:
+    """WA as the module doc says; ``spark``: also slidewise on the Spark engine and Spark's ``window()``
+    (:mod:`slidewise.bench.aggregation_spark`: input as ``spark_files`` files, ``window()`` on the first
+    ``window_tuples`` tuples only if given)."""
     from slidewise.runtime.generate import generate, write_streams
 
     n = int(tuples or 1_000_000)
@@ -179,11 +183,22 @@ def run_aggregation_bench(tuples: int | None = None, out_dir: str | Path = "benc
         if peers:
             report["checks"] = {form: check_answers(mine, str(Path(tmp) / f"duck-{form.replace(' ', '-')}.parquet"))
                                 for form in FORMS}
+        if spark:
+            import pandas as pd
+
+            from slidewise.bench.aggregation_spark import run_spark_systems
+
+            report["spark"] = run_spark_systems(pd.read_parquet(plain), mine, Path(tmp), files=spark_files,
+                                                window_tuples=window_tuples)
         if plan_tuples:
             m = min(n, plan_tuples)
             got = _isolated(plan_child, {"input": plain, "tuples": m})
             report["plan"] = {**got, "tuples": m, "tuples_per_second": m / got["seconds"]}
     report["summary"] = summarize(report)
+    if spark:
+        from slidewise.bench.aggregation_spark import summarize_spark
+
+        report["summary"]["spark"] = summarize_spark(report["spark"], n)
     out = Path(out_dir)
     write_json(out / "aggregation.json", report)
     plot(report, out / "aggregation.png")
@@ -257,6 +272,10 @@ def print_summary(summary: dict) -> None:
                 "slidewise rows in output order"):
         if key in summary:
             print(f"  {key}: {summary[key]}")
+    if "spark" in summary:
+        from slidewise.bench.aggregation_spark import print_spark
+
+        print_spark(summary["spark"])
 
 
 def plot(report: dict, path: Path) -> Path:

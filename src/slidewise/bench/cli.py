@@ -88,8 +88,12 @@ def _aggregation(args) -> int:
 
     _positive(args.tuples, "--tuples")
     _positive(args.rounds, "--rounds")
+    _positive(args.spark_window_tuples, "--spark-window-tuples")
+    if args.spark or args.spark_window_tuples:
+        require_extra("spark", "slidewise bench aggregation --spark")
     report = run_aggregation_bench(tuples=args.tuples, out_dir=args.out, peers=not args.no_peers,
-                                   rounds=args.rounds or 1)
+                                   rounds=args.rounds or 1, spark=args.spark or bool(args.spark_window_tuples),
+                                   window_tuples=args.spark_window_tuples)
     print_summary(report["summary"])
     return 0
 
@@ -182,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--tuples", type=int, help="input tuples (default 1,000,000)")
     a.add_argument("--rounds", type=int, metavar="N", help="back-to-back rounds of slidewise and DuckDB (default 1)")
     a.add_argument("--no-peers", action="store_true", help="skip the DuckDB peer (and with it the result checks)")
+    a.add_argument("--spark", action="store_true",
+                   help="also slidewise on the Spark engine and Spark's own window() aggregation")
+    a.add_argument("--spark-window-tuples", type=int, metavar="N",
+                   help="Spark's window() reads only the first N tuples (it runs at a few thousand tuples/s "
+                        "or less); implies --spark")
 
     s = _experiment(sub, "asymmetric", _asymmetric, "Kang et al.: NLJ/hash/B+tree/T-tree per direction",
                     "Asymmetric join combinations (Kang, Naughton & Viglas, ICDE 2003); asymmetric.json/.png.")

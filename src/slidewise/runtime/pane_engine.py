@@ -33,14 +33,15 @@ from slidewise.optimizer.pane_plan import SlidingAggregate
 from slidewise.plan.expr import evaluate
 from slidewise.synopses import SYNOPSES, running
 
-__all__ = ["BLOCK_CELLS", "PaneRun"]
+__all__ = ["BLOCK_CELLS", "PaneRun", "WindowAnswers"]
 
 #: target size of a block's (evaluations x groups) answer matrices (a few MB: they stay in cache)
 BLOCK_CELLS = 1 << 19
 
 
-class PaneRun:
-    """Feed chunks with :meth:`add`, then :meth:`finish`; rows go to ``emit(cols)`` as column dicts."""
+class WindowAnswers:
+    """Windows answered from pane partials and emitted as columns (``emit(cols)``, column dicts):
+    shared by :class:`PaneRun` and the Spark pane path (:mod:`slidewise.spark.panes`)."""
 
     def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit):
         self.spec, self.emit = spec, emit
@@ -49,16 +50,108 @@ class PaneRun:
                      for a in spec.aggs]
         self.synopses = [SYNOPSES[spec.synopsis(a)] for a in spec.aggs]
         self.count = Count()
-        self.parts: list[dict] = []       # buffered chunks (filtered), in ts order
-        self.next_k: int | None = None    # the next evaluation k (instant kD) to answer
-        self.last_ts: int | None = None
-        self.groups_seen = 1024           # groups in the last block (sizes the next one)
-        self.results = self.blocks = self.buffered_peak = 0
+        self.results = 0
         self.lead = int(spec.kind != "rstream")   # ISTREAM / DSTREAM compare with the evaluation before
         self.last_nonempty = False                # the last evaluation answered had rows
         cols = list(spec.columns)
         key_order = list(spec.key_names)
         self.presorted = cols[:len(key_order)] == key_order   # groups in value order = rows in value order
+
+    def filtered(self, ts: np.ndarray, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``ts`` and the attributes the query reads, of the tuples WHERE admits."""
+        data = {"ts": ts, **{a: cols[a] for a in self.attrs if a != "ts"}}
+        if self.spec.where is not None:
+            def get(_stream, a):
+                return ts if a == "ts" else cols[a]
+
+            keep = np.broadcast_to(np.asarray(evaluate(self.spec.where, get), dtype=bool), ts.shape)
+            data = {a: v[keep] for a, v in data.items()}
+        return data
+
+    def partials(self, data: dict, pane: np.ndarray, groups: np.ndarray, shape: tuple[int, int]) -> list:
+        """Pane partials of ``data`` (tuples in pane ``pane`` of group ``groups``): ``COUNT(*)`` first,
+        then one per aggregate (None for ``COUNT(*)``, which is the first)."""
+        out = [self.count.partial(None, pane, groups, shape)]
+        for a, acc in zip(self.spec.aggs, self.accs):
+            out.append(None if a.func == "count" and a.arg is None else acc.partial(data[a.arg.attr], pane, groups, shape))
+        return out
+
+    def answer(self, uniq: list[np.ndarray], partials: list, lo: np.ndarray, hi: np.ndarray, ends: np.ndarray) -> None:
+        """Emit the windows ``[lo[k], hi[k])`` of pane rows of :meth:`partials` at the instants ``ends``
+        (ISTREAM / DSTREAM: the first window is the evaluation before, compared only); ``uniq``: each
+        group's key values (the partials' columns)."""
+        spec, lead = self.spec, self.lead
+        n = running.windows(self.count, partials[0], lo, hi)[0]
+        answer = n != 0                                       # (window, group) cells with a row
+        cells = {name: (np.broadcast_to(col, n.shape), None) for name, col in zip(spec.key_names, uniq)}
+        for a, acc, synopsis, part in zip(spec.aggs, self.accs, self.synopses, partials[1:]):
+            cells[a.name] = (n, None) if part is None else acc.value(synopsis(acc, part, lo, hi))
+        if spec.having is not None:
+            answer &= np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(*cells[a])), dtype=bool),
+                                      n.shape)
+        self.last_nonempty = bool(answer[-1].any())
+        if not lead:
+            self._emit(cells, answer, ends, 1)
+            return
+        prev, cur = answer[:-1], answer[1:]
+        changed = np.zeros(cur.shape, bool)
+        for a in spec.aggs:   # rows are per group (the keys are output columns): a row changes with its values
+            if a.name not in spec.columns:
+                continue
+            vals, null = cells[a.name]
+            diff = vals[1:] != vals[:-1]
+            if null is not None:
+                diff = np.where(null[1:] | null[:-1], null[1:] != null[:-1], diff)
+            changed |= diff
+        if spec.kind == "istream":
+            self._emit({c: (v[1:], None if m is None else m[1:]) for c, (v, m) in cells.items()},
+                       cur & (~prev | changed), ends[1:], 1)
+        else:
+            self._emit({c: (v[:-1], None if m is None else m[:-1]) for c, (v, m) in cells.items()},
+                       prev & (~cur | changed), ends[1:], -1)
+
+    def _emit(self, cells: dict, rows: np.ndarray, instants: np.ndarray, sign: int) -> None:
+        """The rows marked in ``rows`` (windows x groups) as output columns, instant-major, in value order."""
+        per_window = np.count_nonzero(rows, axis=1)
+        total = int(per_window.sum())
+        if not total:
+            return
+        spec = self.spec
+        # one gather index for all columns (boolean indexing of each column is several times slower)
+        flat = np.flatnonzero(rows)
+        group = None   # each row's group (column of ``rows``), for the keys (one value per group, broadcast)
+        cols = {}
+        for c in spec.columns:
+            vals, null = cells[c]
+            if vals.strides[0] == 0:
+                if group is None:
+                    group = flat - np.repeat(np.arange(len(rows), dtype=np.int64) * rows.shape[1], per_window)
+                col = _widen(vals[0])[group]
+            else:
+                col = _widen(_take(vals, flat))
+            cols[c] = _with_nulls(col, None if null is None else _take(null, flat))
+        rows_ts = np.repeat(instants, per_window)
+        if not self.presorted and total > 1:
+            order = np.lexsort(tuple(k for c in reversed(spec.columns) for k in _sort_key(cols[c])) + (rows_ts,))
+            cols = {c: v[order] for c, v in cols.items()}
+            rows_ts = rows_ts[order]
+        cols["ts"] = rows_ts
+        cols["sign"] = np.full(total, sign, np.int8)
+        self.results += total
+        self.emit(cols)
+
+
+
+class PaneRun(WindowAnswers):
+    """Feed chunks with :meth:`add`, then :meth:`finish`; rows go to ``emit(cols)`` as column dicts."""
+
+    def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit):
+        super().__init__(spec, dtypes, emit)
+        self.parts: list[dict] = []       # buffered chunks (filtered), in ts order
+        self.next_k: int | None = None    # the next evaluation k (instant kD) to answer
+        self.last_ts: int | None = None
+        self.groups_seen = 1024           # groups in the last block (sizes the next one)
+        self.blocks = self.buffered_peak = 0
 
     # ---------------------------------------------------------------- input
 
@@ -69,13 +162,7 @@ class PaneRun:
         if self.next_k is None:
             self.next_k = -(-int(ts[0]) // self.spec.slide)
         self.last_ts = int(ts[-1])
-        data = {"ts": ts, **{a: cols[a] for a in self.attrs if a != "ts"}}
-        if self.spec.where is not None:
-            def get(_stream, a):
-                return ts if a == "ts" else cols[a]
-
-            keep = np.broadcast_to(np.asarray(evaluate(self.spec.where, get), dtype=bool), ts.shape)
-            data = {a: v[keep] for a, v in data.items()}
+        data = self.filtered(ts, cols)
         if len(data["ts"]):
             self.parts.append(data)
         self._answer(-(-self.last_ts // self.spec.slide) - 1)   # instants before the last ts are complete
@@ -142,69 +229,9 @@ class PaneRun:
         lo = np.searchsorted(cuts, starts) + 1
         hi = np.searchsorted(cuts, ends) + 1
         shape = (len(cuts), g)
-        n = running.windows(self.count, self.count.partial(None, pane, groups, shape), lo, hi)[0]
-        answer = n != 0                                       # (window, group) cells with a row
-        cells = {name: (np.broadcast_to(col, n.shape), None) for name, col in zip(spec.key_names, uniq)}
-        for a, acc, synopsis in zip(spec.aggs, self.accs, self.synopses):
-            if a.func == "count" and a.arg is None:
-                cells[a.name] = (n, None)
-                continue
-            state = synopsis(acc, acc.partial(data[a.arg.attr], pane, groups, shape), lo, hi)
-            cells[a.name] = acc.value(state)
+        partials = self.partials(data, pane, groups, shape)
         self.groups_seen = max([g] + [getattr(acc, "width", 0) for acc in self.accs])   # DISTINCT: pair columns
-        if spec.having is not None:
-            answer &= np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(*cells[a])), dtype=bool),
-                                      n.shape)
-        self.last_nonempty = bool(answer[-1].any())
-        if not lead:
-            self._emit(cells, answer, ends, 1)
-            return
-        prev, cur = answer[:-1], answer[1:]
-        changed = np.zeros(cur.shape, bool)
-        for a in spec.aggs:   # rows are per group (the keys are output columns): a row changes with its values
-            if a.name not in spec.columns:
-                continue
-            vals, null = cells[a.name]
-            diff = vals[1:] != vals[:-1]
-            if null is not None:
-                diff = np.where(null[1:] | null[:-1], null[1:] != null[:-1], diff)
-            changed |= diff
-        if spec.kind == "istream":
-            self._emit({c: (v[1:], None if m is None else m[1:]) for c, (v, m) in cells.items()},
-                       cur & (~prev | changed), ends[1:], 1)
-        else:
-            self._emit({c: (v[:-1], None if m is None else m[:-1]) for c, (v, m) in cells.items()},
-                       prev & (~cur | changed), ends[1:], -1)
-
-    def _emit(self, cells: dict, rows: np.ndarray, instants: np.ndarray, sign: int) -> None:
-        """The rows marked in ``rows`` (windows x groups) as output columns, instant-major, in value order."""
-        per_window = np.count_nonzero(rows, axis=1)
-        total = int(per_window.sum())
-        if not total:
-            return
-        spec = self.spec
-        # one gather index for all columns (boolean indexing of each column is several times slower)
-        flat = np.flatnonzero(rows)
-        group = None   # each row's group (column of ``rows``), for the keys (one value per group, broadcast)
-        cols = {}
-        for c in spec.columns:
-            vals, null = cells[c]
-            if vals.strides[0] == 0:
-                if group is None:
-                    group = flat - np.repeat(np.arange(len(rows), dtype=np.int64) * rows.shape[1], per_window)
-                col = _widen(vals[0])[group]
-            else:
-                col = _widen(_take(vals, flat))
-            cols[c] = _with_nulls(col, None if null is None else _take(null, flat))
-        rows_ts = np.repeat(instants, per_window)
-        if not self.presorted and total > 1:
-            order = np.lexsort(tuple(k for c in reversed(spec.columns) for k in _sort_key(cols[c])) + (rows_ts,))
-            cols = {c: v[order] for c, v in cols.items()}
-            rows_ts = rows_ts[order]
-        cols["ts"] = rows_ts
-        cols["sign"] = np.full(total, sign, np.int8)
-        self.results += total
-        self.emit(cols)
+        self.answer(uniq, partials, lo, hi, ends)
 
 
 def _take(cells: np.ndarray, flat: np.ndarray) -> np.ndarray:

@@ -319,6 +319,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.spark.join_runner import _checkpoint_meta, _partitions, open_checkpoint, removed_on_error, start_options, timed_session
     from slidewise.spark.keying import Keying
     from slidewise.spark.layout import WIRE_DDL, Layout
+    from slidewise.spark.panes import PaneBucket, pane_bucket
     from slidewise.spark.processor import SequencerProcessor
     from slidewise.spark.sequencer import SequencerLogic
     from slidewise.spark.state_codec import run_key
@@ -378,10 +379,13 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             key_kind = "str" if kinds == {"str"} else "float" if "float" in kinds else "int"
             keying = Keying("hash", int(meta["buckets"]), keys=(attr,) * len(names), key_kind=key_kind)
         layout = Layout(tuple(infos))
-        logic = PlanBucket(plan, names, [list(i.kinds) for i in infos], [lateness] * len(names),
-                           strategy=strategy, partitions=partitions, options=options, tables=table_rows,
-                           key=run_key(persistent=not temp))
-        _check_tables(logic.new_state().runner, table_rows)  # operator and table errors now, not in a task
+        key = run_key(persistent=not temp)
+        logic = pane_bucket(plan, names, [dict(i.kinds) for i in infos], lateness, tables=table_rows, key=key)
+        if logic is None:   # not a periodic one-stream GROUP BY (slidewise.spark.panes): the operator network
+            logic = PlanBucket(plan, names, [list(i.kinds) for i in infos], [lateness] * len(names),
+                               strategy=strategy, partitions=partitions, options=options, tables=table_rows,
+                               key=key)
+            _check_tables(logic.new_state().runner, table_rows)  # operator and table errors now, not in a task
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings, outputs=outputs)
         frames = [stream_frame(session, i, info, recipes[i], layout, ts_column, opts.max_files)
@@ -402,7 +406,8 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             rejected.write(Path(rejects_dir) / "relations.csv")
         info = {
             "head": {"query": plan.text or plan.root.label(), "engine": "spark", "mode": "stream",
-                     "strategy": strategy, "partitions": int(partitions)},
+                     "strategy": strategy, "partitions": int(partitions),
+                     **({"path": logic.spec.describe()} if isinstance(logic, PaneBucket) else {})},
             "tail": {"keying": f"hash of {attr} mod {keying.buckets} buckets" if attr else "one bucket (single task)",
                      "buckets": keying.buckets, "warnings": warnings},
             "streams": names,

@@ -338,17 +338,7 @@ class PlanBucket:
         return blob, [out_frame(rows)]
 
     def _late(self, stream: int, chunk: dict, done: int) -> dict:
-        """A :data:`REJECTS` row for admitted tuples at or before ``done``, where an earlier end of input
-        closed the instants (a continued run; never silently dropped)."""
-        from slidewise.runtime.rejects import rows_as_text
-
-        t = chunk["t"]
-        n = len(t)
-        raw = rows_as_text({"ts": t, **{a: chunk[a] for a in self.attrs[stream]}}).to_pylist()
-        reason = f"late: at or before ts {done}, where an earlier run's input ended"
-        return {"k": REJECTS, "s": stream, "q": n, "p": pack(
-            {"file": np.full(n, "", dtype=object), "line": np.zeros(n, np.int64),
-             "reason": np.full(n, reason, dtype=object), "raw": np.asarray(raw, dtype=object)})}
+        return late_rejects(stream, self.attrs[stream], chunk, done)
 
     def _release(self, st: PlanBucketState, w: int) -> None:
         """Feed every relation row and buffered tuple with ``ts < w`` to the executor, per source in
@@ -374,6 +364,20 @@ class PlanBucket:
             order = np.lexsort((chunk["q"][cut], t[cut]))
             cols = {a: chunk[a][cut][order] for a in self.attrs[i]}
             st.runner.add(self.sources[i], _Batch(t[cut][order], cols), is_table=False)
+
+
+def late_rejects(stream: int, attrs: list[str], chunk: dict, done: int) -> dict:
+    """A :data:`REJECTS` row for admitted tuples at or before ``done``, where an earlier end of input
+    closed the instants (a continued run; never silently dropped)."""
+    from slidewise.runtime.rejects import rows_as_text
+
+    t = chunk["t"]
+    n = len(t)
+    raw = rows_as_text({"ts": t, **{a: chunk[a] for a in attrs}}).to_pylist()
+    reason = f"late: at or before ts {done}, where an earlier run's input ended"
+    return {"k": REJECTS, "s": stream, "q": n, "p": pack(
+        {"file": np.full(n, "", dtype=object), "line": np.zeros(n, np.int64),
+         "reason": np.full(n, reason, dtype=object), "raw": np.asarray(raw, dtype=object)})}
 
 
 def out_frame(rows: list[dict]) -> pd.DataFrame:
