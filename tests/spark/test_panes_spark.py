@@ -23,8 +23,9 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from slidewise.cql.parser import parse_plan
+from slidewise.plan.bind import bind
 from slidewise.plan.prune import prune_columns
-from slidewise.runtime.plan_engine import _bind, execute_plan
+from slidewise.runtime.plan_engine import execute_plan
 from slidewise.spark.keying import Keying
 from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, unpack, wire_frame
 from slidewise.spark.panes import PaneBucket, pane_bucket
@@ -67,7 +68,7 @@ def local(query: str, frame: pd.DataFrame, lateness: int = 0) -> Counter:
 def simulate(query: str, steps: list, buckets: int = 3, lateness: int = 0) -> tuple[Counter, list[str]]:
     """Sequencer and pane buckets in-process over ``steps`` (frames of S per micro-batch, or ``"eof"``);
     the results and the reject reasons."""
-    plan = prune_columns(_bind(parse_plan(query), {"S": KINDS}))
+    plan = prune_columns(bind(parse_plan(query), {"S": KINDS}))
     logic = pane_bucket(plan, ["S"], [KINDS], lateness)
     assert isinstance(logic, PaneBucket)
     attr, _ = partition_attribute(plan)
@@ -143,7 +144,7 @@ def test_state_holds_the_pane_partials_of_open_windows_only():
     """After the first micro-batch of 1,000 tuples (one per time unit, 10 groups), a bucket keeps the
     (group, pane) partials of the windows still open: b panes of width s, no tuple."""
     query = "SELECT RSTREAM(S.a, COUNT(*) AS n, SUM(S.b) AS s) FROM S [RANGE 99 SLIDE 10] GROUP BY S.a"
-    plan = prune_columns(_bind(parse_plan(query), {"S": KINDS}))
+    plan = prune_columns(bind(parse_plan(query), {"S": KINDS}))
     logic = pane_bucket(plan, ["S"], [KINDS], 0)
     n = 1000
     frame = pd.DataFrame({"ts": np.arange(n), "a": np.arange(n) % 10, "k": ["x"] * n, "b": np.ones(n, np.int64),
@@ -167,7 +168,7 @@ def test_distinct_relations_and_joins_keep_the_operator_network():
     kinds = [KINDS]
     for q in ["SELECT RSTREAM(S.a, COUNT(DISTINCT S.b) AS n) FROM S [RANGE 9 SLIDE 2] GROUP BY S.a",
               "SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 9] GROUP BY S.a"]:
-        plan = prune_columns(_bind(parse_plan(q), {"S": KINDS}))
+        plan = prune_columns(bind(parse_plan(q), {"S": KINDS}))
         assert pane_bucket(plan, ["S"], kinds, 0) is None, q
 
 

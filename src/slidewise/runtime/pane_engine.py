@@ -210,7 +210,7 @@ class PaneRun(WindowAnswers):
         if not len(data["ts"]):
             self.last_nonempty = False
             return
-        uniq, groups = _encode([data[k] for k in spec.keys], len(data["ts"]))
+        uniq, groups = encode_groups([data[k] for k in spec.keys], len(data["ts"]))
         g = len(uniq[0]) if uniq else 1
         self.groups_seen = g
         if k1 - k0 > 1 and (k1 - k0) * g > 4 * BLOCK_CELLS:   # far more groups than the last block had
@@ -244,7 +244,7 @@ def _widen(col: np.ndarray) -> np.ndarray:
     return col.astype(np.int64) if col.dtype == np.int32 else col
 
 
-def _encode(columns: list[np.ndarray], n: int) -> tuple[list[np.ndarray], np.ndarray]:
+def encode_groups(columns: list[np.ndarray], n: int) -> tuple[list[np.ndarray], np.ndarray]:
     """Group codes in value order of the key columns, and each group's key values per column."""
     if not columns:
         return [], np.zeros(n, np.int64)

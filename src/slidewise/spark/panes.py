@@ -36,7 +36,7 @@ import pandas as pd
 
 from slidewise.optimizer.pane_plan import SlidingAggregate, match
 from slidewise.plan.logical import Plan
-from slidewise.runtime.pane_engine import BLOCK_CELLS, WindowAnswers, _encode
+from slidewise.runtime.pane_engine import BLOCK_CELLS, WindowAnswers, encode_groups
 from slidewise.runtime.plan_driver import end_instant
 from slidewise.spark.layout import EOF, KIND_NUMPY, MARKER, REJECT, TUPLE, concat, pack, unpack
 from slidewise.spark.plan_state import ADMITTED, NEG, REJECTS, RESULT, STATS, late_rejects, out_frame
@@ -160,10 +160,10 @@ class PaneBucket:
             return
         pane = -(-data["ts"] // spec.pane)
         pa, pb = int(pane.min()), int(pane.max())
-        uniq, codes = _encode([data[k] for k in spec.keys], n)
+        uniq, codes = encode_groups([data[k] for k in spec.keys], n)
         old = st["groups"]
         if spec.keys:
-            st["keys"], inv = _encode([np.concatenate([o, u]) for o, u in zip(st["keys"], uniq)], old + len(uniq[0]))
+            st["keys"], inv = encode_groups([np.concatenate([o, u]) for o, u in zip(st["keys"], uniq)], old + len(uniq[0]))
             moved, codes = inv[:old], inv[old:][codes]
             groups = len(st["keys"][0])
         else:
