@@ -45,6 +45,7 @@ from slidewise.errors import OptionError, PlanError, SourceError
 from slidewise.operators.incremental import STRATEGIES, Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
+from slidewise.plan.frequent import FrequentQuery
 from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
 from slidewise.plan.prune import prune_columns
 from slidewise.runtime.engine import RunResult, interrupted, run_counts
@@ -90,6 +91,10 @@ def execute_plan(plan: Plan, streams: dict[str, object], tables: dict[str, objec
                           hint="calendar queue partitions for UPA, e.g. 10 or 50")
     tables = dict(tables or {})
     stream_names, table_names = plan_inputs(plan, streams, tables)
+    if isinstance(plan, FrequentQuery):
+        return _execute_frequent(plan, streams, table_names, out=out, collect=collect, lateness=lateness,
+                                 ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows,
+                                 rejects_path=rejects_path, progress=progress)
     opened = [_open_table(n, tables[n], ts_column, ts_unit, chunk_rows) for n in table_names]
     opened += [open_source(n, streams[n], ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
                for n in stream_names]
@@ -223,6 +228,24 @@ def _execute_panes(plan, spec, opened, names, out, collect, columns, lateness, c
     if collect:
         frame = pd.concat(frames, ignore_index=True) if frames else \
             pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+    return RunResult(frame, stats, rejects)
+
+
+def _execute_frequent(q: FrequentQuery, streams: dict, table_names: list[str], *, ts_column, ts_unit, chunk_rows,
+                      rejects_path, **kwargs) -> RunResult:
+    """A frequent-items query (:mod:`slidewise.runtime.frequent`) over its one stream."""
+    from slidewise.runtime.frequent import execute_frequent
+
+    name = q.scan.source
+    opened = [open_source(name, streams[name], ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)]
+    kinds = dict(opened[0].kinds)
+    q = _bind(q, {name: kinds})   # WHERE typed against the source's columns
+    if q.item not in kinds:
+        raise PlanError(f"FREQUENT counts column {q.scan.alias}.{q.item}, which {name} does not have",
+                        hint=f"its columns: {', '.join(kinds)}")
+    rejects = Rejects()
+    frame, stats = execute_frequent(q, opened, [name], chunk_rows=chunk_rows, rejects=rejects,
+                                    rejects_path=rejects_path, **kwargs)
     return RunResult(frame, stats, rejects)
 
 
