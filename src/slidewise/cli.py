@@ -343,6 +343,14 @@ def cmd_bench(args) -> int:
                                        rounds=args.rounds or 1)
         print_summary(report["summary"])
         return 0
+    if args.name == "frequent":
+        from slidewise.bench.frequent import print_summary as print_frequent
+        from slidewise.bench.frequent import run_frequent_bench
+
+        if args.tuples is not None and args.tuples < 1:
+            raise OptionError(f"--tuples must be positive, got {args.tuples}")
+        print_frequent(run_frequent_bench(args.out, tuples=args.tuples, progress=lambda m: print(m, file=sys.stderr)))
+        return 0
     if args.name == "update-patterns":
         from slidewise.bench.update_patterns import bench_from_args
 
@@ -458,7 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="run an experiment; writes JSON and a PNG plot")
     b.add_argument("name", help="experiment: joins, asymmetric, allocation, ordering, update-patterns, spark "
-                                           "or aggregation")
+                                           "aggregation or frequent")
     b.add_argument("--workload", default="all", help="W2, W4 or all")
     b.add_argument("--tuples", type=int, help="override the number of input tuples")
     b.add_argument("--algorithms", help="comma-separated subset of algorithms")

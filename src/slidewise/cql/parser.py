@@ -22,8 +22,8 @@ from lark import Lark, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters
 
 from slidewise.cql.builder import Builder, _pos
-from slidewise.cql.frequent import build_frequent, frequent_call
 from slidewise.cql.diagnostics import empty_query, from_lark, query_error
+from slidewise.cql.frequent import build_frequent, frequent_call
 from slidewise.cql.plans import PlanBuilder, output_name
 from slidewise.errors import QueryError, SourceError
 from slidewise.plan.logical import AGG_FUNCS, Plan
