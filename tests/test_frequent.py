@@ -39,9 +39,9 @@ def _windows(q: FrequentQuery, ts, items):
             lo = max(0, e * D - N)
             out.append((int(ts[e * D - 1]), items[lo:e * D], np.arange(lo, e * D) // s))
     else:
-        T = q.length - 1
+        T = q.length
         for k in range(-(-int(ts[0]) // D), -(-int(ts[-1]) // D) + 1):
-            m = (ts >= k * D - T) & (ts <= k * D)
+            m = (ts > k * D - T) & (ts <= k * D)
             if m.any():
                 out.append((k * D, items[m], -(-ts[m] // s)))
     return out
@@ -57,7 +57,7 @@ streams = st.integers(1, 120).flatmap(lambda n: st.tuples(
     st.lists(st.integers(0, 3), min_size=n, max_size=n).map(lambda d: np.cumsum(d).tolist()),
     st.lists(st.integers(0, 6), min_size=n, max_size=n)))
 windows = st.sampled_from(["[ROWS 12 SLIDE 4]", "[ROWS 10 SLIDE 10]", "[ROWS 9 SLIDE 6]",
-                           "[RANGE 11 SLIDE 4]", "[RANGE 5 SLIDE 6]", "[RANGE 29 SLIDE 10]"])
+                           "[RANGE 12 SLIDE 4]", "[RANGE 5 SLIDE 6]", "[RANGE 29 SLIDE 10]", "[RANGE 10 SLIDE 3]"])
 
 
 @settings(max_examples=150, deadline=None)
@@ -114,7 +114,7 @@ def test_misra_gries_variant_keeps_the_guarantee():
     rng = np.random.default_rng(3)
     ts = np.sort(rng.integers(0, 3000, 4000))
     items = rng.zipf(1.3, 4000) % 40
-    q = _query("[RANGE 999 SLIDE 100]", 3)
+    q = _query("[RANGE 1000 SLIDE 100]", 3)
     got = _run(q, ts, items, kind="misra-gries", chunk=500)
     a6 = _run(q, ts, items, chunk=500)
     for instant, window_items, _ in _windows(q, ts, items):
@@ -147,6 +147,8 @@ def test_query_runs_and_text_items():
     assert list(r.results.columns) == ["src", "frequency", "threshold", "guaranteed", "ts", "sign"]
     assert r.results[r.results.ts == 6].src.tolist() == ["a"]
     assert r.stats["path"].startswith("frequent items: top-1 lists")
+    q = parse_any("SELECT RSTREAM FREQUENT(S.a, 5) FROM S [RANGE 600 s SLIDE 10 s]")
+    assert (q.sub_window, q.sub_windows) == (10_000, 60)
 
 
 @pytest.mark.parametrize("query, message", [

@@ -2,10 +2,12 @@
 
 Golab's thesis ch. 6 (Algorithm 6, :mod:`slidewise.synopses.frequent`): the
 window is cut into sub-windows that expire whole, in FIFO order, so the
-sub-window size is the grid every window boundary lies on: ``s = gcd(T + 1,
-D)`` time units for ``[RANGE T SLIDE D]`` (the panes of
-:mod:`slidewise.plan.sliding`), ``s = gcd(N, D)`` tuples for ``[ROWS N SLIDE
-D]``; ``b`` = window / ``s`` sub-windows. :class:`FrequentQuery` is a
+sub-window size is the grid every window boundary lies on: ``s = gcd(T, D)``
+time units for ``[RANGE T SLIDE D]``, ``s = gcd(N, D)`` tuples for ``[ROWS N
+SLIDE D]``; ``b`` = window / ``s`` sub-windows. A time window here is the
+last ``T`` time units, ``τ − T < ts ≤ τ`` (not the ``T + 1`` units of
+``τ − T ≤ ts ≤ τ`` elsewhere), so that ``[RANGE 600 s SLIDE 10 s]`` is 60
+sub-windows of 10 s rather than 600,001 of 1 ms. :class:`FrequentQuery` is a
 :class:`~slidewise.plan.logical.Plan` (its root is the input's
 ``Output ← [Select] ← Scan``, so sources and explain treat it as one) with
 the call's arguments; :mod:`slidewise.runtime.frequent` runs it.
@@ -51,9 +53,8 @@ class FrequentQuery(Plan):
 
     @property
     def length(self) -> int:
-        """Tuples (count window) or time units ``T + 1`` the window spans."""
-        size = self.scan.window.size   # type: ignore[union-attr]
-        return size if self.counting else size + 1
+        """Tuples (count window) or time units ``T`` the window spans: ``τ − T < ts ≤ τ``."""
+        return self.scan.window.size   # type: ignore[union-attr]
 
     @property
     def sub_window(self) -> int:

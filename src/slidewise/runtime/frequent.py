@@ -6,7 +6,8 @@ sub-windows — time ``(j·s − s, j·s]`` for ``[RANGE T SLIDE D]``, arrivals
 summarises each complete one once with
 :func:`slidewise.synopses.frequent.summarize` (the tuples are then
 dropped) and answers every evaluation from
-:class:`~slidewise.synopses.frequent.WindowCounters`: at ``τ = kD`` from
+:class:`~slidewise.synopses.frequent.WindowCounters`: the window
+``τ − T < ts ≤ τ`` at ``τ = kD`` from
 ``ceil(first ts / D)·D`` to ``ceil(last ts / D)·D`` for a time window (the
 instants of the pane path), after every ``D``-th arrival for a count window
 (``ts`` = that arrival's). An evaluation's rows, by frequency descending
@@ -195,8 +196,11 @@ def execute_frequent(q: FrequentQuery, opened, names, *, out, collect, lateness,
     seconds = time.perf_counter() - started
     stats = {
         "query": q.text,
+        "strategy": "frequent",
         "path": q.describe(),
         **run_counts(inputs, run.results, 0, rejects, seconds),
+        "state_tuples_peak": 0,
+        "negative_tuples": 0,
         "evaluations": run.evaluations,
         "state_bytes_peak": run.counters.peak_bytes,
         **interrupted(stop),
