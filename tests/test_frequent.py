@@ -161,6 +161,7 @@ def test_query_runs_and_text_items():
      "this input is weak non-monotonic (tuples expire out of arrival order): Algorithm 6 (Golab's thesis ch. 6) "
      "drops whole sub-windows in FIFO order"),
     ("SELECT RSTREAM FREQUENT(S.a, 2) FROM S [PARTITION BY b ROWS 10]", "FREQUENT needs a sliding time or count window"),
+    ("SELECT RSTREAM ABS(S.a, exact => true) FROM S [RANGE 10 SLIDE 2]", "ABS takes no named arguments"),
 ])
 def test_refusals(query, message):
     with pytest.raises(QueryError) as e:
