@@ -167,3 +167,11 @@ def test_refusals(query, message):
     with pytest.raises(QueryError) as e:
         parse_any(query)
     assert message in str(e.value)
+
+
+def test_explain_shows_the_sub_windows():
+    from slidewise.optimizer.explain import plan_info, render_plan
+
+    info = plan_info(parse_any("SELECT RSTREAM FREQUENT(S.a, 5) FROM S [ROWS 10000 SLIDE 100]"), None, "upa", 10)
+    assert info["path"] == "frequent items: top-5 lists (Golab's thesis Algorithm 6), sub-window s=100 tuples, b=100"
+    assert "path         frequent items" in render_plan(info)
