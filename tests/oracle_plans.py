@@ -299,7 +299,8 @@ class PlanOracle:
                     xs = list(set(xs))
                 vals.append({"count": lambda: len(xs), "sum": lambda: sum(xs) if xs else None,
                              "avg": lambda: sum(xs) / len(xs) if xs else None,
-                             "min": lambda: min(xs, default=None), "max": lambda: max(xs, default=None)}
+                             "min": lambda: min(xs, default=None), "max": lambda: max(xs, default=None),
+                             "topk": lambda: _topk(xs, agg.param)}
                             [agg.func]())
             out[k + tuple(vals)] += 1
         return out
@@ -394,6 +395,12 @@ class PlanOracle:
             return {}
         return {tau: self.answer_at(self.plan.root.child, tau)
                 for tau in eval_instants(self.first, self.last, self.plan.root.slide)}
+
+
+def _topk(xs: list, k) -> str | None:
+    """TOPK(k, x): the k most frequent values, count descending then value, joined by ','."""
+    ranked = sorted(Counter(xs).items(), key=lambda vc: (-vc[1], vc[0]))[:int(k)]
+    return ",".join(str(v) for v, _ in ranked) if ranked else None
 
 
 def _part(inputs, row: tuple, i: int) -> tuple:

@@ -98,6 +98,14 @@ def _aggregation(args) -> int:
     return 0
 
 
+def _frequent(args) -> int:
+    from slidewise.bench.frequent import print_summary, run_frequent_bench
+
+    _positive(args.tuples, "--tuples")
+    print_summary(run_frequent_bench(args.out, tuples=args.tuples, progress=_say))
+    return 0
+
+
 def _asymmetric(args) -> int:
     from slidewise.bench.asymmetric import run_asymmetric_bench
 
@@ -191,6 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--spark-window-tuples", type=int, metavar="N",
                    help="Spark's window() reads only the first N tuples (it runs at a few thousand tuples/s "
                         "or less); implies --spark")
+
+    f = _experiment(sub, "frequent", _frequent, "Golab's thesis Fig. 6.3: frequent items, Algorithm 6",
+                    "Algorithm 6 against the exact baseline and Misra-Gries on the Zeek sample and a Zipf "
+                    "stream; frequent.json/.png.")
+    f.add_argument("--tuples", type=int, help="tuples of the throughput run (default 1,000,000)")
 
     s = _experiment(sub, "asymmetric", _asymmetric, "Kang et al.: NLJ/hash/B+tree/T-tree per direction",
                     "Asymmetric join combinations (Kang, Naughton & Viglas, ICDE 2003); asymmetric.json/.png.")

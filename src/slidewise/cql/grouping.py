@@ -100,6 +100,8 @@ class Grouping:
                                  hint=f"write COUNT(*) or {func.upper()}(S.x)")
             return AggCall("count", None, False, alias, pos=_pos(name_tok))
         args = [tree.children[2]] if tree.data == "agg_distinct" else [a for a in tree.children[1:] if a is not None]
+        if func == "topk":
+            return self.topk_call(name_tok, args, tree.data == "agg_distinct", alias)
         if len(args) != 1:
             raise self.error(name_tok, f"{func.upper()} takes 1 argument, got {len(args)}",
                              hint=f"write e.g. {func.upper()}(S.x)")
@@ -107,6 +109,19 @@ class Grouping:
         arg = self.value(args[0], func.upper())
         self.context = "SELECT"
         return AggCall(func, arg, tree.data == "agg_distinct", alias, pos=_pos(name_tok))
+
+    def topk_call(self, name_tok, args: list[Tree], distinct: bool, alias: str | None) -> AggCall:
+        """``TOPK(k, x)``: the k most frequent values of x (k a whole-number literal)."""
+        if distinct or len(args) != 2:
+            raise self.error(name_tok, "TOPK takes k and a column: TOPK(k, S.x)",
+                             hint="write e.g. TOPK(3, S.src) for the 3 most frequent values of S.src")
+        k = args[0]
+        if k.data != "number" or not str(k.children[0]).isdigit() or int(str(k.children[0])) < 1:
+            raise self.error(k, "TOPK's k must be a whole number of at least 1", hint="write e.g. TOPK(3, S.src)")
+        self.context = "aggregate"
+        arg = self.value(args[1], "TOPK")
+        self.context = "SELECT"
+        return AggCall("topk", arg, False, alias, pos=_pos(name_tok), param=int(str(k.children[0])))
 
     def aggregate(self, node: Node, items: list[tuple[Tree, SelectItem | AggCall]], keys: list[Expr],
                   having: Tree | None = None) -> Node:
@@ -173,7 +188,7 @@ class Grouping:
         aggs, _ = self._having
         call = self.agg_call(node, None)
         self.context = "HAVING"
-        same = next((a for a in aggs if (a.func, a.arg, a.distinct) == (call.func, call.arg, call.distinct)), None)
+        same = next((a for a in aggs if (a.func, a.arg, a.distinct, a.param) == (call.func, call.arg, call.distinct, call.param)), None)
         if same is None:
             same = call
             aggs.append(call)

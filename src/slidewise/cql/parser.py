@@ -22,6 +22,7 @@ from lark import Lark, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters
 
 from slidewise.cql.diagnostics import empty_query, from_lark, query_error
+from slidewise.cql.frequent import build_frequent, frequent_call
 from slidewise.cql.join_builder import Builder, _pos
 from slidewise.cql.plan_builder import PlanBuilder, output_name
 from slidewise.errors import QueryError, SourceError
@@ -137,7 +138,7 @@ def parse_plan(text: str, tables: Iterable[str] = frozenset()) -> Plan:
     """
     _check_text(text)
     tree = _tree(_full_lark(), text)
-    return _guard_depth(lambda: PlanBuilder(text, frozenset(tables)).build(tree))
+    return _guard_depth(lambda: _build_plan(text, tree, frozenset(tables)))
 
 
 def parse_any(text: str, tables: Iterable[str] = frozenset()) -> JoinQuery | Plan:
@@ -150,9 +151,17 @@ def parse_any(text: str, tables: Iterable[str] = frozenset()) -> JoinQuery | Pla
     _check_text(text)
     tables = frozenset(tables)
     tree = _tree(_full_lark(), text)
-    if general_features(tree, tables):
-        return _guard_depth(lambda: PlanBuilder(text, tables).build(tree))
+    if general_features(tree, tables) or frequent_call(tree) is not None:
+        return _guard_depth(lambda: _build_plan(text, tree, tables))
     return parse(text)
+
+
+def _build_plan(text: str, tree: Tree, tables: frozenset[str]) -> Plan:
+    """The plan of a full-dialect tree; a FREQUENT query's (:mod:`slidewise.cql.frequent`) if it calls one."""
+    call = frequent_call(tree)
+    if call is not None:
+        return build_frequent(text, tree, call, tables)
+    return PlanBuilder(text, tables).build(tree)
 
 
 def general_features(tree: Tree, tables: frozenset[str], outputs: bool = True) -> list[tuple[str, tuple[int, int]]]:

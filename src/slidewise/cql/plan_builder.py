@@ -359,6 +359,10 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
         return super().expr(node)
 
     def function(self, name_tok: Token, args: list[Tree]):
+        named = next((a for a in args if a.data == "named_arg"), None)
+        if named is not None:
+            raise self.error(named, f"{str(name_tok).upper()} takes no named arguments",
+                             hint="only FREQUENT does: FREQUENT(S.x, 5, exact => true)")
         if str(name_tok).lower() in AGG_FUNCS:
             raise self.misplaced_aggregate(name_tok)
         return super().function(name_tok, args)

@@ -9,7 +9,8 @@ replacement); a group whose last row leaves emits only the ``−1``. Changes
 are batched per call, so a group changes at most once per ``push``/``expire``
 and unchanged values emit nothing.
 
-Aggregates: COUNT(*), COUNT, SUM, AVG, MIN, MAX, each optionally DISTINCT.
+Aggregates: COUNT(*), COUNT, SUM, AVG, MIN, MAX, each optionally DISTINCT, and
+TOPK(k, x): the k most frequent values (count descending, then value) joined by ``,``.
 Nulls (``None``, NaN) are ignored by all but COUNT(*); SUM/AVG/MIN/MAX of no
 values are ``None``. COUNT/SUM/AVG are running sums (O(1) per row); MIN/MAX
 keep the group's values in a sorted list (O(log n) search); DISTINCT keeps
@@ -32,7 +33,7 @@ from slidewise.plan.logical import Pattern
 
 __all__ = ["AggregateRows"]
 
-_STAR, _COUNT, _SUM, _AVG, _MINMAX, _DISTINCT = range(6)
+_STAR, _COUNT, _SUM, _AVG, _MINMAX, _DISTINCT, _TOPK = range(7)
 
 
 def _is_null(x) -> bool:
@@ -49,10 +50,13 @@ class AggregateRows(Incremental):
         schema = node.child.schema
         self.keyfns = tuple(row_function(k.expr, schema, ctx.aliases) for k in node.keys)
         self.specs = []
+        self.topk: dict[int, int] = {}   # spec index -> k of TOPK
         for a in node.aggs:
             arg = None if a.arg is None else row_function(a.arg, schema, ctx.aliases)
             if arg is None:
                 kind = _STAR
+            elif a.func == "topk":
+                kind, self.topk[len(self.specs)] = _TOPK, int(a.param or 1)
             elif a.distinct:
                 kind = _DISTINCT
             else:
@@ -121,6 +125,9 @@ class AggregateRows(Incremental):
                 out.append(s[0] / s[1] if s[1] else None)
             elif kind == _MINMAX:
                 out.append((s[0] if func == "min" else s[-1]) if s else None)
+            elif kind == _TOPK:
+                ranked = sorted(s.items(), key=lambda vc: (-vc[1], vc[0]))[:self.topk[i - 1]]
+                out.append(",".join(str(v) for v, _ in ranked) if ranked else None)
             else:
                 keys = list(s)
                 if func == "count":

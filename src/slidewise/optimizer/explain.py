@@ -260,9 +260,12 @@ def plan_info(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", partit
 
     chosen, report = choose_plan(plan, stats, strategy, premature, partitions)
     patterns = annotate(chosen.root)
+    from slidewise.plan.frequent import FrequentQuery
+
     sliding = match(chosen)
+    path = plan.describe() if isinstance(plan, FrequentQuery) else None if sliding is None else sliding.describe()
     return {
-        "path": None if sliding is None else sliding.describe(),
+        "path": path,
         "query": " ".join((plan.text or chosen.root.text or "").split()),
         "strategy": strategy,
         "partitions": partitions,
@@ -307,7 +310,9 @@ def render_plan(info: dict) -> str:
             mark = "  chosen" if a["plan"] == info["chosen"] else ""
             lines.append(f"  {a['plan']:<{width}}  {fmt(a['cost']):>10}{mark}")
     lines.append(f"why          {info['why']}")
-    if info.get("path"):
+    if (info.get("path") or "").startswith("frequent items"):
+        lines.append(f"path         {info['path']} (over the input above)")
+    elif info.get("path"):
         lines.append(f"path         {info['path']} (the plan above runs instead if a group key is a float "
                      "column or MIN/MAX/SUM/AVG reads text)")
     return "\n".join(lines) + "\n"

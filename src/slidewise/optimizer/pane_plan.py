@@ -63,7 +63,7 @@ class SlidingAggregate:
         return (self.length + 1) // self.pane
 
     def synopsis(self, agg: AggCall) -> str:
-        if agg.func in ("count", "sum", "avg"):   # DISTINCT too: frequency counts subtract
+        if agg.func in ("count", "sum", "avg", "topk"):   # DISTINCT, TOPK too: frequency counts subtract
             return "running"
         return "basic interval" if self.panes <= BASIC_MAX_PANES else "interval"
 

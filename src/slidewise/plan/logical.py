@@ -66,7 +66,7 @@ class Pattern(IntEnum):
         return self.name
 
 
-AGG_FUNCS = ("count", "sum", "avg", "min", "max")
+AGG_FUNCS = ("count", "sum", "avg", "min", "max", "topk")
 OUTPUT_KINDS = ("istream", "dstream", "rstream", "wstream")
 SCAN_KINDS = ("stream", "nrr", "table")
 
@@ -259,6 +259,7 @@ class AggCall:
     distinct: bool = False
     alias: str | None = None
     pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)  # query line, column
+    param: float | None = None   # the literal parameter: k of TOPK(k, x)
 
     def __post_init__(self) -> None:
         if self.func not in AGG_FUNCS:
@@ -269,6 +270,8 @@ class AggCall:
         if self.alias:
             return self.alias
         inner = "*" if self.arg is None else str(self.arg)
+        if self.func == "topk":
+            return f"TOPK({self.param:g}, {inner})"
         return f"{self.func.upper()}({'DISTINCT ' if self.distinct else ''}{inner})"
 
 

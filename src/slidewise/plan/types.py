@@ -135,7 +135,7 @@ class Typer:
                             hint=f"{_TEXT_WHY}; {name}({_to_number(arg)}) {'adds' if name == 'SUM' else 'averages'} "
                                  "its numbers (NULL where it is none); COUNT, MIN and MAX work on text "
                                  "(MIN / MAX in text order)")
-        out = {"count": "int", "avg": "float"}.get(call.func, kind)
+        out = {"count": "int", "avg": "float", "topk": "str"}.get(call.func, kind)
         return (call if arg == call.arg else replace(call, arg=arg, alias=call.alias or call.name)), out
 
     def pair(self, left: Col, right: Col, what: str = "join keys", other: Typer | None = None) -> None:

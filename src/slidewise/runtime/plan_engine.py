@@ -41,12 +41,13 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from slidewise.errors import OptionError, SourceError
+from slidewise.errors import OptionError, PlanError, SourceError
 from slidewise.operators.incremental import Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
 from slidewise.options import RunOptions
 from slidewise.plan.bind import bind
+from slidewise.plan.frequent import FrequentQuery
 from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
 from slidewise.plan.prune import prune_columns
 from slidewise.runtime.join_engine import RunResult, interrupted, run_counts
@@ -86,6 +87,8 @@ def execute_plan(plan: Plan, sources: dict[str, object], tables: dict[str, objec
     out, collect = opts.out, opts.collecting()
     tables = dict(tables or {})
     stream_names, table_names = plan_inputs(plan, sources, tables)
+    if isinstance(plan, FrequentQuery):
+        return _execute_frequent(plan, sources, opts)
     opened = [open_table(n, tables[n], opts.ts_column, opts.ts_unit, chunk_rows) for n in table_names]
     opened += [open_source(n, sources[n], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=chunk_rows)
                for n in stream_names]
@@ -218,6 +221,24 @@ def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions
     if collect:
         frame = pd.concat(frames, ignore_index=True) if frames else \
             pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+    return RunResult(frame, stats, rejects)
+
+
+def _execute_frequent(q: FrequentQuery, sources: dict, opts: RunOptions) -> RunResult:
+    """A frequent-items query (:mod:`slidewise.runtime.frequent`) over its one stream."""
+    from slidewise.runtime.frequent import execute_frequent
+
+    name = q.scan.source
+    opened = [open_source(name, sources[name], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=opts.chunk_rows)]
+    kinds = dict(opened[0].kinds)
+    q = bind(q, {name: kinds})   # WHERE typed against the source's columns
+    if q.item not in kinds:
+        raise PlanError(f"FREQUENT counts column {q.scan.alias}.{q.item}, which {name} does not have",
+                        hint=f"its columns: {', '.join(kinds)}")
+    rejects = Rejects()
+    frame, stats = execute_frequent(q, opened, [name], out=opts.out, collect=opts.collecting(), lateness=opts.lateness,
+                                    chunk_rows=opts.chunk_rows, rejects=rejects, rejects_to=opts.rejects,
+                                    progress=opts.progress)
     return RunResult(frame, stats, rejects)
 
 

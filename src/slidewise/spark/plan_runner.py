@@ -333,6 +333,10 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             from slidewise.cql.parser import parse_plan
 
             plan = parse_plan(plan.text)
+    from slidewise.plan.frequent import FrequentQuery
+
+    if isinstance(plan, FrequentQuery):
+        raise OptionError("FREQUENT runs on the local engine only", hint="run it with --engine local")
     identity = plan.text or plan.root.label()
     tables = dict(tables or {})
     if all(s.is_relation for s in plan.scans()):

@@ -22,16 +22,19 @@ from slidewise.operators.aggregates.base import Accumulator
 from slidewise.operators.aggregates.distinct import Distinct
 from slidewise.operators.aggregates.extremes import Max, Min
 from slidewise.operators.aggregates.subtractable import Avg, Count, Sum
+from slidewise.operators.aggregates.topk import TopK
 
 #: aggregate function name -> accumulator class (not DISTINCT)
-REGISTRY: dict[str, type[Accumulator]] = {"count": Count, "sum": Sum, "avg": Avg, "min": Min, "max": Max}
+REGISTRY: dict[str, type[Accumulator]] = {"count": Count, "sum": Sum, "avg": Avg, "min": Min, "max": Max, "topk": TopK}
 
 
-def accumulator(func: str, dtype=None, distinct: bool = False) -> Accumulator:
-    """The accumulator of ``func([DISTINCT] x)`` over values of ``dtype`` (None: ``COUNT(*)``)."""
+def accumulator(func: str, dtype=None, distinct: bool = False, param: float | None = None) -> Accumulator:
+    """The accumulator of ``func([DISTINCT] x)`` over values of ``dtype`` (None: ``COUNT(*)``); ``param``: k of TOPK."""
+    if func == "topk":
+        return TopK(dtype, int(param or 1))
     if distinct and func in ("count", "sum", "avg"):
         return Distinct(dtype, func)
     return REGISTRY[func](dtype)
 
 
-__all__ = ["REGISTRY", "Accumulator", "Avg", "Count", "Distinct", "Max", "Min", "Sum", "accumulator"]
+__all__ = ["REGISTRY", "Accumulator", "Avg", "Count", "Distinct", "Max", "Min", "Sum", "TopK", "accumulator"]

@@ -1,0 +1,54 @@
+"""TOPK(k, x): the ``k`` most frequent values of ``x`` per group, exactly (frequency counts, which subtract).
+
+The exact counterpart of the frequent-items query (Golab's thesis ch. 6,
+:mod:`slidewise.synopses.frequent`) inside GROUP BY: the state is one
+count per (group, value) pair present in the block, as for the DISTINCT
+aggregates (:mod:`~slidewise.operators.aggregates.distinct`), so it runs on
+the running synopsis. :meth:`TopK.value` ranks each window's pairs of a group
+by count descending, then value, and gives the first ``k`` values as text
+joined by ``,`` (null for a group without values).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from slidewise.operators.aggregates.distinct import Distinct
+
+
+class TopK(Distinct):
+    """``TOPK(k, x)``: the partial's columns are (group, value) pairs, as :class:`Distinct`'s."""
+
+    def __init__(self, dtype: np.dtype | None = None, k: int = 1):
+        super().__init__(dtype, "count")
+        self.k = k
+
+    def value(self, state):
+        counts = state[0]
+        windows, pairs = counts.shape
+        out = np.full((windows, self.groups), None, object)
+        if not pairs or not windows:
+            return out, np.ones(out.shape, bool)
+        # value rank of each pair (its column order is group-major, values ascending within a group)
+        row = np.repeat(np.arange(windows), pairs)
+        col = np.tile(np.arange(pairs), windows)
+        flat = counts.ravel()
+        keep = flat > 0
+        row, col, flat = row[keep], col[keep], flat[keep]
+        group = self.pair_group[col]
+        order = np.lexsort((col, -flat, group, row))   # per (window, group): count descending, then value
+        row, col, group = row[order], col[order], group[order]
+        cell = row * self.groups + group
+        start = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+        rank = np.arange(len(cell)) - np.repeat(start, np.diff(np.r_[start, len(cell)]))
+        top = rank < self.k
+        cell, col = cell[top], col[top]
+        if not len(cell):
+            return out, np.ones(out.shape, bool)
+        bounds = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1], True])
+        values = self.pair_value[col].tolist()
+        flat_out = out.reshape(-1)
+        for a, z in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            flat_out[cell[a]] = ",".join(str(v) for v in values[a:z])
+        null = np.equal(out, None)
+        return out, (null if null.any() else None)
