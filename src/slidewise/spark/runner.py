@@ -255,7 +255,7 @@ class SparkRun:
 
     def start(self) -> None:
         """Start (or restart) the streaming query on the checkpoint."""
-        writer = (self.frame.writeStream.foreachBatch(self.sink)
+        writer = (self.frame.writeStream.foreachBatch(self.sink).queryName(f"slidewise-{uuid.uuid4().hex[:8]}")
                   .option("checkpointLocation", str(self.root / "query")))
         if self.interval:
             writer = writer.trigger(processingTime=f"{self.interval} seconds")

@@ -35,6 +35,7 @@ import pandas as pd
 
 from slidewise.errors import OptionError
 from slidewise.runtime.rejects import Rejects
+from slidewise.spark.dataframe import result_columns
 from slidewise.spark.layout import ADMITTED, REJECT, RESULT, STATS, Layout
 
 FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".json": "json", ".ndjson": "json"}
@@ -94,7 +95,7 @@ class BatchSink:
             small = df.filter(F.col("k") != RESULT).toPandas()
             n_results = self._count(small, batch_id)
             if n_results and (self.collect or self.kind != "memory"):
-                self._write(df.filter(F.col("k") == RESULT), batch_id)
+                self._write(result_columns(df, self.layout), batch_id)
             elif self.kind in FILE_KINDS:
                 # idempotent per batch id: a replayed batch leaves exactly its own output
                 shutil.rmtree(Path(self.out) / f"batch-{batch_id:06d}", ignore_errors=True)
@@ -137,10 +138,7 @@ class BatchSink:
                   f"{sum(self.bucket_tuples.values()):,} tuples", file=sys.stderr)
         return n_results
 
-    def _write(self, results, batch_id: int) -> None:
-        from pyspark.sql import functions as F
-
-        named = results.select(*[F.col(f"r{j}").alias(n) for j, n in enumerate(self.names)])
+    def _write(self, named, batch_id: int) -> None:
         if self.kind in FILE_KINDS:
             target = f"{Path(self.out)}/batch-{batch_id:06d}"
             writer = named.coalesce(1).write.mode("overwrite").format(self.kind)
