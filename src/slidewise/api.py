@@ -71,6 +71,13 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
     tables = dict(tables or {})
     if engine == "spark":
         require_extra("spark", "engine='spark'")
+    elif _uses_kafka(sources, out):
+        from slidewise.kafka.local import run_local
+
+        return run_local(run, query, sources, out=out, algorithm=algorithm, order=order, collect=collect,
+                         lateness=lateness, ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows,
+                         rejects=rejects, progress=progress, engine=engine, tables=tables, strategy=strategy,
+                         partitions=partitions, **operator_options)
     check_run(sources, tables, {"--out": out, "--rejects": rejects},
               directories=("--out", "--rejects") if engine == "spark" else (),
               formats={} if engine == "spark" else {"--out": sink_format})
@@ -93,6 +100,16 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
                    collect=(out is None) if collect is None else collect, lateness=lateness,
                    ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows,
                    rejects_path=rejects, progress=progress, operator_options=operator_options)
+
+
+def _uses_kafka(sources: dict, out) -> bool:
+    """A ``kafka://`` source or ``out`` (then the ``kafka`` extra is needed)."""
+    from slidewise.kafka.uri import is_kafka
+
+    if not (is_kafka(out) or any(is_kafka(s) for s in sources.values())):
+        return False
+    require_extra("kafka", "kafka:// sources and outputs")
+    return True
 
 
 def _run_plan(plan: Plan, sources, tables, *, engine: str, options: dict, **kwargs) -> RunResult:

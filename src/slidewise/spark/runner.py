@@ -285,10 +285,9 @@ class SparkRun:
 
     def end_input(self) -> None:
         """End of input: write the marker; every bucket flushes its buffer and pending evaluations."""
-        marker = self.root / "control" / f"eof-{uuid.uuid4().hex}.json"
-        tmp = marker.with_name("." + marker.name)
-        tmp.write_text(json.dumps({"eof": 1}) + "\n")
-        tmp.rename(marker)
+        from slidewise.spark.dataframe import end_input
+
+        end_input(self.root / "control")
         if self.process_all_available():
             self.ended = True
 
