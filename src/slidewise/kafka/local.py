@@ -63,6 +63,18 @@ def topic_file(uri: KafkaURI, stem: Path) -> str:
     return str(path)
 
 
+def content_tags(frame: pd.DataFrame, seen: Counter | None = None) -> list[str]:
+    """Per row: a hash of its JSON text and its occurrence number (counted in ``seen`` across calls)."""
+    seen = Counter() if seen is None else seen
+    lines = frame.to_json(orient="records", lines=True, date_format="iso").splitlines() if len(frame) else []
+    tags = []
+    for line in lines:
+        digest = hashlib.sha1(line.encode()).hexdigest()[:20]
+        tags.append(f"{digest}#{seen[digest]}")
+        seen[digest] += 1
+    return tags
+
+
 class ResultWriter:
     """The ``out`` callable of a local run: each result frame to the topic, keyed by content and occurrence."""
 
@@ -71,13 +83,7 @@ class ResultWriter:
         self.seen: Counter = Counter()
 
     def __call__(self, frame: pd.DataFrame) -> None:
-        lines = frame.to_json(orient="records", lines=True, date_format="iso").splitlines() if len(frame) else []
-        tags = []
-        for line in lines:
-            digest = hashlib.sha1(line.encode()).hexdigest()[:20]
-            tags.append(f"{digest}#{self.seen[digest]}")
-            self.seen[digest] += 1
-        self.writer.write(frame, tags)
+        self.writer.write(frame, content_tags(frame, self.seen))
 
     def close(self) -> None:
         self.writer.close()

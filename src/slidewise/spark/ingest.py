@@ -22,7 +22,8 @@ leaves as (at most) two packed chunk rows, tuples and rejects
 
 ``rate:rowsPerSecond=N[,distinct=K]`` is Spark's rate source as a stream with
 ``ts`` (event time in ms), ``a = value mod K`` (default 1000) and ``x = value
-mod 100``. The *control* source is a JSON directory the runner writes an
+mod 100``. ``kafka://`` topics: :mod:`slidewise.kafka.spark`; Spark DataFrames:
+:mod:`slidewise.spark.dataframe`. The *control* source is a JSON directory the runner writes an
 end-of-input marker into (see :mod:`slidewise.spark.runner`).
 """
 
@@ -59,6 +60,10 @@ def inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str,
     if is_frame(spec):
         info, recipe = inspect_frame(alias, name, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness)
         return info, {**recipe, "frame": spec}
+    if isinstance(spec, str) and spec.startswith("kafka://"):
+        from slidewise.kafka.spark import inspect_topic
+
+        return inspect_topic(alias, name, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness)
     if isinstance(spec, str) and spec.startswith("rate:"):
         opts = _rate_options(spec)
         return StreamInfo(alias, name, {"a": "int", "x": "int"}, "ms", lateness, "rate"), opts
@@ -156,6 +161,10 @@ def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layo
         from slidewise.spark.dataframe import frame_wire
 
         return frame_wire(recipe["frame"], index, layout, ts_column)
+    if fmt == "kafka":
+        from slidewise.kafka.spark import topic_frame
+
+        return topic_frame(spark, index, info, recipe, layout, ts_column)
     if fmt == "rate":
         raw = (spark.readStream.format("rate").option("rowsPerSecond", recipe["rowsPerSecond"])
                .option("numPartitions", recipe.get("numPartitions", "1")).load())

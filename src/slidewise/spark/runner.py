@@ -109,12 +109,17 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, out=None,
                        lateness=opts.lateness, algorithm=algorithm, order=order, options=operator_options,
                        work_dir=root)
         key = run_key(persistent=not temp)
+        if opts.once:
+            from slidewise.kafka.spark import bound
+
+            bound(jp.recipes)
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, q.text or q.describe(), sources, meta["buckets"], write=True, outputs=outputs)
         frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column,
                              chunk_rows=chunk_rows, max_files=opts.max_files, key=key)
         sink = BatchSink(jp.layout, out=out, collect=bool(collect) if collect is not None else opts.kind == "memory",
-                         rejects_dir=rejects, progress=progress)
+                         rejects_dir=rejects, progress=progress,
+                         run_id=f"{meta['query']}@{root.resolve()}" if not temp else uuid.uuid4().hex)
         if opts.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
         run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=opts.once, interval=opts.interval,
@@ -439,8 +444,8 @@ def _ctrl_c():
 
 
 def _is_live(spec) -> bool:
-    """A source that may grow: a directory or the rate source."""
-    if isinstance(spec, str) and spec.startswith("rate:"):
+    """A source that may grow: a directory, a Kafka topic or the rate source."""
+    if isinstance(spec, str) and spec.startswith(("rate:", "kafka://")):
         return True
     return isinstance(spec, (str, Path)) and Path(spec).is_dir()
 

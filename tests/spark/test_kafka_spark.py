@@ -1,0 +1,38 @@
+"""Kafka on the Spark engine (the Python streaming data source over kafka-python), against the broker the
+tests start: topics in, results to a topic; stopped mid-stream and restarted on its checkpoint, the output
+topic holds the oracle once."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from slidewise.spark.runner import run_spark, start_spark
+from tests.kafka_broker import consume
+from tests.test_kafka import Q, fill, inputs, oracle, rows
+
+pytestmark = pytest.mark.spark
+
+
+def test_topics_in_results_to_a_topic_once(spark, kafka_broker, tmp_path):
+    data = inputs(120, seed=11)
+    sources = fill(kafka_broker, "sp-once", data)
+    r = run_spark(Q, sources, out=f"kafka://{kafka_broker}/sp-once-out", once=True, spark=spark,
+                  checkpoint=str(tmp_path / "ckpt"), rejects=str(tmp_path / "rejects"))
+    assert r.stats["input_ended"] and r.stats["rejects"] == 0
+    assert rows(pd.DataFrame(consume(kafka_broker, "sp-once-out"))) == oracle(data)
+
+
+def test_stopped_mid_stream_and_restarted_writes_each_result_once(spark, kafka_broker, tmp_path, runs):
+    data = inputs(120, seed=12)
+    sources = fill(kafka_broker, "sp-live", data, stop=60)
+    out, ckpt = f"kafka://{kafka_broker}/sp-live-out", str(tmp_path / "ckpt")
+    run = start_spark(Q, sources, out=out, once=False, spark=spark, checkpoint=ckpt)
+    runs.append(run)
+    run.process_all_available()
+    run.stop()                                   # stopped mid-stream: no end of input
+    first = consume(kafka_broker, "sp-live-out")
+    fill(kafka_broker, "sp-live", data, start=60)
+    r = run_spark(Q, sources, out=out, once=True, spark=spark, checkpoint=ckpt)
+    assert r.stats["input_ended"]
+    assert 0 < len(first) and rows(pd.DataFrame(consume(kafka_broker, "sp-live-out"))) == oracle(data)
