@@ -39,6 +39,47 @@ def test_batch_frames_match_the_local_engine(spark):
     assert _rows(out.toPandas()) == _oracle(data)
 
 
+class MemoryStream:
+    """Spark's MemoryStream (JVM) of int / string columns, fed from pandas."""
+
+    def __init__(self, spark, frame: pd.DataFrame):
+        from pyspark.sql import DataFrame
+
+        self.jvm, self.gateway = spark._jvm, spark.sparkContext._gateway
+        ddl = ", ".join(f"`{c}` {'string' if frame[c].dtype == object else 'int'}" for c in frame.columns)
+        schema = self.jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl)
+        cls = self.jvm.org.apache.spark.sql.execution.streaming.runtime.MemoryStream
+        self.stream = cls.apply(self.jvm.org.apache.spark.sql.Encoders.row(schema), spark._jsparkSession)
+        self.frame = DataFrame(self.stream.toDF(), spark)
+
+    def add(self, frame: pd.DataFrame) -> None:
+        rows = self.jvm.java.util.ArrayList()
+        for values in frame.itertuples(index=False):
+            arr = self.gateway.new_array(self.jvm.java.lang.Object, len(values))
+            for i, v in enumerate(values):
+                arr[i] = v if isinstance(v, str) else int(v)
+            rows.add(self.jvm.org.apache.spark.sql.RowFactory.create(arr))
+        self.stream.addData(self.jvm.scala.jdk.javaapi.CollectionConverters.asScala(rows).toSeq())
+
+
+def test_memory_stream_matches_the_local_engine(spark, tmp_path):
+    data = _inputs()
+    streams = {name: MemoryStream(spark, df) for name, df in data.items()}
+    out = query(spark, Q, {n: m.frame for n, m in streams.items()}, control=str(tmp_path / "control"), lateness=5)
+    got: list[pd.DataFrame] = []
+    q = out.writeStream.queryName("api_memory").foreachBatch(lambda df, _: got.append(df.toPandas())).start()
+    try:
+        for part in (slice(0, 50), slice(50, None)):
+            for name, m in streams.items():
+                m.add(data[name].iloc[part])
+            q.processAllAvailable()
+        end_input(tmp_path / "control")
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert _rows(pd.concat(got)) == _rows(slidewise.run(Q, data, lateness=5).results)
+
+
 def test_file_stream_with_end_of_input_matches_the_local_engine(spark, tmp_path):
     data = _inputs()
     frames = {}
