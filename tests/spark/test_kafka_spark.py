@@ -36,3 +36,25 @@ def test_stopped_mid_stream_and_restarted_writes_each_result_once(spark, kafka_b
     r = run_spark(Q, sources, out=out, once=True, spark=spark, checkpoint=ckpt)
     assert r.stats["input_ended"]
     assert 0 < len(first) and rows(pd.DataFrame(consume(kafka_broker, "sp-live-out"))) == oracle(data)
+
+
+def test_a_batch_killed_half_way_through_its_output_is_replayed_once(spark, kafka_broker, tmp_path, monkeypatch):
+    from slidewise.errors import SlidewiseError
+    from slidewise.kafka import io
+
+    data = inputs(80, seed=13)
+    sources = fill(kafka_broker, "sp-kill", data)
+    out, ckpt = f"kafka://{kafka_broker}/sp-kill-out", str(tmp_path / "ckpt")
+    real = io.TopicWriter.write
+
+    def dies_half_way(self, frame, tags):
+        real(self, frame.iloc[: len(frame) // 2], tags[: len(frame) // 2])
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(io.TopicWriter, "write", dies_half_way)
+    with pytest.raises(SlidewiseError):
+        run_spark(Q, sources, out=out, once=True, spark=spark, checkpoint=ckpt)
+    monkeypatch.setattr(io.TopicWriter, "write", real)
+    assert 0 < len(consume(kafka_broker, "sp-kill-out")) < len(oracle(data))
+    run_spark(Q, sources, out=out, once=True, spark=spark, checkpoint=ckpt)
+    assert rows(pd.DataFrame(consume(kafka_broker, "sp-kill-out"))) == oracle(data)
