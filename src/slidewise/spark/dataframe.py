@@ -1,8 +1,9 @@
 """The Spark-native API: a slidewise join over Spark DataFrames, as a DataFrame.
 
->>> # doctest: +SKIP
->>> out = slidewise.spark.query(spark, QUERY, {"dns": dns_df, "ssl": ssl_df}, lateness="2s")
->>> out.writeStream.queryName("joins").option("checkpointLocation", ckpt).format("parquet").start(path)
+::
+
+    out = slidewise.spark.query(spark, QUERY, {"dns": dns_df, "ssl": ssl_df}, lateness="2s")
+    out.writeStream.queryName("joins").option("checkpointLocation", ckpt).format("parquet").start(path)
 
 Streaming in, streaming out; batch in, batch out. The inputs are the user's
 DataFrames (any source: Kafka, files, a table, a memory stream); each row's
