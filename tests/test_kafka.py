@@ -109,3 +109,16 @@ def test_csv_values_with_a_bad_record(kafka_broker, tmp_path):
                       rejects=str(tmp_path / "rej.csv"))
     assert r.results[["at", "bt", "v"]].values.tolist() == [[1, 4, "b"], [5, 4, "b"]]
     assert r.stats["rejects"] == 1
+
+
+G = "SELECT RSTREAM A.k, COUNT(*) AS n FROM A [RANGE 50] GROUP BY A.k"
+
+
+def test_a_general_query_topic_to_topic(kafka_broker):
+    data = inputs(60, seed=2)
+    sources = fill(kafka_broker, "plan", {"A": data["A"]})
+    slidewise.run(G, sources, out=f"kafka://{kafka_broker}/plan-out")
+    want = slidewise.run(G, {"A": data["A"]}).results
+    got = pd.DataFrame(consume(kafka_broker, "plan-out"))
+    assert sorted(map(tuple, got[list(want.columns)].astype(str).values.tolist())) == \
+        sorted(map(tuple, want.astype(str).values.tolist()))

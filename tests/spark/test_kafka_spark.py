@@ -58,3 +58,18 @@ def test_a_batch_killed_half_way_through_its_output_is_replayed_once(spark, kafk
     assert 0 < len(consume(kafka_broker, "sp-kill-out")) < len(oracle(data))
     run_spark(Q, sources, out=out, once=True, spark=spark, checkpoint=ckpt)
     assert rows(pd.DataFrame(consume(kafka_broker, "sp-kill-out"))) == oracle(data)
+
+
+def test_a_general_query_topic_to_topic(spark, kafka_broker, tmp_path):
+    import slidewise
+    from slidewise.spark.plans import run_plan_spark
+    from tests.test_kafka import G
+
+    data = inputs(60, seed=14)
+    sources = fill(kafka_broker, "sp-plan", {"A": data["A"]})
+    run_plan_spark(G, sources, {}, out=f"kafka://{kafka_broker}/sp-plan-out", once=True, spark=spark,
+                   checkpoint=str(tmp_path / "ckpt"))
+    want = slidewise.run(G, {"A": data["A"]}).results
+    got = pd.DataFrame(consume(kafka_broker, "sp-plan-out"))
+    assert sorted(map(tuple, got[list(want.columns)].astype(str).values.tolist())) == \
+        sorted(map(tuple, want.astype(str).values.tolist()))
