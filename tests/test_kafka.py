@@ -122,3 +122,12 @@ def test_a_general_query_topic_to_topic(kafka_broker):
     got = pd.DataFrame(consume(kafka_broker, "plan-out"))
     assert sorted(map(tuple, got[list(want.columns)].astype(str).values.tolist())) == \
         sorted(map(tuple, want.astype(str).values.tolist()))
+
+
+def test_a_topic_without_the_timestamp_field_is_named_in_the_error(kafka_broker, capsys):
+    produce(kafka_broker, "nots-A", [{"t": 1, "k": 1}])
+    produce(kafka_broker, "nots-B", [{"ts": 1, "k": 1, "v": "x"}])
+    assert main(["run", Q, "--engine", "local", "--once", "--source", f"A=kafka://{kafka_broker}/nots-A",
+                 "--source", f"B=kafka://{kafka_broker}/nots-B"]) == 2
+    err = capsys.readouterr().err
+    assert f"kafka://{kafka_broker}/nots-A" in err and "slidewise-kafka-" not in err

@@ -27,8 +27,13 @@ _POLL_MS = 500
 _STALL_SECONDS = 30.0
 
 
+def _why(e: Exception) -> str:
+    text = str(e)
+    return text if text.startswith(type(e).__name__) else f"{type(e).__name__}: {text}"
+
+
 def _client_error(uri: KafkaURI, e: Exception, what: str):
-    return SourceError(f"cannot {what} Kafka at {','.join(uri.servers)}: {type(e).__name__}: {e}",
+    return SourceError(f"cannot {what} Kafka at {','.join(uri.servers)}: {_why(e)}",
                        location=uri.text, hint="check the broker address and that it is running")
 
 
@@ -181,7 +186,7 @@ class TopicWriter:
                 n += 1
             self.producer.flush()
         except KafkaError as e:
-            raise OptionError(f"writing to Kafka failed: {type(e).__name__}: {e}", location=self.uri.text,
+            raise OptionError(f"writing to Kafka failed: {_why(e)}", location=self.uri.text,
                               hint="check the broker; rerun the same command to write what is missing") from None
         self.sent += n
         return n

@@ -3,7 +3,8 @@
 :func:`run_local` reads each ``kafka://`` source from its beginning to the end offsets seen at
 start (``--once``) into a JSON-lines or CSV file of a temporary directory (one record per
 message, so values, types and reject reasons are the file readers'; a reject's line is the
-message's place in that read), runs the query over them and sends the results to a
+message's place in that read, in (partition, offset) order; errors name the topic, rejects the
+temporary file), runs the query over them and sends the results to a
 ``kafka://`` ``out`` through a :class:`~slidewise.kafka.io.TopicWriter`.
 
 Exactly once. The local engine keeps no operator state between runs, so a run recomputes from
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from slidewise.errors import SlidewiseError
 from slidewise.kafka.io import TopicWriter, message_lines, read_bounded
 from slidewise.kafka.uri import KafkaURI, is_kafka
 
@@ -47,7 +49,13 @@ def run_local(run, query, sources: dict, *, out=None, **options):
             identity = getattr(query, "text", None) or str(query)
             writer = ResultWriter(KafkaURI.parse(out), identity)
             options.setdefault("collect", False)
-        return run(query, given, out=writer if writer is not None else out, **options)
+        try:
+            return run(query, given, out=writer if writer is not None else out, **options)
+        except SlidewiseError as e:   # name the topic, not its temporary file
+            for name, spec in sources.items():
+                if is_kafka(spec) and e.location and e.location.startswith(given[name]):
+                    e.location = spec + e.location[len(given[name]):]
+            raise
     finally:
         if writer is not None:
             writer.close()
