@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from slidewise.spark.runner import run_spark, start_spark
-from tests.kafka_broker import consume
+from tests.kafka_broker import consume, produce
 from tests.test_kafka import Q, fill, inputs, oracle, rows
 
 pytestmark = pytest.mark.spark
@@ -111,3 +111,17 @@ def test_cli_killed_mid_stream_and_rerun_writes_each_result_once(spark, kafka_br
     fill(kafka_broker, "sp-cli", data, start=60)
     assert main([*args, "--once"]) == 0
     assert rows(pd.DataFrame(consume(kafka_broker, "sp-cli-out"))) == oracle(data)
+
+
+def test_csv_values_and_their_rejects_as_on_the_local_engine(spark, kafka_broker, tmp_path):
+    import slidewise
+
+    produce(kafka_broker, "sp-csv-A", ["1,3", "2,x", "5,3", "6,3,9"])
+    produce(kafka_broker, "sp-csv-B", ['4,3,"b"'])
+    sources = {"A": f"kafka://{kafka_broker}/sp-csv-A?format=csv&columns=ts,k",
+               "B": f"kafka://{kafka_broker}/sp-csv-B?format=csv&columns=ts,k,v"}
+    local = slidewise.run(Q, sources)
+    r = run_spark(Q, sources, once=True, spark=spark, collect=True)
+    assert rows(r.results) == rows(local.results) and len(local.results) == 2
+    reasons = lambda res: sorted(res.rejects.table().column("reason").to_pylist())  # noqa: E731
+    assert reasons(r) == reasons(local) and len(reasons(local)) == 2
