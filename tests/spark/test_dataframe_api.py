@@ -153,3 +153,62 @@ def test_inputs_must_be_dataframes_of_one_kind(spark, tmp_path):
     stream = spark.readStream.schema(spark.read.parquet(str(tmp_path / "B")).schema).parquet(str(tmp_path / "B"))
     with pytest.raises(OptionError, match="mix streaming and batch"):
         query(spark, Q, {"A": spark.createDataFrame(data["A"]), "B": stream})
+
+
+_USER_APP = """
+import sys
+from slidewise.spark.dataframe import query
+from slidewise.spark.session import get_session
+
+root = sys.argv[1]
+spark = get_session("local[2]", {"spark.sql.shuffle.partitions": "2"}, ui=False)
+frames = {n: spark.readStream.schema(spark.read.parquet(f"{root}/{n}").schema).option("maxFilesPerTrigger", 1)
+          .parquet(f"{root}/{n}") for n in ("A", "B")}
+out = query(spark, sys.argv[2], frames, control=f"{root}/control")
+q = (out.writeStream.queryName("user_app").format("parquet").trigger(processingTime="3 seconds")
+     .option("checkpointLocation", f"{root}/ckpt").start(f"{root}/out"))
+q.awaitTermination()
+"""
+
+
+@pytest.mark.slow
+def test_user_write_stream_killed_and_restarted(spark, tmp_path):
+    """A user's application (query + writeStream + checkpoint) SIGKILLed after its first committed
+    micro-batch; the same application started again: every result once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    data = _inputs()
+    for name, df in data.items():
+        (tmp_path / name).mkdir()
+        for part in range(3):
+            third = len(df) // 3
+            df.iloc[part * third:(part + 1) * third if part < 2 else None].to_parquet(tmp_path / name / f"p{part}.parquet")
+    log = tmp_path / "app.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-c", _USER_APP, str(tmp_path), Q], stdout=subprocess.DEVNULL,
+                                stderr=err, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 300
+            while not (tmp_path / "ckpt" / "commits" / "0").exists():
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+                time.sleep(0.2)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert not (tmp_path / "ckpt" / "commits" / "2").exists()      # killed mid-stream
+    frames = {n: spark.readStream.schema(spark.read.parquet(str(tmp_path / n)).schema).option("maxFilesPerTrigger", 1)
+              .parquet(str(tmp_path / n)) for n in data}
+    out = query(spark, Q, frames, control=str(tmp_path / "control"))
+    q = (out.writeStream.queryName("user_app_again").format("parquet")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).start(str(tmp_path / "out")))
+    try:
+        q.processAllAvailable()
+        end_input(tmp_path / "control")
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert _rows(pd.read_parquet(tmp_path / "out")) == _oracle(data)
