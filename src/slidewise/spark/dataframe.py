@@ -22,8 +22,9 @@ run rejects (late, bad timestamps) are not part of the result DataFrame:
 End of input. A batch input ends by itself: every window is flushed. A
 streaming input ends never, except with ``control=DIR``: :func:`end_input`
 writes a marker there, and the micro-batch that reads it flushes every window
-(what ``--once`` does). Restarts: the state is in the user's checkpoint, sealed
-with the state key of :func:`slidewise.spark.state_codec.state_key`.
+(what ``--once`` does). Restarts: the state of a streaming run is in the user's
+checkpoint, sealed with the state key of :func:`slidewise.spark.state_codec.state_key`
+(a batch run's with a key of its own).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def query_frame(spark, query, inputs: dict, *, lateness: int | str = 0, ts_colum
     if control is not None and streaming == {True}:
         Path(control).mkdir(parents=True, exist_ok=True)
     frame = build_stream(spark, jp, control_dir=None if control is None else str(control), ts_column=ts_column,
-                         key=run_key(persistent=True), ended=streaming == {False})
+                         key=run_key(persistent=streaming == {True}), ended=streaming == {False})
     return frame, jp.layout
 
 
