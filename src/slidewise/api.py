@@ -73,6 +73,11 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
     tables = dict(tables or {})
     if engine == "spark":
         require_extra("spark", "engine='spark'")
+    elif _uses_kafka(sources, opts.out):
+        from slidewise.kafka.local import run_local
+
+        return run_local(run, query, sources, out=opts.out, run_options=opts, algorithm=algorithm, order=order, engine=engine,
+                         tables=tables, **operator_options)
     check_run(sources, tables, {"--out": opts.out, "--rejects": opts.rejects},
               directories=("--out", "--rejects") if engine == "spark" else (),
               formats={} if engine == "spark" else {"--out": sink_format})
@@ -88,6 +93,16 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
         raise OptionError(f"unknown engine {engine!r}", hint="use engine='local' or engine='spark'")
     return execute(q, sources, run_options=opts, algorithm=algorithm, order=order,
                    operator_options=operator_options)
+
+
+def _uses_kafka(sources: dict, out) -> bool:
+    """A ``kafka://`` source or ``out`` (then the ``kafka`` extra is needed)."""
+    from slidewise.kafka.uri import is_kafka
+
+    if not (is_kafka(out) or any(is_kafka(s) for s in sources.values())):
+        return False
+    require_extra("kafka", "kafka:// sources and outputs")
+    return True
 
 
 def _run_plan(plan: Plan, sources, tables, opts: RunOptions, *, engine: str, options: dict) -> RunResult:

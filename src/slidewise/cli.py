@@ -218,6 +218,11 @@ def cmd_run(args) -> int:
     general = not spark_asked and _is_general(args.query, tables)
     args.engine = resolve_engine(args.engine, local_only=bool(kwargs_from_args(args)) or general,
                                  spark_asked=bool(spark_asked))
+    if args.engine == "local" and _uses_kafka(args) and "--once" in spark_asked:
+        spark_asked.remove("--once")  # the local engine reads topics to the end offsets seen at start
+    elif args.engine == "local" and _uses_kafka(args):
+        raise OptionError("the local engine reads a Kafka topic up to the end offsets seen at its start, "
+                          "so it needs --once", hint="add --once, or follow the topic with --engine spark")
     if args.engine == "local" and spark_asked:
         raise OptionError(f"{spark_asked[0]} applies to the Spark engine, but this run uses the local engine",
                           hint="add --engine spark, or drop the option")
@@ -254,6 +259,13 @@ def cmd_run(args) -> int:
         if summary_line(result.stats):
             print(summary_line(result.stats), file=sys.stderr)
     return 0
+
+
+def _uses_kafka(args) -> bool:
+    """A ``kafka://`` --source or --out."""
+    from slidewise.kafka.uri import is_kafka
+
+    return is_kafka(args.out) or any(is_kafka(p.partition("=")[2]) for p in args.source or [])
 
 
 def _is_general(query: str, tables: dict) -> bool:

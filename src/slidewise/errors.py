@@ -77,7 +77,7 @@ class CheckpointError(SlidewiseError):
 
 
 #: the optional extras of ``pip install 'slidewise[...]'`` and the modules each provides
-EXTRAS = {"spark": ("pyspark", "google.protobuf"), "bench": ("duckdb", "matplotlib", "psutil")}
+EXTRAS = {"spark": ("pyspark", "google.protobuf"), "bench": ("duckdb", "matplotlib", "psutil"), "kafka": ("kafka",)}
 
 
 def require_extra(extra: str, what: str) -> None:

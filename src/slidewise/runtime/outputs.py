@@ -50,7 +50,7 @@ def named_paths(pairs: list[str] | None, option: str, example: str) -> dict[str,
 
 
 def _is_path(spec) -> bool:
-    return isinstance(spec, (str, Path)) and str(spec) not in ("", "-") and not str(spec).startswith("rate:")
+    return isinstance(spec, (str, Path)) and str(spec) not in ("", "-") and not str(spec).startswith(("rate:", "kafka://"))
 
 
 def check_run(sources: dict, tables: dict | None, outputs: dict[str, object], *,

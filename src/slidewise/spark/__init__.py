@@ -8,12 +8,13 @@ SparkSession builder), ``ingest`` (sources), ``keying`` (buckets), ``layout``
 Python), ``processor`` (their Spark glue), ``join`` (the pipeline), ``sinks``
 (``foreachBatch``), ``join_runner`` (checkpoints, triggers, end of input, stats;
 the join path), ``plan_state`` and ``plan_runner`` (the plan path),
-``batch`` (batch replay). Importing this package does not start a JVM.
+``batch`` (batch replay), ``dataframe`` (the Spark-native API: :func:`query` over DataFrames, a
+DataFrame out; :func:`end_input`). Importing this package does not start a JVM.
 """
 
 from __future__ import annotations
 
-__all__ = ["SparkRun", "get_session", "read_results", "run_spark", "start_spark"]
+__all__ = ["SparkRun", "end_input", "get_session", "query", "read_results", "run_spark", "start_spark"]
 
 
 def __getattr__(name: str):
@@ -21,6 +22,10 @@ def __getattr__(name: str):
         from slidewise.spark import join_runner
 
         return getattr(join_runner, name)
+    if name in ("query", "end_input"):
+        from slidewise.spark import dataframe
+
+        return getattr(dataframe, name)
     if name == "get_session":
         from slidewise.spark.session import get_session
 

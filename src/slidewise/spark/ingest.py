@@ -22,7 +22,8 @@ leaves as (at most) two packed chunk rows, tuples and rejects
 
 ``rate:rowsPerSecond=N[,distinct=K]`` is Spark's rate source as a stream with
 ``ts`` (event time in ms), ``a = value mod K`` (default 1000) and ``x = value
-mod 100``. The *control* source is a JSON directory the runner writes an
+mod 100``. ``kafka://`` topics: :mod:`slidewise.spark.kafka_source`; Spark DataFrames:
+:mod:`slidewise.spark.dataframe`. The *control* source is a JSON directory the runner writes an
 end-of-input marker into (see :mod:`slidewise.spark.join_runner`).
 """
 
@@ -54,6 +55,15 @@ _ARROW_OF = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str"
 def inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str, lateness: int,
                    work_dir: Path) -> tuple[StreamInfo, dict]:
     """Schema and reading recipe of one FROM stream: ``(StreamInfo, read options)``."""
+    from slidewise.spark.dataframe import inspect_frame, is_frame
+
+    if is_frame(spec):
+        info, recipe = inspect_frame(alias, name, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness)
+        return info, {**recipe, "frame": spec}
+    if isinstance(spec, str) and spec.startswith("kafka://"):
+        from slidewise.spark.kafka_source import inspect_topic
+
+        return inspect_topic(alias, name, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness)
     if isinstance(spec, str) and spec.startswith("rate:"):
         opts = _rate_options(spec)
         return StreamInfo(alias, name, {"a": "int", "x": "int"}, "ms", lateness, "rate"), opts
@@ -147,6 +157,14 @@ def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layo
     from pyspark.sql import functions as F
 
     fmt = recipe["fmt"]
+    if fmt == "frame":
+        from slidewise.spark.dataframe import frame_wire
+
+        return frame_wire(recipe["frame"], index, layout, ts_column)
+    if fmt == "kafka":
+        from slidewise.spark.kafka_source import topic_frame
+
+        return topic_frame(spark, index, info, recipe, layout, ts_column)
     if fmt == "rate":
         raw = (spark.readStream.format("rate").option("rowsPerSecond", recipe["rowsPerSecond"])
                .option("numPartitions", recipe.get("numPartitions", "1")).load())
@@ -240,7 +258,7 @@ def scan_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...]
         ordinal = _ordinals(files, offsets, counters)
         ts, cols, bad, reasons, raws = convert_raw(b, names, info, ts_column)
         lines = ordinal + 1 + np.where(offsets == 0, info.header_lines, 0)
-        yield wire_batch(_chunks(stream, bad, ts, cols, ordinal, files, offsets, lines, reasons, raws))
+        yield wire_batch(wire_chunks(stream, bad, ts, cols, ordinal, files, offsets, lines, reasons, raws))
 
 
 def convert_raw(b, names: tuple[str, ...], info: StreamInfo, ts_column: str):
@@ -259,7 +277,7 @@ def convert_raw(b, names: tuple[str, ...], info: StreamInfo, ts_column: str):
     return ts, cols, bad, reasons, raws
 
 
-def _chunks(stream: int, bad, ts, cols, q, files, offsets, lines, reasons, raws) -> list[dict]:
+def wire_chunks(stream: int, bad, ts, cols, q, files, offsets, lines, reasons, raws) -> list[dict]:
     """Wire rows: one chunk of the good tuples, one of the rejects (if any)."""
     rows = []
     ok = ~bad
@@ -317,7 +335,7 @@ def rate_batches(batches, *, stream: int, layout: Layout, distinct: int):
         files = np.full(n, "rate", dtype=object)
         zero = np.zeros(n, np.int64)
         none = np.full(n, None, object)
-        yield wire_batch(_chunks(stream, np.zeros(n, bool), np.floor_divide(micros, 1000), cols, value, files,
+        yield wire_batch(wire_chunks(stream, np.zeros(n, bool), np.floor_divide(micros, 1000), cols, value, files,
                                  zero, zero, none, none))
 
 

@@ -94,16 +94,22 @@ def plan_join(query: JoinQuery, sources: dict[str, object], *, buckets: int, ts_
     return JoinPlan(query, plan, keying, Layout.build(query, infos), recipes, warnings, dict(options or {}))
 
 
-def build_stream(spark, jp: JoinPlan, *, control_dir: str, ts_column: str = "ts", chunk_rows: int = DEFAULT_CHUNK_ROWS,
-                 max_files: int | None = None, key: bytes | None = None):
-    """The streaming DataFrame of the join's output (layout :meth:`Layout.out_ddl`); ``key``: the state key
+def build_stream(spark, jp: JoinPlan, *, control_dir: str | None, ts_column: str = "ts", chunk_rows: int = DEFAULT_CHUNK_ROWS,
+                 max_files: int | None = None, key: bytes | None = None, ended: bool = False):
+    """The streaming (or, over batch DataFrame inputs, batch) DataFrame of the join's output (layout
+    :meth:`Layout.out_ddl`). ``control_dir``: where end-of-input markers appear (None: no end but
+    ``ended``); ``ended``: the input ends with the inputs (batch); ``key``: the state key
     (:func:`~slidewise.spark.state_codec.run_key`)."""
+    from slidewise.spark.layout import EOF, wire_frame
     from slidewise.spark.processor import JoinProcessor, SequencerProcessor
 
     layout = jp.layout
     frames = [stream_frame(spark, i, info, jp.recipes[i], layout, ts_column, max_files)
               for i, info in enumerate(layout.streams)]
-    frames.append(control_frame(spark, control_dir, layout))
+    if ended:
+        frames.append(spark.createDataFrame(wire_frame([{"k": EOF}]), WIRE_DDL))
+    elif control_dir is not None:
+        frames.append(control_frame(spark, control_dir, layout))
     union = functools.reduce(lambda a, b: a.union(b), frames)
     sequenced = union.groupBy("s").transformWithStateInPandas(
         statefulProcessor=SequencerProcessor(SequencerLogic(layout, jp.keying)),

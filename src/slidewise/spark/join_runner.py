@@ -113,12 +113,17 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, run_optio
                        lateness=opts.lateness, algorithm=algorithm, order=order, options=operator_options,
                        work_dir=root)
         key = run_key(persistent=not temp)
+        if opts.once:
+            from slidewise.spark.kafka_source import bound
+
+            bound(jp.recipes)
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, q.text or q.describe(), sources, meta["buckets"], write=True, outputs=outputs)
         frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column,
                              chunk_rows=chunk_rows, max_files=opts.max_files, key=key)
         sink = BatchSink(jp.layout, out=out, collect=bool(collect) if collect is not None else opts.kind == "memory",
-                         rejects_dir=rejects, progress=progress)
+                         rejects_dir=rejects, progress=progress,
+                         run_id=f"{meta['query']}@{root.resolve()}" if not temp else uuid.uuid4().hex)
         if opts.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
         run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=opts.once, interval=opts.interval,
@@ -259,7 +264,7 @@ class SparkRun:
 
     def start(self) -> None:
         """Start (or restart) the streaming query on the checkpoint."""
-        writer = (self.frame.writeStream.foreachBatch(self.sink)
+        writer = (self.frame.writeStream.foreachBatch(self.sink).queryName(f"slidewise-{uuid.uuid4().hex[:8]}")
                   .option("checkpointLocation", str(self.root / "query")))
         if self.interval:
             writer = writer.trigger(processingTime=f"{self.interval} seconds")
@@ -289,10 +294,9 @@ class SparkRun:
 
     def end_input(self) -> None:
         """End of input: write the marker; every bucket flushes its buffer and pending evaluations."""
-        marker = self.root / "control" / f"eof-{uuid.uuid4().hex}.json"
-        tmp = marker.with_name("." + marker.name)
-        tmp.write_text(json.dumps({"eof": 1}) + "\n")
-        tmp.rename(marker)
+        from slidewise.spark.dataframe import end_input
+
+        end_input(self.root / "control")
         if self.process_all_available():
             self.ended = True
 
@@ -444,8 +448,8 @@ def _ctrl_c():
 
 
 def _is_live(spec) -> bool:
-    """A source that may grow: a directory or the rate source."""
-    if isinstance(spec, str) and spec.startswith("rate:"):
+    """A source that may grow: a directory, a Kafka topic or the rate source."""
+    if isinstance(spec, str) and spec.startswith(("rate:", "kafka://")):
         return True
     return isinstance(spec, (str, Path)) and Path(spec).is_dir()
 

@@ -61,6 +61,7 @@ import pickle
 import shutil
 import sys
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -155,7 +156,8 @@ class _PlanSink:
     """
 
     def __init__(self, columns: list[str], sources: list[str], *, out=None, collect: bool = True,
-                 rejects: Rejects | None = None, rejects_dir: str | None = None, progress: bool = False):
+                 rejects: Rejects | None = None, rejects_dir: str | None = None, progress: bool = False,
+                 run_id: str = ""):
         from slidewise.runtime.sinks import open_sink
         from slidewise.spark.sinks import sink_kind
 
@@ -171,6 +173,7 @@ class _PlanSink:
         self.state: dict[int, tuple[int, int]] = {}
         self.seen: set[int] = set()
         self.batches: list[int] = []
+        self.run_id, self._topic = run_id, None   # a kafka:// out: message keys, writer
         if self.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
 
@@ -234,6 +237,13 @@ class _PlanSink:
         elif self.sink is not None:
             for cols in results:
                 self.sink.write(cols)
+        elif self.kind == "kafka" and results:
+            from slidewise.spark.kafka_source import BatchWriter
+
+            if self._topic is None:
+                self._topic = BatchWriter(self.out, self.run_id)
+            frame = pd.concat([pd.DataFrame(c) for c in results], ignore_index=True)
+            self._topic.write(frame[[c for c in self.columns if c in frame.columns]], batch_id)
         elif self.kind == "console" and results:
             frame = pd.concat([pd.DataFrame(c) for c in results], ignore_index=True)
             print(f"-- batch {batch_id}: {len(frame):,} output rows", file=sys.stderr)
@@ -243,6 +253,9 @@ class _PlanSink:
         if self.sink is not None:
             self.sink.close()
             self.sink = None
+        if self._topic is not None:
+            self._topic.close()
+            self._topic = None
 
     def frame(self) -> pd.DataFrame:
         if self.frames:
@@ -363,6 +376,10 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
                                           lateness=lateness, work_dir=root)
             infos.append(info)
             recipes.append(recipe)
+        if opts.once:
+            from slidewise.spark.kafka_source import bound
+
+            bound(recipes)
         plan = bind(plan, {**{n: dict(t.kinds) for n, t in opened_tables.items()},
                             **{n: dict(i.kinds) for n, i in zip(names, infos)}})
         table_rows, _ = _read_tables(opened_tables, lateness, ts_column, ts_unit, rejected)   # once the plan binds
@@ -404,7 +421,8 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             timeMode="None")
         sink = _PlanSink(logic.columns, names, out=out,
                          collect=bool(given.collect) if given.collect is not None else opts.kind == "memory",
-                         rejects=rejected, rejects_dir=rejects_dir, progress=given.progress)
+                         rejects=rejected, rejects_dir=rejects_dir, progress=given.progress,
+                         run_id=f"{identity}@{root.resolve()}" if not temp else uuid.uuid4().hex)
         if len(rejected) and rejects_dir:   # the relations' rejects, read on the driver
             Path(rejects_dir).mkdir(parents=True, exist_ok=True)
             rejected.write(Path(rejects_dir) / "relations.csv")

@@ -14,7 +14,9 @@ and stats) collected to the driver, and the results written to:
   ``collect`` (for the Python API and tests; cannot resume: a restart begins a
   new collection), else only counted;
 * ``"console"`` — each batch's first rows printed; ``"-"`` — CSV on stdout;
-* a Python callable — called with a pandas DataFrame per batch.
+* a Python callable — called with a pandas DataFrame per batch;
+* ``kafka://HOST:PORT/topic`` — JSON messages keyed by run, batch id and content, written once
+  when a batch is replayed (:mod:`slidewise.spark.kafka_source`).
 
 Rejects go to ``rejects_dir/batch-NNNNNN.csv`` (columns
 ``stream,file,line,reason,row``, written atomically, replaced on replay) and
@@ -35,6 +37,7 @@ import pandas as pd
 
 from slidewise.errors import OptionError
 from slidewise.runtime.rejects import Rejects
+from slidewise.spark.dataframe import result_columns
 from slidewise.spark.layout import ADMITTED, REJECT, RESULT, STATS, Layout
 
 FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".json": "json", ".ndjson": "json"}
@@ -52,6 +55,11 @@ def sink_kind(out) -> str:
         return "stdout"
     if out == "console":
         return "console"
+    if isinstance(out, str) and out.startswith("kafka://"):
+        from slidewise.kafka.uri import KafkaURI
+
+        KafkaURI.parse(out)
+        return "kafka"
     if not isinstance(out, (str, Path)):
         raise OptionError(f"cannot write results to {type(out).__name__}",
                           hint="give a directory path (.parquet, .csv, .jsonl), '-', 'console' or a callable")
@@ -66,7 +74,7 @@ class BatchSink:
     """``foreachBatch`` target: writes results and rejects, accumulates the run's counters."""
 
     def __init__(self, layout: Layout, *, out=None, collect: bool = False, rejects_dir: str | None = None,
-                 progress: bool = False):
+                 progress: bool = False, run_id: str = ""):
         self.layout = layout
         self.names = list(layout.out_names)
         self.out = out
@@ -85,6 +93,8 @@ class BatchSink:
         #: ``(batch id, wall time the batch's output was written, results)`` per micro-batch
         self.timeline: list[tuple[int, float, int]] = []
         self._header = True
+        self.run_id = run_id   # the identity of a Kafka sink's message keys (same across restarts)
+        self._topic = None
 
     def __call__(self, df, batch_id: int) -> None:
         from pyspark.sql import functions as F
@@ -94,7 +104,7 @@ class BatchSink:
             small = df.filter(F.col("k") != RESULT).toPandas()
             n_results = self._count(small, batch_id)
             if n_results and (self.collect or self.kind != "memory"):
-                self._write(df.filter(F.col("k") == RESULT), batch_id)
+                self._write(result_columns(df, self.layout), batch_id)
             elif self.kind in FILE_KINDS:
                 # idempotent per batch id: a replayed batch leaves exactly its own output
                 shutil.rmtree(Path(self.out) / f"batch-{batch_id:06d}", ignore_errors=True)
@@ -137,10 +147,7 @@ class BatchSink:
                   f"{sum(self.bucket_tuples.values()):,} tuples", file=sys.stderr)
         return n_results
 
-    def _write(self, results, batch_id: int) -> None:
-        from pyspark.sql import functions as F
-
-        named = results.select(*[F.col(f"r{j}").alias(n) for j, n in enumerate(self.names)])
+    def _write(self, named, batch_id: int) -> None:
         if self.kind in FILE_KINDS:
             target = f"{Path(self.out)}/batch-{batch_id:06d}"
             writer = named.coalesce(1).write.mode("overwrite").format(self.kind)
@@ -158,12 +165,21 @@ class BatchSink:
         elif self.kind == "stdout":
             frame.to_csv(sys.stdout, index=False, header=self._header)
             self._header = False
+        elif self.kind == "kafka":
+            if self._topic is None:
+                from slidewise.spark.kafka_source import BatchWriter
+
+                self._topic = BatchWriter(self.out, self.run_id)
+            self._topic.write(frame, batch_id)
         elif self.kind == "console":
             print(f"-- batch {batch_id}: {len(frame):,} results", file=sys.stderr)
             print(frame.head(20).to_string(index=False))
 
     def close(self) -> None:
-        """Nothing to close: every micro-batch's output is complete when written."""
+        """Every micro-batch's output is complete when written; a Kafka producer is closed."""
+        if self._topic is not None:
+            self._topic.close()
+            self._topic = None
 
     def frame(self) -> pd.DataFrame:
         """All collected results, in output column order."""

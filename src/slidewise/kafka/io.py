@@ -1,0 +1,232 @@
+"""Reading and writing topics with kafka-python: assigned partitions, offsets kept by the caller.
+
+No consumer groups: a reader assigns every partition of its topic and seeks to offsets it was
+given (the local engine: the beginning; Spark: its checkpoint). :func:`end_offsets` asks the
+broker for each partition's end and confirms it by fetching the last batch (some brokers report
+the end of a multi-record batch as its base offset + 1).
+
+Writing (:class:`TopicWriter`): each result is one JSON message whose key names it (``run``
+prefix, then the caller's tag); keys of ``run`` already in the topic are read once when the
+writer opens and skipped, so output replayed after a crash is written once. The producer is
+idempotent (``enable_idempotence``), so retried sends are not duplicated either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+
+import pandas as pd
+
+from slidewise.errors import OptionError, SourceError
+from slidewise.kafka.uri import KafkaURI
+
+_POLL_MS = 500
+#: seconds a bounded read waits for a partition that reports more messages than it returns
+_STALL_SECONDS = 30.0
+
+
+def _why(e: Exception) -> str:
+    text = str(e)
+    return text if text.startswith(type(e).__name__) else f"{type(e).__name__}: {text}"
+
+
+def _client_error(uri: KafkaURI, e: Exception, what: str):
+    return SourceError(f"cannot {what} Kafka at {','.join(uri.servers)}: {_why(e)}",
+                       location=uri.text, hint="check the broker address and that it is running")
+
+
+def consumer(uri: KafkaURI):
+    """A consumer of ``uri``'s topic with every partition assigned (no group, no auto commit)."""
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.errors import KafkaError
+
+    try:
+        c = KafkaConsumer(bootstrap_servers=uri.servers, group_id=None, enable_auto_commit=False,
+                          auto_offset_reset="earliest")
+        parts = c.partitions_for_topic(uri.topic)
+    except KafkaError as e:
+        raise _client_error(uri, e, "read from") from None
+    if not parts:
+        c.close()
+        raise SourceError(f"no topic {uri.topic!r}", location=uri.text, hint="create the topic or check its name")
+    c.assign([TopicPartition(uri.topic, p) for p in sorted(parts)])
+    return c
+
+
+def end_offsets(c, uri: KafkaURI) -> dict[int, int]:
+    """Each assigned partition's end offset (the next offset to be written), confirmed by a fetch."""
+    tps = sorted(c.assignment(), key=lambda tp: tp.partition)
+    ends = {tp.partition: int(o) for tp, o in c.end_offsets(tps).items()}
+    for tp in tps:
+        if ends[tp.partition] > 0:
+            c.seek(tp, ends[tp.partition] - 1)
+    pending = {tp.partition for tp in tps if ends[tp.partition] > 0}
+    deadline = time.monotonic() + _STALL_SECONDS
+    while pending and time.monotonic() < deadline:
+        for tp, msgs in c.poll(_POLL_MS).items():
+            if msgs:
+                ends[tp.partition] = max(ends[tp.partition], msgs[-1].offset + 1)
+                pending.discard(tp.partition)
+    return ends
+
+
+def read(c, uri: KafkaURI, start: dict[int, int], end: dict[int, int]) -> list[tuple[int, int, bytes | None]]:
+    """``(partition, offset, value)`` of every message from ``start`` (inclusive) to ``end`` (exclusive)."""
+    from kafka import TopicPartition
+
+    out: list[tuple[int, int, bytes | None]] = []
+    pending = {p for p in end if end[p] > start.get(p, 0)}
+    for p in pending:
+        c.seek(TopicPartition(uri.topic, p), start.get(p, 0))
+    deadline = time.monotonic() + _STALL_SECONDS
+    while pending:
+        got = c.poll(_POLL_MS)
+        for tp, msgs in got.items():
+            p = tp.partition
+            if p not in pending:
+                continue
+            out.extend((p, m.offset, m.value) for m in msgs if m.offset < end[p])
+            if msgs and msgs[-1].offset >= end[p] - 1:
+                pending.discard(p)
+                c.pause(tp)
+        if got:
+            deadline = time.monotonic() + _STALL_SECONDS
+        elif time.monotonic() > deadline:
+            raise SourceError(f"topic {uri.topic!r} stopped returning messages before its end offsets {end}",
+                              location=uri.text, hint="check the broker; rerun to continue")
+    c.resume(*c.paused())
+    return out
+
+
+def read_bounded(uri: KafkaURI) -> list[tuple[int, int, bytes | None]]:
+    """Every message of the topic up to the end offsets seen now."""
+    c = consumer(uri)
+    try:
+        start = {tp.partition: int(o) for tp, o in c.beginning_offsets(list(c.assignment())).items()}
+        return read(c, uri, start, end_offsets(c, uri))
+    finally:
+        c.close()
+
+
+class TopicWriter:
+    """Writes result frames to a topic once: messages keyed ``run/tag``; keys of ``run`` in the topic are skipped."""
+
+    def __init__(self, uri: KafkaURI, run: str):
+        from kafka import KafkaProducer
+        from kafka.errors import KafkaError
+
+        self.uri, self.run = uri, run
+        self._ensure_topic()
+        self.done = self._written_keys()
+        try:
+            self.producer = KafkaProducer(bootstrap_servers=uri.servers, enable_idempotence=True, acks="all")
+        except KafkaError as e:
+            raise _client_error(uri, e, "write to") from None
+        self.sent = 0
+
+    def _ensure_topic(self) -> None:
+        from kafka import KafkaAdminClient
+        from kafka.admin import NewTopic
+        from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=self.uri.servers)
+        except KafkaError as e:
+            raise _client_error(self.uri, e, "write to") from None
+        try:
+            if self.uri.topic not in admin.list_topics():
+                with contextlib.suppress(TopicAlreadyExistsError):
+                    admin.create_topics([NewTopic(self.uri.topic, self.uri.partitions, 1)])
+        except KafkaError as e:
+            raise _client_error(self.uri, e, "create a topic on") from None
+        finally:
+            admin.close()
+
+    def _written_keys(self) -> set[bytes]:
+        prefix = self.run.encode() + b"/"
+        c = consumer(self.uri)
+        try:
+            start = {tp.partition: int(o) for tp, o in c.beginning_offsets(list(c.assignment())).items()}
+            end = end_offsets(c, self.uri)
+            keys: set[bytes] = set()
+            from kafka import TopicPartition
+
+            for p in end:
+                c.seek(TopicPartition(self.uri.topic, p), start.get(p, 0))
+            pending = {p for p in end if end[p] > start.get(p, 0)}
+            while pending:
+                got = c.poll(_POLL_MS)
+                if not got:
+                    break
+                for tp, msgs in got.items():
+                    keys.update(m.key for m in msgs if m.key is not None and m.key.startswith(prefix))
+                    if msgs and msgs[-1].offset >= end[tp.partition] - 1:
+                        pending.discard(tp.partition)
+            return keys
+        finally:
+            c.close()
+
+    def write(self, frame: pd.DataFrame, tags: list[str]) -> int:
+        """Send the rows of ``frame`` (one JSON object each) keyed by ``tags``; rows already written are skipped."""
+        from kafka.errors import KafkaError
+
+        if not len(frame):
+            return 0
+        lines = frame.to_json(orient="records", lines=True, date_format="iso").splitlines()
+        n = 0
+        try:
+            for line, tag in zip(lines, tags):
+                key = f"{self.run}/{tag}".encode()
+                if key in self.done:
+                    continue
+                self.producer.send(self.uri.topic, key=key, value=line.encode())
+                self.done.add(key)
+                n += 1
+            self.producer.flush()
+        except KafkaError as e:
+            raise OptionError(f"writing to Kafka failed: {_why(e)}", location=self.uri.text,
+                              hint="check the broker; rerun the same command to write what is missing") from None
+        self.sent += n
+        return n
+
+    def close(self) -> None:
+        self.producer.flush()
+        self.producer.close()
+
+
+def message_lines(values: list[bytes | None], uri: KafkaURI) -> bytes:
+    """Message values as the text of a JSON-lines or CSV (with header) file, one record per message."""
+    body = [(v or b"").replace(b"\r", b" ").replace(b"\n", b" ") for v in values]
+    if uri.format == "csv":
+        import csv
+        import io
+
+        head = io.StringIO()
+        csv.writer(head, lineterminator="\n").writerow(uri.columns)
+        return head.getvalue().encode() + b"".join(v + b"\n" for v in body)
+    return b"".join(v + b"\n" for v in body)
+
+
+def decode_json(values: list[bytes | None], names: list[str]) -> tuple[dict[str, list], list[str | None]]:
+    """JSON values as text columns (numbers, booleans as their JSON text), and each value's text when it is
+    not a JSON object (else None): the raw layout of the Spark engine's file readers."""
+    cols: dict[str, list] = {n: [] for n in names}
+    corrupt: list[str | None] = []
+    for v in values:
+        text = (v or b"").decode("utf-8", "replace")
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict):
+            corrupt.append(text)
+            for n in names:
+                cols[n].append(None)
+            continue
+        corrupt.append(None)
+        for n in names:
+            x = obj.get(n)
+            cols[n].append(None if x is None else x if isinstance(x, str) else json.dumps(x))
+    return cols, corrupt

@@ -1,0 +1,183 @@
+"""The Spark-native API: a slidewise join over Spark DataFrames, as a DataFrame.
+
+::
+
+    out = slidewise.spark.query(spark, QUERY, {"dns": dns_df, "ssl": ssl_df}, lateness="2s")
+    out.writeStream.queryName("joins").option("checkpointLocation", ckpt).format("parquet").start(path)
+
+Streaming in, streaming out; batch in, batch out. The inputs are the user's
+DataFrames (any source: Kafka, files, a table, a memory stream); each row's
+timestamp (``ts_column``) and columns are converted by slidewise's own rules
+(:func:`slidewise.spark.ingest.convert_table`: the local engine's kinds,
+units and bad-row reasons), then run through the same two stateful stages as
+``slidewise run --engine spark`` (:func:`slidewise.spark.join.build_stream`).
+The result has the CLI's output columns, typed.
+
+Input order within a micro-batch is (Spark partition, row within it). Rows a
+run rejects (late, bad timestamps) are not part of the result DataFrame:
+:func:`query_frame` returns the whole output layout (results, rejects, counters;
+:mod:`slidewise.spark.layout`), which the CLI's runner writes with
+``foreachBatch``.
+
+End of input. A batch input ends by itself: every window is flushed. A
+streaming input ends never, except with ``control=DIR``: :func:`end_input`
+writes a marker there, and the micro-batch that reads it flushes every window
+(what ``--once`` does). Restarts: the state of a streaming run is in the user's
+checkpoint, sealed with the state key of :func:`slidewise.spark.state_codec.state_key`
+(a batch run's with a key of its own).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import tempfile
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from slidewise.errors import OptionError, SourceError
+from slidewise.spark.layout import RESULT, WIRE_DDL, Layout, StreamInfo, wire_batch
+
+
+def is_frame(spec) -> bool:
+    """A PySpark DataFrame (classic or Connect), without importing PySpark for other inputs."""
+    return type(spec).__module__.startswith("pyspark.") and hasattr(spec, "isStreaming") and hasattr(spec, "schema")
+
+
+def query(spark, query, inputs: dict, *, lateness: int | str = 0, ts_column: str = "ts", ts_unit: str = "auto",
+          buckets: int | None = None, algorithm: str | None = None, order=None, control: str | None = None,
+          name: str | None = None, **options):
+    """The results of ``query`` over the DataFrames ``inputs`` (source name as in FROM -> DataFrame).
+
+    Columns as the CLI's output, typed. ``lateness``: time units or a duration
+    (``"2s"``). ``buckets``: key buckets (default: the session's shuffle
+    partitions). ``control``: a directory for :func:`end_input` (streaming inputs).
+    ``name``: an alias of the plan (shown in Spark's query plans).
+    """
+    frame, layout = query_frame(spark, query, inputs, lateness=lateness, ts_column=ts_column, ts_unit=ts_unit,
+                                buckets=buckets, algorithm=algorithm, order=order, control=control, **options)
+    out = result_columns(frame, layout)
+    return out.alias(name) if name else out
+
+
+def query_frame(spark, query, inputs: dict, *, lateness: int | str = 0, ts_column: str = "ts",
+                ts_unit: str = "auto", buckets: int | None = None, algorithm: str | None = None, order=None,
+                control: str | None = None, **options):
+    """``(frame, layout)``: the whole output of the join (results, rejects, counters) over ``inputs``."""
+    from slidewise.cql import load_query
+    from slidewise.plan.query import JoinQuery
+    from slidewise.spark.join import build_stream, plan_join
+    from slidewise.spark.state_codec import run_key
+
+    q = query if isinstance(query, JoinQuery) else load_query(query)
+    for alias, df in inputs.items():
+        if not is_frame(df):
+            raise OptionError(f"input {alias!r} is a {type(df).__name__}, not a Spark DataFrame",
+                              hint="pass spark.read... / spark.readStream... DataFrames (or use slidewise.run for files)")
+    streaming = {bool(inputs[s.source].isStreaming) for s in q.streams if s.source in inputs}
+    if len(streaming) > 1:
+        raise OptionError("the inputs mix streaming and batch DataFrames",
+                          hint="give all inputs as spark.readStream... or all as spark.read...")
+    if buckets is None:
+        buckets = int(spark.conf.get("spark.sql.shuffle.partitions", "2"))
+    jp = plan_join(q, inputs, buckets=buckets, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness,
+                   algorithm=algorithm, order=order, options=options, work_dir=Path(tempfile.gettempdir()))
+    if control is not None and streaming == {True}:
+        Path(control).mkdir(parents=True, exist_ok=True)
+    frame = build_stream(spark, jp, control_dir=None if control is None else str(control), ts_column=ts_column,
+                         key=run_key(persistent=streaming == {True}), ended=streaming == {False})
+    return frame, jp.layout
+
+
+def end_input(control: str | Path) -> None:
+    """End the input of a streaming :func:`query` run with ``control=DIR``: its next micro-batch flushes."""
+    marker = Path(control) / f"eof-{uuid.uuid4().hex}.json"
+    tmp = marker.with_name("." + marker.name)
+    tmp.write_text(json.dumps({"eof": 1}) + "\n")
+    tmp.rename(marker)
+
+
+def result_columns(frame, layout: Layout):
+    """The result rows of a join output frame, with their output names."""
+    from pyspark.sql import functions as F
+
+    return frame.filter(F.col("k") == RESULT).select(
+        *[F.col(f"r{j}").alias(n) for j, n in enumerate(layout.out_names)])
+
+
+# --------------------------------------------------------------------------- driver side
+
+def inspect_frame(alias: str, name: str, df, *, ts_column: str, ts_unit: str, lateness: int):
+    """``(StreamInfo, recipe)`` of a DataFrame input: kinds and unit by the local reader's rules."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from slidewise.runtime.sources import open_source
+
+    if ts_column not in df.columns:
+        raise SourceError(f"stream {alias}: the DataFrame has no timestamp column {ts_column!r}",
+                          location=f"input {name}", hint=f"columns: {', '.join(df.columns)}; or pass ts_column=")
+    try:
+        schema = to_arrow_schema(df.schema)
+    except Exception as e:  # noqa: BLE001 - a type Arrow cannot carry
+        raise SourceError(f"stream {alias}: unsupported column type ({e})", location=f"input {name}",
+                          hint="select atomic columns (numbers, booleans, strings, timestamps)") from None
+    src = open_source(name, _sample(schema, ts_column), ts_column=ts_column, ts_unit=ts_unit)
+    info = StreamInfo(alias, name, dict(src.kinds), src.ts_unit, lateness, "frame", 0, ("", name))
+    return info, {"fmt": "frame"}
+
+
+def _sample(schema: pa.Schema, ts_column: str) -> pa.Table:
+    """One made-up row of ``schema`` without nulls (a null makes an integer column float), whose
+    timestamp is valid in the unit its type implies."""
+    cols = {}
+    for f in schema:
+        t = f.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            value = pa.array(["1970-01-01T00:00:00" if f.name == ts_column else ""], t)
+        elif pa.types.is_floating(t):
+            value = pa.array([1.0], t)
+        elif pa.types.is_integer(t):
+            value = pa.array([1], t)
+        elif pa.types.is_boolean(t):
+            value = pa.array([False], t)
+        elif pa.types.is_timestamp(t) or pa.types.is_date(t):
+            value = pa.array([0], pa.int64()).cast(pa.timestamp("ms")).cast(t)
+        else:
+            value = pa.nulls(1, t)
+        cols[f.name] = value
+    return pa.table(cols, schema=schema)
+
+
+def frame_wire(df, index: int, layout: Layout, ts_column: str):
+    """Stream ``index`` (a DataFrame) in the wire layout: converted, packed chunks (``mapInArrow``)."""
+    info = layout.streams[index]
+    names = (ts_column, *info.kinds)
+    body = functools.partial(frame_batches, stream=index, layout=layout, names=names, ts_column=ts_column)
+    return df.select(*[f"`{c}`" for c in names]).mapInArrow(body, WIRE_DDL)
+
+
+# --------------------------------------------------------------------------- executor side
+
+def frame_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...], ts_column: str):
+    """``mapInArrow`` body for DataFrame inputs: input order (partition, row), conversion, packing."""
+    from pyspark import TaskContext
+
+    from slidewise.spark.ingest import convert_table, wire_chunks
+
+    info = layout.streams[stream]
+    ctx = TaskContext.get()
+    part = ctx.partitionId() if ctx is not None else 0
+    seen = 0
+    for b in batches:
+        n = b.num_rows
+        if n == 0:
+            continue
+        ts, cols, bad, reasons, raws = convert_table(pa.Table.from_batches([b]).select(list(names)), info, ts_column)
+        ordinal = seen + np.arange(n, dtype=np.int64)
+        seen += n
+        files = np.full(n, info.source, dtype=object)
+        offsets = np.full(n, part, np.int64)
+        yield wire_batch(wire_chunks(stream, bad, ts, cols, ordinal, files, offsets, ordinal + 1, reasons, raws))

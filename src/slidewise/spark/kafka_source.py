@@ -1,0 +1,213 @@
+"""Kafka on the Spark engine: topics as streams of ``(partition, offset, value)`` and results to a topic.
+
+Reading. With Spark's own Kafka connector on the classpath (``spark-sql-kafka``) the topic is read
+with it; otherwise with :class:`KafkaSource`, a PySpark streaming data source over kafka-python
+(registered as ``slidewise_kafka``): offsets are ``{partition: next offset}`` dicts kept in
+Spark's checkpoint, partitions assigned, no consumer groups. With ``once`` the end offsets seen
+at start bound the read (as Spark's available-now). The schema is inferred from the topic's
+first messages by the local reader's rules; values are decoded in ``mapInArrow``
+(:func:`kafka_batches`) into the text columns of the file readers and converted by
+:func:`slidewise.spark.ingest.convert_raw`: the same kinds, units and reject reasons. Input
+order within a micro-batch is (partition, offset); a reject's line is its offset + 1.
+
+Writing: :class:`BatchWriter` keys each micro-batch's results by batch id and content, so a
+batch Spark replays after a crash is written once (:class:`~slidewise.kafka.io.TopicWriter`).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+from slidewise.kafka.io import TopicWriter, consumer, decode_json, end_offsets, message_lines, read
+from slidewise.kafka.uri import KafkaURI
+from slidewise.spark.layout import WIRE_DDL, Layout, StreamInfo, wire_batch
+
+RAW_DDL = "partition int, offset bigint, value binary"
+#: messages read at planning time to infer the schema
+SAMPLE = 1000
+
+
+class KafkaSource(DataSource):
+    """``spark.readStream.format("slidewise_kafka").option("uri", "kafka://...")`` [``.option("until", json)``]."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "slidewise_kafka"
+
+    def schema(self) -> str:
+        return RAW_DDL
+
+    def streamReader(self, schema) -> DataSourceStreamReader:
+        return KafkaStreamReader(self.options)
+
+
+class _Range(InputPartition):
+    def __init__(self, partition: int, start: int, end: int):
+        self.partition, self.start, self.end = partition, start, end
+
+
+class KafkaStreamReader(DataSourceStreamReader):
+    """Offsets ``{"partition": next offset}``; one input partition per Kafka partition with new messages."""
+
+    def __init__(self, options):
+        self.text = options["uri"]
+        self.until = json.loads(options.get("until") or "null")
+        self._consumer = None
+
+    @property
+    def _c(self):
+        if self._consumer is None:
+            self._consumer = consumer(KafkaURI.parse(self.text))
+        return self._consumer
+
+    def initialOffset(self) -> dict:
+        return {str(tp.partition): int(o) for tp, o in self._c.beginning_offsets(list(self._c.assignment())).items()}
+
+    def latestOffset(self) -> dict:
+        ends = {str(p): e for p, e in end_offsets(self._c, KafkaURI.parse(self.text)).items()}
+        if self.until is not None:
+            ends = {p: min(e, int(self.until.get(p, 0))) for p, e in ends.items()}
+        return ends
+
+    def partitions(self, start: dict, end: dict):
+        return [_Range(int(p), int(start.get(p, 0)), int(e)) for p, e in sorted(end.items(), key=lambda x: int(x[0]))
+                if int(e) > int(start.get(p, 0))]
+
+    def read(self, partition: _Range):
+        uri = KafkaURI.parse(self.text)
+        c = consumer(uri)
+        try:
+            yield from read(c, uri, {partition.partition: partition.start}, {partition.partition: partition.end})
+        finally:
+            c.close()
+
+    def commit(self, end: dict) -> None:
+        pass
+
+    def stop(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+
+
+# --------------------------------------------------------------------------- driver side
+
+def inspect_topic(alias: str, name: str, text: str, *, ts_column: str, ts_unit: str, lateness: int):
+    """``(StreamInfo, recipe)`` of a topic: kinds and unit from its first messages (local reader rules)."""
+    from slidewise.errors import SourceError
+    from slidewise.runtime.sources import open_source
+
+    uri = KafkaURI.parse(text)
+    c = consumer(uri)
+    try:
+        start = {tp.partition: int(o) for tp, o in c.beginning_offsets(list(c.assignment())).items()}
+        ends = end_offsets(c, uri)
+        msgs = read(c, uri, start, {p: min(e, start[p] + SAMPLE) for p, e in ends.items()})
+    finally:
+        c.close()
+    if not msgs:
+        raise SourceError(f"stream {alias}: topic {uri.topic!r} is empty, and its schema is read from its first messages",
+                          location=text, hint="start the run once the topic has messages")
+    with tempfile.TemporaryDirectory(prefix="slidewise-kafka-") as work:
+        path = Path(work) / ("sample.csv" if uri.format == "csv" else "sample.jsonl")
+        path.write_bytes(message_lines([m[2] for m in sorted(msgs)], uri))
+        src = open_source(name, str(path), ts_column=ts_column, ts_unit=ts_unit)
+        kinds = dict(src.kinds)
+    names = list(uri.columns) if uri.format == "csv" else [ts_column, *kinds]
+    info = StreamInfo(alias, name, kinds, src.ts_unit, lateness, uri.format, 0, ("", uri.label))
+    return info, {"fmt": "kafka", "uri": text, "names": names, "ends": {str(p): e for p, e in ends.items()}}
+
+
+def bound(recipes: list[dict]) -> None:
+    """``once``: every topic is read up to the end offsets seen when it was inspected."""
+    for r in recipes:
+        if r["fmt"] == "kafka":
+            r["until"] = json.dumps(r["ends"])
+
+
+def has_connector(spark) -> bool:
+    """Whether Spark's own Kafka connector is on the classpath (never on Spark Connect)."""
+    try:
+        spark._jvm.java.lang.Class.forName("org.apache.spark.sql.kafka010.KafkaSourceProvider")
+        return True
+    except Exception:  # noqa: BLE001 - no JVM access or no such class
+        return False
+
+
+def topic_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str):
+    """Stream ``index`` (a topic) in the wire layout."""
+    uri = KafkaURI.parse(recipe["uri"])
+    if has_connector(spark):
+        reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", ",".join(uri.servers))
+                  .option("subscribe", uri.topic).option("startingOffsets", "earliest"))
+        raw = reader.load().selectExpr("partition", "offset", "value")
+    else:
+        spark.dataSource.register(KafkaSource)
+        reader = spark.readStream.format(KafkaSource.name()).option("uri", recipe["uri"])
+        if recipe.get("until"):
+            reader = reader.option("until", recipe["until"])
+        raw = reader.load()
+    body = functools.partial(kafka_batches, stream=index, layout=layout, names=tuple(recipe["names"]),
+                             ts_column=ts_column)
+    return raw.mapInArrow(body, WIRE_DDL)
+
+
+# --------------------------------------------------------------------------- executor side
+
+def kafka_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...], ts_column: str):
+    """``mapInArrow`` body: message values decoded to text columns, converted, packed (order: partition, offset)."""
+    from slidewise.spark.ingest import convert_raw, wire_chunks
+
+    info = layout.streams[stream]
+    for b in batches:
+        n = b.num_rows
+        if n == 0:
+            continue
+        values = b.column("value").to_pylist()
+        if info.fmt == "csv":
+            cols, corrupt = _decode_csv(values, names)
+        else:
+            cols, corrupt = decode_json(values, list(names))
+        raw = pa.RecordBatch.from_pydict({**{f"v{j}": pa.array(cols[c], pa.string()) for j, c in enumerate(names)},
+                                          "_corrupt": pa.array(corrupt, pa.string())})
+        ts, conv, bad, reasons, raws = convert_raw(raw, names, info, ts_column)
+        partition = b.column("partition").to_numpy(zero_copy_only=False).astype(np.int64)
+        offset = b.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)
+        files = np.full(n, info.dirs[1], dtype=object)
+        yield wire_batch(wire_chunks(stream, bad, ts, conv, offset, files, partition, offset + 1, reasons, raws))
+
+
+def _decode_csv(values: list, names: tuple[str, ...]) -> tuple[dict[str, list], list[str | None]]:
+    cols: dict[str, list] = {c: [] for c in names}
+    corrupt: list[str | None] = []
+    for v in values:
+        text = (v or b"").decode("utf-8", "replace")
+        fields = next(csv.reader([text]), [])
+        ok = len(fields) == len(names)
+        corrupt.append(None if ok else text)
+        for j, c in enumerate(names):
+            cols[c].append(fields[j] if ok else None)
+    return cols, corrupt
+
+
+class BatchWriter:
+    """Results of micro-batch ``b`` to a topic, keyed ``b:<content>#<occurrence>`` under the run's identity."""
+
+    def __init__(self, text: str, run: str):
+        self.writer = TopicWriter(KafkaURI.parse(text), hashlib.sha1(run.encode()).hexdigest()[:12])
+
+    def write(self, frame, batch_id: int) -> int:
+        from slidewise.kafka.local import content_tags
+
+        return self.writer.write(frame, [f"{batch_id}:{t}" for t in content_tags(frame)])
+
+    def close(self) -> None:
+        self.writer.close()

@@ -1,0 +1,214 @@
+"""The Spark-native API (:func:`slidewise.spark.query`): batch and streaming DataFrames in, a DataFrame out,
+the same rows as the local engine; a user's own ``writeStream`` restarted on its checkpoint."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import slidewise
+from slidewise.errors import OptionError
+from slidewise.spark.dataframe import end_input, query
+
+pytestmark = pytest.mark.spark
+
+Q = "SELECT A.ts AS at, B.ts AS bt, A.k AS k, B.v AS v FROM A [RANGE 20], B [ROWS 5] WHERE A.k = B.k"
+
+
+def _inputs(n: int = 120, seed: int = 3) -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    return {"A": pd.DataFrame({"ts": np.sort(rng.integers(0, 400, n)), "k": rng.integers(0, 5, n)}),
+            "B": pd.DataFrame({"ts": np.sort(rng.integers(0, 400, n)), "k": rng.integers(0, 5, n),
+                               "v": [f"v{i}" for i in range(n)]})}
+
+
+def _rows(frame: pd.DataFrame) -> list[tuple]:
+    return sorted(map(tuple, frame[["at", "bt", "k", "v", "ts", "exp"]].astype(str).values.tolist()))
+
+
+def _oracle(data) -> list[tuple]:
+    return _rows(slidewise.run(Q, data).results)
+
+
+def test_batch_frames_match_the_local_engine(spark):
+    data = _inputs()
+    out = query(spark, Q, {k: spark.createDataFrame(v) for k, v in data.items()})
+    assert not out.isStreaming
+    assert dict(out.dtypes)["at"] == "bigint" and dict(out.dtypes)["v"] == "string"
+    assert _rows(out.toPandas()) == _oracle(data)
+
+
+class MemoryStream:
+    """Spark's MemoryStream (JVM) of int / string columns, fed from pandas."""
+
+    def __init__(self, spark, frame: pd.DataFrame):
+        from pyspark.sql import DataFrame
+
+        self.jvm, self.gateway = spark._jvm, spark.sparkContext._gateway
+        ddl = ", ".join(f"`{c}` {'string' if frame[c].dtype == object else 'int'}" for c in frame.columns)
+        schema = self.jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl)
+        cls = self.jvm.org.apache.spark.sql.execution.streaming.runtime.MemoryStream
+        self.stream = cls.apply(self.jvm.org.apache.spark.sql.Encoders.row(schema), spark._jsparkSession)
+        self.frame = DataFrame(self.stream.toDF(), spark)
+
+    def add(self, frame: pd.DataFrame) -> None:
+        rows = self.jvm.java.util.ArrayList()
+        for values in frame.itertuples(index=False):
+            arr = self.gateway.new_array(self.jvm.java.lang.Object, len(values))
+            for i, v in enumerate(values):
+                arr[i] = v if isinstance(v, str) else int(v)
+            rows.add(self.jvm.org.apache.spark.sql.RowFactory.create(arr))
+        self.stream.addData(self.jvm.scala.jdk.javaapi.CollectionConverters.asScala(rows).toSeq())
+
+
+def test_memory_stream_matches_the_local_engine(spark, tmp_path):
+    data = _inputs()
+    streams = {name: MemoryStream(spark, df) for name, df in data.items()}
+    out = query(spark, Q, {n: m.frame for n, m in streams.items()}, control=str(tmp_path / "control"), lateness=5)
+    got: list[pd.DataFrame] = []
+    q = out.writeStream.queryName("api_memory").foreachBatch(lambda df, _: got.append(df.toPandas())).start()
+    try:
+        for part in (slice(0, 50), slice(50, None)):
+            for name, m in streams.items():
+                m.add(data[name].iloc[part])
+            q.processAllAvailable()
+        end_input(tmp_path / "control")
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert _rows(pd.concat(got)) == _rows(slidewise.run(Q, data, lateness=5).results)
+
+
+def test_file_stream_with_end_of_input_matches_the_local_engine(spark, tmp_path):
+    data = _inputs()
+    frames = {}
+    for name, df in data.items():
+        d = tmp_path / name
+        d.mkdir()
+        half = len(df) // 2
+        df.iloc[:half].to_parquet(d / "part-0.parquet")
+        df.iloc[half:].to_parquet(d / "part-1.parquet")
+        frames[name] = spark.readStream.schema(spark.read.parquet(str(d)).schema).option(
+            "maxFilesPerTrigger", 1).parquet(str(d))
+    out = query(spark, Q, frames, control=str(tmp_path / "control"))
+    assert out.isStreaming
+    got: list[pd.DataFrame] = []
+    q = out.writeStream.queryName("api_file_stream").foreachBatch(lambda df, _: got.append(df.toPandas())).start()
+    try:
+        q.processAllAvailable()
+        end_input(tmp_path / "control")
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert _rows(pd.concat(got)) == _oracle(data)
+
+
+def test_user_write_stream_restarted_on_its_checkpoint(spark, tmp_path):
+    """Stopped after the first files and started again (a new query() call, as a new process would):
+    the parquet sink holds every result exactly once."""
+    data = _inputs()
+    dirs = {}
+    for name in data:
+        dirs[name] = tmp_path / name
+        dirs[name].mkdir()
+
+    def write(part: int) -> None:
+        for name, df in data.items():
+            third = len(df) // 3
+            df.iloc[part * third:(part + 1) * third if part < 2 else None].to_parquet(dirs[name] / f"p{part}.parquet")
+
+    def start():
+        schemas = {n: spark.read.parquet(str(d)).schema for n, d in dirs.items()}
+        frames = {n: spark.readStream.schema(schemas[n]).parquet(str(d)) for n, d in dirs.items()}
+        out = query(spark, Q, frames, control=str(tmp_path / "control"))
+        return (out.writeStream.queryName("api_restart").format("parquet")
+                .option("checkpointLocation", str(tmp_path / "ckpt")).start(str(tmp_path / "out")))
+
+    write(0)
+    q = start()
+    q.processAllAvailable()
+    q.stop()
+    write(1)
+    q = start()
+    q.processAllAvailable()
+    q.stop()
+    write(2)
+    q = start()
+    try:
+        q.processAllAvailable()
+        end_input(tmp_path / "control")
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert _rows(pd.read_parquet(tmp_path / "out")) == _oracle(data)
+
+
+def test_inputs_must_be_dataframes_of_one_kind(spark, tmp_path):
+    data = _inputs(10)
+    with pytest.raises(OptionError, match="'A' is a DataFrame, not a Spark DataFrame"):
+        query(spark, Q, data)
+    (tmp_path / "B").mkdir()
+    data["B"].to_parquet(tmp_path / "B" / "p.parquet")
+    stream = spark.readStream.schema(spark.read.parquet(str(tmp_path / "B")).schema).parquet(str(tmp_path / "B"))
+    with pytest.raises(OptionError, match="mix streaming and batch"):
+        query(spark, Q, {"A": spark.createDataFrame(data["A"]), "B": stream})
+
+
+_USER_APP = """
+import sys
+from slidewise.spark.dataframe import query
+from slidewise.spark.session import get_session
+
+root = sys.argv[1]
+spark = get_session("local[2]", {"spark.sql.shuffle.partitions": "2"}, ui=False)
+frames = {n: spark.readStream.schema(spark.read.parquet(f"{root}/{n}").schema).option("maxFilesPerTrigger", 1)
+          .parquet(f"{root}/{n}") for n in ("A", "B")}
+out = query(spark, sys.argv[2], frames, control=f"{root}/control")
+q = (out.writeStream.queryName("user_app").format("parquet").trigger(processingTime="3 seconds")
+     .option("checkpointLocation", f"{root}/ckpt").start(f"{root}/out"))
+q.awaitTermination()
+"""
+
+
+@pytest.mark.slow
+def test_user_write_stream_killed_and_restarted(spark, tmp_path):
+    """A user's application (query + writeStream + checkpoint) SIGKILLed after its first committed
+    micro-batch; the same application started again: every result once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    data = _inputs()
+    for name, df in data.items():
+        (tmp_path / name).mkdir()
+        for part in range(3):
+            third = len(df) // 3
+            df.iloc[part * third:(part + 1) * third if part < 2 else None].to_parquet(tmp_path / name / f"p{part}.parquet")
+    log = tmp_path / "app.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-c", _USER_APP, str(tmp_path), Q], stdout=subprocess.DEVNULL,
+                                stderr=err, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 300
+            while not (tmp_path / "ckpt" / "commits" / "0").exists():
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+                time.sleep(0.2)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert not (tmp_path / "ckpt" / "commits" / "2").exists()      # killed mid-stream
+    frames = {n: spark.readStream.schema(spark.read.parquet(str(tmp_path / n)).schema).option("maxFilesPerTrigger", 1)
+              .parquet(str(tmp_path / n)) for n in data}
+    out = query(spark, Q, frames, control=str(tmp_path / "control"))
+    q = (out.writeStream.queryName("user_app_again").format("parquet")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).start(str(tmp_path / "out")))
+    try:
+        q.processAllAvailable()
+        end_input(tmp_path / "control")
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert _rows(pd.read_parquet(tmp_path / "out")) == _oracle(data)
