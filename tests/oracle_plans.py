@@ -38,6 +38,7 @@ Decisions the contract leaves open (pinned by tests/test_oracle_plans.py):
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter
 
 import pandas as pd
@@ -299,7 +300,8 @@ class PlanOracle:
                     xs = list(set(xs))
                 vals.append({"count": lambda: len(xs), "sum": lambda: sum(xs) if xs else None,
                              "avg": lambda: sum(xs) / len(xs) if xs else None,
-                             "min": lambda: min(xs, default=None), "max": lambda: max(xs, default=None)}
+                             "min": lambda: min(xs, default=None), "max": lambda: max(xs, default=None),
+                             "median": lambda: _quantile(xs, 0.5), "quantile": lambda: _quantile(xs, agg.param)}
                             [agg.func]())
             out[k + tuple(vals)] += 1
         return out
@@ -394,6 +396,17 @@ class PlanOracle:
             return {}
         return {tau: self.answer_at(self.plan.root.child, tau)
                 for tau in eval_instants(self.first, self.last, self.plan.root.slide)}
+
+
+def _quantile(xs: list, p: float) -> float | None:
+    """Linear interpolation between the order statistics around rank (n - 1) p (PERCENTILE_CONT)."""
+    if not xs:
+        return None
+    xs = sorted(xs)
+    h = (len(xs) - 1) * p
+    i = math.floor(h)
+    j = min(i + 1, len(xs) - 1)
+    return float(xs[i]) + (float(xs[j]) - float(xs[i])) * (h - i)
 
 
 def _part(inputs, row: tuple, i: int) -> tuple:

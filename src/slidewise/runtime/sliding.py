@@ -45,7 +45,7 @@ class PaneRun:
     def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit):
         self.spec, self.emit = spec, emit
         self.attrs = tuple(dict.fromkeys(spec.keys + spec.arguments()))
-        self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct)
+        self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct, a.param)
                      for a in spec.aggs]
         self.synopses = [SYNOPSES[spec.synopsis(a)] for a in spec.aggs]
         self.count = Count()
