@@ -42,8 +42,9 @@ BLOCK_CELLS = 1 << 19
 class PaneRun:
     """Feed chunks with :meth:`add`, then :meth:`finish`; rows go to ``emit(cols)`` as column dicts."""
 
-    def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit):
+    def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit, key_filter=None):
         self.spec, self.emit = spec, emit
+        self.key_filter = key_filter      # a condition on the keys alone, applied to groups (shared runs)
         self.attrs = tuple(dict.fromkeys(spec.keys + spec.arguments()))
         self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct, a.param)
                      for a in spec.aggs]
@@ -139,19 +140,29 @@ class PaneRun:
         starts = ends - spec.length - 1
         cuts = np.union1d(ends, starts)                       # pane boundaries of the block
         pane = np.searchsorted(cuts, data["ts"], "left")      # pane i: (cuts[i-1], cuts[i]]
-        lo = np.searchsorted(cuts, starts) + 1
-        hi = np.searchsorted(cuts, ends) + 1
         shape = (len(cuts), g)
-        n = running.windows(self.count, self.count.partial(None, pane, groups, shape), lo, hi)[0]
+        self.respond(ends, uniq, cuts, lambda acc, arg: acc.partial(None if arg is None else data[arg], pane, groups, shape))
+
+    def respond(self, ends: np.ndarray, uniq: list[np.ndarray], cuts: np.ndarray, partial) -> None:
+        """The windows ending at ``ends`` (the first one only compared with, for ISTREAM / DSTREAM) from
+        pane partials: pane i is ``(cuts[i-1], cuts[i]]``, ``partial(acc, attr)`` the partials of an
+        accumulator over an attribute (None: ``COUNT(*)``), columns = the groups of ``uniq`` (keys in value order)."""
+        spec, lead = self.spec, self.lead
+        lo = np.searchsorted(cuts, ends - spec.length - 1) + 1
+        hi = np.searchsorted(cuts, ends) + 1
+        n = running.windows(self.count, partial(self.count, None), lo, hi)[0]
         answer = n != 0                                       # (window, group) cells with a row
         cells = {name: (np.broadcast_to(col, n.shape), None) for name, col in zip(spec.key_names, uniq)}
         for a, acc, synopsis in zip(spec.aggs, self.accs, self.synopses):
             if a.func == "count" and a.arg is None:
                 cells[a.name] = (n, None)
                 continue
-            state = synopsis(acc, acc.partial(data[a.arg.attr], pane, groups, shape), lo, hi)
+            state = synopsis(acc, partial(acc, a.arg.attr), lo, hi)
             cells[a.name] = acc.value(state)
-        self.groups_seen = max([g] + [getattr(acc, "width", 0) for acc in self.accs])   # DISTINCT: pair columns
+        self.groups_seen = max([n.shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])   # DISTINCT: pair columns
+        if self.key_filter is not None:
+            keys = dict(zip(spec.keys, uniq))
+            answer &= np.broadcast_to(np.asarray(evaluate(self.key_filter, lambda _s, a: keys[a]), dtype=bool), n.shape)
         if spec.having is not None:
             answer &= np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(*cells[a])), dtype=bool),
                                       n.shape)
