@@ -75,7 +75,7 @@ def test_groups_filters_and_states():
     assert [g["queries"] for g in shared] == [["n", "s"], ["m", "q"]]
     assert shared[0]["synopsis"] == "S GROUP BY a, pane s=1" and shared[0]["states"] == ["count(*)", "sum(b)"]
     assert shared[1]["synopsis"] == "S WHERE S.b > 2 GROUP BY a, pane s=2"
-    assert shared[1]["states"] == ["count(*)", "frequencies(b)"]
+    assert shared[1]["states"] == ["count(*)", "cumulative frequencies(b)", "frequencies(b)"]
     assert shared[0]["memory_saved_bytes"] > 0 and shared[0]["buffers_saved"] == 1
     assert many.stats["alone"] == ["d"]
     for name, q in queries.items():

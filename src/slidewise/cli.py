@@ -360,6 +360,15 @@ def cmd_bench(args) -> int:
                                        rounds=args.rounds or 1)
         print_summary(report["summary"])
         return 0
+    if args.name == "sharing":
+        from slidewise.bench.sharing import COUNTS, print_summary, run_sharing_bench
+
+        counts = COUNTS if args.queries is None else tuple(_positive_ints(args.queries, "--queries"))
+        if args.tuples is not None and args.tuples < 1:
+            raise OptionError(f"--tuples must be positive, got {args.tuples}")
+        report = run_sharing_bench(tuples=args.tuples or 200_000, counts=counts, out_dir=args.out)
+        print_summary(report)
+        return 0
     if args.name == "update-patterns":
         from slidewise.bench.update_patterns import bench_from_args
 
@@ -367,7 +376,7 @@ def cmd_bench(args) -> int:
     if args.name != "joins":
         raise OptionError(f"unknown benchmark {args.name!r}",
                           hint="available: joins, asymmetric, allocation, ordering, update-patterns, spark, "
-                                 "aggregation")
+                                 "aggregation, sharing")
     if args.time_budget is not None and args.time_budget <= 0:
         raise OptionError(f"--time-budget must be positive, got {args.time_budget:g}",
                           hint="seconds per algorithm run, e.g. --time-budget 6")
@@ -381,6 +390,16 @@ def cmd_bench(args) -> int:
                              out_dir=args.out, peers=not args.no_peers, **kw)
     print_summary(report.get("summary", {}))
     return 0
+
+
+def _positive_ints(text: str, option: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise OptionError(f"{option} must be positive integers separated by commas, got {text!r}", hint=f"e.g. {option} 40,160")
+    return values
 
 
 def _bench_ordering(args) -> int:
@@ -489,8 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_generate)
 
     b = sub.add_parser("bench", help="run an experiment; writes JSON and a PNG plot")
-    b.add_argument("name", help="experiment: joins, asymmetric, allocation, ordering, update-patterns, spark "
-                                           "or aggregation")
+    b.add_argument("name", help="experiment: joins, asymmetric, allocation, ordering, update-patterns, spark, "
+                                           "aggregation or sharing")
+    b.add_argument("--queries", metavar="N,N,...", help="sharing: numbers of queries (default 40,80,160,240)")
     b.add_argument("--workload", default="all", help="W2, W4 or all")
     b.add_argument("--tuples", type=int, help="override the number of input tuples")
     b.add_argument("--algorithms", help="comma-separated subset of algorithms")

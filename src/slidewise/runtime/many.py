@@ -149,7 +149,7 @@ def _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_u
             if name in sinks:
                 sinks[name].write(cols)
             if collect:
-                frames[name].append(pd.DataFrame(cols))
+                frames[name].append(cols)
         return emit
 
     rejects = Rejects()
@@ -182,7 +182,7 @@ def _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_u
             frame = None
             if collect:
                 fs = frames[m.name]
-                frame = pd.concat(fs, ignore_index=True) if fs else \
+                frame = pd.DataFrame({c: np.concatenate([f[c] for f in fs]) for c in columns[m.name]}) if fs else \
                     pd.DataFrame({c: pd.Series(dtype="object") for c in columns[m.name]})
             stats = {"query": plans[m.name].text or plans[m.name].root.label(), "path": m.spec.describe(),
                      **run_counts({g.source: inputs[g.source]}, pr.results, 0, rejects, seconds),

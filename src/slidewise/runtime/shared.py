@@ -120,6 +120,7 @@ class SharedRun:
         pane = np.searchsorted(cuts, data["ts"], "left")
         shape = (len(cuts), g)
         cache: dict = {}
+        memo: dict = {}   # the synopses' running merges / intervals of the shared partials
         requested = [0]
 
         def partial(acc, attr):
@@ -134,7 +135,7 @@ class SharedRun:
 
         for r, k0, k1 in jobs:
             r.blocks += 1
-            r.respond(np.arange(k0 - r.lead, k1 + 1, dtype=np.int64) * r.spec.slide, uniq, cuts, partial)
+            r.respond(np.arange(k0 - r.lead, k1 + 1, dtype=np.int64) * r.spec.slide, uniq, cuts, partial, memo)
         self.states |= set(cache)
         self.groups_seen = max(r.groups_seen for r, _, _ in jobs)
         self.partial_bytes_peak = max(self.partial_bytes_peak, sum(x.nbytes for _, st in cache.values() for x in st))

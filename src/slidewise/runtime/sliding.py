@@ -143,21 +143,22 @@ class PaneRun:
         shape = (len(cuts), g)
         self.respond(ends, uniq, cuts, lambda acc, arg: acc.partial(None if arg is None else data[arg], pane, groups, shape))
 
-    def respond(self, ends: np.ndarray, uniq: list[np.ndarray], cuts: np.ndarray, partial) -> None:
+    def respond(self, ends: np.ndarray, uniq: list[np.ndarray], cuts: np.ndarray, partial, memo: dict | None = None) -> None:
         """The windows ending at ``ends`` (the first one only compared with, for ISTREAM / DSTREAM) from
         pane partials: pane i is ``(cuts[i-1], cuts[i]]``, ``partial(acc, attr)`` the partials of an
-        accumulator over an attribute (None: ``COUNT(*)``), columns = the groups of ``uniq`` (keys in value order)."""
+        accumulator over an attribute (None: ``COUNT(*)``), columns = the groups of ``uniq`` (keys in value order);
+        ``memo``: the synopses' memo of the block (queries sharing partials)."""
         spec, lead = self.spec, self.lead
         lo = np.searchsorted(cuts, ends - spec.length - 1) + 1
         hi = np.searchsorted(cuts, ends) + 1
-        n = running.windows(self.count, partial(self.count, None), lo, hi)[0]
+        n = running.windows(self.count, partial(self.count, None), lo, hi, memo)[0]
         answer = n != 0                                       # (window, group) cells with a row
         cells = {name: (np.broadcast_to(col, n.shape), None) for name, col in zip(spec.key_names, uniq)}
         for a, acc, synopsis in zip(spec.aggs, self.accs, self.synopses):
             if a.func == "count" and a.arg is None:
                 cells[a.name] = (n, None)
                 continue
-            state = synopsis(acc, partial(acc, a.arg.attr), lo, hi)
+            state = synopsis(acc, partial(acc, a.arg.attr), lo, hi, memo)
             cells[a.name] = acc.value(state)
         self.groups_seen = max([n.shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])   # DISTINCT: pair columns
         if self.key_filter is not None:
