@@ -38,6 +38,7 @@ Decisions the contract leaves open (pinned by tests/test_oracle_plans.py):
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter
 
 import pandas as pd
@@ -300,7 +301,8 @@ class PlanOracle:
                 vals.append({"count": lambda: len(xs), "sum": lambda: sum(xs) if xs else None,
                              "avg": lambda: sum(xs) / len(xs) if xs else None,
                              "min": lambda: min(xs, default=None), "max": lambda: max(xs, default=None),
-                             "topk": lambda: _topk(xs, agg.param)}
+                             "topk": lambda: _topk(xs, agg.param),
+                             "median": lambda: _quantile(xs, 0.5), "quantile": lambda: _quantile(xs, agg.param)}
                             [agg.func]())
             out[k + tuple(vals)] += 1
         return out
@@ -401,6 +403,17 @@ def _topk(xs: list, k) -> str | None:
     """TOPK(k, x): the k most frequent values, count descending then value, joined by ','."""
     ranked = sorted(Counter(xs).items(), key=lambda vc: (-vc[1], vc[0]))[:int(k)]
     return ",".join(str(v) for v, _ in ranked) if ranked else None
+
+
+def _quantile(xs: list, p: float) -> float | None:
+    """Linear interpolation between the order statistics around rank (n - 1) p (PERCENTILE_CONT)."""
+    if not xs:
+        return None
+    xs = sorted(xs)
+    h = (len(xs) - 1) * p
+    i = math.floor(h)
+    j = min(i + 1, len(xs) - 1)
+    return float(xs[i]) + (float(xs[j]) - float(xs[i])) * (h - i)
 
 
 def _part(inputs, row: tuple, i: int) -> tuple:

@@ -183,7 +183,7 @@ WINDOWS = [
 
 EXPRESSIONS = [
     ("unknown_function", "SELECT * FROM S1 WHERE sqrt(S1.a) > 1",
-     "query line 1, column 24: unknown function 'sqrt' (hint: functions: ABS, CAST(x AS type); aggregates: COUNT, SUM, AVG, MIN, MAX, TOPK)\n"
+     "query line 1, column 24: unknown function 'sqrt' (hint: functions: ABS, CAST(x AS type); aggregates: COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE, TOPK)\n"
      "SELECT * FROM S1 WHERE sqrt(S1.a) > 1\n"
      "                       ^"),
     ("aggregate_function", "SELECT * FROM S1 WHERE SUM(S1.a) > 1",

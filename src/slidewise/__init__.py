@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ExecutionError", "OptionError", "PlanError", "QueryError", "SlidewiseError", "SourceError",
-    "__version__", "run",
+    "__version__", "run", "run_many",
 ]
 
 
@@ -20,3 +20,10 @@ def run(*args, **kwargs):
     from slidewise.api import run as _run
 
     return _run(*args, **kwargs)
+
+
+def run_many(*args, **kwargs):
+    """Run many named queries, sharing state where they can; see :func:`slidewise.many.run_many`."""
+    from slidewise.many import run_many as _run_many
+
+    return _run_many(*args, **kwargs)

@@ -276,6 +276,23 @@ def _is_general(query: str, tables: dict) -> bool:
     return isinstance(load_any(query, tables), Plan)
 
 
+def cmd_run_many(args) -> int:
+    from slidewise.many import print_many, run_many
+    from slidewise.model.time import parse_duration
+    from slidewise.runtime.outputs import install_signal_handlers
+
+    install_signal_handlers()
+    result = run_many(args.queries, _sources(args.source), out_dir=args.out_dir, out_format=args.format,
+                      collect=False, lateness=parse_duration(args.lateness, what="--lateness"),
+                      ts_column=args.ts_column, ts_unit=args.ts_unit, chunk_rows=args.chunk_rows,
+                      shared=not args.no_sharing, rejects=args.rejects)
+    if args.stats_json:
+        Path(args.stats_json).write_text(json.dumps(result.stats, indent=2, default=str) + "\n")
+    if not args.quiet:
+        print_many(result)
+    return 0
+
+
 def cmd_demo(args) -> int:
     from slidewise.api import run
 
@@ -365,6 +382,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(r)
     add_cli_arguments(r)
     r.set_defaults(func=cmd_run)
+
+    m = sub.add_parser("run-many", help="run a file of named queries, sharing state where queries can")
+    m.add_argument("queries", metavar="FILE", help="statements 'name: SELECT ...;', one per query")
+    m.add_argument("--source", action="append", metavar="NAME=PATH", help="input of a FROM stream (repeatable)")
+    m.add_argument("--out-dir", required=True, help="one result file NAME.FORMAT per query")
+    m.add_argument("--format", default="csv", choices=["csv", "jsonl", "parquet"], help="result files' format")
+    m.add_argument("--stats-json", metavar="PATH", help="write the run's stats (which synopsis serves which query) as JSON")
+    m.add_argument("--no-sharing", action="store_true", help="run every query alone (for comparison)")
+    m.add_argument("--lateness", default="0", help="allowed out-of-orderness, e.g. 500, 10s (default 0)")
+    m.add_argument("--ts-column", default="ts", help="timestamp column (default ts)")
+    m.add_argument("--ts-unit", default="auto", choices=["auto", "raw", "s", "ms", "us", "ns", "iso"], help="as for run")
+    m.add_argument("--chunk-rows", type=int, default=65536, help="rows per processing chunk")
+    m.add_argument("--rejects", help="write rejected (too late) rows here")
+    m.add_argument("--quiet", action="store_true", help="no summary on stderr")
+    m.set_defaults(func=cmd_run_many)
 
     d = sub.add_parser("demo", help="run the bundled demo (Zeek dns + ssl logs)")
     d.add_argument("--out", help="also write all results here")

@@ -77,23 +77,23 @@ def test_count_min_max_take_text(data, frm):
     assert at10 == {"a": ("alpha", "zeta", "3", "3"), "b": ("beta", "beta", "1", "1")}
 
 
-@pytest.mark.parametrize("name", ["MEDIAN", "FOO", "median"])
+@pytest.mark.parametrize("name", ["MODE", "FOO", "mode"])
 @pytest.mark.parametrize("form", ["{}(S.x)", "{}(DISTINCT S.x)", "{}(*)"])
 def test_unknown_function(data, name, form):
     err = _rejected(data, f"SELECT RSTREAM(S.k, {form.format(name)} AS m) {PANES} GROUP BY S.k",
                     f"query line 1, column 21: unknown function '{name}'",
-                    "functions: ABS, CAST(x AS type); aggregates: COUNT, SUM, AVG, MIN, MAX")
+                    "functions: ABS, CAST(x AS type); aggregates: COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE")
     assert err.count("error:") == 1
 
 
 def test_unknown_function_in_having(data):
-    _rejected(data, f"SELECT S.k {TUPLES} GROUP BY S.k HAVING MEDIAN(S.x) > 1",
-              "query line 1, column 50: unknown function 'MEDIAN'", "aggregates: COUNT, SUM, AVG, MIN, MAX")
+    _rejected(data, f"SELECT S.k {TUPLES} GROUP BY S.k HAVING MODE(S.x) > 1",
+              "query line 1, column 50: unknown function 'MODE'", "aggregates: COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE")
 
 
 def test_scalar_function_as_aggregate(data):
     _rejected(data, f"SELECT S.k, ABS(DISTINCT S.x) {TUPLES} GROUP BY S.k",
-              "query line 1, column 13: ABS is not an aggregate", "aggregates: COUNT, SUM, AVG, MIN, MAX")
+              "query line 1, column 13: ABS is not an aggregate", "aggregates: COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE")
 
 
 @pytest.mark.parametrize("query,fragments", [
@@ -117,3 +117,33 @@ def test_scalar_function_as_aggregate(data):
         "two_arguments"])
 def test_misplaced_aggregates(data, query, fragments):
     _rejected(data, query, *fragments)
+
+
+@pytest.mark.parametrize("frm", [PANES, TUPLES])
+@pytest.mark.parametrize("call,fragments", [
+    ("MEDIAN(S.name)", ("query line 1, column 21: MEDIAN needs a number, S.name is text",
+                        "MEDIAN(CAST(S.name AS DOUBLE)) takes the median of its numbers")),
+    ("QUANTILE(S.k, 0.5)", ("query line 1, column 21: QUANTILE needs a number, S.k is text",
+                            "QUANTILE(CAST(S.k AS DOUBLE), 0.9)")),
+    ("QUANTILE(S.x, 1.5)", ("query line 1, column 35: QUANTILE's fraction 1.5 is outside [0, 1]",
+                            "p = 0 is the minimum, 0.5 the median, 1 the maximum")),
+    ("QUANTILE(S.x, -0.1)", ("query line 1, column 35: QUANTILE's fraction -0.1 is outside [0, 1]",)),
+    ("QUANTILE(S.x, S.x)", ("query line 1, column 35: QUANTILE's fraction must be a number literal, got S.x",
+                            "write a constant between 0 and 1")),
+    ("QUANTILE(S.x, '0.5')", ("query line 1, column 35: QUANTILE's fraction must be a number literal",)),
+    ("QUANTILE(S.x)", ("query line 1, column 21: QUANTILE takes 2 arguments, got 1", "QUANTILE(S.x, 0.9)")),
+    ("MEDIAN(S.x, 0.5)", ("query line 1, column 21: MEDIAN takes 1 argument, got 2",)),
+    ("MEDIAN(*)", ("query line 1, column 21: MEDIAN(*) is not defined: only COUNT(*) counts rows",)),
+], ids=["median_text", "quantile_text", "p_above", "p_below", "p_column", "p_text", "p_missing", "median_two", "star"])
+def test_bad_quantiles(data, frm, call, fragments):
+    err = _rejected(data, f"SELECT RSTREAM(S.k, {call} AS m) {frm} GROUP BY S.k", *fragments)
+    assert err.count("error:") == 1
+
+
+@pytest.mark.parametrize("frm", [PANES, TUPLES])
+def test_median_and_quantile(data, frm):
+    outcome, out = _run(data, f"SELECT RSTREAM(S.k, MEDIAN(S.x) AS m, QUANTILE(S.x, 0.25) AS q) {frm} GROUP BY S.k")
+    assert outcome.code == 0, outcome.err
+    rows = list(csv.DictReader(out.open()))
+    at10 = {r["S.k"]: (float(r["m"]), float(r["q"])) for r in rows if int(r["ts"]) <= 10}   # a: 1 5 3, b: 2
+    assert at10 == {"a": (3.0, 2.0), "b": (2.0, 2.0)}

@@ -106,6 +106,25 @@ def _frequent(args) -> int:
     return 0
 
 
+def _sharing(args) -> int:
+    from slidewise.bench.sharing import COUNTS, print_summary, run_sharing_bench
+
+    counts = COUNTS if args.queries is None else tuple(_positive_ints(args.queries, "--queries"))
+    _positive(args.tuples, "--tuples")
+    print_summary(run_sharing_bench(tuples=args.tuples or 200_000, counts=counts, out_dir=args.out))
+    return 0
+
+
+def _positive_ints(text: str, option: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise OptionError(f"{option} must be positive integers separated by commas, got {text!r}", hint=f"e.g. {option} 40,160")
+    return values
+
+
 def _asymmetric(args) -> int:
     from slidewise.bench.asymmetric import run_asymmetric_bench
 
@@ -204,6 +223,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "Algorithm 6 against the exact baseline and Misra-Gries on the Zeek sample and a Zipf "
                     "stream; frequent.json/.png.")
     f.add_argument("--tuples", type=int, help="tuples of the throughput run (default 1,000,000)")
+
+    sh = _experiment(sub, "sharing", _sharing, "many periodic queries: shared synopses vs one by one",
+                     "N queries of Golab's thesis §8.5 shape (aggregates of bandwidth per source, destination, "
+                     "pair, protocol, port) run shared and one by one, answers compared; sharing.json.")
+    sh.add_argument("--queries", metavar="N,N,...", help="numbers of queries (default 40,80,160,240)")
+    sh.add_argument("--tuples", type=int, help="input tuples (default 200,000)")
 
     s = _experiment(sub, "asymmetric", _asymmetric, "Kang et al.: NLJ/hash/B+tree/T-tree per direction",
                     "Asymmetric join combinations (Kang, Naughton & Viglas, ICDE 2003); asymmetric.json/.png.")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from lark import Tree
 
 from slidewise.cql.join_builder import _fresh, _pos
-from slidewise.plan.expr import FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Not, Or
+from slidewise.plan.expr import FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
 from slidewise.plan.logical import AGG_FUNCS, AggCall, Aggregate, Distinct, Node, Project, Select
 from slidewise.plan.query import SelectItem
 
@@ -102,13 +102,28 @@ class Grouping:
         args = [tree.children[2]] if tree.data == "agg_distinct" else [a for a in tree.children[1:] if a is not None]
         if func == "topk":
             return self.topk_call(name_tok, args, tree.data == "agg_distinct", alias)
-        if len(args) != 1:
-            raise self.error(name_tok, f"{func.upper()} takes 1 argument, got {len(args)}",
-                             hint=f"write e.g. {func.upper()}(S.x)")
+        arity = 2 if func == "quantile" else 1
+        if len(args) != arity:
+            example = f"{func.upper()}(S.x, 0.9)" if arity == 2 else f"{func.upper()}(S.x)"
+            raise self.error(name_tok, f"{func.upper()} takes {arity} argument{'s' if arity > 1 else ''}, got {len(args)}",
+                             hint=f"write e.g. {example}")
         self.context = "aggregate"
         arg = self.value(args[0], func.upper())
         self.context = "SELECT"
-        return AggCall(func, arg, tree.data == "agg_distinct", alias, pos=_pos(name_tok))
+        param = self.fraction(args[1]) if arity == 2 else 0.5 if func == "median" else None
+        return AggCall(func, arg, tree.data == "agg_distinct", alias, pos=_pos(name_tok), param=param)
+
+    def fraction(self, node: Tree) -> float:
+        """The literal fraction p of ``QUANTILE(x, p)``, 0 <= p <= 1."""
+        e = self.expr(node)
+        if not isinstance(e, Lit) or isinstance(e.value, bool) or not isinstance(e.value, (int, float)):
+            raise self.error(node, f"QUANTILE's fraction must be a number literal, got {e}",
+                             hint="write a constant between 0 and 1, e.g. QUANTILE(S.x, 0.9); "
+                                  "one query per fraction if it varies")
+        if not 0 <= e.value <= 1:
+            raise self.error(node, f"QUANTILE's fraction {e.value:g} is outside [0, 1]",
+                             hint="p = 0 is the minimum, 0.5 the median, 1 the maximum, e.g. QUANTILE(S.x, 0.95)")
+        return float(e.value)
 
     def topk_call(self, name_tok, args: list[Tree], distinct: bool, alias: str | None) -> AggCall:
         """``TOPK(k, x)``: the k most frequent values of x (k a whole-number literal)."""

@@ -9,11 +9,11 @@ replacement); a group whose last row leaves emits only the ``−1``. Changes
 are batched per call, so a group changes at most once per ``push``/``expire``
 and unchanged values emit nothing.
 
-Aggregates: COUNT(*), COUNT, SUM, AVG, MIN, MAX, each optionally DISTINCT, and
+Aggregates: COUNT(*), COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE, each optionally DISTINCT, and
 TOPK(k, x): the k most frequent values (count descending, then value) joined by ``,``.
 Nulls (``None``, NaN) are ignored by all but COUNT(*); SUM/AVG/MIN/MAX of no
 values are ``None``. COUNT/SUM/AVG are running sums (O(1) per row); MIN/MAX
-keep the group's values in a sorted list (O(log n) search); DISTINCT keeps
+and MEDIAN/QUANTILE keep the group's values in a sorted list (O(log n) search); DISTINCT keeps
 value counts.
 
 Under NT the input's expirations arrive as negative tuples and no input is
@@ -27,13 +27,14 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 
 from slidewise.model.batch import NO_EXP
+from slidewise.operators.aggregates.quantile import of_sorted
 from slidewise.operators.incremental import Incremental
 from slidewise.operators.select import row_function
 from slidewise.plan.logical import Pattern
 
 __all__ = ["AggregateRows"]
 
-_STAR, _COUNT, _SUM, _AVG, _MINMAX, _DISTINCT, _TOPK = range(7)
+_STAR, _COUNT, _SUM, _AVG, _MINMAX, _DISTINCT, _TOPK, _QUANTILE = range(8)
 
 
 def _is_null(x) -> bool:
@@ -50,18 +51,19 @@ class AggregateRows(Incremental):
         schema = node.child.schema
         self.keyfns = tuple(row_function(k.expr, schema, ctx.aliases) for k in node.keys)
         self.specs = []
-        self.topk: dict[int, int] = {}   # spec index -> k of TOPK
         for a in node.aggs:
             arg = None if a.arg is None else row_function(a.arg, schema, ctx.aliases)
             if arg is None:
                 kind = _STAR
             elif a.func == "topk":
-                kind, self.topk[len(self.specs)] = _TOPK, int(a.param or 1)
+                kind = _TOPK
+            elif a.func in ("median", "quantile"):
+                kind = _DISTINCT if a.distinct else _QUANTILE
             elif a.distinct:
                 kind = _DISTINCT
             else:
                 kind = {"count": _COUNT, "sum": _SUM, "avg": _AVG}.get(a.func, _MINMAX)
-            self.specs.append((kind, a.func, arg))
+            self.specs.append((kind, a.func, arg, a.param))
         self.groups: dict = {}    # group key -> [rows, state per aggregate]
         self.results: dict = {}   # group key -> current output values
         inp = ctx.inputs[0] if ctx.inputs else Pattern.WKS
@@ -72,7 +74,7 @@ class AggregateRows(Incremental):
 
     def _fresh(self):
         return [0] + [0 if kind in (_STAR, _COUNT) else [0, 0] if kind in (_SUM, _AVG)
-                      else [] if kind == _MINMAX else {} for kind, _, _ in self.specs]
+                      else [] if kind in (_MINMAX, _QUANTILE) else {} for kind, *_ in self.specs]
 
     def _apply(self, vals, sign, touched) -> None:
         gk = self._group_key(vals)
@@ -84,7 +86,7 @@ class AggregateRows(Incremental):
         if gk not in touched:
             touched[gk] = self.results.get(gk)
         g[0] += sign
-        for i, (kind, _, arg) in enumerate(self.specs, 1):
+        for i, (kind, _, arg, _) in enumerate(self.specs, 1):
             if kind == _STAR:
                 continue
             x = arg(vals)
@@ -96,7 +98,7 @@ class AggregateRows(Incremental):
                 s = g[i]
                 s[1] += sign
                 s[0] = s[0] + x if sign > 0 else (s[0] - x if s[1] else 0)
-            elif kind == _MINMAX:
+            elif kind == _MINMAX or kind == _QUANTILE:
                 if sign > 0:
                     insort(g[i], x)
                 else:
@@ -113,7 +115,7 @@ class AggregateRows(Incremental):
 
     def _value(self, g):
         out = []
-        for i, (kind, func, _) in enumerate(self.specs, 1):
+        for i, (kind, func, _, p) in enumerate(self.specs, 1):
             s = g[i]
             if kind == _STAR:
                 out.append(g[0])
@@ -126,14 +128,18 @@ class AggregateRows(Incremental):
             elif kind == _MINMAX:
                 out.append((s[0] if func == "min" else s[-1]) if s else None)
             elif kind == _TOPK:
-                ranked = sorted(s.items(), key=lambda vc: (-vc[1], vc[0]))[:self.topk[i - 1]]
+                ranked = sorted(s.items(), key=lambda vc: (-vc[1], vc[0]))[:int(p or 1)]
                 out.append(",".join(str(v) for v, _ in ranked) if ranked else None)
+            elif kind == _QUANTILE:
+                out.append(of_sorted(s, p))
             else:
                 keys = list(s)
                 if func == "count":
                     out.append(len(keys))
                 elif not keys:
                     out.append(None)
+                elif p is not None:
+                    out.append(of_sorted(sorted(keys), p))
                 elif func == "sum":
                     out.append(sum(keys))
                 elif func == "avg":

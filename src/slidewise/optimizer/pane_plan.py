@@ -4,8 +4,8 @@
 SLIDE D] [WHERE filter] GROUP BY keys [HAVING condition]`` on one stream (or
 ISTREAM / DSTREAM when every key is an output column) — the plan
 ``Output(RSTREAM every D) ← [Project] ← [Select] ← Aggregate ←
-[Select] ← Scan`` with plain-column keys and COUNT / SUM / AVG / MIN / MAX
-([DISTINCT]) of a plain column — and returns a :class:`SlidingAggregate`; any
+[Select] ← Scan`` with plain-column keys and COUNT / SUM / AVG / MIN / MAX /
+MEDIAN / QUANTILE ([DISTINCT]) of a plain column — and returns a :class:`SlidingAggregate`; any
 other plan gets ``None`` and runs as the per-tuple operator network.
 :mod:`slidewise.runtime.pane_engine` executes it over panes (Golab's thesis,
 §2.3.4): subtractable aggregates (DISTINCT ones as frequency counts) through the
@@ -63,7 +63,7 @@ class SlidingAggregate:
         return (self.length + 1) // self.pane
 
     def synopsis(self, agg: AggCall) -> str:
-        if agg.func in ("count", "sum", "avg", "topk"):   # DISTINCT, TOPK too: frequency counts subtract
+        if agg.func in ("count", "sum", "avg", "median", "quantile", "topk"):   # DISTINCT, TOPK, quantiles: frequency counts subtract
             return "running"
         return "basic interval" if self.panes <= BASIC_MAX_PANES else "interval"
 

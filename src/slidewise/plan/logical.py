@@ -66,7 +66,7 @@ class Pattern(IntEnum):
         return self.name
 
 
-AGG_FUNCS = ("count", "sum", "avg", "min", "max", "topk")
+AGG_FUNCS = ("count", "sum", "avg", "min", "max", "median", "quantile", "topk")
 OUTPUT_KINDS = ("istream", "dstream", "rstream", "wstream")
 SCAN_KINDS = ("stream", "nrr", "table")
 
@@ -252,14 +252,15 @@ class Negation(Node):
 
 @dataclass(frozen=True)
 class AggCall:
-    """``func(arg)``; ``arg=None`` is ``COUNT(*)``; ``distinct`` is ``COUNT(DISTINCT arg)`` etc."""
+    """``func(arg)``; ``arg=None`` is ``COUNT(*)``; ``distinct`` is ``COUNT(DISTINCT arg)`` etc.;
+    ``param`` the literal second argument (the fraction p of ``QUANTILE(x, p)``; 0.5 for MEDIAN)."""
 
     func: str
     arg: Expr | None = None
     distinct: bool = False
     alias: str | None = None
     pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)  # query line, column
-    param: float | None = None   # the literal parameter: k of TOPK(k, x)
+    param: float | None = None   # the literal parameter: p of QUANTILE(x, p) (0.5 for MEDIAN), k of TOPK(k, x)
 
     def __post_init__(self) -> None:
         if self.func not in AGG_FUNCS:
@@ -272,7 +273,8 @@ class AggCall:
         inner = "*" if self.arg is None else str(self.arg)
         if self.func == "topk":
             return f"TOPK({self.param:g}, {inner})"
-        return f"{self.func.upper()}({'DISTINCT ' if self.distinct else ''}{inner})"
+        extra = f", {self.param:g}" if self.func == "quantile" else ""
+        return f"{self.func.upper()}({'DISTINCT ' if self.distinct else ''}{inner}{extra})"
 
 
 @dataclass(frozen=True, eq=False)

@@ -48,6 +48,10 @@ __all__ = ["Typer", "kind_name", "literal_kind"]
 _NAMES: dict[str | None, str] = {"int": "integer", "float": "float", "bool": "boolean", "str": "text"}
 _INT_RE = re.compile(r"[+-]?\d+")
 _FLOAT_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+#: aggregates of numbers only -> what they do with them (for the hint)
+NUMERIC_AGGREGATES = {"sum": "adds", "avg": "averages", "median": "takes the median of",
+                      "quantile": "takes the quantile of"}
+
 _TEXT_WHY = "a column is text when a value in its source is not a number"
 
 
@@ -129,13 +133,15 @@ class Typer:
         if call.arg is None:
             return call, "int"
         arg, kind = self.typed(call.arg)
-        if call.func in ("sum", "avg") and _family(kind) == "text":
+        if call.func in NUMERIC_AGGREGATES and _family(kind) == "text":
             name = call.func.upper()
+            verb = NUMERIC_AGGREGATES[call.func]
+            extra = ", 0.9" if call.func == "quantile" else ""
             raise PlanError(f"{name} needs a number, {arg} is text", location=_location(call, arg),
-                            hint=f"{_TEXT_WHY}; {name}({_to_number(arg)}) {'adds' if name == 'SUM' else 'averages'} "
+                            hint=f"{_TEXT_WHY}; {name}({_to_number(arg)}{extra}) {verb} "
                                  "its numbers (NULL where it is none); COUNT, MIN and MAX work on text "
                                  "(MIN / MAX in text order)")
-        out = {"count": "int", "avg": "float", "topk": "str"}.get(call.func, kind)
+        out = {"count": "int", "avg": "float", "median": "float", "quantile": "float", "topk": "str"}.get(call.func, kind)
         return (call if arg == call.arg else replace(call, arg=arg, alias=call.alias or call.name)), out
 
     def pair(self, left: Col, right: Col, what: str = "join keys", other: Typer | None = None) -> None:

@@ -43,8 +43,9 @@ class WindowAnswers:
     """Windows answered from pane partials and emitted as columns (``emit(cols)``, column dicts):
     shared by :class:`PaneRun` and the Spark pane path (:mod:`slidewise.spark.panes`)."""
 
-    def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit):
+    def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit, key_filter=None):
         self.spec, self.emit = spec, emit
+        self.key_filter = key_filter      # a condition on the keys alone, applied to groups (shared runs)
         self.attrs = tuple(dict.fromkeys(spec.keys + spec.arguments()))
         self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct, a.param)
                      for a in spec.aggs]
@@ -76,16 +77,33 @@ class WindowAnswers:
             out.append(None if a.func == "count" and a.arg is None else acc.partial(data[a.arg.attr], pane, groups, shape))
         return out
 
-    def answer(self, uniq: list[np.ndarray], partials: list, lo: np.ndarray, hi: np.ndarray, ends: np.ndarray) -> None:
+    def respond(self, ends: np.ndarray, uniq: list[np.ndarray], cuts: np.ndarray, partial, memo: dict | None = None) -> None:
+        """The windows ending at ``ends`` from pane partials built on demand: pane i is ``(cuts[i-1], cuts[i]]``,
+        ``partial(acc, attr)`` the partials of an accumulator over an attribute (None: ``COUNT(*)``), columns =
+        the groups of ``uniq``; ``memo``: the synopses' memo of the block (queries sharing partials,
+        :mod:`slidewise.runtime.shared`)."""
+        lo = np.searchsorted(cuts, ends - self.spec.length - 1) + 1
+        hi = np.searchsorted(cuts, ends) + 1
+        partials = [partial(self.count, None)]
+        for a, acc in zip(self.spec.aggs, self.accs):
+            partials.append(None if a.func == "count" and a.arg is None else partial(acc, a.arg.attr))
+        self.answer(uniq, partials, lo, hi, ends, memo)
+        self.groups_seen = max([partials[0][0].shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])
+
+    def answer(self, uniq: list[np.ndarray], partials: list, lo: np.ndarray, hi: np.ndarray, ends: np.ndarray,
+               memo: dict | None = None) -> None:
         """Emit the windows ``[lo[k], hi[k])`` of pane rows of :meth:`partials` at the instants ``ends``
         (ISTREAM / DSTREAM: the first window is the evaluation before, compared only); ``uniq``: each
-        group's key values (the partials' columns)."""
+        group's key values (the partials' columns); ``memo`` as in :meth:`respond`."""
         spec, lead = self.spec, self.lead
-        n = running.windows(self.count, partials[0], lo, hi)[0]
+        n = running.windows(self.count, partials[0], lo, hi, memo)[0]
         answer = n != 0                                       # (window, group) cells with a row
         cells = {name: (np.broadcast_to(col, n.shape), None) for name, col in zip(spec.key_names, uniq)}
         for a, acc, synopsis, part in zip(spec.aggs, self.accs, self.synopses, partials[1:]):
-            cells[a.name] = (n, None) if part is None else acc.value(synopsis(acc, part, lo, hi))
+            cells[a.name] = (n, None) if part is None else acc.value(synopsis(acc, part, lo, hi, memo))
+        if self.key_filter is not None:
+            keys = dict(zip(spec.keys, uniq))
+            answer &= np.broadcast_to(np.asarray(evaluate(self.key_filter, lambda _s, a: keys[a]), dtype=bool), n.shape)
         if spec.having is not None:
             answer &= np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(*cells[a])), dtype=bool),
                                       n.shape)
@@ -145,8 +163,8 @@ class WindowAnswers:
 class PaneRun(WindowAnswers):
     """Feed chunks with :meth:`add`, then :meth:`finish`; rows go to ``emit(cols)`` as column dicts."""
 
-    def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit):
-        super().__init__(spec, dtypes, emit)
+    def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit, key_filter=None):
+        super().__init__(spec, dtypes, emit, key_filter)
         self.parts: list[dict] = []       # buffered chunks (filtered), in ts order
         self.next_k: int | None = None    # the next evaluation k (instant kD) to answer
         self.last_ts: int | None = None

@@ -16,7 +16,8 @@ windows``), in whole-array numpy operations.
 * :mod:`~slidewise.synopses.basic_interval` — MIN/MAX: the panes alone, b
   probes per window.
 
-:data:`SYNOPSES` maps a name to its ``windows(acc, partials, lo, hi)``.
+:data:`SYNOPSES` maps a name to its ``windows(acc, partials, lo, hi, memo=None)``; a ``memo`` dict
+shared by the queries of one synopsis (:mod:`slidewise.runtime.shared`) keeps what they all probe.
 """
 
 from slidewise.synopses import basic_interval, interval, running

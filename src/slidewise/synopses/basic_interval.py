@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 
-def windows(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray) -> tuple:
-    """The state of each window ``[lo[k], hi[k])`` of pane rows, merging pane by pane."""
+def windows(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dict | None = None) -> tuple:
+    """The state of each window ``[lo[k], hi[k])`` of pane rows, merging pane by pane (nothing to memoize)."""
     res = acc.identity((len(lo),) + partials[0].shape[1:])
     if not len(lo):
         return res

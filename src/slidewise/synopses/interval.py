@@ -25,9 +25,14 @@ def levels(acc, partials: tuple) -> list[tuple]:
     return out
 
 
-def windows(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray) -> tuple:
-    """The state of each window ``[lo[k], hi[k])`` of pane rows, from the dyadic intervals."""
-    tree = levels(acc, partials)
+def windows(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dict | None = None) -> tuple:
+    """The state of each window ``[lo[k], hi[k])`` of pane rows, from the dyadic intervals; ``memo`` keeps
+    the intervals of partials that several queries probe (keyed by the partials' identity)."""
+    tree = None if memo is None else memo.get(("interval", id(partials)))
+    if tree is None:
+        tree = levels(acc, partials)
+        if memo is not None:
+            memo[("interval", id(partials))] = tree
     res = acc.identity((len(lo),) + partials[0].shape[1:])
     lo, hi = lo.astype(np.int64).copy(), hi.astype(np.int64).copy()
     for level in tree:

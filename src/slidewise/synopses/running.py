@@ -11,11 +11,16 @@ from __future__ import annotations
 import numpy as np
 
 
-def windows(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray) -> tuple:
-    """The state of each window ``[lo[k], hi[k])`` of pane rows (``acc`` subtractable)."""
+def windows(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dict | None = None) -> tuple:
+    """The state of each window ``[lo[k], hi[k])`` of pane rows (``acc`` subtractable); ``memo`` keeps the
+    running merges of partials that several queries probe (keyed by the partials' identity)."""
     if not acc.subtractable:
         raise ValueError(f"{type(acc).__name__} is not subtractable: use an interval synopsis")
-    run = acc.prefix(partials)   # row i: the panes before i
+    run = None if memo is None else memo.get(("running", id(partials)))
+    if run is None:
+        run = acc.prefix(partials)   # row i: the panes before i
+        if memo is not None:
+            memo[("running", id(partials))] = run
     return acc.subtract(tuple(_rows(r, hi) for r in run), tuple(_rows(r, lo) for r in run))
 
 

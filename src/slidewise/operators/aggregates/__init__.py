@@ -3,7 +3,8 @@
 Each accumulator turns the tuples of a block into *pane partials*: one
 matrix per state component, rows = panes, columns = groups (both dense
 integer codes). Partials combine with :meth:`~Accumulator.merge`;
-subtractable aggregates (COUNT, SUM, AVG) also with
+subtractable aggregates (COUNT, SUM, AVG, and the frequency counts of
+DISTINCT, MEDIAN and QUANTILE) also with
 :meth:`~Accumulator.subtract`, which the running synopsis needs
 (:mod:`slidewise.synopses.running`); MIN and MAX merge only and use the
 interval synopses (:mod:`slidewise.synopses.interval`,
@@ -21,20 +22,25 @@ from __future__ import annotations
 from slidewise.operators.aggregates.base import Accumulator
 from slidewise.operators.aggregates.distinct import Distinct
 from slidewise.operators.aggregates.extremes import Max, Min
+from slidewise.operators.aggregates.quantile import Quantile
 from slidewise.operators.aggregates.subtractable import Avg, Count, Sum
 from slidewise.operators.aggregates.topk import TopK
 
 #: aggregate function name -> accumulator class (not DISTINCT)
-REGISTRY: dict[str, type[Accumulator]] = {"count": Count, "sum": Sum, "avg": Avg, "min": Min, "max": Max, "topk": TopK}
+REGISTRY: dict[str, type[Accumulator]] = {"count": Count, "sum": Sum, "avg": Avg, "min": Min, "max": Max,
+                                           "median": Quantile, "quantile": Quantile, "topk": TopK}
 
 
 def accumulator(func: str, dtype=None, distinct: bool = False, param: float | None = None) -> Accumulator:
-    """The accumulator of ``func([DISTINCT] x)`` over values of ``dtype`` (None: ``COUNT(*)``); ``param``: k of TOPK."""
+    """The accumulator of ``func([DISTINCT] x[, param])`` over values of ``dtype`` (None: ``COUNT(*)``);
+    ``param``: p of QUANTILE, k of TOPK."""
     if func == "topk":
         return TopK(dtype, int(param or 1))
+    if func in ("median", "quantile"):
+        return Quantile(dtype, 0.5 if param is None else param, distinct)
     if distinct and func in ("count", "sum", "avg"):
         return Distinct(dtype, func)
     return REGISTRY[func](dtype)
 
 
-__all__ = ["REGISTRY", "Accumulator", "Avg", "Count", "Distinct", "Max", "Min", "Sum", "TopK", "accumulator"]
+__all__ = ["REGISTRY", "Accumulator", "Avg", "Count", "Distinct", "Max", "Min", "Quantile", "Sum", "TopK", "accumulator"]

@@ -13,6 +13,8 @@ class Accumulator:
 
     #: True if :meth:`subtract` exists (the running synopsis applies)
     subtractable = False
+    #: accumulators with equal keys over one attribute have equal pane partials (computed once when shared)
+    share_key = ""
 
     def __init__(self, dtype: np.dtype | None = None):
         self.dtype = None if dtype is None else np.dtype(dtype)
@@ -41,6 +43,9 @@ class Accumulator:
     def value(self, state: State) -> tuple[np.ndarray, np.ndarray | None]:
         """The aggregate per cell and a mask of cells without values (null), or None."""
         raise NotImplementedError
+
+    def adopt(self, other: Accumulator) -> None:
+        """Reuse the partial ``other`` (same :attr:`share_key`) computed: take what :meth:`value` needs of it."""
 
 
 def running_sum(x: np.ndarray) -> np.ndarray:
@@ -78,6 +83,7 @@ class Counts(Accumulator):
     """An accumulator whose state is one int32 count per cell: counts add and subtract."""
 
     subtractable = True
+    share_key = "count"
 
     def merge(self, a: State, b: State) -> State:
         return (a[0] + b[0],)

@@ -18,6 +18,8 @@ from slidewise.operators.aggregates.base import Counts, State, counts, flat_inde
 class Distinct(Counts):
     """``func(DISTINCT x)`` for ``func`` in count, sum, avg; the partial's columns are (group, value) pairs."""
 
+    share_key = "frequencies"   # MEDIAN / QUANTILE too
+
     def __init__(self, dtype: np.dtype | None = None, func: str = "count"):
         super().__init__(dtype)
         self.func = func
@@ -35,6 +37,10 @@ class Distinct(Counts):
         self.groups, self.width = shape[1], len(pairs)
         cells = (shape[0], len(pairs))
         return (counts(flat_index(pane_codes, pcode.reshape(-1), cells), cells),)
+
+    def adopt(self, other) -> None:
+        self.pair_group, self.pair_value = other.pair_group, other.pair_value
+        self.groups, self.width = other.groups, other.width
 
     def _per_group(self, weights: np.ndarray) -> np.ndarray:
         """Row sums of ``weights`` (windows x pairs) over each group's pairs: windows x groups."""

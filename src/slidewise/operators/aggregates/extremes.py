@@ -11,6 +11,7 @@ class Min(Accumulator):
     """``MIN(x)`` of numeric ``x``: (extreme, count of values); keeps the input type; null if no value."""
 
     _ufunc = np.minimum
+    share_key = "min"
 
     def _work(self) -> np.dtype:
         return np.dtype(np.float64) if self.dtype.kind == "f" else np.dtype(np.int64)
@@ -46,3 +47,4 @@ class Max(Min):
     """``MAX(x)`` of numeric ``x``, as :class:`Min`."""
 
     _ufunc = np.maximum
+    share_key = "max"

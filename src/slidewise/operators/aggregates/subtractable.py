@@ -29,6 +29,7 @@ class Sum(Accumulator):
     """``SUM(x)``: (sum, count of values); int64 for integer and boolean input, float64 else; null if no value."""
 
     subtractable = True
+    share_key = "sum"   # AVG too
 
     def _type(self) -> np.dtype:
         return np.dtype(np.float64) if self.dtype.kind == "f" else np.dtype(np.int64)

@@ -1,0 +1,102 @@
+"""``slidewise bench sharing``: many periodic aggregation queries, shared synopses vs one by one.
+
+The workload has the shape of the experiments of Golab's thesis (§8.5) on
+sharing synopses: one stream of network flows (``src``, ``dst``, ``proto``,
+``port``, ``bytes``; ``tuples`` of them, 10 per time unit) and N queries
+(default 40, 80, 160, 240), each an aggregate of bandwidth (SUM, COUNT, MAX or
+MEDIAN of ``bytes``) per source, destination, pair, protocol or port over a
+window of 20–100 time units (``RANGE 19`` .. ``RANGE 99``, steps of 5) that
+slides by 1 to half the window, drawn with a fixed seed.
+
+Each N runs twice in this process: ``slidewise.run_many(..., shared=False)``
+(every query alone on the pane path) and ``slidewise.run_many(...)`` (queries
+that share state share it). Throughput is input tuples × queries per second;
+``speedup`` the ratio of the two times. Every query's rows must be identical
+in both runs (checked, untimed). Results go to ``sharing.json``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from slidewise.bench.common import machine_info, write_json
+
+__all__ = ["print_summary", "queries", "run_sharing_bench", "stream"]
+
+#: group-by attributes of the queries (one set drawn per query)
+KEYS = (("src",), ("dst",), ("src", "dst"), ("proto",), ("port",))
+AGGS = ("SUM(L.bytes)", "COUNT(*)", "MAX(L.bytes)", "MEDIAN(L.bytes)")
+COUNTS = (40, 80, 160, 240)
+
+
+def stream(tuples: int, seed: int = 0) -> pd.DataFrame:
+    """Flows, 10 per time unit: 200 sources and destinations (skewed), 3 protocols, 20 ports."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"ts": np.arange(tuples, dtype=np.int64) // 10,
+                         "src": np.minimum(rng.zipf(1.3, tuples), 200).astype(np.int64),
+                         "dst": rng.integers(0, 200, tuples), "proto": rng.integers(0, 3, tuples),
+                         "port": rng.integers(0, 20, tuples), "bytes": rng.integers(40, 1500, tuples)})
+
+
+def queries(n: int, seed: int = 1) -> dict[str, str]:
+    """``n`` named queries of the workload."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for i in range(n):
+        keys = KEYS[rng.integers(len(KEYS))]
+        agg = AGGS[rng.integers(len(AGGS))]
+        size = int(rng.choice(np.arange(20, 101, 5)))
+        slide = int(rng.integers(1, size // 2 + 1))
+        cols = ", ".join(f"L.{k}" for k in keys)
+        out[f"q{i:03d}"] = (f"SELECT RSTREAM({cols}, {agg} AS v) FROM L [RANGE {size - 1} SLIDE {slide}] "
+                            f"GROUP BY {cols}")
+    return out
+
+
+def _timed(qs: dict, frame: pd.DataFrame, shared: bool):
+    import slidewise
+
+    t, cpu = time.perf_counter(), time.process_time()
+    res = slidewise.run_many(qs, {"L": frame}, shared=shared)
+    return res, time.perf_counter() - t, time.process_time() - cpu
+
+
+def _rows(frame: pd.DataFrame) -> tuple:
+    """Columns and rows, nulls (None, NaN) as None, numbers as Python numbers."""
+    return tuple(frame.columns), [tuple(None if v is None or v != v else v for v in r)
+                                  for r in frame.astype(object).itertuples(index=False, name=None)]
+
+
+def run_sharing_bench(tuples: int = 200_000, counts=COUNTS, out_dir: str | Path = "bench-results") -> dict:
+    """Shared vs one by one for each number of queries in ``counts``; writes ``sharing.json``."""
+    frame = stream(tuples)
+    points = []
+    for n in counts:
+        qs = queries(n)
+        alone, alone_s, alone_cpu = _timed(qs, frame, shared=False)
+        shared, shared_s, shared_cpu = _timed(qs, frame, shared=True)
+        same = all(_rows(alone.results[q].results) == _rows(shared.results[q].results) for q in qs)
+        points.append({"queries": n, "alone_s": round(alone_s, 3), "shared_s": round(shared_s, 3),
+                       "alone_cpu_s": round(alone_cpu, 3), "shared_cpu_s": round(shared_cpu, 3),
+                       "speedup": round(alone_s / shared_s, 2),
+                       "alone_throughput": round(tuples * n / alone_s), "shared_throughput": round(tuples * n / shared_s),
+                       "synopses": len(shared.stats["shared"]), "identical": same,
+                       "results": sum(r.stats["results"] for r in shared.results.values()),
+                       "memory_saved_bytes": sum(g["memory_saved_bytes"] for g in shared.stats["shared"])})
+    report = {"benchmark": "sharing", "tuples": tuples, "machine": machine_info(), "points": points}
+    write_json(Path(out_dir) / "sharing.json", report)
+    return report
+
+
+def print_summary(report: dict) -> None:
+    """The table of :func:`run_sharing_bench`."""
+    print(f"{report['tuples']:,} tuples; time in s, throughput in tuples x queries / s")
+    print(f"{'queries':>8} {'synopses':>8} {'alone s':>9} {'shared s':>9} {'speedup':>8} "
+          f"{'alone thr':>12} {'shared thr':>12} {'identical':>9}")
+    for p in report["points"]:
+        print(f"{p['queries']:>8} {p['synopses']:>8} {p['alone_s']:>9.2f} {p['shared_s']:>9.2f} {p['speedup']:>7.1f}x "
+              f"{p['alone_throughput']:>12,} {p['shared_throughput']:>12,} {str(p['identical']):>9}")

@@ -1,0 +1,212 @@
+"""Many named queries in one run: those that can share state do (:mod:`slidewise.optimizer.sharing`).
+
+:func:`run_many` binds every query to its sources' columns; the periodic
+one-stream GROUP BY queries of the pane path (:func:`slidewise.optimizer.pane_plan.match`)
+are partitioned into sharing groups (:func:`slidewise.optimizer.sharing.share`),
+and each group runs as one :class:`~slidewise.runtime.shared.SharedRun` over
+one pass of the merged input (late rows rejected once); every other query
+runs alone (:func:`slidewise.api.run`). Each query's rows equal its run alone.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from slidewise.cql.parser import parse_any
+from slidewise.cql.queryfile import NAME, NamedQuery, load_queries, located
+from slidewise.errors import OptionError, SlidewiseError
+from slidewise.optimizer.pane_plan import match
+from slidewise.optimizer.sharing import share
+from slidewise.plan.bind import bind
+from slidewise.plan.logical import Plan
+from slidewise.plan.prune import prune_columns
+from slidewise.runtime.join_engine import RunResult, run_counts
+from slidewise.runtime.outputs import GuardedRun
+from slidewise.runtime.rejects import Rejects
+from slidewise.runtime.reorder import merge_all
+from slidewise.runtime.shared import SharedRun
+from slidewise.runtime.sinks import open_sink
+from slidewise.runtime.sources import open_source
+
+__all__ = ["ManyResult", "run_many"]
+
+
+@dataclass
+class ManyResult:
+    """Per query (by name) its :class:`RunResult`; ``stats["shared"]``: which synopsis serves which queries."""
+
+    results: dict[str, RunResult]
+    stats: dict = field(default_factory=dict)
+
+
+def _named(queries, where: str) -> list[NamedQuery]:
+    if isinstance(queries, (str, os.PathLike)):
+        return load_queries(queries)
+    items = list(queries.items()) if isinstance(queries, dict) else list(queries)
+    out, seen = [], set()
+    for i, (name, text) in enumerate(items, 1):   # positions within each query's own text
+        if not isinstance(name, str) or not NAME.fullmatch(name) or name in seen:
+            raise OptionError(f"query {i}: {name!r} is {'used twice' if name in seen else 'not a valid name'}",
+                              hint="name each query once with letters, digits and _ (it names its output file)")
+        seen.add(name)
+        try:
+            out.append(NamedQuery(i, name, text, parse_any(text), 1, 1))
+        except SlidewiseError as e:
+            raise located(e, i, name) from None
+    return out
+
+
+class _Sinks:
+    """One result file per query (``--out-dir``): all complete, or none on an error."""
+
+    def __init__(self, sinks: list):
+        self.sinks = sinks
+
+    def abort(self) -> None:
+        for s in self.sinks:
+            s.abort()
+
+    def close(self) -> None:
+        for s in self.sinks:
+            s.close()
+
+
+def run_many(queries, sources: dict[str, object], *, out_dir: str | os.PathLike | None = None,
+             out_format: str = "csv", collect: bool | None = None, lateness: int = 0, ts_column: str = "ts",
+             ts_unit: str = "auto", chunk_rows: int = 65536, shared: bool = True, rejects: str | None = None
+             ) -> ManyResult:
+    """Run named queries over ``sources`` on the local engine.
+
+    ``queries``: a query file (``name: query;`` statements, :mod:`slidewise.cql.queryfile`), or a dict /
+    list of (name, query text). ``out_dir``: one file ``NAME.{out_format}`` per query (csv, jsonl,
+    parquet); rows are collected into each result unless ``out_dir`` is given (or ``collect`` says so).
+    ``shared=False`` runs every query alone (for comparison). ``stats["shared"]`` lists each sharing group:
+    its synopsis, its queries, the pane partial states it keeps and the memory its sharing saved.
+    """
+    named = _named(queries, "queries")
+    collect = out_dir is None if collect is None else collect
+    if out_format not in ("csv", "jsonl", "parquet"):
+        raise OptionError(f"unknown output format {out_format!r}", hint="use csv, jsonl or parquet")
+    outs = {}
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        outs = {q.name: str(Path(out_dir) / f"{q.name}.{out_format}") for q in named}
+    started = time.perf_counter()
+    streams = sorted({s.source for q in named if isinstance(q.query, Plan) for s in q.query.scans()} & set(sources))
+    opened = {n: open_source(n, sources[n], ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows) for n in streams}
+    schemas = {n: dict(src.kinds) for n, src in opened.items()}
+    specs, plans, alone = {}, {}, []
+    for q in named:
+        plan = q.query
+        spec = None
+        if shared and isinstance(plan, Plan) and not any(s.is_relation for s in plan.scans()) \
+                and all(s.source in schemas for s in plan.scans()):
+            try:
+                plan = prune_columns(bind(plan, schemas))
+            except SlidewiseError as e:
+                raise located(e, q.index, q.name, q.where) from None
+            spec = match(plan)
+            if spec is not None and spec.refuse(dict(opened[spec.source].schema)) is not None:
+                spec = None
+        if spec is None:
+            alone.append(q)
+        else:
+            specs[q.name], plans[q.name] = spec, plan
+    results: dict[str, RunResult] = {}
+    groups = share(specs)
+    group_stats = _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_unit, chunk_rows,
+                              rejects, results) if groups else []
+    from slidewise.api import run
+
+    for q in alone:
+        try:
+            results[q.name] = run(q.query, sources, out=outs.get(q.name), collect=collect, lateness=lateness,
+                                  ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
+        except SlidewiseError as e:
+            raise located(e, q.index, q.name, q.where) from None
+    stats = {"queries": len(named), "shared_queries": len(specs), "alone": [q.name for q in alone],
+             "shared": group_stats, "seconds": round(time.perf_counter() - started, 6)}
+    return ManyResult({q.name: results[q.name] for q in named}, stats)
+
+
+def _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_unit, chunk_rows, rejects_path,
+                results) -> list[dict]:
+    """Every sharing group over one pass of the merged streams."""
+    names = sorted({g.source for g in groups})
+    opened = [open_source(n, sources[n], ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows) for n in names]
+    frames: dict[str, list] = {m.name: [] for g in groups for m in g.members}
+    columns = {name: list(plans[name].root.schema) + ["ts", "sign"] for name in frames}
+    sinks: dict = {}
+
+    def emitter(name):
+        def emit(cols):
+            if name in sinks:
+                sinks[name].write(cols)
+            if collect:
+                frames[name].append(cols)
+        return emit
+
+    rejects = Rejects()
+    inputs = dict.fromkeys(names, 0)
+    started = time.perf_counter()
+    with GuardedRun(chunk_rows) as guard:
+        guard.sink = _Sinks([])
+        for name in frames:
+            if name in outs:
+                sinks[name] = open_sink(outs[name], columns[name])
+                guard.sink.sinks.append(sinks[name])
+        runs = []
+        for g in groups:
+            schema = dict(opened[names.index(g.source)].schema)
+            runs.append(SharedRun(g, {"ts": np.dtype(np.int64), **schema}, {m.name: emitter(m.name) for m in g.members}))
+        for chunk in merge_all(opened, lateness, rejects, chunk_rows):
+            for i, b in enumerate(chunk):
+                if len(b):
+                    inputs[names[i]] += len(b)
+                    for g, r in zip(groups, runs):
+                        if g.source == names[i]:
+                            r.add(b.ts, b.cols)
+        for r in runs:
+            r.finish()
+    guard.finish(rejects, rejects_path)
+    seconds = time.perf_counter() - started
+    out = []
+    for g, r in zip(groups, runs):
+        for m, pr in zip(g.members, r.runs):
+            frame = None
+            if collect:
+                fs = frames[m.name]
+                frame = pd.DataFrame({c: np.concatenate([f[c] for f in fs]) for c in columns[m.name]}) if fs else \
+                    pd.DataFrame({c: pd.Series(dtype="object") for c in columns[m.name]})
+            stats = {"query": plans[m.name].text or plans[m.name].root.label(), "path": m.spec.describe(),
+                     **run_counts({g.source: inputs[g.source]}, pr.results, 0, rejects, seconds),
+                     "synopsis": g.describe()}
+            results[m.name] = RunResult(frame, stats, rejects)
+        states = sorted({f"{k}({a or '*'})" for k, a in r.states if isinstance(k, str)})
+        out.append({"synopsis": g.describe(), "queries": [m.name for m in g.members], "pane": g.pane,
+                    "states": states, "blocks": r.blocks, "buffer_tuples_peak": r.buffered_peak,
+                    "partial_bytes_peak": r.partial_bytes_peak, "unshared_partial_bytes_peak": r.unshared_bytes_peak,
+                    "memory_saved_bytes": r.unshared_bytes_peak - r.partial_bytes_peak,
+                    "buffers_saved": len(g.members) - 1})
+    return out
+
+
+def print_many(result: ManyResult) -> None:
+    """A readable summary on stderr: results per query, and each shared synopsis with its queries."""
+    import sys
+
+    st = result.stats
+    print(f"{st['queries']} queries in {st['seconds']:.3f} s; {st['shared_queries']} from "
+          f"{len(st['shared'])} shared synopses, {len(st['alone'])} alone", file=sys.stderr)
+    for g in st["shared"]:
+        print(f"  synopsis {g['synopsis']} [{', '.join(g['states'])}]: {', '.join(g['queries'])}; "
+              f"saved {g['memory_saved_bytes']:,} bytes of pane partials and {g['buffers_saved']} buffers",
+              file=sys.stderr)
+    for name, r in result.results.items():
+        print(f"  {name}: {r.stats['results']:,} results", file=sys.stderr)

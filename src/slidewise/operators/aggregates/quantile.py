@@ -1,0 +1,80 @@
+"""MEDIAN and QUANTILE(x, p): exact, from frequency counts per (group, value), which subtract.
+
+The state is that of :class:`~slidewise.operators.aggregates.distinct.Distinct`
+(a multiset of values per group as counts per (group, value) pair), kept
+running along the pairs; it adds and subtracts, so a window's multiset goes
+through the running synopsis like COUNT. The quantile
+interpolates linearly between the order statistics around rank ``(n − 1)·p``
+(SQL's ``PERCENTILE_CONT``, DuckDB's ``quantile_cont``, numpy's default):
+:func:`interpolate`, which the per-tuple operator
+(:mod:`slidewise.operators.aggregate`) uses too. Float result; nulls ignored;
+null if no value; ``DISTINCT`` counts each value once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from slidewise.operators.aggregates.distinct import Distinct
+
+
+def ranks(n, p: float):
+    """The ranks ``(i, j)`` (0-based) of the order statistics around ``(n − 1)·p`` and the weight of ``j``."""
+    h = (np.asarray(n, dtype=np.float64) - 1) * p
+    i = np.floor(h)
+    return i.astype(np.int64), np.minimum(i + 1, np.maximum(np.asarray(n) - 1, 0)).astype(np.int64), h - i
+
+
+def interpolate(lo, hi, frac):
+    """The quantile between order statistics ``lo`` <= ``hi`` at weight ``frac`` of ``hi``."""
+    return lo + (hi - lo) * frac
+
+
+def of_sorted(values: list, p: float) -> float | None:
+    """The quantile ``p`` of a sorted list of numbers (None if empty)."""
+    if not values:
+        return None
+    i, j, frac = ranks(len(values), p)
+    return float(interpolate(np.float64(values[int(i)]), np.float64(values[int(j)]), frac))
+
+
+class Quantile(Distinct):
+    """``QUANTILE(x, p)`` (MEDIAN: p = 0.5) of numeric ``x``; the partial's columns are (group, value) pairs,
+    its cells the counts of values up to each pair (running along the pairs: still additive, so every
+    synopsis applies, and a window's ranks need no scan of its own)."""
+
+    share_key = "cumulative frequencies"
+
+    def __init__(self, dtype: np.dtype | None = None, p: float = 0.5, distinct: bool = False):
+        super().__init__(dtype, "quantile")
+        self.p, self.distinct = p, distinct
+
+    def partial(self, values, pane_codes, group_codes, shape):
+        (c,) = super().partial(values, pane_codes, group_codes, shape)
+        return (np.cumsum(c, axis=1, dtype=np.int32),)
+
+    def value(self, state):
+        cum = state[0]
+        windows, width = cum.shape
+        if self.distinct:   # each present value once
+            cum = np.cumsum(np.diff(cum, axis=1, prepend=0) > 0, axis=1, dtype=np.int32)
+        bounds = np.searchsorted(self.pair_group, np.arange(self.groups + 1))
+        run = np.concatenate([np.zeros((windows, 1), cum.dtype), cum], axis=1)
+        base = run[:, bounds[:-1]]                                  # values before each group
+        n = (run[:, bounds[1:]] - base).astype(np.int64)
+        empty = n == 0
+        if not width:
+            return np.zeros(n.shape), (empty if empty.any() else None)
+        # one sorted flat array: row w shifted by w * (its largest total + 1), so searchsorted finds ranks per row
+        step = int(cum[:, -1].max()) + 1
+        off = np.arange(windows, dtype=np.int64)[:, None] * step
+        flat = (cum + off).ravel()
+        i, j, frac = ranks(n, self.p)
+        values = self.pair_value.astype(np.float64)
+
+        def at(rank):
+            k = np.searchsorted(flat, (base + np.maximum(rank, 0) + off).ravel(), "right").reshape(n.shape)
+            return values[np.clip(k - np.arange(windows)[:, None] * width, 0, width - 1)]
+
+        out = interpolate(at(i), at(j), frac)
+        return np.where(empty, 0.0, out), (empty if empty.any() else None)

@@ -1,0 +1,142 @@
+"""Many periodic GROUP BY queries over one stream from one synopsis (a :class:`~slidewise.optimizer.sharing.Group`).
+
+:class:`SharedRun` keeps one buffer of the stream's tuples that pass the
+group's common predicate and, block by block, pre-aggregates them once into
+panes of the group's grid (width ``s``, :func:`~slidewise.optimizer.sharing.pane_width`):
+one pane partial per distinct (:attr:`~slidewise.operators.aggregates.base.Accumulator.share_key`,
+attribute) that any member needs. Each member is a
+:class:`~slidewise.runtime.pane_engine.PaneRun` that answers its own evaluations
+of the block from those partials (:meth:`~slidewise.runtime.pane_engine.PaneRun.respond`,
+with its synopses, HAVING, group filter and output kind), so every member's
+rows equal its run alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from slidewise.optimizer.sharing import Group
+from slidewise.plan.expr import evaluate
+from slidewise.runtime.pane_engine import BLOCK_CELLS, PaneRun, encode_groups
+
+__all__ = ["SharedRun"]
+
+
+class SharedRun:
+    """Feed the stream's chunks with :meth:`add`, then :meth:`finish`; ``emits[name](cols)`` gets each member's rows."""
+
+    def __init__(self, group: Group, dtypes: dict[str, np.dtype], emits: dict):
+        self.group, self.pane = group, group.pane
+        self.where = group.predicate()
+        self.runs = [PaneRun(m.spec, dtypes, emits[m.name], key_filter=m.group_filter) for m in group.members]
+        self.attrs = tuple(dict.fromkeys(group.keys + tuple(a for r in self.runs for a in r.attrs)))
+        self.parts: list[dict] = []
+        self.last_ts: int | None = None
+        self.groups_seen = 1024
+        self.blocks = self.buffered_peak = 0
+        self.partial_bytes_peak = self.unshared_bytes_peak = 0   # one block's pane partials, shared vs one per request
+        self.states: set[tuple] = set()
+
+    def add(self, ts: np.ndarray, cols: dict[str, np.ndarray]) -> None:
+        """Arrivals in timestamp order (all of the stream's attributes by name)."""
+        if not len(ts):
+            return
+        for r in self.runs:
+            if r.next_k is None:
+                r.next_k = -(-int(ts[0]) // r.spec.slide)
+        self.last_ts = int(ts[-1])
+        data = {"ts": ts, **{a: cols[a] for a in self.attrs if a != "ts"}}
+        if self.where is not None:
+            keep = np.broadcast_to(np.asarray(evaluate(self.where, lambda _s, a: ts if a == "ts" else cols[a]),
+                                              dtype=bool), ts.shape)
+            data = {a: v[keep] for a, v in data.items()}
+        if len(data["ts"]):
+            self.parts.append(data)
+        last = self.last_ts
+        self._answer(lambda d: -(-last // d) - 1)
+
+    def finish(self) -> None:
+        if self.last_ts is not None:
+            last = self.last_ts
+            self._answer(lambda d: -(-last // d))
+
+    @property
+    def results(self) -> int:
+        return sum(r.results for r in self.runs)
+
+    def _buffer(self) -> dict:
+        if len(self.parts) > 1:
+            self.parts = [{a: np.concatenate([p[a] for p in self.parts]) for a in self.parts[0]}]
+        return self.parts[0] if self.parts else {}
+
+    def _answer(self, k_last) -> None:
+        """Answer every member's evaluations up to ``k_last(D)`` (its slide ``D``)."""
+        while True:
+            buf = self._buffer()
+            work = []
+            for r in self.runs:
+                D, last = r.spec.slide, k_last(r.spec.slide)
+                if r.next_k is None or r.next_k > last:
+                    continue
+                if not buf:
+                    r.next_k, r.last_nonempty = last + 1, False
+                    continue
+                k0 = r.next_k if r.lead and r.last_nonempty else max(r.next_k, -(-int(buf["ts"][0]) // D))
+                if k0 > last:
+                    r.next_k = last + 1
+                    continue
+                work.append((r, k0, last))
+            if not work:
+                return
+            ts = buf["ts"]
+            self.buffered_peak = max(self.buffered_peak, len(ts))
+            e = max(1, BLOCK_CELLS // max(self.groups_seen, 1))
+            start = min((k0 - r.lead) * r.spec.slide - r.spec.length - 1 for r, k0, _ in work)
+            # a block ends at the earliest member's e-th evaluation, and spans at most ~e panes of the grid
+            end = min(min(last, k0 + e - 1) * r.spec.slide for r, k0, last in work)
+            end = max(min(end, start + e * self.pane), min(k0 * r.spec.slide for r, k0, _ in work))
+            jobs = [(r, k0, min(last, end // r.spec.slide)) for r, k0, last in work if k0 * r.spec.slide <= end]
+            start = min((k0 - r.lead) * r.spec.slide - r.spec.length - 1 for r, k0, _ in jobs)
+            end = max(k1 * r.spec.slide for r, _, k1 in jobs)
+            lo, hi = np.searchsorted(ts, start, "right"), np.searchsorted(ts, end, "right")
+            self._block(jobs, start, end, {a: v[lo:hi] for a, v in buf.items()})
+            for r, _, k1 in jobs:
+                r.next_k = k1 + 1
+            keep_from = min((r.next_k - r.lead) * r.spec.slide - r.spec.length for r in self.runs)
+            drop = np.searchsorted(ts, keep_from, "left")
+            if drop:
+                self.parts = [{a: v[drop:] for a, v in buf.items()}] if drop < len(ts) else []
+
+    def _block(self, jobs: list, start: int, end: int, data: dict) -> None:
+        """Each job's evaluations ``k0 .. k1`` from the panes of ``(start, end]``."""
+        if not len(data["ts"]):
+            for r, _, _ in jobs:
+                r.last_nonempty = False
+            return
+        self.blocks += 1
+        uniq, groups = encode_groups([data[k] for k in self.group.keys], len(data["ts"]))
+        g = len(uniq[0]) if uniq else 1
+        cuts = np.arange(start, end + 1, self.pane, dtype=np.int64)   # pane i: (cuts[i-1], cuts[i]]
+        pane = np.searchsorted(cuts, data["ts"], "left")
+        shape = (len(cuts), g)
+        cache: dict = {}
+        memo: dict = {}   # the synopses' running merges / intervals of the shared partials
+        requested = [0]
+
+        def partial(acc, attr):
+            key = (acc.share_key, attr) if acc.share_key else (id(acc), attr)
+            hit = cache.get(key)
+            if hit is None:
+                hit = cache[key] = (acc, acc.partial(None if attr is None else data[attr], pane, groups, shape))
+            else:
+                acc.adopt(hit[0])
+            requested[0] += sum(x.nbytes for x in hit[1])
+            return hit[1]
+
+        for r, k0, k1 in jobs:
+            r.blocks += 1
+            r.respond(np.arange(k0 - r.lead, k1 + 1, dtype=np.int64) * r.spec.slide, uniq, cuts, partial, memo)
+        self.states |= set(cache)
+        self.groups_seen = max(r.groups_seen for r, _, _ in jobs)
+        self.partial_bytes_peak = max(self.partial_bytes_peak, sum(x.nbytes for _, st in cache.values() for x in st))
+        self.unshared_bytes_peak = max(self.unshared_bytes_peak, requested[0])

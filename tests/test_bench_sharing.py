@@ -1,0 +1,27 @@
+"""``slidewise bench sharing`` on a small stream: shared and one-by-one answers are identical."""
+
+from __future__ import annotations
+
+import json
+
+from slidewise.bench.sharing import queries
+from slidewise.cli import main
+
+
+def test_bench_sharing_small(tmp_path, capsys):
+    assert main(["bench", "sharing", "--tuples", "2000", "--queries", "6,12", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "sharing.json").read_text())
+    assert [p["queries"] for p in report["points"]] == [6, 12]
+    assert all(p["identical"] and p["results"] > 0 and p["synopses"] <= 5 for p in report["points"])
+    assert "speedup" in capsys.readouterr().out
+
+
+def test_workload_shape():
+    qs = queries(50)
+    assert len(qs) == 50 and all("GROUP BY" in q and "SLIDE" in q for q in qs.values())
+    assert {q.split("(")[2].split(")")[0].split(" ")[0] for q in qs.values()} <= {"L.bytes", "*"}
+
+
+def test_bad_query_counts(capsys):
+    assert main(["bench", "sharing", "--queries", "0,x"]) == 2
+    assert "--queries must be positive integers separated by commas, got '0,x'" in capsys.readouterr().err
