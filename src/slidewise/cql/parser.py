@@ -147,8 +147,13 @@ def parse_any(text: str, tables: Iterable[str] = frozenset()) -> JoinQuery | Pla
     Plain means: one SELECT over streams (no table), no DISTINCT, aggregate,
     GROUP BY, UNION, EXCEPT, NOT EXISTS or subquery, and output ISTREAM,
     ISTREAM_RESTORE or none. Syntax errors are those of the full dialect.
+    A WINDOW clause after FROM makes it a W-join (:mod:`slidewise.cql.wjoin`).
     """
     _check_text(text)
+    from slidewise.cql.wjoin import has_window_clause, parse_wjoin
+
+    if has_window_clause(text):
+        return parse_wjoin(text)  # type: ignore[return-value]  # a W-join: the join engine runs it
     tables = frozenset(tables)
     tree = _tree(_full_lark(), text)
     if general_features(tree, tables) or frequent_call(tree) is not None:

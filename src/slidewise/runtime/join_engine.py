@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import resource
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
-from slidewise.errors import SourceError
+from slidewise.errors import OptionError, SourceError
 from slidewise.operators.project import output_columns, output_names
+from slidewise.operators.wjoin import MWJoin
 from slidewise.optimizer.planner import choose
 from slidewise.options import RunOptions
 from slidewise.plan.bind import bind_query
 from slidewise.plan.physical import PhysicalPlan
 from slidewise.plan.query import JoinQuery
+from slidewise.plan.wjoin import WJoinQuery
 from slidewise.runtime.outputs import GuardedRun, shielded, signal_name
 from slidewise.runtime.overload import make_hooks
 from slidewise.runtime.progress import Progress
@@ -67,7 +69,7 @@ def interrupted(stop: BaseException | None) -> dict:
     return {"interrupted": True, "signal": signal_name(stop)} if stop is not None else {"interrupted": False}
 
 
-def execute(query: JoinQuery, sources: dict[str, object], *, run_options: RunOptions | None = None,
+def execute(query: JoinQuery | WJoinQuery, sources: dict[str, object], *, run_options: RunOptions | None = None,
             algorithm: str | None = None, order: str | list[str] | None = None,
             operator_options: dict | None = None, overload=None, adaptive=None, **settings) -> RunResult:
     """Run ``query`` over ``sources`` (source name -> path / DataFrame / ...) to the end.
@@ -77,12 +79,16 @@ def execute(query: JoinQuery, sources: dict[str, object], *, run_options: RunOpt
     and ``partitions`` mean nothing to a join query. ``overload`` (:class:`~slidewise.runtime.overload.OverloadOptions`) and
     ``adaptive`` (drift factor) enable load shedding and re-planning; both may
     also arrive inside ``operator_options`` (the Python API passes extras there).
+    A :class:`~slidewise.plan.wjoin.WJoinQuery` runs on the merge W-join (``algorithm``,
+    ``order`` and operator options are refused).
     """
     opts = RunOptions.of(run_options, **settings)
     lateness, chunk_rows, collect = opts.lateness, opts.chunk_rows, opts.collecting()
     operator_options = dict(operator_options or {})
     overload = operator_options.pop("overload", overload)
     adaptive = operator_options.pop("adaptive", adaptive)
+    wjoin = query if isinstance(query, WJoinQuery) else None
+    query = wjoin.join if wjoin is not None else query
     missing = [s.source for s in query.streams if s.source not in sources]
     if missing:
         raise SourceError(f"no input given for stream {missing[0]!r}",
@@ -92,8 +98,12 @@ def execute(query: JoinQuery, sources: dict[str, object], *, run_options: RunOpt
                           chunk_rows=chunk_rows) for ref in query.streams]
     schemas = [list(src.schema) for src in opened]
     query = bind_query(query, [src.kinds for src in opened])
-    plan: PhysicalPlan = choose(query, algorithm, order, **(operator_options or {}))
-    operator = plan.build()
+    plan: PhysicalPlan | None
+    if wjoin is not None:
+        operator, plan = _wjoin_operator(replace(wjoin, join=query), algorithm, order, operator_options)
+    else:
+        plan = choose(query, algorithm, order, **(operator_options or {}))
+        operator = plan.build()
     names = output_names(query, schemas)
     collected: list[pd.DataFrame] = []
     rejects = Rejects()
@@ -132,9 +142,9 @@ def execute(query: JoinQuery, sources: dict[str, object], *, run_options: RunOpt
     guard.finish(rejects, opts.rejects)
     stats = {
         "query": query.text or query.describe(),
-        "algorithm": plan.algorithm.name,
-        "join_order": [query.aliases[i] for i in plan.order],
-        "orders": plan.orders(),
+        **({"algorithm": plan.algorithm.name, "join_order": [query.aliases[i] for i in plan.order],
+            "orders": plan.orders()} if plan is not None
+           else {"algorithm": operator.name, "join_order": query.aliases, "orders": {}}),
         **run_counts({ref.alias: int(inputs[i]) for i, ref in enumerate(query.streams)},
                      n_results, n_retractions, rejects, seconds),
         "comparisons": int(operator.comparisons),
@@ -149,3 +159,15 @@ def execute(query: JoinQuery, sources: dict[str, object], *, run_options: RunOpt
         frame = pd.concat(collected, ignore_index=True) if collected else \
             pd.DataFrame({n: pd.Series(dtype="object") for n in names})
     return RunResult(frame, stats, rejects)
+
+
+def _wjoin_operator(query: WJoinQuery, algorithm, order, options) -> tuple[MWJoin, None]:
+    """The operator of a W-join; the join path's choices do not apply to it."""
+    if algorithm not in (None, "auto", "mw-join"):
+        raise OptionError(f"algorithm {algorithm!r} does not run W-joins",
+                          hint="W-joins (a WINDOW clause) run on mw-join; drop --algorithm")
+    given = [k for k, v in (options or {}).items() if v not in (None, False)]
+    if order is not None or given:
+        raise OptionError(f"option {'order' if order is not None else given[0]!r} does not apply to a W-join",
+                          hint="drop it: the merge W-join chooses its own order from the WINDOW constraints")
+    return MWJoin(query), None

@@ -1,0 +1,148 @@
+"""W-joins (Hammad, Aref & Elmagarmid, SSDBM 2003): the WINDOW clause, the query model and MW-join
+against the oracle of tests/oracle_wjoin.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slidewise.cql import parse_any
+from slidewise.cql.wjoin import parse_wjoin
+from slidewise.errors import QueryError
+from slidewise.model.batch import StreamBatch, Tup
+from slidewise.operators.wjoin import MWJoin
+from slidewise.plan.wjoin import WindowConstraint, WJoinQuery
+from tests.oracle_wjoin import oracle_wjoin, order_key
+
+NAMES = "ABCD"
+
+
+def test_clause_forms():
+    q = parse_wjoin("SELECT * FROM A, B, C WINDOW(A, B) = 10 AND WINDOW(B, C) = 5 "
+                    "WHERE A.id = B.id AND B.id = C.id")
+    assert q.constraints == (WindowConstraint(0, 1, 10), WindowConstraint(1, 2, 5))
+    assert len(q.join.equalities) == 2
+    assert q.bounds()[0][2] == 15 and q.reach() == [15, 10, 15]   # Form 3: completed by shortest paths
+    every = parse_wjoin("select * from A, B, C window = 3;")
+    assert every.describe() == "WINDOW(A, B) = 3 AND WINDOW(A, C) = 3 AND WINDOW(B, C) = 3"
+    directed = parse_wjoin("SELECT * FROM A, B DWINDOW(a, b) = 2 s")
+    assert directed.constraints == (WindowConstraint(0, 1, 2000, True),)
+    assert directed.bounds() == [[0, 2000], [0, 0]]
+    assert isinstance(parse_any("SELECT * FROM A, B WINDOW(A, B) = 1 WHERE A.x = B.x"), WJoinQuery)
+
+
+def test_window_as_a_name_is_no_clause():
+    assert not isinstance(parse_any("SELECT * FROM S [RANGE 5] WHERE S.window = 3"), WJoinQuery)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("SELECT * FROM A, B WINDOW(A, X) = 1",
+     "query line 1, column 30: unknown stream 'X' in a window constraint (hint: name a stream of FROM: A, B)"),
+    ("SELECT * FROM A, B WINDOW(A, B) = -1",
+     "query line 1, column 35: negative window -1 (hint: a window is a distance >= 0)"),
+    ("SELECT * FROM A, B, C WINDOW(A, B) = 1 WHERE A.x = C.x",
+     "query line 1, column 23: the window constraints do not connect the streams: A, B | C "
+     "(hint: add a WINDOW(X, Y) = w between two of these groups (or WINDOW = w for every pair))"),
+    ("SELECT * FROM A, B DWINDOW = 1",
+     "query line 1, column 20: DWINDOW needs its two streams "
+     "(hint: write DWINDOW(A, B) = w: A's tuple first, B's at most w later)"),
+    ("SELECT * FROM A [RANGE 5], B WINDOW(A, B) = 1",
+     "stream A has its own window [RANGE 5] in a W-join "
+     "(hint: a W-join's windows are its WINDOW constraints; drop the [ ... ] after the stream)"),
+])
+def test_errors_are_pinned(text, message):
+    with pytest.raises(QueryError) as info:
+        parse_wjoin(text)
+    assert str(info.value).split("\n")[0] == message
+
+
+def test_model_refuses_a_negative_window():
+    join = parse_wjoin("SELECT * FROM A, B WINDOW = 1").join
+    with pytest.raises(QueryError, match="negative window in WINDOW"):
+        WJoinQuery(join, (WindowConstraint(0, 1, -1),))
+
+
+@st.composite
+def cases(draw):
+    n = draw(st.integers(2, 4))
+    names = NAMES[:n]
+    items = []
+    if draw(st.booleans()) and n <= 3:
+        items.append(f"WINDOW = {draw(st.integers(0, 4))}")           # Form 1
+    else:
+        path = draw(st.booleans())                                      # a path join, or a random tree
+        for j in range(1, n):
+            i = j - 1 if path else draw(st.integers(0, j - 1))
+            a, b = (i, j) if draw(st.booleans()) else (j, i)
+            kw = "DWINDOW" if draw(st.booleans()) else "WINDOW"
+            items.append(f"{kw}({names[a]}, {names[b]}) = {draw(st.integers(0, 5))}")
+        for _ in range(draw(st.integers(0, 2))):                        # extra constraints (cycles)
+            a, b = draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True))
+            items.append(f"WINDOW({names[a]}, {names[b]}) = {draw(st.integers(0, 6))}")
+    where = [f"{names[i]}.k = {names[i + 1]}.k" for i in range(n - 1) if draw(st.booleans())]
+    if draw(st.booleans()):
+        where.append(f"{names[0]}.k < 2")
+    text = f"SELECT * FROM {', '.join(names)} {' AND '.join(items)}" + (f" WHERE {' AND '.join(where)}" if where else "")
+    rows = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 12), st.integers(0, 2)),
+                         max_size=5 * n))
+    if draw(st.booleans()) and rows:                                    # a burst: one timestamp for many
+        burst = draw(st.integers(0, 12))
+        rows += [(s, burst, k) for s, _, k in rows[: len(rows) // 2]]
+    chunk = draw(st.integers(1, 8))
+    return text, rows, chunk
+
+
+def _tuples(rows) -> list[Tup]:
+    """Tuples with positions in the global order (ts, stream, input order)."""
+    arrived = [Tup(s, i, ts, 1, {"k": k}) for i, (s, ts, k) in enumerate(rows)]
+    for p, t in enumerate(sorted(arrived, key=order_key)):
+        t.pos = p
+    return sorted(arrived, key=lambda t: t.pos)
+
+
+def _run(query: WJoinQuery, tuples: list[Tup], chunk: int):
+    op = MWJoin(query)
+    keys = []
+    for start in range(0, len(tuples), chunk):
+        part = tuples[start:start + chunk]
+        batches = [StreamBatch(s, [t.pos for t in part if t.stream == s], [t.ts for t in part if t.stream == s],
+                               {"k": np.array([t.vals["k"] for t in part if t.stream == s], np.int64)})
+                   for s in range(query.n)]
+        keys += op.process(batches).keys()
+    keys += op.finish().keys()
+    return keys
+
+
+@settings(max_examples=150, deadline=None)
+@given(cases())
+def test_mw_join_equals_the_oracle(case):
+    text, rows, chunk = case
+    query = parse_wjoin(text)
+    tuples = _tuples(rows)
+    got = _run(query, tuples, chunk)
+    expected = oracle_wjoin(query, tuples)
+    assert sorted(got) == sorted(expected.elements()), text
+    assert len(set(got)) == len(got)                                    # each result once
+
+
+def test_removal_rule_bounds_the_state():
+    query = parse_wjoin("SELECT * FROM A, B WINDOW(A, B) = 2")
+    op = MWJoin(query)
+    for i in range(100):
+        op.process([StreamBatch(0, [2 * i], [i], {}), StreamBatch(1, [2 * i + 1], [i], {})])
+    assert op.state_tuples() <= 8
+
+
+def test_run_through_the_cli(tmp_path, capsys):
+    from slidewise.cli import main
+
+    (tmp_path / "a.csv").write_text("ts,id\n1,1\n3,2\n5,1\n")
+    (tmp_path / "b.csv").write_text("ts,id\n2,1\n4,2\n9,1\n")
+    out = tmp_path / "r.csv"
+    code = main(["run", "SELECT * FROM A, B DWINDOW(A, B) = 1 WHERE A.id = B.id",
+                 "--source", f"A={tmp_path / 'a.csv'}", "--source", f"B={tmp_path / 'b.csv'}",
+                 "--out", str(out), "--quiet"])
+    assert code == 0
+    assert out.read_text().splitlines() == ["A.ts,A.id,B.ts,B.id,ts,exp,sign", "1,1,2,1,2,2,1", "3,2,4,2,4,4,1"]
