@@ -146,3 +146,15 @@ def test_run_through_the_cli(tmp_path, capsys):
                  "--out", str(out), "--quiet"])
     assert code == 0
     assert out.read_text().splitlines() == ["A.ts,A.id,B.ts,B.id,ts,exp,sign", "1,1,2,1,2,2,1", "3,2,4,2,4,4,1"]
+
+
+def test_spark_is_refused_and_explain_shows_the_bounds(tmp_path, capsys):
+    import slidewise
+    from slidewise.cli import main
+    from slidewise.errors import OptionError
+
+    with pytest.raises(OptionError, match="W-joins run on the local engine only so far"):
+        slidewise.run("SELECT * FROM A, B WINDOW = 1", {"A": [{"ts": 1}], "B": [{"ts": 1}]}, engine="spark")
+    assert main(["explain", "SELECT * FROM A, B, C WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3"]) == 0
+    assert capsys.readouterr().out == ("W-join on mw-join: WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3; "
+                                       "reach {'A': 5, 'B': 3, 'C': 2}\n")

@@ -25,6 +25,7 @@ from slidewise.errors import OptionError, require_extra
 from slidewise.options import RunOptions
 from slidewise.plan.logical import Plan
 from slidewise.plan.query import JoinQuery
+from slidewise.plan.wjoin import WJoinQuery, local_only
 from slidewise.runtime.join_engine import RunResult, execute
 from slidewise.runtime.outputs import check_run
 from slidewise.runtime.sinks import sink_format
@@ -33,7 +34,7 @@ from slidewise.runtime.sinks import sink_format
 JOIN_ONLY_OPTIONS = ("algorithm", "order", "buckets", "stats", "search", "negatives", "overload", "adaptive")
 
 
-def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm: str | None = None,
+def run(query: str | JoinQuery | WJoinQuery | Plan, sources: dict[str, object], *, algorithm: str | None = None,
         order: str | list[str] | None = None, engine: str = "local", tables: dict[str, object] | None = None,
         run_options: RunOptions | None = None, **options) -> RunResult:
     """Run a query to the end of its inputs on the embedded engine (or ``engine="spark"``).
@@ -81,10 +82,12 @@ def run(query: str | JoinQuery | Plan, sources: dict[str, object], *, algorithm:
     check_run(sources, tables, {"--out": opts.out, "--rejects": opts.rejects},
               directories=("--out", "--rejects") if engine == "spark" else (),
               formats={} if engine == "spark" else {"--out": sink_format})
-    q = query if isinstance(query, (JoinQuery, Plan)) else load_any(query, tables)
+    q = query if isinstance(query, (JoinQuery, WJoinQuery, Plan)) else load_any(query, tables)
     if isinstance(q, Plan):
         return _run_plan(q, sources, tables, opts, engine=engine,
                          options={"algorithm": algorithm, "order": order, **operator_options})
+    if isinstance(q, WJoinQuery) and engine == "spark":
+        raise local_only()
     if engine == "spark":
         from slidewise.spark.join_runner import run_spark
 

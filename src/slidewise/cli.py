@@ -228,6 +228,7 @@ def cmd_run(args) -> int:
                           hint="add --engine spark, or drop the option")
     if args.engine == "spark":
         require_extra("spark", "--engine spark")
+        _refuse_wjoin(args.query, tables)
     _check_outputs(args, tables, _is_general(args.query, tables))
     opts = run_options(args, collect=show and not args.quiet)
     if args.engine == "local":
@@ -266,6 +267,15 @@ def _uses_kafka(args) -> bool:
     from slidewise.kafka.uri import is_kafka
 
     return is_kafka(args.out) or any(is_kafka(p.partition("=")[2]) for p in args.source or [])
+
+
+def _refuse_wjoin(query: str, tables: dict) -> None:
+    """A W-join cannot run on Spark yet: say so before the session starts."""
+    from slidewise.cql.parser import load_any
+    from slidewise.plan.wjoin import WJoinQuery, local_only
+
+    if isinstance(load_any(query, tables), WJoinQuery):
+        raise local_only()
 
 
 def _is_general(query: str, tables: dict) -> bool:
@@ -319,8 +329,12 @@ def cmd_explain(args) -> int:
     from slidewise.optimizer.explain import explain_info, render
     from slidewise.optimizer.planner import choose
     from slidewise.plan.logical import Plan
+    from slidewise.plan.wjoin import WJoinQuery
 
     q = load_any(_query(args))
+    if isinstance(q, WJoinQuery):  # a W-join: its constraints, closed, and its operator
+        print(f"W-join on mw-join: {q.describe()}; reach {dict(zip(q.join.aliases, q.reach()))}")
+        return 0
     if isinstance(q, Plan):  # a general query: the update-pattern annotated logical plan
         from slidewise.optimizer.explain import plan_info, render_plan
 

@@ -19,10 +19,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from slidewise.errors import QueryError
+from slidewise.errors import OptionError, QueryError
 from slidewise.plan.query import JoinQuery
 
-__all__ = ["WJoinQuery", "WindowConstraint"]
+__all__ = ["WJoinQuery", "WindowConstraint", "local_only"]
+
+
+def local_only() -> OptionError:
+    """The error for a W-join sent to the Spark engine (none of its operators runs there yet)."""
+    return OptionError("W-joins run on the local engine only so far",
+                       hint="drop --engine spark (engine='spark' in the API)")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """MW-join: the merge W-join (Hammad, Aref & Elmagarmid, "Stream Window Join: Tracking Moving
-Objects in Sensor-Network Databases", SSDBM 2003, §3.3).
+Objects in Sensor-Network Databases", SSDBM 2003, §3.2).
 
 The paper's MW-join alternates two modes over the streams' buffers. Mode 1 searches the time axis
 for a period holding one tuple of every stream and drops the tuples left of it; Mode 2 enumerates
