@@ -32,3 +32,15 @@ def test_bench_synopses_claims(tmp_path, capsys):
 def test_bench_synopses_bad_b(capsys):
     assert main(["bench", "synopses", "--max-b", "1"]) == 2
     assert "--max-b must be at least 2, got 1" in capsys.readouterr().err
+
+
+def test_measured_space_and_probes_match_cost(tmp_path):
+    from slidewise.bench.synopses import run_synopses_bench
+    from slidewise.synopses import cost
+
+    report = run_synopses_bench(tmp_path, max_b=16, windows=20, groups=2, rounds=1)
+    for name, pts in report["points"].items():
+        for p in pts:
+            kept, probes = cost(name, p["b"])
+            assert p["cells"] == kept * report["groups"] and p["probes_max"] <= probes, (name, p)
+    assert cost("interval", 10) == (21, 8) and cost("interval", 1) == (1, 1)
