@@ -174,6 +174,7 @@ def plot(report: dict, path: Path) -> Path:
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
     fig.suptitle(f"Golab's thesis §2.3.4 synopses: {report['windows']} windows x {report['groups']} groups per b",
                  fontsize=10)
     return save_png(fig, path)
