@@ -132,7 +132,8 @@ WINDOWS = [
      "SELECT * FROM S1 [RANGE -5]\n"
      "                        ^"),
     ("slide_on_rows", "SELECT * FROM S1 [ROWS 5 SLIDE 2]",
-     "query line 1, column 26: SLIDE needs a time window and a positive interval (hint: write e.g. [RANGE 100 SLIDE 10])\n"
+     "query line 1, column 26: SLIDE on a count window is accepted by FREQUENT only (D arrivals) (hint: slide a time "
+     "window, e.g. [RANGE 100 SLIDE 10], or write SELECT RSTREAM FREQUENT(S.x, 5) FROM S [ROWS 10000 SLIDE 100])\n"
      "SELECT * FROM S1 [ROWS 5 SLIDE 2]\n"
      "                         ^"),
     ("slide_zero", "SELECT * FROM S1 [RANGE 5 SLIDE 0]",

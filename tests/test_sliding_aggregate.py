@@ -133,11 +133,13 @@ def test_explain_names_the_synopsis_and_panes(capsys):
     query = "SELECT RSTREAM(S.a, COUNT(*) AS n, MAX(S.b)) FROM S [RANGE 999 SLIDE 10] GROUP BY S.a"
     assert main(["explain", query]) == 0
     out = capsys.readouterr().out
-    assert "path         sliding aggregate: running synopsis and interval synopsis, pane s=10, b=100" in out
+    assert ("path         sliding aggregate: running synopsis and interval synopsis, pane s=10, b=100; "
+            "partials kept per group / probed per answer: running 101 / 2, interval 202 / at most 14") in out
     spec = match(parse_plan("SELECT RSTREAM(S.a, MIN(S.b) AS m) FROM S [RANGE 12 SLIDE 10] GROUP BY S.a"))
     assert (spec.pane, spec.panes) == (1, 13)
     assert match(parse_plan("SELECT RSTREAM(MIN(S.b)) FROM S [RANGE 3 SLIDE 2]")).describe() == \
-        "sliding aggregate: running synopsis and basic interval synopsis, pane s=2, b=2"
+        "sliding aggregate: running synopsis and basic interval synopsis, pane s=2, b=2; " \
+        "partials kept per group / probed per answer: running 3 / 2, basic interval 2 / 2"
 
 
 # ---- synopses and accumulators against brute force --------------------------------------------

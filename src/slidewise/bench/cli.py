@@ -115,6 +115,19 @@ def _sharing(args) -> int:
     return 0
 
 
+def _synopses(args) -> int:
+    from slidewise.bench.synopses import print_summary, run_synopses_bench
+
+    _positive(args.windows, "--windows")
+    _positive(args.groups, "--groups")
+    _positive(args.rounds, "--rounds")
+    if args.max_b < 2:
+        raise OptionError(f"--max-b must be at least 2, got {args.max_b}", hint="e.g. --max-b 64")
+    print_summary(run_synopses_bench(args.out, max_b=args.max_b, windows=args.windows, groups=args.groups,
+                                     rounds=args.rounds))
+    return 0
+
+
 def _positive_ints(text: str, option: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",")]
@@ -229,6 +242,14 @@ def build_parser() -> argparse.ArgumentParser:
                      "pair, protocol, port) run shared and one by one, answers compared; sharing.json.")
     sh.add_argument("--queries", metavar="N,N,...", help="numbers of queries (default 40,80,160,240)")
     sh.add_argument("--tuples", type=int, help="input tuples (default 200,000)")
+
+    sy = _experiment(sub, "synopses", _synopses, "Golab's thesis §2.3.4: synopsis space and probes against b",
+                     "Running, interval and basic interval synopses for b = 2, 4, ... panes per window: "
+                     "partials kept, partials probed and time per answer; synopses.json/.png.")
+    sy.add_argument("--max-b", type=int, default=1024, metavar="B", help="b runs over the powers of two up to B (default 1024)")
+    sy.add_argument("--windows", type=int, default=256, help="windows answered per b (default 256)")
+    sy.add_argument("--groups", type=int, default=16, help="groups per pane (default 16)")
+    sy.add_argument("--rounds", type=int, default=3, metavar="N", help="timing rounds, best kept (default 3)")
 
     s = _experiment(sub, "asymmetric", _asymmetric, "Kang et al.: NLJ/hash/B+tree/T-tree per direction",
                     "Asymmetric join combinations (Kang, Naughton & Viglas, ICDE 2003); asymmetric.json/.png.")

@@ -15,7 +15,8 @@ at most :data:`BASIC_MAX_PANES` panes).
 
 Panes: the window at ``τ = kD`` holds ``τ − T ≤ ts ≤ τ``, so every window
 boundary lies on the grid of width ``s = gcd(T + 1, D)`` and a window is
-``b = (T + 1) / s`` panes of it; ``explain`` shows ``s`` and ``b``.
+``b = (T + 1) / s`` panes of it; ``explain`` shows ``s``, ``b`` and each synopsis's
+partials kept and probed (:func:`slidewise.synopses.cost`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 from slidewise.operators.aggregates import REGISTRY
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
 from slidewise.plan.logical import AggCall, Aggregate, Output, Plan, Project, Scan, Select
+from slidewise.synopses import cost
 
 __all__ = ["BASIC_MAX_PANES", "SlidingAggregate", "match"]
 
@@ -72,7 +74,10 @@ class SlidingAggregate:
         kinds = list(dict.fromkeys(self.synopsis(a) for a in self.aggs)) or ["running"]
         if "running" not in kinds:
             kinds.insert(0, "running")   # COUNT(*) of every group decides which groups have a row
-        return f"sliding aggregate: {' and '.join(k + ' synopsis' for k in kinds)}, pane s={self.pane}, b={self.panes}"
+        costs = ", ".join(f"{k} {kept} / {'at most ' if k == 'interval' else ''}{probes}"
+                          for k in kinds for kept, probes in [cost(k, self.panes)])
+        return (f"sliding aggregate: {' and '.join(k + ' synopsis' for k in kinds)}, pane s={self.pane}, "
+                f"b={self.panes}; partials kept per group / probed per answer: {costs}")
 
     def arguments(self) -> tuple[str, ...]:
         """The stream attributes the aggregates read."""

@@ -40,6 +40,10 @@ class WindowSpec:
         if self.size < 0 or (self.kind == "rows" and self.size < 1):
             raise PlanError(f"window size must be positive, got {self.size}",
                             hint="write e.g. [RANGE 100] or [ROWS 50]")
+        if self.slide is not None and self.slide >= 1 and self.kind == "rows":
+            raise PlanError("SLIDE on a count window is accepted by FREQUENT only (D arrivals)",
+                            hint="slide a time window, e.g. [RANGE 100 SLIDE 10], or write "
+                                 "SELECT RSTREAM FREQUENT(S.x, 5) FROM S [ROWS 10000 SLIDE 100]")
         if self.slide is not None and (self.slide < 1 or self.kind != "range"):
             raise PlanError("SLIDE needs a time window and a positive interval",
                             hint="write e.g. [RANGE 100 SLIDE 10]")

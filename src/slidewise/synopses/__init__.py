@@ -18,10 +18,28 @@ windows``), in whole-array numpy operations.
 
 :data:`SYNOPSES` maps a name to its ``windows(acc, partials, lo, hi, memo=None)``; a ``memo`` dict
 shared by the queries of one synopsis (:mod:`slidewise.runtime.shared`) keeps what they all probe.
+:func:`cost` gives each one's space and probes per answer for windows of b panes.
 """
 
 from slidewise.synopses import basic_interval, interval, running
 
 SYNOPSES = {"running": running.windows, "interval": interval.windows, "basic interval": basic_interval.windows}
 
-__all__ = ["SYNOPSES", "basic_interval", "interval", "running"]
+
+
+def cost(name: str, b: int) -> tuple[int, int]:
+    """Partials a synopsis keeps per group for a window of ``b`` panes, and the most it probes per answer:
+    running b + 1 running merges (the first empty), 2 probes; interval b + ⌈b/2⌉ + ... + 1 dyadic
+    intervals (2b − 1 for b a power of two), at most 2⌈log2 b⌉ probes; basic interval the b panes, b probes."""
+    if name == "running":
+        return b + 1, 2
+    if name == "interval":
+        kept, n = b, b
+        while n > 1:
+            n = (n + 1) // 2
+            kept += n
+        return kept, max(1, 2 * (b - 1).bit_length())
+    return b, b
+
+
+__all__ = ["SYNOPSES", "basic_interval", "cost", "interval", "running"]
