@@ -195,6 +195,7 @@ class StructureInputs:
     rates: tuple[float, float]
     windows: tuple[float, float]
     allowed: tuple[str, str]
+    keys: tuple[ProbeKey, ProbeKey]
 
 
 def structure_inputs(query: JoinQuery, options: dict) -> StructureInputs:
@@ -207,10 +208,10 @@ def structure_inputs(query: JoinQuery, options: dict) -> StructureInputs:
         raise OptionError(f"rates must be two positive numbers, got {options.get('rates')!r}",
                           hint="e.g. rates=(800, 200) for λ1, λ2")
     specs = [s.window for s in query.streams]
-    keys = [probe_key(query, 0, 1), probe_key(query, 1, 0)]
+    keys = (probe_key(query, 0, 1), probe_key(query, 1, 0))
     allowed = tuple({"eq": "NHBT", "range": "NBT"}.get(k.kind, "N") for k in keys)
     windows = (window_tuples(specs[0], rates[0]), window_tuples(specs[1], rates[1]))
-    return StructureInputs((rates[0], rates[1]), windows, (allowed[0], allowed[1]))
+    return StructureInputs((rates[0], rates[1]), windows, (allowed[0], allowed[1]), keys)
 
 
 @dataclass
@@ -310,7 +311,7 @@ class BinaryJoin(NestedLoopJoin):
             raise OptionError(f"node_size must be an integer >= 3, got {node_size!r}",
                               hint="the paper uses 100 entries per tree node")
         self.node_size = node_size
-        self.keys = [probe_key(query, 0, 1), probe_key(query, 1, 0)]
+        self.keys = list(inputs.keys)
         self.allowed = list(inputs.allowed)
         self.windows_est = list(inputs.windows)
         directions = opts.get("directions")
