@@ -12,7 +12,7 @@ from slidewise.cli import main
 
 EXPERIMENTS = {"joins": "--time-budget", "aggregation": "--rounds", "asymmetric": "--profile",
                "allocation": "--scale", "ordering": "--rounds", "table8": "--rounds",
-               "update-patterns": "--zeek-dir", "spark": "--workload"}
+               "update-patterns": "--zeek-dir", "spark": "--workload", "frequent": "--tuples", "sharing": "--queries"}
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from rich.console import Console
 
 pytest.importorskip("matplotlib")
 
-from slidewise.bench.frequent import run_frequent_bench  # noqa: E402
+from slidewise.bench.cli import print_table  # noqa: E402
+from slidewise.bench.frequent import run_frequent_bench, summary  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +54,12 @@ def test_algorithm_6_uses_a_tenth_of_the_exact_memory(report):
     t = report["throughput"]
     assert t["window"] == 100_000
     assert t["topk"]["state_bytes_peak"] * 10 <= t["exact"]["state_bytes_peak"]
+
+
+def test_summary_is_a_table_of_sections(report):
+    """``slidewise bench frequent`` prints its summary through the bench table printer."""
+    console = Console(record=True, width=120)
+    print_table("slidewise bench frequent", summary(report), console=console)
+    text = console.export_text()
+    assert "slidewise bench frequent" in text and "zipf(1.1)" in text and "b 20, k 1" in text and "recall" in text
+    assert "throughput" in text and "speedup" in text and "memory ratio" in text

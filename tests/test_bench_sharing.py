@@ -13,7 +13,8 @@ def test_bench_sharing_small(tmp_path, capsys):
     report = json.loads((tmp_path / "sharing.json").read_text())
     assert [p["queries"] for p in report["points"]] == [6, 12]
     assert all(p["identical"] and p["results"] > 0 and p["synopses"] <= 5 for p in report["points"])
-    assert "speedup" in capsys.readouterr().out
+    err = capsys.readouterr().err
+    assert "slidewise bench sharing" in err and "6 queries" in err and "speedup" in err
 
 
 def test_workload_shape():

@@ -12,6 +12,8 @@ from slidewise.errors import OptionError, PlanError
 from slidewise.operators.joins import algorithms, get_algorithm
 from slidewise.operators.joins.binary import BinaryJoin, probe_key
 from slidewise.optimizer.binary import PROFILE_ENV
+from slidewise.optimizer.planner import choose as plan_query
+from slidewise.optimizer.structures import cost_based_structures
 from slidewise.plan.expr import BinOp, Cmp, Func, Lit
 from slidewise.plan.query import WindowSpec
 from tests.oracle import oracle
@@ -143,14 +145,16 @@ def test_probe_key_shapes():
 
 
 def test_cost_based_default_uses_profile_or_paper_weights(monkeypatch, tmp_path):
-    """Without ``directions`` the cost model picks per window (paper weights without a profile)."""
+    """Without ``directions`` the planner's cost model picks per window (paper weights without a profile)."""
     monkeypatch.setenv(PROFILE_ENV, str(tmp_path / "absent.json"))
     q = query_of([WindowSpec("rows", 9500), WindowSpec("rows", 500)], common_key(2))
-    op = BinaryJoin(q, rates=(2, 998))   # Table 3, first workload
-    assert op.directions == "BN" and "Eq. 7" in op.reason
+    directions, why = cost_based_structures(q, {"rates": (2, 998)})   # Table 3, first workload
+    assert directions == "BN" and "Eq. 7" in why
+    assert plan_query(q, "binary", rates=(2, 998)).build().directions == "BN"
     band = query_of([WindowSpec("rows", 9500), WindowSpec("rows", 500)], (),
                     [Cmp("<", col(0, "x"), col(1, "x"))])
-    assert BinaryJoin(band, rates=(2, 998)).directions[0] in "BT"
+    assert cost_based_structures(band, {"rates": (2, 998)})[0][0] in "BT"
+    assert BinaryJoin(q).directions == BinaryJoin(band).directions == "NN"  # built directly: scans
 
 
 @st.composite

@@ -23,6 +23,7 @@ from slidewise.cql.queryfile import NAME, NamedQuery, load_queries, located
 from slidewise.errors import OptionError, SlidewiseError
 from slidewise.optimizer.pane_plan import match
 from slidewise.optimizer.sharing import share
+from slidewise.options import DEFAULT_CHUNK_ROWS
 from slidewise.plan.bind import bind
 from slidewise.plan.logical import Plan
 from slidewise.plan.prune import prune_columns
@@ -79,7 +80,7 @@ class _Sinks:
 
 def run_many(queries, sources: dict[str, object], *, out_dir: str | os.PathLike | None = None,
              out_format: str = "csv", collect: bool | None = None, lateness: int = 0, ts_column: str = "ts",
-             ts_unit: str = "auto", chunk_rows: int = 65536, shared: bool = True, rejects: str | None = None
+             ts_unit: str = "auto", chunk_rows: int = DEFAULT_CHUNK_ROWS, shared: bool = True, rejects: str | None = None
              ) -> ManyResult:
     """Run named queries over ``sources`` on the local engine.
 

@@ -182,3 +182,14 @@ def test_grid_keying_equals_oracle_for_cycles_and_theta_edges():
                 assert keying.mode == "grid"
                 got, _ = simulate(query, tuples, batches=3, buckets=buckets)
                 assert result_rows(query, got) == want, (seed, equalities, filters, buckets)
+
+
+def test_console_batches_and_collected_frames(capsys):
+    """The sinks' shared helpers: a console batch prints its count and first 20 rows; no frames, empty columns."""
+    from slidewise.spark.sinks import collected, print_console
+
+    print_console(pd.DataFrame({"a": range(30)}), 3, "results")
+    out, err = capsys.readouterr()
+    assert err == "-- batch 3: 30 results\n" and len(out.splitlines()) == 21
+    assert list(collected([], ["a", "b"]).columns) == ["a", "b"]
+    assert collected([pd.DataFrame({"a": [1]}), pd.DataFrame({"a": [2]})], ["a"])["a"].tolist() == [1, 2]

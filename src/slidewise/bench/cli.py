@@ -99,19 +99,20 @@ def _aggregation(args) -> int:
 
 
 def _frequent(args) -> int:
-    from slidewise.bench.frequent import print_summary, run_frequent_bench
+    from slidewise.bench.frequent import run_frequent_bench, summary
 
     _positive(args.tuples, "--tuples")
-    print_summary(run_frequent_bench(args.out, tuples=args.tuples, progress=_say))
+    print_table("slidewise bench frequent", summary(run_frequent_bench(args.out, tuples=args.tuples, progress=_say)))
     return 0
 
 
 def _sharing(args) -> int:
-    from slidewise.bench.sharing import COUNTS, print_summary, run_sharing_bench
+    from slidewise.bench.sharing import COUNTS, run_sharing_bench, summary
 
     counts = COUNTS if args.queries is None else tuple(_positive_ints(args.queries, "--queries"))
     _positive(args.tuples, "--tuples")
-    print_summary(run_sharing_bench(tuples=args.tuples or 200_000, counts=counts, out_dir=args.out))
+    print_table("slidewise bench sharing", summary(run_sharing_bench(tuples=args.tuples or 200_000, counts=counts,
+                                                                     out_dir=args.out)))
     return 0
 
 

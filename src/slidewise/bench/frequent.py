@@ -34,7 +34,7 @@ from slidewise.cql import parse_any
 from slidewise.plan.frequent import FrequentQuery
 from slidewise.runtime.frequent import FrequentRun
 
-__all__ = ["accuracy", "datasets", "print_summary", "run_frequent_bench", "throughput", "true_counts"]
+__all__ = ["accuracy", "datasets", "run_frequent_bench", "summary", "throughput", "true_counts"]
 
 KS = tuple(range(1, 11))
 BS = (20, 100, 500)
@@ -160,21 +160,21 @@ def run_frequent_bench(out_dir: str | Path = "bench-results", *, tuples: int | N
 MEASURES = ("delta", "over", "recall", "space", "rel_error")
 
 
-def print_summary(report: dict) -> None:
-    """A readable table: per data set and b, each measure at k = 1, 5, 10; then the throughput."""
+def summary(report: dict) -> dict:
+    """The summary table's sections: per data set and b, each measure at k = 1, 5, 10; then the throughput."""
+    def num(v) -> str:
+        return "-" if v is None else f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+
+    out: dict = {}
     for name, d in report["accuracy"].items():
-        print(f"\n{name} ({d['tuples']:,} tuples, window {d['window']:,})")
-        print(f"{'b':>5} {'k':>3} " + " ".join(f"{m:>10}" for m in MEASURES))
-        for r in d["rows"]:
-            if r["k"] in (1, 5, 10):
-                print(f"{r['b']:>5} {r['k']:>3} " + " ".join(f"{r[m]:>10.3g}" if r[m] is not None else f"{'-':>10}"
-                                                             for m in MEASURES))
+        out[name] = {"tuples": d["tuples"], "window": d["window"]} | {
+            f"b {r['b']}, k {r['k']}": ", ".join(f"{m} {num(r[m])}" for m in MEASURES)
+            for r in d["rows"] if r["k"] in (1, 5, 10)}
     t = report["throughput"]
-    print(f"\nthroughput, {t['tuples']:,} Zipf tuples, [ROWS {t['window']} SLIDE {t['slide']}], k={t['k']}")
-    for kind in ("topk", "exact"):
-        r = t[kind]
-        print(f"  {kind:<6} {r['tuples_per_s']:>12,} tuples/s  {r['seconds']:>8.3f} s  state {r['state_bytes_peak']:>12,} B")
-    print(f"  memory ratio {t['memory_ratio']:.4f}, speedup {t['speedup']:.2f}x")
+    out["throughput"] = {"Zipf tuples": t["tuples"], "window": f"[ROWS {t['window']} SLIDE {t['slide']}]", "k": t["k"]} | {
+        kind: f"{t[kind]['tuples_per_s']:,} tuples/s, {t[kind]['seconds']:.3f} s, state {t[kind]['state_bytes_peak']:,} B"
+        for kind in ("topk", "exact")} | {"memory ratio": f"{t['memory_ratio']:.4f}", "speedup": f"{t['speedup']:.2f}x"}
+    return out
 
 
 def plot(report: dict, path: Path) -> Path:

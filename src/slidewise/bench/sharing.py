@@ -25,7 +25,7 @@ import pandas as pd
 
 from slidewise.bench.common import machine_info, write_json
 
-__all__ = ["print_summary", "queries", "run_sharing_bench", "stream"]
+__all__ = ["queries", "run_sharing_bench", "stream", "summary"]
 
 #: group-by attributes of the queries (one set drawn per query)
 KEYS = (("src",), ("dst",), ("src", "dst"), ("proto",), ("port",))
@@ -92,11 +92,12 @@ def run_sharing_bench(tuples: int = 200_000, counts=COUNTS, out_dir: str | Path 
     return report
 
 
-def print_summary(report: dict) -> None:
-    """The table of :func:`run_sharing_bench`."""
-    print(f"{report['tuples']:,} tuples; time in s, throughput in tuples x queries / s")
-    print(f"{'queries':>8} {'synopses':>8} {'alone s':>9} {'shared s':>9} {'speedup':>8} "
-          f"{'alone thr':>12} {'shared thr':>12} {'identical':>9}")
+def summary(report: dict) -> dict:
+    """The summary table's sections: one per number of queries (time in s, throughput in tuples x queries / s)."""
+    out: dict = {"tuples": report["tuples"]}
     for p in report["points"]:
-        print(f"{p['queries']:>8} {p['synopses']:>8} {p['alone_s']:>9.2f} {p['shared_s']:>9.2f} {p['speedup']:>7.1f}x "
-              f"{p['alone_throughput']:>12,} {p['shared_throughput']:>12,} {str(p['identical']):>9}")
+        out[f"{p['queries']} queries"] = {
+            "synopses": p["synopses"], "alone s": f"{p['alone_s']:.2f}", "shared s": f"{p['shared_s']:.2f}",
+            "speedup": f"{p['speedup']:.1f}x", "alone tuples x queries/s": p["alone_throughput"],
+            "shared tuples x queries/s": p["shared_throughput"], "identical": p["identical"]}
+    return out

@@ -22,6 +22,9 @@ style (each rule a function plan → plan in its own module under
    buckets over the windows of a ``hashed`` algorithm (more for bigger
    windows, Golab & Özsu §6.5) unless ``--buckets`` fixes them, then lets the
    order be re-chosen for the new bucket counts.
+3. :func:`~slidewise.optimizer.structures.choose_structures` picks the
+   ``binary`` join's per-window structures with the Kang et al. cost model
+   unless ``directions`` is given.
 
 The cost model describes the faithful per-tuple operators. An operator
 without one names a stand-in (its ``priced_as`` fact): the columnar path,
@@ -39,13 +42,14 @@ from slidewise.operators.joins import JoinOperator, by_rank, get_algorithm, mode
 from slidewise.optimizer.buckets import allocate_buckets
 from slidewise.optimizer.ordering import order_joins
 from slidewise.optimizer.stats import StatsArg, resolve_statistics
+from slidewise.optimizer.structures import choose_structures
 from slidewise.plan.physical import PhysicalPlan, parse_order
 from slidewise.plan.query import JoinQuery
 
 __all__ = ["RULES", "choose", "preference"]
 
 #: the optimizer rules, applied in this order (each: plan -> plan)
-RULES = (order_joins, allocate_buckets)
+RULES = (order_joins, allocate_buckets, choose_structures)
 
 
 def preference(query: JoinQuery) -> list[type[JoinOperator]]:

@@ -38,8 +38,8 @@ from slidewise.optimizer.pane_plan import SlidingAggregate, match
 from slidewise.plan.logical import Plan
 from slidewise.runtime.pane_engine import BLOCK_CELLS, WindowAnswers, encode_groups
 from slidewise.runtime.plan_driver import end_instant
-from slidewise.spark.layout import EOF, KIND_NUMPY, MARKER, REJECT, TUPLE, concat, pack, unpack
-from slidewise.spark.plan_state import ADMITTED, NEG, REJECTS, RESULT, STATS, late_rejects, out_frame
+from slidewise.spark.layout import EOF, KIND_NUMPY, MARKER, TUPLE, concat, pack, unpack
+from slidewise.spark.plan_state import ADMITTED, NEG, RESULT, STATS, late_rejects, out_frame, passed_rejects
 from slidewise.spark.state_codec import pack_state, state_key, unpack_state
 
 __all__ = ["PaneBucket", "pane_bucket"]
@@ -106,11 +106,7 @@ class PaneBucket:
         """New state bytes and the output rows of one call (rejects passed on, admitted counts, results, stats)."""
         st = self._load(blob)
         spec, D = self.spec, self.spec.slide
-        rows: list[dict] = []
-        kind = frame["k"].to_numpy()
-        streams = frame["s"].to_numpy().astype(np.int64)
-        for payload, s, q in zip(frame["p"][kind == REJECT], streams[kind == REJECT], frame["q"][kind == REJECT]):
-            rows.append({"k": REJECTS, "s": int(s), "q": int(q), "p": bytes(payload)})
+        rows, kind, streams = passed_rejects(frame)
         marks = kind == MARKER
         if marks.any():
             st["frontier"] = max(st["frontier"], int(frame["t"].to_numpy(np.int64)[marks].max()))

@@ -76,7 +76,7 @@ from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.spark.join_runner import SparkRun
 from slidewise.spark.plan_state import ADMITTED, OUT_DDL, REJECTS, RESULT, STATE_DDL, STATS, PlanBucket, partition_attribute
-from slidewise.spark.sinks import FILE_KINDS, refuse_other_parts, write_batch_rejects
+from slidewise.spark.sinks import FILE_KINDS, collected, print_console, refuse_other_parts, write_batch_rejects
 
 __all__ = ["PlanProcessor", "PlanRun", "run_plan_spark", "start_plan_spark"]
 
@@ -245,9 +245,7 @@ class _PlanSink:
             frame = pd.concat([pd.DataFrame(c) for c in results], ignore_index=True)
             self._topic.write(frame[[c for c in self.columns if c in frame.columns]], batch_id)
         elif self.kind == "console" and results:
-            frame = pd.concat([pd.DataFrame(c) for c in results], ignore_index=True)
-            print(f"-- batch {batch_id}: {len(frame):,} output rows", file=sys.stderr)
-            print(frame.head(20).to_string(index=False))
+            print_console(pd.concat([pd.DataFrame(c) for c in results], ignore_index=True), batch_id, "output rows")
 
     def close(self) -> None:
         if self.sink is not None:
@@ -258,9 +256,7 @@ class _PlanSink:
             self._topic = None
 
     def frame(self) -> pd.DataFrame:
-        if self.frames:
-            return pd.concat(self.frames, ignore_index=True)
-        return pd.DataFrame({c: pd.Series(dtype="object") for c in self.columns})
+        return collected(self.frames, self.columns)
 
 
 _EXT = {"parquet": ".parquet", "csv": ".csv", "json": ".jsonl"}

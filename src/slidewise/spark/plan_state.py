@@ -292,11 +292,7 @@ class PlanBucket:
         st = cloudpickle.loads(unseal(self.key, blob)) if blob else self.new_state()
         runner = st.runner
         before = (runner.negatives, runner.instants)
-        rows: list[dict] = []
-        kind = frame["k"].to_numpy()
-        streams = frame["s"].to_numpy().astype(np.int64)
-        for payload, s, q in zip(frame["p"][kind == REJECT], streams[kind == REJECT], frame["q"][kind == REJECT]):
-            rows.append({"k": REJECTS, "s": int(s), "q": int(q), "p": bytes(payload)})
+        rows, kind, streams = passed_rejects(frame)
         marks = kind == MARKER
         if marks.any():
             np.maximum.at(st.frontier, streams[marks], frame["t"].to_numpy(np.int64)[marks])
@@ -364,6 +360,15 @@ class PlanBucket:
             order = np.lexsort((chunk["q"][cut], t[cut]))
             cols = {a: chunk[a][cut][order] for a in self.attrs[i]}
             st.runner.add(self.sources[i], _Batch(t[cut][order], cols), is_table=False)
+
+
+def passed_rejects(frame: pd.DataFrame) -> tuple[list[dict], np.ndarray, np.ndarray]:
+    """The call's rejects passed on as :data:`REJECTS` output rows, and the frame's kinds and streams."""
+    kind = frame["k"].to_numpy()
+    streams = frame["s"].to_numpy().astype(np.int64)
+    rows = [{"k": REJECTS, "s": int(s), "q": int(q), "p": bytes(payload)}
+            for payload, s, q in zip(frame["p"][kind == REJECT], streams[kind == REJECT], frame["q"][kind == REJECT])]
+    return rows, kind, streams
 
 
 def late_rejects(stream: int, attrs: list[str], chunk: dict, done: int) -> dict:

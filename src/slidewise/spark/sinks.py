@@ -172,8 +172,7 @@ class BatchSink:
                 self._topic = BatchWriter(self.out, self.run_id)
             self._topic.write(frame, batch_id)
         elif self.kind == "console":
-            print(f"-- batch {batch_id}: {len(frame):,} results", file=sys.stderr)
-            print(frame.head(20).to_string(index=False))
+            print_console(frame, batch_id, "results")
 
     def close(self) -> None:
         """Every micro-batch's output is complete when written; a Kafka producer is closed."""
@@ -183,9 +182,20 @@ class BatchSink:
 
     def frame(self) -> pd.DataFrame:
         """All collected results, in output column order."""
-        if self.frames:
-            return pd.concat(self.frames, ignore_index=True)
-        return pd.DataFrame({n: pd.Series(dtype="object") for n in self.names})
+        return collected(self.frames, self.names)
+
+
+def print_console(frame: pd.DataFrame, batch_id: int, what: str) -> None:
+    """A console sink's micro-batch: its row count on stderr, its first 20 rows on stdout."""
+    print(f"-- batch {batch_id}: {len(frame):,} {what}", file=sys.stderr)
+    print(frame.head(20).to_string(index=False))
+
+
+def collected(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """The collected frames as one (empty, with ``columns``, when there are none)."""
+    if frames:
+        return pd.concat(frames, ignore_index=True)
+    return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
 
 
 def write_batch_rejects(rejects_dir: str | None, batch_id: int, rejects: Rejects | None) -> None:

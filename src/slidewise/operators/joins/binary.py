@@ -34,9 +34,10 @@ Counters: ``comparisons`` = predicate evaluations on candidates (as in
 (:meth:`BinaryJoin.direction_stats`): probes, inserts, invalidations and
 comparisons — the quantities of Eq. 2.
 
-Options: ``directions`` (two letters, or ``None``: chosen by the cost model
-for ``rates`` and the window sizes, with the calibrated profile if present);
-``rates`` (λ1, λ2, default 1, 1; a time window holds about ``T · λ`` tuples);
+Options: ``directions`` (two letters; the planner,
+:func:`slidewise.optimizer.structures.choose_structures`, fills it from the cost
+model for ``rates`` and the window sizes; ``None`` here builds
+:data:`DEFAULT_DIRECTIONS`); ``rates`` (λ1, λ2, default 1, 1; a time window holds about ``T · λ`` tuples);
 ``bucket_size`` (hash tuples per bucket, default 10 as in §5.1) or
 ``buckets`` (int or one per stream); ``node_size`` (tree node size ``N``,
 default 100, at least 3).
@@ -84,6 +85,8 @@ METHODS = "NHBT"
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
 #: window size assumed for an unbounded window by the cost-based choice
 UNBOUNDED_TUPLES = 10**6
+#: structures built without a ``directions`` option: nested-loops scans, which every predicate allows
+DEFAULT_DIRECTIONS = "NN"
 
 
 @dataclass
@@ -185,6 +188,32 @@ def window_tuples(spec: WindowSpec, rate: float) -> float:
     return max(1.0, (spec.length + 1) * rate)
 
 
+@dataclass(frozen=True)
+class StructureInputs:
+    """What the cost model prices: rates λ1, λ2, expected window tuples and each window's allowed structures."""
+
+    rates: tuple[float, float]
+    windows: tuple[float, float]
+    allowed: tuple[str, str]
+    keys: tuple[ProbeKey, ProbeKey]
+
+
+def structure_inputs(query: JoinQuery, options: dict) -> StructureInputs:
+    """The rates (validated), window sizes and allowed structures of ``query`` under ``options``."""
+    try:
+        rates = tuple(float(r) for r in options.get("rates", (1.0, 1.0)))
+    except (TypeError, ValueError):
+        rates = ()
+    if len(rates) != 2 or not all(r > 0 for r in rates):
+        raise OptionError(f"rates must be two positive numbers, got {options.get('rates')!r}",
+                          hint="e.g. rates=(800, 200) for λ1, λ2")
+    specs = [s.window for s in query.streams]
+    keys = (probe_key(query, 0, 1), probe_key(query, 1, 0))
+    allowed = tuple({"eq": "NHBT", "range": "NBT"}.get(k.kind, "N") for k in keys)
+    windows = (window_tuples(specs[0], rates[0]), window_tuples(specs[1], rates[1]))
+    return StructureInputs((rates[0], rates[1]), windows, (allowed[0], allowed[1]), keys)
+
+
 @dataclass
 class DirectionStats:
     """Eq. 2 quantities of the direction whose target is one window."""
@@ -275,26 +304,18 @@ class BinaryJoin(NestedLoopJoin):
     def __init__(self, query: JoinQuery, **kwargs) -> None:
         super().__init__(query, **kwargs)
         opts = self.options
-        try:
-            self.rates = tuple(float(r) for r in opts.get("rates", (1.0, 1.0)))
-        except (TypeError, ValueError):
-            self.rates = ()
-        if len(self.rates) != 2 or not all(r > 0 for r in self.rates):
-            raise OptionError(f"rates must be two positive numbers, got {opts.get('rates')!r}",
-                              hint="e.g. rates=(800, 200) for λ1, λ2")
+        inputs = structure_inputs(query, opts)
+        self.rates = inputs.rates
         node_size = opts.get("node_size", 100)
         if not isinstance(node_size, int) or node_size < 3:
             raise OptionError(f"node_size must be an integer >= 3, got {node_size!r}",
                               hint="the paper uses 100 entries per tree node")
         self.node_size = node_size
-        self.keys = [probe_key(query, 0, 1), probe_key(query, 1, 0)]
-        self.allowed = [self._allowed(i) for i in range(2)]
-        self.windows_est = [window_tuples(s, r) for s, r in zip(self.specs, self.rates)]
+        self.keys = list(inputs.keys)
+        self.allowed = list(inputs.allowed)
+        self.windows_est = list(inputs.windows)
         directions = opts.get("directions")
-        self.reason = "given"
-        if directions is None:
-            directions, self.reason = self._cost_based()
-        self.directions = self._validate(directions)
+        self.directions = self._validate(DEFAULT_DIRECTIONS if directions is None else directions)
         buckets = self._buckets(opts.get("buckets"), opts.get("bucket_size", 10))
         self.sides = [Side(self.directions[i], self.specs[i], self.keys[i], buckets=buckets[i],
                            node_size=node_size) for i in range(2)]
@@ -308,18 +329,6 @@ class BinaryJoin(NestedLoopJoin):
         cls._require_eager("binary", query)
 
     # -- planning ---------------------------------------------------------------
-    def _allowed(self, i: int) -> str:
-        key = self.keys[i]
-        return {"eq": "NHBT", "range": "NBT"}.get(key.kind, "N")
-
-    def _cost_based(self) -> tuple[str, str]:
-        from slidewise.optimizer.binary import choose, load_weights
-
-        weights = load_weights()
-        pick = choose(self.rates[0], self.rates[1], *self.windows_est, weights,
-                      methods_a=tuple(self.allowed[0]), methods_b=tuple(self.allowed[1]))
-        return pick.combination, f"cheapest by the cost model ({weights.source})"
-
     def _validate(self, directions) -> str:
         if not isinstance(directions, str) or len(directions) != 2 or any(
                 c not in METHODS for c in directions.upper()):
