@@ -42,6 +42,9 @@ before ts T, where an earlier run's input ended``), never silently dropped.
 A live run stopped by Ctrl-C or a timeout has not ended its input: its
 buffered tuples and pending instants wait in the state for the next run.
 
+A FREQUENT query runs :class:`~slidewise.spark.frequent.FrequentBucket` in
+one bucket (the local engine's :class:`~slidewise.runtime.frequent.FrequentRun`).
+
 Relations (``--table``, NRR or retroactive ``TABLE``) are small: the driver
 reads them with the local engine's reader and merger
 (:func:`slidewise.runtime.plan_engine.open_table`, :func:`~slidewise.runtime.reorder.merge_all`:
@@ -327,13 +330,13 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.cql.parser import load_any
     from slidewise.plan.bind import bind
     from slidewise.plan.prune import prune_columns
+    from slidewise.runtime.frequent import bind_frequent
     from slidewise.runtime.plan_engine import open_table, plan_inputs
+    from slidewise.spark.frequent import FrequentBucket
     from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
     from slidewise.spark.join_runner import _checkpoint_meta, _partitions, open_checkpoint, removed_on_error, start_options, timed_session
     from slidewise.spark.keying import Keying
     from slidewise.spark.layout import WIRE_DDL, Layout
-    from slidewise.runtime.frequent import bind_frequent
-    from slidewise.spark.frequent import FrequentBucket
     from slidewise.spark.panes import PaneBucket, pane_bucket
     from slidewise.spark.processor import SequencerProcessor
     from slidewise.spark.sequencer import SequencerLogic
