@@ -26,7 +26,19 @@ from slidewise.plan.expr import evaluate
 from slidewise.plan.frequent import FrequentQuery
 from slidewise.synopses.frequent import Summaries, WindowCounters, summarize
 
-__all__ = ["FrequentRun", "execute_frequent"]
+__all__ = ["FrequentRun", "bind_frequent", "execute_frequent"]
+
+
+def bind_frequent(q: FrequentQuery, kinds: dict[str, str]) -> FrequentQuery:
+    """``q`` typed against its stream's columns (``kinds``: attribute -> kind); a PlanError without the item."""
+    from slidewise.errors import PlanError
+    from slidewise.plan.bind import bind
+
+    q = bind(q, {q.scan.source: kinds})   # type: ignore[assignment]  # bind keeps the plan's class
+    if q.item not in kinds:
+        raise PlanError(f"FREQUENT counts column {q.scan.alias}.{q.item}, which {q.scan.source} does not have",
+                        hint=f"its columns: {', '.join(kinds)}")
+    return q
 
 
 class FrequentRun:
@@ -134,6 +146,37 @@ class FrequentRun:
                                             sm.items[sm.starts[n]:], sm.counts[sm.starts[n]:])
                 return
             self.pending.pop(0)
+
+    # ---------------------------------------------------------------- state between calls (Spark)
+
+    def snapshot(self) -> tuple[dict, Summaries, tuple[np.ndarray, np.ndarray] | None]:
+        """The run between calls, columnar: its scalars, one :class:`Summaries` of the sub-windows held
+        (in the window, then pending; items as values), the open sub-window's ids and items."""
+        c = self.counters
+        subs = list(c.subs)
+        values = np.empty(len(c.values), object)
+        values[:] = c.values
+        parts = [Summaries(np.asarray([x[0] for x in subs], np.int64), np.asarray([x[1] for x in subs], np.int64),
+                           np.concatenate(([0], np.cumsum([len(x[2]) for x in subs], dtype=np.int64))),
+                           values[np.concatenate([x[2] for x in subs])] if subs else values[:0],
+                           np.concatenate([x[3] for x in subs]) if subs else np.zeros(0, np.int64)), *self.pending]
+        sizes = np.concatenate([np.diff(p.starts) for p in parts])
+        held = Summaries(np.concatenate([p.ids for p in parts]), np.concatenate([p.delta for p in parts]),
+                         np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))),
+                         np.concatenate([np.asarray(p.items, object) for p in parts]),
+                         np.concatenate([p.counts for p in parts]).astype(np.int64))
+        meta = {"seen": self.seen, "next_eval": self.next_eval, "last_ts": self.last_ts,
+                "eval_ts": sorted(self.eval_ts.items()), "results": self.results, "evaluations": self.evaluations}
+        return meta, held, self.carry
+
+    def restore(self, meta: dict, held: Summaries, carry: tuple[np.ndarray, np.ndarray] | None) -> None:
+        """Continue from :meth:`snapshot` (on a new run: the held summaries re-enter the window at the
+        next evaluation, which gives the same counters)."""
+        self.seen, self.next_eval, self.last_ts = meta["seen"], meta["next_eval"], meta["last_ts"]
+        self.eval_ts = {int(e): int(t) for e, t in meta["eval_ts"]}
+        self.results, self.evaluations = meta["results"], meta["evaluations"]
+        self.pending = [held] if len(held.ids) else []
+        self.carry = carry
 
     def _next_sub(self) -> int | None:
         return int(self.pending[0].ids[0]) if self.pending else None

@@ -41,7 +41,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from slidewise.errors import OptionError, PlanError, SourceError
+from slidewise.errors import OptionError, SourceError
 from slidewise.operators.incremental import Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
@@ -226,15 +226,11 @@ def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions
 
 def _execute_frequent(q: FrequentQuery, sources: dict, opts: RunOptions) -> RunResult:
     """A frequent-items query (:mod:`slidewise.runtime.frequent`) over its one stream."""
-    from slidewise.runtime.frequent import execute_frequent
+    from slidewise.runtime.frequent import bind_frequent, execute_frequent
 
     name = q.scan.source
     opened = [open_source(name, sources[name], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=opts.chunk_rows)]
-    kinds = dict(opened[0].kinds)
-    q = bind(q, {name: kinds})   # WHERE typed against the source's columns
-    if q.item not in kinds:
-        raise PlanError(f"FREQUENT counts column {q.scan.alias}.{q.item}, which {name} does not have",
-                        hint=f"its columns: {', '.join(kinds)}")
+    q = bind_frequent(q, dict(opened[0].kinds))   # WHERE typed against the source's columns
     rejects = Rejects()
     frame, stats = execute_frequent(q, opened, [name], out=opts.out, collect=opts.collecting(), lateness=opts.lateness,
                                     chunk_rows=opts.chunk_rows, rejects=rejects, rejects_to=opts.rejects,

@@ -42,6 +42,9 @@ before ts T, where an earlier run's input ended``), never silently dropped.
 A live run stopped by Ctrl-C or a timeout has not ended its input: its
 buffered tuples and pending instants wait in the state for the next run.
 
+A FREQUENT query runs :class:`~slidewise.spark.frequent.FrequentBucket` in
+one bucket (the local engine's :class:`~slidewise.runtime.frequent.FrequentRun`).
+
 Relations (``--table``, NRR or retroactive ``TABLE``) are small: the driver
 reads them with the local engine's reader and merger
 (:func:`slidewise.runtime.plan_engine.open_table`, :func:`~slidewise.runtime.reorder.merge_all`:
@@ -323,7 +326,9 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     from slidewise.cql.parser import load_any
     from slidewise.plan.bind import bind
     from slidewise.plan.prune import prune_columns
+    from slidewise.runtime.frequent import bind_frequent
     from slidewise.runtime.plan_engine import open_table, plan_inputs
+    from slidewise.spark.frequent import FrequentBucket
     from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
     from slidewise.spark.join_runner import _checkpoint_meta, _partitions, open_checkpoint, removed_on_error, start_options, timed_session
     from slidewise.spark.keying import Keying
@@ -344,8 +349,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             plan = parse_plan(plan.text)
     from slidewise.plan.frequent import FrequentQuery
 
-    if isinstance(plan, FrequentQuery):
-        raise OptionError("FREQUENT runs on the local engine only", hint="run it with --engine local")
+    frequent = isinstance(plan, FrequentQuery)
     identity = plan.text or plan.root.label()
     tables = dict(tables or {})
     if all(s.is_relation for s in plan.scans()):
@@ -376,28 +380,37 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             from slidewise.spark.kafka_source import bound
 
             bound(recipes)
-        plan = bind(plan, {**{n: dict(t.kinds) for n, t in opened_tables.items()},
-                            **{n: dict(i.kinds) for n, i in zip(names, infos)}})
+        if frequent:   # global over one stream (slidewise.spark.frequent): one bucket
+            plan = bind_frequent(plan, dict(infos[0].kinds))
+        else:
+            plan = bind(plan, {**{n: dict(t.kinds) for n, t in opened_tables.items()},
+                                **{n: dict(i.kinds) for n, i in zip(names, infos)}})
         table_rows, _ = _read_tables(opened_tables, lateness, ts_column, ts_unit, rejected)   # once the plan binds
-        if rewrite:
+        if rewrite and not frequent:
             from slidewise.optimizer.rewrite import choose_plan
 
             chosen, _ = choose_plan(plan, strategy=strategy, partitions=partitions)
             if chosen.root.schema == plan.root.schema:
                 plan = chosen
-        plan = prune_columns(plan)
-        attr, why = partition_attribute(plan)
+        if not frequent:
+            plan = prune_columns(plan)
+        attr, why = (None, None) if frequent else partition_attribute(plan)
         warnings = []
         if attr is None:
             keying = Keying("single", 1)
-            warnings.append(f"{why}: the plan runs in one key bucket (one task)")
+            if why:
+                warnings.append(f"{why}: the plan runs in one key bucket (one task)")
         else:
             kinds = {i.kinds[attr] for i in infos}
             key_kind = "str" if kinds == {"str"} else "float" if "float" in kinds else "int"
             keying = Keying("hash", int(meta["buckets"]), keys=(attr,) * len(names), key_kind=key_kind)
         layout = Layout(tuple(infos))
         key = run_key(persistent=not temp)
-        logic = pane_bucket(plan, names, [dict(i.kinds) for i in infos], lateness, tables=table_rows, key=key)
+        logic: PaneBucket | PlanBucket | FrequentBucket | None
+        if frequent:
+            logic = FrequentBucket(plan, dict(infos[0].kinds), lateness, key=key)
+        else:
+            logic = pane_bucket(plan, names, [dict(i.kinds) for i in infos], lateness, tables=table_rows, key=key)
         if logic is None:   # not a periodic one-stream GROUP BY (slidewise.spark.panes): the operator network
             logic = PlanBucket(plan, names, [list(i.kinds) for i in infos], [lateness] * len(names),
                                strategy=strategy, partitions=partitions, options=options, tables=table_rows,
@@ -425,7 +438,7 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
         info = {
             "head": {"query": plan.text or plan.root.label(), "engine": "spark", "mode": "stream",
                      "strategy": strategy, "partitions": int(partitions),
-                     **({"path": logic.spec.describe()} if isinstance(logic, PaneBucket) else {})},
+                     **({"path": logic.spec.describe()} if not isinstance(logic, PlanBucket) else {})},
             "tail": {"keying": f"hash of {attr} mod {keying.buckets} buckets" if attr else "one bucket (single task)",
                      "buckets": keying.buckets, "warnings": warnings},
             "streams": names,
