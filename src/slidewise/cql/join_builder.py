@@ -71,6 +71,7 @@ class Builder:
     def __init__(self, text: str):
         self.text = text
         self.refs: list[StreamRef] = []
+        self.on: list[Tree] = []   # the conditions of JOIN ... ON, WHERE conjuncts
 
     # -- helpers -----------------------------------------------------------
     def error(self, node: Tree | Token, message: str, hint: str | None = None) -> QueryError:
@@ -115,7 +116,7 @@ class Builder:
 
     # -- FROM --------------------------------------------------------------
     def from_clause(self, ref_list: Tree) -> None:
-        for ref in ref_list.children:
+        for ref in self.join_refs(ref_list):
             name_tok, window, internal_after, alias_tok = ref.children
             alias = str(alias_tok) if alias_tok is not None else str(name_tok)
             spec, slide_tok = self.window(window, internal_after is not None, name_tok, alias)
@@ -129,6 +130,25 @@ class Builder:
                     where = slide_tok if slide_tok is not None else name_tok
                 raise self.error(where, e.message, e.hint) from None
             self.refs.append(stream)
+
+    def join_refs(self, ref_list: Tree) -> list[Tree]:
+        """The FROM items of ``ref_list``; each ``JOIN ref ON cond`` adds its condition to :attr:`on`
+        (an inner join is a FROM item and a WHERE conjunct). Outer and cross joins are an error."""
+        self.on = []
+        refs: list[Tree] = []
+        for item in ref_list.children:
+            if item.data != "join_ref":
+                refs.append(item)
+                continue
+            kind, _outer, join_tok, ref, cond = item.children
+            if kind is not None and str(kind).lower() != "inner":
+                word = str(kind).upper()
+                raise self.error(kind, f"{word} JOIN is not supported: slidewise joins are inner joins",
+                                 hint="write FROM A [RANGE t] a JOIN B [RANGE t] b ON a.k = b.k "
+                                      "(or FROM A a, B b WHERE a.k = b.k); rows without a partner are not produced")
+            refs.append(ref)
+            self.on.append(cond)
+        return refs
 
     def window(self, node: Tree | None, internal: bool, name_tok: Token,
                alias: str) -> tuple[WindowSpec, Token | None]:
@@ -171,7 +191,18 @@ class Builder:
         return str(second)
 
     def size(self, node: Tree, counting: bool) -> int:
-        num_tok, unit_tok = node.children
+        if node.data == "interval_size":   # INTERVAL '5' SECOND, INTERVAL 5 MINUTES
+            interval_tok, num_tok, unit_tok = node.children
+            if counting:
+                raise self.error(interval_tok, "ROWS counts tuples and takes no INTERVAL",
+                                 hint="write [ROWS 50], or [RANGE INTERVAL '5' SECOND] for a time window")
+            text = str(num_tok).strip("'").strip()
+            if not re.fullmatch(r"\d+(\.\d+)?", text):
+                raise self.error(num_tok, f"INTERVAL needs a number, got {num_tok}",
+                                 hint="write e.g. INTERVAL '5' SECOND or INTERVAL 5 MINUTES")
+            num_tok = Token("NUMBER", text, line=num_tok.line, column=num_tok.column)
+        else:
+            num_tok, unit_tok = node.children
         value = _number(num_tok)
         if node.data == "negative_size":
             value = -value
@@ -220,12 +251,12 @@ class Builder:
 
     # -- WHERE -------------------------------------------------------------
     def where(self, node: Tree | None) -> tuple[list[Equality], list[Expr]]:
-        if node is None:
-            return [], []
-        cond = self.condition(node.children[0], "WHERE")
+        conds = [self.condition(t, "ON") for t in self.on]
+        if node is not None:
+            conds.append(self.condition(node.children[0], "WHERE"))
         equalities: list[Equality] = []
         filters: list[Expr] = []
-        for c in cond.items if isinstance(cond, And) else (cond,):
+        for c in (i for cond in conds for i in (cond.items if isinstance(cond, And) else (cond,))):
             if (isinstance(c, Cmp) and c.op == "=" and isinstance(c.left, Col)
                     and isinstance(c.right, Col) and c.left.stream != c.right.stream):
                 equalities.append(Equality(c.left, c.right))
@@ -281,6 +312,17 @@ class Builder:
         if kind == "cmp":
             op = "!=" if str(ch[1]) == "<>" else str(ch[1])
             return Cmp(op, self.value(ch[0], f"'{ch[1]}'"), self.value(ch[2], f"'{ch[1]}'"))
+        if kind in ("between", "not_between"):   # a BETWEEN lo AND hi: lo <= a AND a <= hi
+            word = "BETWEEN" if kind == "between" else "NOT BETWEEN"
+            a, lo, hi = (self.value(c, word) for c in (ch[0], ch[2], ch[3]))
+            inside = And((Cmp(">=", a, lo, pos=_pos(ch[1])), Cmp("<=", a, hi, pos=_pos(ch[1]))))
+            return inside if kind == "between" else Not(inside)
+        if kind in ("in_", "not_in"):   # a IN (x, y): a = x OR a = y
+            word = "IN" if kind == "in_" else "NOT IN"
+            a = self.value(ch[0], word)
+            equal = [Cmp("=", a, self.value(c, word), pos=_pos(ch[1])) for c in ch[2:]]
+            any_equal = equal[0] if len(equal) == 1 else Or(tuple(equal))
+            return any_equal if kind == "in_" else Not(any_equal)
         if kind in ("and_", "or_"):
             word, cls = ("AND", And) if kind == "and_" else ("OR", Or)
             items: list[Expr] = []
