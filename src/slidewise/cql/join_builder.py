@@ -18,7 +18,7 @@ from lark import Token, Tree
 from slidewise.cql.diagnostics import query_error
 from slidewise.errors import PlanError, QueryError
 from slidewise.model.time import MAX_DURATION, UNIT_MS
-from slidewise.plan.expr import CAST_TYPES, FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
+from slidewise.plan.expr import CAST_TYPES, FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Like, Lit, Not, Or
 from slidewise.plan.logical import AGG_FUNCS
 from slidewise.plan.query import Equality, JoinQuery, SelectItem, StreamRef, WindowSpec
 
@@ -28,14 +28,18 @@ UNITS = {**UNIT_MS, "sec": 1000, "secs": 1000}
 INT64_MAX = 2 ** 63 - 1
 MAX_WINDOW = MAX_DURATION  # the length of [UNBOUNDED]; larger sizes would overflow ts + T
 
-_ARITY = {"abs": 1}
 _AGGREGATES = frozenset(AGG_FUNCS)
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
 _OUTPUTS = {  # output keyword -> (JoinQuery.output, JoinQuery.restore)
     "istream": ("istream", False), "rstream": ("rstream", False), "dstream": ("dstream", False),
     "istream_restore": ("istream", True), "rstream_restore": ("rstream", True),
 }
-_CONDITIONS = (Cmp, And, Or, Not)
+_CONDITIONS = (Cmp, And, Or, Not, Like)
+#: windowing functions of other systems -> the CQL way
+_FOREIGN_WINDOWS = {"tumble": "[RANGE 5 SECONDS SLIDE 5 SECONDS] after the stream name",
+                    "hop": "[RANGE 10 SECONDS SLIDE 5 SECONDS] after the stream name",
+                    "session": "a RANGE or ROWS window after the stream name (sessions are not supported)",
+                    "window": "[RANGE 5 SECONDS SLIDE 5 SECONDS] after the stream name"}
 
 
 def _pos(node: Tree | Token) -> tuple[int, int]:
@@ -323,6 +327,19 @@ class Builder:
             equal = [Cmp("=", a, self.value(c, word), pos=_pos(ch[1])) for c in ch[2:]]
             any_equal = equal[0] if len(equal) == 1 else Or(tuple(equal))
             return any_equal if kind == "in_" else Not(any_equal)
+        if kind in ("like", "not_like"):
+            word = "LIKE" if kind == "like" else "NOT LIKE"
+            pattern = Like(self.value(ch[0], word), str(ch[-1])[1:-1].replace("''", "'"), pos=_pos(ch[1]))
+            return pattern if kind == "like" else Not(pattern)
+        if kind == "case":   # CASE WHEN c THEN v ... [ELSE d] END: Func('case', (c, v, ..., [d]))
+            args: list[Expr] = []
+            parts = ch[1:]
+            while parts and isinstance(parts[0], Token) and parts[0].type == "WHEN":
+                args += [self.condition(parts[1], "WHEN"), self.value(parts[3], "THEN")]
+                parts = parts[4:]
+            if parts and parts[0] is not None:
+                args.append(self.value(parts[1], "ELSE"))
+            return Func("case", tuple(args))
         if kind in ("and_", "or_"):
             word, cls = ("AND", And) if kind == "and_" else ("OR", Or)
             items: list[Expr] = []
@@ -346,15 +363,23 @@ class Builder:
                 raise self.error(name_tok, f"aggregate {name.upper()} is not supported in a select–project–join query",
                                  hint=f"available functions: {available}")
             raise self.unknown_function(name_tok)
-        arity = _ARITY.get(name)
-        if arity is not None and len(args) != arity:
-            plural = "" if arity == 1 else "s"
+        fewest, most = FUNCTIONS[name]
+        if not fewest <= len(args) <= most:
+            arity = str(fewest) if fewest == most else f"{fewest} to {most}"
+            plural = "" if most == 1 else "s"
+            example = {"substr": "SUBSTR(S1.name, 1, 3)", "round": "ROUND(S1.x, 2)",
+                       "coalesce": "COALESCE(S1.x, 0)"}.get(name, f"{name.upper()}(S1.x - S2.x)")
             raise self.error(name_tok, f"{name.upper()} takes {arity} argument{plural}, got {len(args)}",
-                             hint=f"write e.g. {name.upper()}(S1.x - S2.x)")
+                             hint=f"write e.g. {example}")
         return Func(name, tuple(self.value(a, name.upper()) for a in args))
 
     def unknown_function(self, name_tok: Token) -> QueryError:
         """The error for a call of a function slidewise does not know, listing the ones it does."""
+        name = str(name_tok).lower()
+        if name in _FOREIGN_WINDOWS:
+            return self.error(name_tok, f"{name.upper()}(...) is not supported: in CQL a window belongs to its stream",
+                              hint=f"write {_FOREIGN_WINDOWS[name]}, e.g. FROM S [RANGE 5 SECONDS SLIDE 5 SECONDS] s "
+                                   "... GROUP BY s.k")
         return self.error(name_tok, f"unknown function {str(name_tok)!r}",
                           hint=f"functions: {', '.join(sorted(f.upper() for f in FUNCTIONS))}, CAST(x AS type); "
                                f"aggregates: {', '.join(f.upper() for f in AGG_FUNCS)}")
