@@ -71,7 +71,7 @@ def _expected_items(names: Iterable[str]) -> list[str]:
         names -= _OUTPUTS
         groups.append("an output operator such as ISTREAM")
     if _EXPR_START <= names:
-        names -= _EXPR_START | {"NOT", "EXISTS"}
+        names -= _EXPR_START | {"NOT", "EXISTS", "CASE"}
         groups.append("an expression")
     if "SLIDE" in names and "NAME" in names:
         names.discard("NAME")
