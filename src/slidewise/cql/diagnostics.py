@@ -41,6 +41,16 @@ _OUTPUTS = {"ISTREAM", "RSTREAM", "DSTREAM", "ISTREAM_RESTORE", "RSTREAM_RESTORE
             "WSTREAM", "WSTREAM_RESTORE", "P_OUTPUT_CALL"}  # the last three: full dialect only
 _EXPR_START = {"LPAR", "MINUS", "NAME", "NUMBER", "STRING"}
 RESERVED = {"SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "AS"}  # see NAME in grammar.lark
+# SQL words of other systems that CQL spells differently -> (message, the CQL way)
+_FOREIGN = {
+    "over": ("window functions (OVER ...) are not supported",
+             "put the window on the stream and aggregate per group: "
+             "SELECT S.k, SUM(S.a) FROM S [RANGE 5 SECONDS] GROUP BY S.k"),
+    "order": ("ORDER BY is not supported: results come in timestamp order",
+              "drop ORDER BY (TOPK(S.x, k) keeps the k most frequent values)"),
+    "limit": ("LIMIT is not supported: a continuous query has no last row",
+              "drop LIMIT; [ROWS n] keeps the n most recent tuples of a stream"),
+}
 _MAX_SHOWN = 30  # characters of an offending token quoted in a message
 
 
@@ -134,6 +144,9 @@ def from_lark(text: str, exc: LarkError, accepts: Iterable[str] | None = None) -
                 return empty_query(text)
             return query_error(text, "unexpected end of query", tok.end_line, tok.end_column,
                                _expected_hint(expected))
+        foreign = _FOREIGN.get(tok.value.lower())
+        if foreign is not None:
+            return query_error(text, foreign[0], tok.line, tok.column, foreign[1])
         hint = _expected_hint(expected, tok.value if tok.type in ("NAME", "ALIAS") else None)
         before = text.splitlines()[tok.line - 1][: tok.column - 1].rstrip() if tok.line else ""
         words = before.split()
