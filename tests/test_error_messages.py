@@ -183,11 +183,13 @@ WINDOWS = [
 
 EXPRESSIONS = [
     ("unknown_function", "SELECT * FROM S1 WHERE sqrt(S1.a) > 1",
-     "query line 1, column 24: unknown function 'sqrt' (hint: functions: ABS, CEIL, COALESCE, FLOOR, LENGTH, LOWER, ROUND, SUBSTR, UPPER, CAST(x AS type); aggregates: COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE, TOPK)\n"
+     "query line 1, column 24: unknown function 'sqrt' (hint: functions: ABS, CEIL, COALESCE, FLOOR, LENGTH, LOWER, ROUND, SUBSTR, UPPER, CAST(x AS type); "
+     "aggregates: COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE, TOPK)\n"
      "SELECT * FROM S1 WHERE sqrt(S1.a) > 1\n"
      "                       ^"),
     ("aggregate_function", "SELECT * FROM S1 WHERE SUM(S1.a) > 1",
-     "query line 1, column 24: aggregate SUM is not supported in a select–project–join query (hint: available functions: ABS, CEIL, COALESCE, FLOOR, LENGTH, LOWER, ROUND, SUBSTR, UPPER)\n"
+     "query line 1, column 24: aggregate SUM is not supported in a select–project–join query (hint: available functions: ABS, CEIL, COALESCE, FLOOR, LENGTH, LOWER, "
+     "ROUND, SUBSTR, UPPER)\n"
      "SELECT * FROM S1 WHERE SUM(S1.a) > 1\n"
      "                       ^"),
     ("wrong_arity", "SELECT * FROM S1 WHERE ABS(S1.a, 2) > 1",
