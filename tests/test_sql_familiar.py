@@ -160,7 +160,7 @@ def test_foreign_clauses_are_named(query, message):
     ("SELECT * FROM S WHERE S.k LIKE '1%'",
      "LIKE needs text, got S.k (integer)"),
     ("SELECT UPPER(S.k) FROM S", "UPPER needs text, got S.k (integer)"),
-    ("SELECT ROUND(S.name) FROM S", "ROUND needs number, got S.name (text)"),
+    ("SELECT ROUND(S.name) FROM S", "ROUND needs a number, got S.name (text)"),
     ("SELECT COALESCE(S.name, 0) FROM S", "COALESCE's arguments S.name (text) and 0 (integer) have different types"),
     ("SELECT CASE WHEN S.k = 1 THEN S.name ELSE S.k END FROM S",
      "CASE's values S.name (text) and S.k (integer) have different types"),

@@ -142,12 +142,12 @@ class Typer:
         typed = replace(expr, args=tuple(a for a, _ in args))
         if name in NUMBER_FUNCTIONS or name in TEXT_FUNCTIONS:
             for i, (a, k) in enumerate(args):
-                wants = "text" if name in TEXT_FUNCTIONS and i == 0 else "number"
-                if _family(k) is not None and _family(k) != wants:
-                    fix = (f"{_to_number(a)} is its number (NULL where it is none)" if wants == "number"
+                wants = "text" if name in TEXT_FUNCTIONS and i == 0 else "a number"
+                if _family(k) is not None and _family(k) != wants.removeprefix("a "):
+                    fix = (f"{_to_number(a)} is its number (NULL where it is none)" if wants == "a number"
                            else f"CAST({a} AS TEXT) is its text")
                     raise PlanError(f"{name.upper()} needs {wants}, got {_side(a, k)}", location=_location(expr, a),
-                                    hint=f"{_TEXT_WHY}; {fix}" if wants == "number" else fix)
+                                    hint=f"{_TEXT_WHY}; {fix}" if wants == "a number" else fix)
             kind = {"length": "int", "lower": "str", "upper": "str", "substr": "str",
                     "floor": "float", "ceil": "float"}.get(name, args[0][1])
             return typed, kind
