@@ -16,7 +16,7 @@ from slidewise.errors import QueryError, SourceError
 
 SYNTAX = [
     ("misspelled_keyword", "SELECT * FROM S1 [RANGE 5] WHER S1.a = 2",
-     "query line 1, column 28: unexpected 'WHER' (hint: did you mean WHERE? expected one of: AS, INTERNAL, WHERE, ',', ';', end of query)\n"
+     "query line 1, column 28: unexpected 'WHER' (hint: did you mean WHERE? a word right after a FROM item is read as its alias)\n"
      "SELECT * FROM S1 [RANGE 5] WHER S1.a = 2\n"
      "                           ^"),
     ("misspelled_from", "SELECT * FORM S1",
@@ -24,7 +24,7 @@ SYNTAX = [
      "SELECT * FORM S1\n"
      "         ^"),
     ("missing_comma", "SELECT * FROM S1 [RANGE 5] S2 [RANGE 5]",
-     "query line 1, column 28: unexpected 'S2' (hint: is a ',' missing before it? expected one of: AS, INTERNAL, WHERE, ',', ';', end of query)\n"
+     "query line 1, column 28: unexpected 'S2' (hint: is a ',' missing before it? a window follows its stream's name, then the alias: FROM S [RANGE 5] s)\n"
      "SELECT * FROM S1 [RANGE 5] S2 [RANGE 5]\n"
      "                           ^"),
     ("end_after_where", "SELECT * FROM S1 [RANGE 5] WHERE",
@@ -64,7 +64,7 @@ SYNTAX = [
      "SELECT * FROM S1 WHERE S1.a ! 3\n"
      "                            ^"),
     ("stray_character", "SELECT * FROM S1 @",
-     "query line 1, column 18: unexpected character '@' (hint: expected one of: AS, INTERNAL, WHERE, ',', ';', '[', end of query)\n"
+     "query line 1, column 18: unexpected character '@' (hint: expected one of: AS, INTERNAL, JOIN, WHERE, INNER JOIN, ',', ';', '[', end of query)\n"
      "SELECT * FROM S1 @\n"
      "                 ^"),
     ("reserved_word", "SELECT * FROM S1 WHERE S1.from = 3",
@@ -184,11 +184,13 @@ WINDOWS = [
 
 EXPRESSIONS = [
     ("unknown_function", "SELECT * FROM S1 WHERE sqrt(S1.a) > 1",
-     "query line 1, column 24: unknown function 'sqrt' (hint: functions: ABS, CAST(x AS type); aggregates: COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE, TOPK)\n"
+     "query line 1, column 24: unknown function 'sqrt' (hint: functions: ABS, CEIL, COALESCE, FLOOR, LENGTH, LOWER, ROUND, SUBSTR, UPPER, CAST(x AS type); "
+     "aggregates: COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE, TOPK)\n"
      "SELECT * FROM S1 WHERE sqrt(S1.a) > 1\n"
      "                       ^"),
     ("aggregate_function", "SELECT * FROM S1 WHERE SUM(S1.a) > 1",
-     "query line 1, column 24: aggregate SUM is not supported in a select–project–join query (hint: available functions: ABS)\n"
+     "query line 1, column 24: aggregate SUM is not supported in a select–project–join query (hint: available functions: ABS, CEIL, COALESCE, FLOOR, LENGTH, LOWER, "
+     "ROUND, SUBSTR, UPPER)\n"
      "SELECT * FROM S1 WHERE SUM(S1.a) > 1\n"
      "                       ^"),
     ("wrong_arity", "SELECT * FROM S1 WHERE ABS(S1.a, 2) > 1",
@@ -250,14 +252,14 @@ def test_error_fields():
     e = info.value
     assert (e.line, e.column, e.location) == (3, 1, "query line 3, column 1")
     assert e.message == "unexpected 'WHER'"
-    assert e.hint == "did you mean WHERE? expected one of: AS, INTERNAL, WHERE, ',', ';', end of query"
+    assert e.hint == "did you mean WHERE? a word right after a FROM item is read as its alias"
     assert e.excerpt == "WHER S1.a = 2\n^"
 
 
 def test_caret_follows_tabs():
     with pytest.raises(QueryError) as info:
-        parse("SELECT *\tFROM S1\tWHER")
-    assert info.value.excerpt == "SELECT *\tFROM S1\tWHER\n        \t       \t^"
+        parse("SELECT *\tFROM S1\tWHER S1.a = 1")
+    assert info.value.excerpt == "SELECT *\tFROM S1\tWHER S1.a = 1\n        \t       \t^"
 
 
 def test_query_must_be_text():

@@ -82,7 +82,8 @@ def test_count_min_max_take_text(data, frm):
 def test_unknown_function(data, name, form):
     err = _rejected(data, f"SELECT RSTREAM(S.k, {form.format(name)} AS m) {PANES} GROUP BY S.k",
                     f"query line 1, column 21: unknown function '{name}'",
-                    "functions: ABS, CAST(x AS type); aggregates: COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE")
+                    "functions: ABS, CEIL, COALESCE, FLOOR, LENGTH, LOWER, ROUND, SUBSTR, UPPER, CAST(x AS type); "
+                    "aggregates: COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE")
     assert err.count("error:") == 1
 
 

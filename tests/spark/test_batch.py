@@ -148,3 +148,19 @@ def test_cli_batch_files_rejects_and_lateness(spark, tmp_path):
     # the row text too, but for JSON lines: Spark keeps no line text of a parsed row (CSV values instead)
     csv_rows = local_rej["file"].str.endswith(".csv")
     same_rows(batch_rej[batch_rej["file"].str.endswith(".csv")], local_rej[csv_rows])
+
+
+def test_batch_evaluates_like_and_text_functions_and_refuses_the_others(spark):
+    from slidewise.cql import parse
+    from slidewise.errors import PlanError
+
+    sources = {"S": pd.DataFrame({"ts": [1, 2, 3, 4], "k": [1, 1, 2, 1], "name": ["abc", "Abd", "a.c", "xa%"]}),
+               "R": pd.DataFrame({"ts": [2, 3, 4], "k": [1, 2, 1]})}
+    query = parse("SELECT S.ts, UPPER(S.name) AS u, LOWER(S.name) AS l FROM S [RANGE 3] s JOIN R [RANGE 3] r "
+                  "ON s.k = r.k WHERE S.name LIKE 'a_c' OR S.name NOT LIKE '%a%'".replace("S.", "s."))
+    got = run_batch(query, sources, spark=spark)
+    same_rows(got.results, run(query, sources).results)
+    assert sorted(got.results["u"]) == ["A.C", "ABC", "ABC", "ABD", "ABD"]   # LIKE is case-sensitive
+    with pytest.raises(PlanError, match="batch replay cannot evaluate COALESCE"):
+        run_batch(parse("SELECT COALESCE(s.k, 0) FROM S [RANGE 3] s, R [RANGE 3] r WHERE s.k = r.k"),
+                  sources, spark=spark)

@@ -48,7 +48,7 @@ timestamps are milliseconds, so mixing both forms is the user's business.
 Conditions: ``AND``, ``OR``, ``NOT``, parentheses; comparisons
 ``= != <> < <= > >=`` (``<>`` is stored as ``!=``); arithmetic ``+ - * / %``
 and unary minus (``-3`` is ``Lit(-3)``, ``-S1.a`` is ``BinOp('-', Lit(0), S1.a)``);
-the functions of :data:`slidewise.plan.expr.FUNCTIONS` (``ABS``);
+the functions of :data:`slidewise.plan.expr.FUNCTIONS` (``ABS``, ``ROUND``, ``LOWER``, ``COALESCE``, ...), ``CASE``, ``LIKE``;
 ``CAST(expr AS INT | BIGINT | DOUBLE | FLOAT | TEXT | STRING)`` (``Func('cast',
 (expr, Lit(kind)))``, kinds ``int``, ``float``, ``str``); integer,
 float and single-quoted string literals (``'it''s'``); columns ``alias.attr``,

@@ -29,6 +29,8 @@ _WORDS = {
     "CMP": "a comparison operator",
     "OUTPUT_CALL": "ISTREAM(",
     "P_OUTPUT_CALL": "ISTREAM(",
+    "ALIAS": "an alias",
+    "JOIN_KIND": "INNER JOIN",
 }
 # Punctuation, in the order it is listed.
 _PUNCT = {
@@ -39,6 +41,16 @@ _OUTPUTS = {"ISTREAM", "RSTREAM", "DSTREAM", "ISTREAM_RESTORE", "RSTREAM_RESTORE
             "WSTREAM", "WSTREAM_RESTORE", "P_OUTPUT_CALL"}  # the last three: full dialect only
 _EXPR_START = {"LPAR", "MINUS", "NAME", "NUMBER", "STRING"}
 RESERVED = {"SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "AS"}  # see NAME in grammar.lark
+# SQL words of other systems that CQL spells differently -> (message, the CQL way)
+_FOREIGN = {
+    "over": ("window functions (OVER ...) are not supported",
+             "put the window on the stream and aggregate per group: "
+             "SELECT S.k, SUM(S.a) FROM S [RANGE 5 SECONDS] GROUP BY S.k"),
+    "order": ("ORDER BY is not supported: results come in timestamp order",
+              "drop ORDER BY (TOPK(S.x, k) keeps the k most frequent values)"),
+    "limit": ("LIMIT is not supported: a continuous query has no last row",
+              "drop LIMIT; [ROWS n] keeps the n most recent tuples of a stream"),
+}
 _MAX_SHOWN = 30  # characters of an offending token quoted in a message
 
 
@@ -69,11 +81,13 @@ def _expected_items(names: Iterable[str]) -> list[str]:
         names -= _OUTPUTS
         groups.append("an output operator such as ISTREAM")
     if _EXPR_START <= names:
-        names -= _EXPR_START | {"NOT", "EXISTS"}
+        names -= _EXPR_START | {"NOT", "EXISTS", "CASE"}
         groups.append("an expression")
     if "SLIDE" in names and "NAME" in names:
         names.discard("NAME")
         groups.append("a time unit")
+    names.discard("OUTER")   # LEFT OUTER JOIN: only to name it in an error
+    names.discard("ALIAS" if "AS" in names else "")
     keywords = sorted(n for n in names if n.isupper() and n not in _WORDS and n not in _PUNCT
                       and not n.startswith(("$", "_")))
     words = [_WORDS[n] for n in sorted(names) if n in _WORDS]
@@ -98,6 +112,19 @@ def _expected_hint(names: Iterable[str], got: str | None = None) -> str | None:
     return hint
 
 
+def _misspelt_keyword_alias(before: str, expected: Iterable[str]) -> tuple[str, str] | None:
+    """``(word, keyword)`` when the word before an unexpected token, an alias without AS, looks like a
+    misspelt keyword the parser would have taken in its place."""
+    if "ALIAS" in expected or "AS" in expected or not before or not (before[-1].isalnum() or before[-1] == "_"):
+        return None
+    word = before.split()[-1] if before.split() else ""
+    if not word.isidentifier():
+        return None
+    keywords = [n for n in expected if n.isalpha() and n.isupper() and n not in _WORDS and n != "OUTER"]
+    close = difflib.get_close_matches(word.upper(), keywords, n=1, cutoff=0.75)
+    return (word, close[0]) if close and close[0] != word.upper() else None
+
+
 def _shown(value: str) -> str:
     value = value if len(value) <= _MAX_SHOWN else value[: _MAX_SHOWN - 3] + "..."
     return f"'{value}'"
@@ -117,8 +144,22 @@ def from_lark(text: str, exc: LarkError, accepts: Iterable[str] | None = None) -
                 return empty_query(text)
             return query_error(text, "unexpected end of query", tok.end_line, tok.end_column,
                                _expected_hint(expected))
-        hint = _expected_hint(expected, tok.value if tok.type == "NAME" else None)
+        foreign = _FOREIGN.get(tok.value.lower())
+        if foreign is not None:
+            return query_error(text, foreign[0], tok.line, tok.column, foreign[1])
+        hint = _expected_hint(expected, tok.value if tok.type in ("NAME", "ALIAS") else None)
         before = text.splitlines()[tok.line - 1][: tok.column - 1].rstrip() if tok.line else ""
+        words = before.split()
+        if tok.value == "[" and words and words[-1].isidentifier() and "ALIAS" not in expected:
+            word = words[-1]   # "FROM S1 [RANGE 5] S2 [RANGE 5]": S2 was read as S1's alias
+            return query_error(text, f"unexpected {_shown(word)}", tok.line, len(before) - len(word) + 1,
+                               "is a ',' missing before it? a window follows its stream's name, "
+                               "then the alias: FROM S [RANGE 5] s")
+        alias = _misspelt_keyword_alias(before, expected)
+        if alias is not None:   # "FROM S WHER S.a = 1": WHER was read as an alias without AS
+            word, keyword = alias
+            return query_error(text, f"unexpected {_shown(word)}", tok.line, len(before) - len(word) + 1,
+                               f"did you mean {keyword}? a word right after a FROM item is read as its alias")
         if tok.value == "=" and before.endswith("="):
             hint = "compare with a single '=', e.g. S1.a = S2.a"
         elif tok.type in RESERVED and "NAME" in expected:

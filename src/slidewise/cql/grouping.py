@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from lark import Tree
 
 from slidewise.cql.join_builder import _fresh, _pos
-from slidewise.plan.expr import FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
+from slidewise.plan.expr import FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Like, Lit, Not, Or
 from slidewise.plan.logical import AGG_FUNCS, AggCall, Aggregate, Distinct, Node, Project, Select
 from slidewise.plan.query import SelectItem
 
@@ -191,6 +191,8 @@ class Grouping:
             if isinstance(e, (And, Or)):
                 return replace(e, items=tuple(rebase(i) for i in e.items))
             if isinstance(e, Not):
+                return replace(e, item=rebase(e.item))
+            if isinstance(e, Like):
                 return replace(e, item=rebase(e.item))
             if isinstance(e, Func):
                 return replace(e, args=tuple(rebase(a) for a in e.args))

@@ -18,7 +18,7 @@ from lark import Token, Tree
 from slidewise.cql.diagnostics import query_error
 from slidewise.errors import PlanError, QueryError
 from slidewise.model.time import MAX_DURATION, UNIT_MS
-from slidewise.plan.expr import CAST_TYPES, FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
+from slidewise.plan.expr import CAST_TYPES, FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Like, Lit, Not, Or
 from slidewise.plan.logical import AGG_FUNCS
 from slidewise.plan.query import Equality, JoinQuery, SelectItem, StreamRef, WindowSpec
 
@@ -28,14 +28,18 @@ UNITS = {**UNIT_MS, "sec": 1000, "secs": 1000}
 INT64_MAX = 2 ** 63 - 1
 MAX_WINDOW = MAX_DURATION  # the length of [UNBOUNDED]; larger sizes would overflow ts + T
 
-_ARITY = {"abs": 1}
 _AGGREGATES = frozenset(AGG_FUNCS)
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
 _OUTPUTS = {  # output keyword -> (JoinQuery.output, JoinQuery.restore)
     "istream": ("istream", False), "rstream": ("rstream", False), "dstream": ("dstream", False),
     "istream_restore": ("istream", True), "rstream_restore": ("rstream", True),
 }
-_CONDITIONS = (Cmp, And, Or, Not)
+_CONDITIONS = (Cmp, And, Or, Not, Like)
+#: windowing functions of other systems -> the CQL way
+_FOREIGN_WINDOWS = {"tumble": "[RANGE 5 SECONDS SLIDE 5 SECONDS] after the stream name",
+                    "hop": "[RANGE 10 SECONDS SLIDE 5 SECONDS] after the stream name",
+                    "session": "a RANGE or ROWS window after the stream name (sessions are not supported)",
+                    "window": "[RANGE 5 SECONDS SLIDE 5 SECONDS] after the stream name"}
 
 
 def _pos(node: Tree | Token) -> tuple[int, int]:
@@ -71,6 +75,7 @@ class Builder:
     def __init__(self, text: str):
         self.text = text
         self.refs: list[StreamRef] = []
+        self.on: list[Tree] = []   # the conditions of JOIN ... ON, WHERE conjuncts
 
     # -- helpers -----------------------------------------------------------
     def error(self, node: Tree | Token, message: str, hint: str | None = None) -> QueryError:
@@ -115,7 +120,7 @@ class Builder:
 
     # -- FROM --------------------------------------------------------------
     def from_clause(self, ref_list: Tree) -> None:
-        for ref in ref_list.children:
+        for ref in self.join_refs(ref_list):
             name_tok, window, internal_after, alias_tok = ref.children
             alias = str(alias_tok) if alias_tok is not None else str(name_tok)
             spec, slide_tok = self.window(window, internal_after is not None, name_tok, alias)
@@ -129,6 +134,25 @@ class Builder:
                     where = slide_tok if slide_tok is not None else name_tok
                 raise self.error(where, e.message, e.hint) from None
             self.refs.append(stream)
+
+    def join_refs(self, ref_list: Tree) -> list[Tree]:
+        """The FROM items of ``ref_list``; each ``JOIN ref ON cond`` adds its condition to :attr:`on`
+        (an inner join is a FROM item and a WHERE conjunct). Outer and cross joins are an error."""
+        self.on = []
+        refs: list[Tree] = []
+        for item in ref_list.children:
+            if item.data != "join_ref":
+                refs.append(item)
+                continue
+            kind, _outer, join_tok, ref, cond = item.children
+            if kind is not None and str(kind).lower() != "inner":
+                word = str(kind).upper()
+                raise self.error(kind, f"{word} JOIN is not supported: slidewise joins are inner joins",
+                                 hint="write FROM A [RANGE t] a JOIN B [RANGE t] b ON a.k = b.k "
+                                      "(or FROM A a, B b WHERE a.k = b.k); rows without a partner are not produced")
+            refs.append(ref)
+            self.on.append(cond)
+        return refs
 
     def window(self, node: Tree | None, internal: bool, name_tok: Token,
                alias: str) -> tuple[WindowSpec, Token | None]:
@@ -171,7 +195,18 @@ class Builder:
         return str(second)
 
     def size(self, node: Tree, counting: bool) -> int:
-        num_tok, unit_tok = node.children
+        if node.data == "interval_size":   # INTERVAL '5' SECOND, INTERVAL 5 MINUTES
+            interval_tok, num_tok, unit_tok = node.children
+            if counting:
+                raise self.error(interval_tok, "ROWS counts tuples and takes no INTERVAL",
+                                 hint="write [ROWS 50], or [RANGE INTERVAL '5' SECOND] for a time window")
+            text = str(num_tok).strip("'").strip()
+            if not re.fullmatch(r"\d+(\.\d+)?", text):
+                raise self.error(num_tok, f"INTERVAL needs a number, got {num_tok}",
+                                 hint="write e.g. INTERVAL '5' SECOND or INTERVAL 5 MINUTES")
+            num_tok = Token("NUMBER", text, line=num_tok.line, column=num_tok.column)
+        else:
+            num_tok, unit_tok = node.children
         value = _number(num_tok)
         if node.data == "negative_size":
             value = -value
@@ -220,12 +255,12 @@ class Builder:
 
     # -- WHERE -------------------------------------------------------------
     def where(self, node: Tree | None) -> tuple[list[Equality], list[Expr]]:
-        if node is None:
-            return [], []
-        cond = self.condition(node.children[0], "WHERE")
+        conds = [self.condition(t, "ON") for t in self.on]
+        if node is not None:
+            conds.append(self.condition(node.children[0], "WHERE"))
         equalities: list[Equality] = []
         filters: list[Expr] = []
-        for c in cond.items if isinstance(cond, And) else (cond,):
+        for c in (i for cond in conds for i in (cond.items if isinstance(cond, And) else (cond,))):
             if (isinstance(c, Cmp) and c.op == "=" and isinstance(c.left, Col)
                     and isinstance(c.right, Col) and c.left.stream != c.right.stream):
                 equalities.append(Equality(c.left, c.right))
@@ -281,6 +316,30 @@ class Builder:
         if kind == "cmp":
             op = "!=" if str(ch[1]) == "<>" else str(ch[1])
             return Cmp(op, self.value(ch[0], f"'{ch[1]}'"), self.value(ch[2], f"'{ch[1]}'"))
+        if kind in ("between", "not_between"):   # a BETWEEN lo AND hi: lo <= a AND a <= hi
+            word = "BETWEEN" if kind == "between" else "NOT BETWEEN"
+            a, lo, hi = (self.value(c, word) for c in (ch[0], ch[2], ch[3]))
+            inside = And((Cmp(">=", a, lo, pos=_pos(ch[1])), Cmp("<=", a, hi, pos=_pos(ch[1]))))
+            return inside if kind == "between" else Not(inside)
+        if kind in ("in_", "not_in"):   # a IN (x, y): a = x OR a = y
+            word = "IN" if kind == "in_" else "NOT IN"
+            a = self.value(ch[0], word)
+            equal = [Cmp("=", a, self.value(c, word), pos=_pos(ch[1])) for c in ch[2:]]
+            any_equal = equal[0] if len(equal) == 1 else Or(tuple(equal))
+            return any_equal if kind == "in_" else Not(any_equal)
+        if kind in ("like", "not_like"):
+            word = "LIKE" if kind == "like" else "NOT LIKE"
+            pattern = Like(self.value(ch[0], word), str(ch[-1])[1:-1].replace("''", "'"), pos=_pos(ch[1]))
+            return pattern if kind == "like" else Not(pattern)
+        if kind == "case":   # CASE WHEN c THEN v ... [ELSE d] END: Func('case', (c, v, ..., [d]))
+            args: list[Expr] = []
+            parts = ch[1:]
+            while parts and isinstance(parts[0], Token) and parts[0].type == "WHEN":
+                args += [self.condition(parts[1], "WHEN"), self.value(parts[3], "THEN")]
+                parts = parts[4:]
+            if parts and parts[0] is not None:
+                args.append(self.value(parts[1], "ELSE"))
+            return Func("case", tuple(args))
         if kind in ("and_", "or_"):
             word, cls = ("AND", And) if kind == "and_" else ("OR", Or)
             items: list[Expr] = []
@@ -304,15 +363,23 @@ class Builder:
                 raise self.error(name_tok, f"aggregate {name.upper()} is not supported in a select–project–join query",
                                  hint=f"available functions: {available}")
             raise self.unknown_function(name_tok)
-        arity = _ARITY.get(name)
-        if arity is not None and len(args) != arity:
-            plural = "" if arity == 1 else "s"
+        fewest, most = FUNCTIONS[name]
+        if not fewest <= len(args) <= most:
+            arity = str(fewest) if fewest == most else f"{fewest} to {most}"
+            plural = "" if most == 1 else "s"
+            example = {"substr": "SUBSTR(S1.name, 1, 3)", "round": "ROUND(S1.x, 2)",
+                       "coalesce": "COALESCE(S1.x, 0)"}.get(name, f"{name.upper()}(S1.x - S2.x)")
             raise self.error(name_tok, f"{name.upper()} takes {arity} argument{plural}, got {len(args)}",
-                             hint=f"write e.g. {name.upper()}(S1.x - S2.x)")
+                             hint=f"write e.g. {example}")
         return Func(name, tuple(self.value(a, name.upper()) for a in args))
 
     def unknown_function(self, name_tok: Token) -> QueryError:
         """The error for a call of a function slidewise does not know, listing the ones it does."""
+        name = str(name_tok).lower()
+        if name in _FOREIGN_WINDOWS:
+            return self.error(name_tok, f"{name.upper()}(...) is not supported: in CQL a window belongs to its stream",
+                              hint=f"write {_FOREIGN_WINDOWS[name]}, e.g. FROM S [RANGE 5 SECONDS SLIDE 5 SECONDS] s "
+                                   "... GROUP BY s.k")
         return self.error(name_tok, f"unknown function {str(name_tok)!r}",
                           hint=f"functions: {', '.join(sorted(f.upper() for f in FUNCTIONS))}, CAST(x AS type); "
                                f"aggregates: {', '.join(f.upper() for f in AGG_FUNCS)}")

@@ -218,12 +218,15 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
 
     def from_clause(self, ref_list: Tree) -> list[Input]:
         inputs: list[Input] = []
-        for ref in ref_list.children:
+        refs = self.join_refs(ref_list)
+        on = self.on   # a subquery in FROM has its own
+        for ref in refs:
             if ref.data == "subquery_ref":
                 node, tok = self.subquery_ref(ref)
             else:
                 node, tok = self.relation_ref(ref)
             inputs.append(Input(node.alias, self.register(node.alias, tok), node))
+        self.on = on
         return inputs
 
     def relation_ref(self, ref: Tree) -> tuple[Scan, Token]:
@@ -280,7 +283,8 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
 
     # -- WHERE ---------------------------------------------------------------
     def where(self, where: Tree | None) -> tuple[Node, tuple[tuple[Col, Col], ...]]:
-        conjuncts = self.conjuncts(where.children[0]) if where is not None else []
+        conjuncts = [c for t in self.on for c in self.conjuncts(t)]
+        conjuncts += self.conjuncts(where.children[0]) if where is not None else []
         exists: list[Tree] = []
         local: list[Expr] = []
         pairs: list[tuple[Col, Col]] = []

@@ -54,7 +54,7 @@ class Select(JoinOperator):
 import operator as _op  # noqa: E402
 
 from slidewise.operators.incremental import Incremental  # noqa: E402
-from slidewise.plan.expr import And, BinOp, Cmp, Col, Func, Lit, Not, Or, arithmetic, cast  # noqa: E402
+from slidewise.plan.expr import And, BinOp, Cmp, Col, Func, Like, Lit, Not, Or, arithmetic, cast, like, scalar_function  # noqa: E402
 
 _ROW_BINOPS = {"+": _op.add, "-": _op.sub, "*": _op.mul, "/": _op.truediv, "%": _op.mod}
 _ROW_CMPS = {"=": _op.eq, "!=": _op.ne, "<": _op.lt, "<=": _op.le, ">": _op.gt, ">=": _op.ge}
@@ -129,14 +129,16 @@ def row_function(expr, schema: tuple[str, ...], aliases: tuple[str, ...]):
             v = inner(vals)
             return None if v is None else not v
         return negation
+    if isinstance(expr, Like):
+        item, pattern = row_function(expr.item, schema, aliases), expr.pattern
+        return lambda vals: like(item(vals), pattern)
     if isinstance(expr, Func):
-        if expr.name not in ("abs", "cast"):
-            raise PlanError(f"unknown function {expr.name!r}", hint="supported: ABS, CAST")
-        inner = row_function(expr.args[0], schema, aliases)
         if expr.name == "cast":
-            kind = expr.args[1].value
+            inner, kind = row_function(expr.args[0], schema, aliases), expr.args[1].value
             return lambda vals: cast(inner(vals), kind)
-        return lambda vals: abs(inner(vals))
+        fn = scalar_function(expr.name)
+        parts = [row_function(a, schema, aliases) for a in expr.args]
+        return lambda vals: fn(*(p(vals) for p in parts))
     raise PlanError(f"cannot evaluate {expr!r} per row", hint="use columns, literals, arithmetic and comparisons")
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,7 +127,91 @@ class Func(Expr):
     def __str__(self) -> str:
         if self.name == "cast":
             return f"CAST({self.args[0]} AS {_CAST_NAMES[self.cast_kind]})"
+        if self.name == "case":
+            whens = " ".join(f"WHEN {c} THEN {v}" for c, v in zip(self.args[0::2], self.args[1::2]))
+            default = f" ELSE {self.args[-1]}" if len(self.args) % 2 else ""
+            return f"CASE {whens}{default} END"
         return f"{self.name.upper()}({', '.join(map(str, self.args))})"
+
+
+NAN = float("nan")  # the one NULL of scalar arithmetic (equal to itself by identity, so DISTINCT keeps one)
+
+
+@dataclass(frozen=True)
+class Like(Expr):
+    """``item LIKE pattern``: ``%`` matches any run of characters, ``_`` one character (no escape)."""
+
+    item: Expr
+    pattern: str
+    pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return f"{self.item} LIKE {Lit(self.pattern)}"
+
+
+def like_regex(pattern: str) -> str:
+    """The anchored regular expression of a LIKE pattern (Python's and Java's syntax)."""
+    return "(?s)^" + "".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern) + "$"
+
+
+@functools.cache
+def _like_matcher(pattern: str) -> re.Pattern[str]:
+    return re.compile(like_regex(pattern))
+
+
+def like(v: Any, pattern: str) -> Any:
+    """Whether ``v`` (scalar or array) matches ``pattern``; ``None`` (unknown) where ``v`` is NULL (scalars)."""
+    if isinstance(v, np.ndarray):
+        text = pd.Series(v if v.dtype == object else v.astype(str), dtype=object)
+        return text.str.fullmatch(like_regex(pattern).removesuffix("$"), na=False).to_numpy(bool)
+    return None if is_null(v) else _like_matcher(pattern).match(str(v)) is not None
+
+
+def coalesce(*args: Any) -> Any:
+    """The first argument that is not NULL (per element)."""
+    if not any(isinstance(a, np.ndarray) for a in args):
+        return next((a for a in args if not is_null(a)), args[-1])
+    out = args[-1]
+    for a in reversed(args[:-1]):
+        out = np.where(is_null(a), out, a)
+    return out
+
+
+def case(*args: Any) -> Any:
+    """``CASE WHEN c1 THEN v1 ... [ELSE d] END`` over ``(c1, v1, ..., [d])``: the value of the first
+    condition that holds (a condition is true only where it holds), else ``d`` or NULL."""
+    pairs = list(zip(args[0::2], args[1::2]))
+    text = any(isinstance(v, str) or (isinstance(v, np.ndarray) and v.dtype == object) for _, v in pairs)
+    default = args[-1] if len(args) % 2 else (None if text else NAN)
+    if not any(isinstance(a, np.ndarray) for a in args):
+        return next((v for c, v in pairs if c), default)
+    out = default
+    for c, v in reversed(pairs):
+        out = np.where(c, v, out)
+    return out
+
+
+def _round(v: Any, digits: Any = 0) -> Any:
+    return np.round(v, int(digits)) if isinstance(v, np.ndarray) or not is_null(v) else v
+
+
+def _text(f: Callable[[str], Any], null: Any = None) -> Callable[[Any], Any]:
+    """``f`` on text, per element of an array; NULL stays NULL."""
+    def apply(v: Any) -> Any:
+        if isinstance(v, np.ndarray):
+            out = [null if x is None else f(x) for x in v]
+            if null is None:
+                return np.array(out, dtype=object)
+            return np.array(out, dtype=float if any(x is None for x in v) else np.int64)
+        return null if v is None else f(v)
+    return apply
+
+
+def _substr(v: Any, start: Any, length: Any = None) -> Any:
+    """SQL's SUBSTR: 1-based ``start``; ``length`` characters (all if omitted)."""
+    begin = max(int(start) - 1, 0)
+    end = None if length is None else max(int(start) - 1 + int(length), begin)
+    return _text(lambda x: x[begin:end])(v)
 
 
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
@@ -171,10 +256,25 @@ def cast(v: Any, kind: str) -> Any:
     return v.astype(np.int64) if v.dtype.kind in "iub" else np.trunc(v)
 
 
-_FUNCS: dict[str, Callable[..., Any]] = {"abs": np.abs, "cast": cast}
-FUNCTIONS = frozenset(("abs",))   # called by name; CAST has its own syntax
-CONDITIONS = (Cmp, And, Or, Not)
-NAN = float("nan")  # the one NULL of scalar arithmetic (equal to itself by identity, so DISTINCT keeps one)
+_FUNCS: dict[str, Callable[..., Any]] = {
+    "abs": np.abs, "cast": cast, "coalesce": coalesce, "case": case,
+    "round": _round, "floor": np.floor, "ceil": np.ceil,
+    "lower": _text(str.lower), "upper": _text(str.upper), "length": _text(len, NAN), "substr": _substr,
+}
+#: called by name (CAST and CASE have their own syntax) -> (fewest, most) arguments
+FUNCTIONS: dict[str, tuple[int, int]] = {
+    "abs": (1, 1), "round": (1, 2), "floor": (1, 1), "ceil": (1, 1), "coalesce": (1, 64),
+    "lower": (1, 1), "upper": (1, 1), "length": (1, 1), "substr": (2, 3),
+}
+#: the functions of numbers, of text, and those whose arguments share one type
+NUMBER_FUNCTIONS = frozenset(("abs", "round", "floor", "ceil"))
+TEXT_FUNCTIONS = frozenset(("lower", "upper", "length", "substr"))
+CONDITIONS = (Cmp, And, Or, Not, Like)
+
+
+def scalar_function(name: str) -> Callable[..., Any]:
+    """The implementation of function ``name`` (scalars or arrays)."""
+    return _FUNCS[name]
 
 
 def evaluate(expr: Expr, get: Callable[[int, str], object]) -> Any:
@@ -207,6 +307,12 @@ def _truth(expr: Expr, get: Callable[[int, str], object]) -> tuple[Any, Any]:
     if isinstance(expr, Not):
         value, unknown = _truth(expr.item, get)
         return np.logical_not(value), unknown
+    if isinstance(expr, Like):
+        v = evaluate(expr.item, get)
+        null = is_null(v)
+        if not isinstance(v, np.ndarray):
+            return (False, True) if null else (like(v, expr.pattern), None)
+        return like(v, expr.pattern), (null if np.any(null) else None)
     if isinstance(expr, (And, Or)):
         parts = [_truth(i, get) for i in expr.items]
         join = np.logical_and if isinstance(expr, And) else np.logical_or
@@ -271,6 +377,8 @@ def columns_of(expr: Expr) -> set[tuple[int, str]]:
     if isinstance(expr, (And, Or)):
         return set().union(*(columns_of(i) for i in expr.items))
     if isinstance(expr, Not):
+        return columns_of(expr.item)
+    if isinstance(expr, Like):
         return columns_of(expr.item)
     if isinstance(expr, Func):
         return set().union(*(columns_of(a) for a in expr.args))

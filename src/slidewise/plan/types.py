@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from slidewise.errors import PlanError
-from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or, columns_of, evaluate
+from slidewise.plan.expr import NUMBER_FUNCTIONS, TEXT_FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Like, Lit, Not, Or, columns_of, evaluate
 
 if TYPE_CHECKING:
     from slidewise.plan.logical import AggCall
@@ -118,15 +118,50 @@ class Typer:
             return self._arithmetic(expr)
         if isinstance(expr, Func) and expr.name == "cast":
             return replace(expr, args=(self.typed(expr.args[0])[0], expr.args[1])), expr.cast_kind
+        if isinstance(expr, Like):
+            item, kind = self.typed(expr.item)
+            if kind is not None and _family(kind) != "text":
+                raise PlanError(f"LIKE needs text, got {_side(item, kind)}", location=_location(expr, item),
+                                hint=f"CAST({item} AS TEXT) LIKE {Lit(expr.pattern)} matches its digits")
+            return replace(expr, item=item), "bool"
         if isinstance(expr, Func):
-            args = [self.typed(a) for a in expr.args]
-            for a, k in args:
-                if _family(k) == "text":
-                    raise PlanError(f"{expr.name.upper()} needs a number, got {_side(a, k)}",
-                                    location=_location(expr, a),
-                                    hint=f"{_TEXT_WHY}; {_to_number(a)} is its number (NULL where it is none)")
-            return replace(expr, args=tuple(a for a, _ in args)), (args[0][1] if args else None)
+            return self._function(expr)
         return expr, None
+
+    def _function(self, expr: Func) -> tuple[Func, str | None]:
+        """A call with its arguments typed: numbers for ABS / ROUND / FLOOR / CEIL (and the positions of
+        SUBSTR), text for LOWER / UPPER / LENGTH / SUBSTR, one type for COALESCE's arguments and CASE's values."""
+        name = expr.name
+        if name == "case":
+            args = [self.typed(a) if i % 2 or i == len(expr.args) - 1 else (self.condition(a), "bool")
+                    for i, a in enumerate(expr.args)]
+            values = [(a, k) for i, (a, k) in enumerate(args) if i % 2 or i == len(args) - 1]
+        else:
+            args = [self.typed(a) for a in expr.args]
+            values = args
+        typed = replace(expr, args=tuple(a for a, _ in args))
+        if name in NUMBER_FUNCTIONS or name in TEXT_FUNCTIONS:
+            for i, (a, k) in enumerate(args):
+                wants = "text" if name in TEXT_FUNCTIONS and i == 0 else "a number"
+                if _family(k) is not None and _family(k) != wants.removeprefix("a "):
+                    fix = (f"{_to_number(a)} is its number (NULL where it is none)" if wants == "a number"
+                           else f"CAST({a} AS TEXT) is its text")
+                    raise PlanError(f"{name.upper()} needs {wants}, got {_side(a, k)}", location=_location(expr, a),
+                                    hint=f"{_TEXT_WHY}; {fix}" if wants == "a number" else fix)
+            kind = {"length": "int", "lower": "str", "upper": "str", "substr": "str",
+                    "floor": "float", "ceil": "float"}.get(name, args[0][1])
+            return typed, kind
+        known = [(a, k) for a, k in values if k is not None and not (isinstance(a, Lit) and a.value is None)]
+        for a, k in known[1:]:
+            if _family(k) != _family(known[0][1]):
+                word = "CASE's values" if name == "case" else f"{name.upper()}'s arguments"
+                raise PlanError(f"{word} {_side(*known[0])} and {_side(a, k)} have different types",
+                                location=_location(expr, a),
+                                hint=f"give them one type, e.g. CAST({a} AS TEXT) or {_to_number(a)}")
+        if not known:
+            return typed, None
+        kinds = {k for _, k in known}
+        return typed, (known[0][1] if len(kinds) == 1 else "float" if _family(known[0][1]) == "number" else "str")
 
     def aggregate(self, call: AggCall) -> tuple[AggCall, str | None]:
         """``(call with its argument typed, the kind of its result)``; a PlanError for SUM / AVG of text."""

@@ -55,7 +55,7 @@ from slidewise.model.batch import NO_EXP
 from slidewise.operators.project import output_names
 from slidewise.options import DEFAULT_CHUNK_ROWS, RunOptions
 from slidewise.plan.bind import bind_query
-from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or, streams_of
+from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Like, Lit, Not, Or, like_regex, streams_of
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
@@ -412,6 +412,10 @@ def to_spark(expr: Expr):
         return functools.reduce(lambda x, y: x | y, [to_spark(e) for e in expr.items])
     if isinstance(expr, Not):
         return ~to_spark(expr.item)
+    if isinstance(expr, Like):   # the same regular expression as plan.expr.like
+        return to_spark(expr.item).rlike(like_regex(expr.pattern))
+    if isinstance(expr, Func) and expr.name in ("lower", "upper"):
+        return getattr(F, expr.name)(to_spark(expr.args[0]))
     if isinstance(expr, Func) and expr.name == "abs":
         return F.abs(to_spark(expr.args[0]))
     if isinstance(expr, Func) and expr.name == "cast":   # NULL where it fails, as plan.expr.cast
