@@ -22,9 +22,9 @@ from slidewise.plan.wjoin import WindowConstraint, WJoinQuery
 
 __all__ = ["has_window_clause", "parse_wjoin"]
 
-# the clause: from the first WINDOW/DWINDOW keyword followed by "(" or "=" up to WHERE, ";" or the end
+# the clause: from the first WINDOW/DWINDOW keyword followed by "(" or "=" up to WHERE (or the next clause), ";" or the end
 _START = re.compile(r"(?<![.\w])(d?window)\s*(?=[(=])", re.I)
-_END = re.compile(r"\bwhere\b|;|$", re.I)
+_END = re.compile(r"\b(?:where|group|having|order|limit)\b|;|$", re.I)
 _ITEM = re.compile(r"\s*(?P<kw>d?window)\s*(?:\(\s*(?P<a>[a-z_]\w*)\s*,\s*(?P<b>[a-z_]\w*)\s*\))?\s*=\s*"
                    r"(?P<neg>-\s*)?(?P<num>\d+)\s*(?P<unit>(?!and\b|where\b)[a-z]+)?\s*", re.I)
 _AND = re.compile(r"and\b", re.I)
@@ -36,8 +36,8 @@ def has_window_clause(text: str) -> bool:
     m = re.search(r"\bfrom\b", text, re.I)
     if m is None:
         return False
-    where = re.compile(r"\bwhere\b", re.I).search(text, m.end())
-    return _START.search(text, m.end(), where.start() if where else len(text)) is not None
+    end = _END.search(text, m.end())
+    return _START.search(text, m.end(), end.start()) is not None
 
 
 def _error(text: str, offset: int, message: str, hint: str = _USAGE) -> QueryError:
