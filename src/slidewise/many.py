@@ -184,9 +184,10 @@ def _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_u
     for g, r in zip(groups, runs):
         for m, pr in zip(g.members, r.runs):
             frame = None
-            if collect:
+            if collect:   # fresh columns: copy=False keeps them as they are (no block consolidation)
                 fs = frames[m.name]
-                frame = pd.DataFrame({c: np.concatenate([f[c] for f in fs]) for c in columns[m.name]}) if fs else \
+                frame = pd.DataFrame({c: np.concatenate([f[c] for f in fs]) for c in columns[m.name]},
+                                     copy=False) if fs else \
                     pd.DataFrame({c: pd.Series(dtype="object") for c in columns[m.name]})
             stats = {"query": plans[m.name].text or plans[m.name].root.label(), "path": m.spec.describe(),
                      **run_counts({g.source: inputs[g.source]}, pr.results, 0, rejects, seconds),
