@@ -40,6 +40,7 @@ class SharedRun:
         self.runs = [PaneRun(m.spec, dtypes, emits[m.name], key_filter=m.group_filter) for m in group.members]
         self.regions = group.regions()
         self.bit = [None if m.residual is None else self.regions.index(m.residual) for m in group.members]
+        self._present = np.zeros(0, np.int64)   # the region codes of the current block
         self.covers = [{"disjoint": 0, "supercover": 0} for _ in group.members]   # per member: partials read so
         extra = tuple(a for e in self.regions for _, a in columns_of(e) if a != "ts")
         self.attrs = tuple(dict.fromkeys(group.keys + tuple(a for r in self.runs for a in r.attrs) + extra))
@@ -167,7 +168,7 @@ class SharedRun:
             r.respond(np.arange(k0 - r.lead, k1 + 1, dtype=np.int64) * r.spec.slide, uniq, cuts,
                       partial_of(index[id(r)]), memo)
         self.states |= {k for k in cache if len(k) == 2}
-        self.groups_seen = max(r.groups_seen for r, _, _ in jobs)
+        self.groups_seen = max(r.groups_seen for r, _, _ in jobs) * R   # a block's cells: groups x regions
         self.partial_bytes_peak = max(self.partial_bytes_peak,
                                       sum(x.nbytes for k, v in cache.items() if len(k) == 2 for x in v[1]))
         self.unshared_bytes_peak = max(self.unshared_bytes_peak, requested[0])
