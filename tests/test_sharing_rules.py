@@ -41,7 +41,7 @@ def test_thesis_covers_share_one_synopsis_and_equal_each_query_alone():
     frame = packets(200)
     many = slidewise.run_many(THESIS, {"P": frame}, chunk_rows=37)
     [group] = many.stats["shared"]
-    assert group["queries"] == list(THESIS) and group["synopsis"] == "P, pane s=5"
+    assert group["queries"] == list(THESIS) and group["synopsis"] == "P, pane s=5, regions of 7 predicates"
     assert group["rules"] == ["SS1", "SS4", "CS1", "CS2", "CS6", "CS7"]
     for name, q in THESIS.items():
         assert rows(many.results[name].results) == rows(slidewise.run(q, {"P": frame}).results), name

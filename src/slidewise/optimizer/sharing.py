@@ -159,7 +159,8 @@ class Group:
     def describe(self) -> str:
         where = self.predicate()
         return (f"{self.source}" + (f" WHERE {where}" if where is not None else "")
-                + (f" GROUP BY {', '.join(self.keys)}" if self.keys else "") + f", pane s={self.pane}")
+                + (f" GROUP BY {', '.join(self.keys)}" if self.keys else "") + f", pane s={self.pane}"
+                + (f", regions of {len(self.regions())} predicates" if self.covered else ""))
 
 
 def share(specs: dict[str, SlidingAggregate]) -> list[Group]:
