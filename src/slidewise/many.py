@@ -22,7 +22,7 @@ from slidewise.cql.parser import parse_any
 from slidewise.cql.queryfile import NAME, NamedQuery, load_queries, located
 from slidewise.errors import OptionError, SlidewiseError
 from slidewise.optimizer.pane_plan import match
-from slidewise.optimizer.sharing import share
+from slidewise.optimizer.sharing import THESIS_RULES, decisions, share
 from slidewise.options import DEFAULT_CHUNK_ROWS
 from slidewise.plan.bind import bind
 from slidewise.plan.logical import Plan
@@ -131,8 +131,12 @@ def run_many(queries, sources: dict[str, object], *, out_dir: str | os.PathLike 
                                   ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
         except SlidewiseError as e:
             raise located(e, q.index, q.name, q.where) from None
+    used = {r for g in group_stats for r in g["rules"]}
+    rules = {r.name: {"section": r.section, "allows": r.allows,
+                      "applied": r.name in used, **({"not_applied": r.not_applied} if r.not_applied else {})}
+             for r in THESIS_RULES.values()}
     stats = {"queries": len(named), "shared_queries": len(specs), "alone": [q.name for q in alone],
-             "shared": group_stats, "seconds": round(time.perf_counter() - started, 6)}
+             "shared": group_stats, "rules": rules, "seconds": round(time.perf_counter() - started, 6)}
     return ManyResult({q.name: results[q.name] for q in named}, stats)
 
 
@@ -181,21 +185,32 @@ def _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_u
     for g, r in zip(groups, runs):
         for m, pr in zip(g.members, r.runs):
             frame = None
-            if collect:
+            if collect:   # fresh columns: copy=False keeps them as they are (no block consolidation)
                 fs = frames[m.name]
-                frame = pd.DataFrame({c: np.concatenate([f[c] for f in fs]) for c in columns[m.name]}) if fs else \
+                frame = pd.DataFrame({c: np.concatenate([f[c] for f in fs]) for c in columns[m.name]},
+                                     copy=False) if fs else \
                     pd.DataFrame({c: pd.Series(dtype="object") for c in columns[m.name]})
             stats = {"query": plans[m.name].text or plans[m.name].root.label(), "path": m.spec.describe(),
                      **run_counts({g.source: inputs[g.source]}, pr.results, 0, rejects, seconds),
-                     "synopsis": g.describe()}
+                     "synopsis": g.describe(), "cover": _cover(m, r.covers[g.members.index(m)])}
             results[m.name] = RunResult(frame, stats, rejects)
         states = sorted({f"{k}({a or '*'})" for k, a in r.states if isinstance(k, str)})
         out.append({"synopsis": g.describe(), "queries": [m.name for m in g.members], "pane": g.pane,
+                    "rules": decisions(g),
                     "states": states, "blocks": r.blocks, "buffer_tuples_peak": r.buffered_peak,
                     "partial_bytes_peak": r.partial_bytes_peak, "unshared_partial_bytes_peak": r.unshared_bytes_peak,
                     "memory_saved_bytes": r.unshared_bytes_peak - r.partial_bytes_peak,
                     "buffers_saved": len(g.members) - 1})
     return out
+
+
+def _cover(m, counts: dict) -> str | None:
+    """How a member of a cover reads its partials: ``disjoint`` (merging its regions), ``supercover``
+    (the whole minus the other regions) or both; None: its predicate is the synopsis's."""
+    if m.residual is None:
+        return None
+    kinds = [k for k, n in counts.items() if n]
+    return "+".join(kinds) if kinds else "disjoint"
 
 
 def print_many(result: ManyResult) -> None:
@@ -206,7 +221,8 @@ def print_many(result: ManyResult) -> None:
     print(f"{st['queries']} queries in {st['seconds']:.3f} s; {st['shared_queries']} from "
           f"{len(st['shared'])} shared synopses, {len(st['alone'])} alone", file=sys.stderr)
     for g in st["shared"]:
-        print(f"  synopsis {g['synopsis']} [{', '.join(g['states'])}]: {', '.join(g['queries'])}; "
+        print(f"  synopsis {g['synopsis']} [{', '.join(g['states'])}] by {', '.join(g['rules']) or 'none'}: "
+              f"{', '.join(g['queries'])}; "
               f"saved {g['memory_saved_bytes']:,} bytes of pane partials and {g['buffers_saved']} buffers",
               file=sys.stderr)
     for name, r in result.results.items():

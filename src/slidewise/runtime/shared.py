@@ -9,14 +9,23 @@ attribute) that any member needs. Each member is a
 of the block from those partials (:meth:`~slidewise.runtime.pane_engine.PaneRun.respond`,
 with its synopses, HAVING, group filter and output kind), so every member's
 rows equal its run alone.
+
+A group over a cover (:attr:`~slidewise.optimizer.sharing.Group.covered`) keeps
+the tuples of the members' common conjuncts, tags each with its *region* (which
+of the members' residual predicates it satisfies) and builds each pane partial
+once per (group, region); a member's partial merges the regions its predicate
+holds in (a disjoint cover), or for COUNT/SUM/AVG subtracts the others from the
+whole when they are fewer (a disjoint supercover), as in Golab's thesis §8.3.3.
 """
 
 from __future__ import annotations
 
+from functools import reduce
+
 import numpy as np
 
 from slidewise.optimizer.sharing import Group
-from slidewise.plan.expr import evaluate
+from slidewise.plan.expr import columns_of, evaluate
 from slidewise.runtime.pane_engine import BLOCK_CELLS, PaneRun, encode_groups
 
 __all__ = ["SharedRun"]
@@ -29,7 +38,12 @@ class SharedRun:
         self.group, self.pane = group, group.pane
         self.where = group.predicate()
         self.runs = [PaneRun(m.spec, dtypes, emits[m.name], key_filter=m.group_filter) for m in group.members]
-        self.attrs = tuple(dict.fromkeys(group.keys + tuple(a for r in self.runs for a in r.attrs)))
+        self.regions = group.regions()
+        self.bit = [None if m.residual is None else self.regions.index(m.residual) for m in group.members]
+        self._present = np.zeros(0, np.int64)   # the region codes of the current block
+        self.covers = [{"disjoint": 0, "supercover": 0} for _ in group.members]   # per member: partials read so
+        extra = tuple(a for e in self.regions for _, a in columns_of(e) if a != "ts")
+        self.attrs = tuple(dict.fromkeys(group.keys + tuple(a for r in self.runs for a in r.attrs) + extra))
         self.parts: list[dict] = []
         self.last_ts: int | None = None
         self.groups_seen = 1024
@@ -114,29 +128,88 @@ class SharedRun:
                 r.last_nonempty = False
             return
         self.blocks += 1
-        uniq, groups = encode_groups([data[k] for k in self.group.keys], len(data["ts"]))
+        n = len(data["ts"])
+        uniq, groups = encode_groups([data[k] for k in self.group.keys], n)
         g = len(uniq[0]) if uniq else 1
+        codes, R = self._regions(data, n)
+        if codes is not None:
+            groups = groups * R + codes
         cuts = np.arange(start, end + 1, self.pane, dtype=np.int64)   # pane i: (cuts[i-1], cuts[i]]
         pane = np.searchsorted(cuts, data["ts"], "left")
-        shape = (len(cuts), g)
+        shape = (len(cuts), g * R)
         cache: dict = {}
         memo: dict = {}   # the synopses' running merges / intervals of the shared partials
         requested = [0]
 
-        def partial(acc, attr):
+        def base(acc, attr):
             key = (acc.share_key, attr) if acc.share_key else (id(acc), attr)
             hit = cache.get(key)
             if hit is None:
                 hit = cache[key] = (acc, acc.partial(None if attr is None else data[attr], pane, groups, shape))
             else:
                 acc.adopt(hit[0])
-            requested[0] += sum(x.nbytes for x in hit[1])
-            return hit[1]
+            return key, hit[1]
 
+        def partial_of(i):
+            mask = None if codes is None else self._mask(i, self._present)
+
+            def partial(acc, attr):
+                key, st = base(acc, attr)
+                if codes is not None:
+                    st, kind = self._cover(acc, key, st, mask, R, cache)
+                    self.covers[i][kind] += 1
+                requested[0] += sum(x.nbytes for x in st)
+                return st
+            return partial
+
+        index = {id(r): i for i, r in enumerate(self.runs)}
         for r, k0, k1 in jobs:
             r.blocks += 1
-            r.respond(np.arange(k0 - r.lead, k1 + 1, dtype=np.int64) * r.spec.slide, uniq, cuts, partial, memo)
-        self.states |= set(cache)
-        self.groups_seen = max(r.groups_seen for r, _, _ in jobs)
-        self.partial_bytes_peak = max(self.partial_bytes_peak, sum(x.nbytes for _, st in cache.values() for x in st))
+            r.respond(np.arange(k0 - r.lead, k1 + 1, dtype=np.int64) * r.spec.slide, uniq, cuts,
+                      partial_of(index[id(r)]), memo)
+        self.states |= {k for k in cache if len(k) == 2}
+        self.groups_seen = max(r.groups_seen for r, _, _ in jobs) * R   # a block's cells: groups x regions
+        self.partial_bytes_peak = max(self.partial_bytes_peak,
+                                      sum(x.nbytes for k, v in cache.items() if len(k) == 2 for x in v[1]))
         self.unshared_bytes_peak = max(self.unshared_bytes_peak, requested[0])
+
+    def _regions(self, data: dict, n: int) -> tuple[np.ndarray | None, int]:
+        """Each tuple's region (index into :attr:`_present`, the region codes of the block) and their number."""
+        if not self.regions:
+            return None, 1
+        code = np.zeros(n, np.int64)
+        for j, e in enumerate(self.regions):
+            hit = np.broadcast_to(np.asarray(evaluate(e, lambda _s, a: data[a]), dtype=bool), (n,))
+            code |= hit.astype(np.int64) << j
+        self._present, idx = np.unique(code, return_inverse=True)
+        return idx.reshape(-1), len(self._present)
+
+    def _mask(self, i: int, present: np.ndarray) -> np.ndarray | None:
+        """Which present regions member ``i`` covers (None: all of them)."""
+        bit = self.bit[i]
+        return None if bit is None else (present >> bit) & 1 == 1
+
+    def _cover(self, acc, key, st: tuple, mask: np.ndarray | None, R: int, cache: dict) -> tuple[tuple, str]:
+        """A member's partial and how it was read: the merge of the regions of ``mask`` (``disjoint``: a
+        disjoint cover), or the whole minus the others when fewer and ``acc`` subtracts (``supercover``);
+        cached per region set."""
+        if mask is None:
+            mask = np.ones(R, bool)
+        ck = (*key, "regions", mask.tobytes())
+        hit = cache.get(ck)
+        if hit is not None:
+            acc.adopt(hit[0])
+            return hit[1], hit[2]
+        regions = [tuple(x[:, r::R] for x in st) for r in range(R)]
+        inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
+        kind = "supercover" if acc.share_key in ("count", "sum") and 0 < len(outside) < len(inside) - 1 \
+            else "disjoint"
+        if kind == "supercover":
+            whole = self._cover(acc, key, st, None, R, cache)[0]
+            out = acc.subtract(whole, reduce(acc.merge, [regions[r] for r in outside]))
+        elif len(inside):
+            out = reduce(acc.merge, [regions[r] for r in inside])
+        else:
+            out = acc.identity((st[0].shape[0], st[0].shape[1] // R))
+        cache[ck] = (acc, out, kind)
+        return out, kind
