@@ -33,5 +33,6 @@ test-spark: install
 # configured in pyproject.toml. CI runs it before the tests.
 lint: install
 	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache

@@ -34,8 +34,7 @@ def _window_rank(query: JoinQuery, tuples: list[Tup]) -> dict[int, tuple[int, ob
 def _arrivals_before(tuples: list[Tup], query: JoinQuery, stream: int, part, pos: int) -> int:
     """How many tuples of ``stream`` (and partition ``part``) have arrived up to position ``pos``."""
     w = query.streams[stream].window
-    return sum(1 for t in tuples if t.stream == stream and t.pos <= pos
-               and (w.partition_by is None or t.vals[w.partition_by] == part))
+    return sum(1 for t in tuples if t.stream == stream and t.pos <= pos and (w.partition_by is None or t.vals[w.partition_by] == part))
 
 
 def in_window(query: JoinQuery, tuples: list[Tup], rank, member: Tup, at: Tup) -> bool:
@@ -57,8 +56,7 @@ def predicates_hold(query: JoinQuery, members: tuple[Tup, ...]) -> bool:
     return all(bool(evaluate(f, get)) for f in query.filters)
 
 
-def oracle(query: JoinQuery, tuples: list[Tup], *, restore: bool = True,
-           negatives: bool = False) -> Counter:
+def oracle(query: JoinQuery, tuples: list[Tup], *, restore: bool = True, negatives: bool = False) -> Counter:
     """Multiset of results of ``query`` over the whole input ``tuples``.
 
     ``restore=False`` (lazy, ``query.slide = D``): drop the short-lived results,
@@ -84,8 +82,7 @@ def oracle(query: JoinQuery, tuples: list[Tup], *, restore: bool = True,
         key = tuple(m.pos for m in members)
         out[(key, origin.ts, exp, 1)] += 1
         if negatives:
-            evictions = [_evictor(query, tuples, rank, m) for m in members
-                         if windows[m.stream].is_count]
+            evictions = [_evictor(query, tuples, rank, m) for m in members if windows[m.stream].is_count]
             evictions = [e for e in evictions if e is not None]
             if evictions:
                 first = min(evictions, key=lambda t: t.pos)

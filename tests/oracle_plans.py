@@ -80,8 +80,7 @@ def _all_internal(node: Node) -> bool:
     """Monotonic by INTERNAL windows: stream leaves all internal, no retroactive table."""
     leaves = list(_leaves(node))
     streams = [x for x in leaves if not (isinstance(x, Scan) and x.is_relation)]
-    return (bool(streams) and all(x.window.internal for x in streams)
-            and not any(isinstance(x, Scan) and x.kind == "table" for x in leaves))
+    return bool(streams) and all(x.window.internal for x in streams) and not any(isinstance(x, Scan) and x.kind == "table" for x in leaves)
 
 
 def _ts_positions(node: Node) -> tuple[int, ...]:
@@ -145,8 +144,7 @@ class PlanOracle:
         if scan.source not in streams:
             raise SourceError(f"no input for stream {scan.source}", hint="pass it in streams=")
         df = streams[scan.source]
-        rows = [(int(ts), tuple(_py(v) for v in rest))
-                for ts, *rest in zip(df["ts"], *(df[c] for c in scan.columns))]
+        rows = [(int(ts), tuple(_py(v) for v in rest)) for ts, *rest in zip(df["ts"], *(df[c] for c in scan.columns))]
         rows = sorted(rows, key=lambda r: r[0])  # stable: input order within a timestamp
         return [(ts, (ts,) + attrs) for ts, attrs in rows]
 
@@ -157,17 +155,17 @@ class PlanOracle:
             return []
         ts = df["ts"] if "ts" in df else [0] * len(df)
         ops = df["op"] if "op" in df else ["+"] * len(df)
-        ups = [(int(t), str(o), tuple(_py(v) for v in vals))
-               for t, o, *vals in zip(ts, ops, *(df[c] for c in scan.columns))]
+        ups = [(int(t), str(o), tuple(_py(v) for v in vals)) for t, o, *vals in zip(ts, ops, *(df[c] for c in scan.columns))]
         ups = sorted(ups, key=lambda u: u[0])
         live, dead = set(), set()
         for t, op, vals in ups:
             key = vals[0]
             if op == "+":
                 if key in live or (scan.kind == "nrr" and key in dead):
-                    raise SourceError(f"table {scan.source}: key {key!r} inserted at {t} is "
-                                      f"{'already present' if key in live else 'reused after its deletion'}",
-                                      hint="NRR keys are never reused (Golab's thesis §3.3.1)")
+                    raise SourceError(
+                        f"table {scan.source}: key {key!r} inserted at {t} is {'already present' if key in live else 'reused after its deletion'}",
+                        hint="NRR keys are never reused (Golab's thesis §3.3.1)",
+                    )
                 live.add(key)
             elif op == "-":
                 live.discard(key)
@@ -244,16 +242,13 @@ class PlanOracle:
             return self.table_state(scan.source, tau)
         if scan.kind == "nrr":
             if nrr_time is None:
-                raise PlanError(f"NRR {scan.alias} is not joined with a stream",
-                                hint="an NRR row joins stream tuples arriving after its insertion")
+                raise PlanError(f"NRR {scan.alias} is not joined with a stream", hint="an NRR row joins stream tuples arriving after its insertion")
             return self.table_state(scan.source, nrr_time)
-        return Counter(_window(scan.window, [(ts, v) for ts, v in self.arrivals[scan.source] if ts <= tau],
-                               tau, scan.schema))
+        return Counter(_window(scan.window, [(ts, v) for ts, v in self.arrivals[scan.source] if ts <= tau], tau, scan.schema))
 
     def _window_subquery(self, node: Subquery, tau: int) -> Counter:
         """A window over the stream of rows inserted into the child's answer (its ISTREAM)."""
-        stream = [(t, v) for t in range(self.first, tau + 1)
-                  for v in sorted(self.inserted(node.child, t).elements(), key=order_key)]
+        stream = [(t, v) for t in range(self.first, tau + 1) for v in sorted(self.inserted(node.child, t).elements(), key=order_key)]
         self.order_sensitive |= cuts_a_tie(node.window, stream, node.schema)
         return Counter(_window(node.window, stream, tau, node.schema))
 
@@ -278,8 +273,7 @@ class PlanOracle:
         get_l = column_getter(node.left.schema, self.aliases)
         get_r = column_getter(node.right.schema, self.aliases)
         keys = {tuple(_py(evaluate(rc, get_r(r))) for _, rc in node.on) for r in right}
-        return Counter({r: m for r, m in left.items()
-                        if tuple(_py(evaluate(lc, get_l(r))) for lc, _ in node.on) not in keys})
+        return Counter({r: m for r, m in left.items() if tuple(_py(evaluate(lc, get_l(r))) for lc, _ in node.on) not in keys})
 
     def _aggregate(self, node: Aggregate, rows: Counter) -> Counter:
         get = column_getter(node.child.schema, self.aliases)
@@ -295,15 +289,21 @@ class PlanOracle:
                     vals.append(len(members))
                     continue
                 xs = [_py(evaluate(agg.arg, get(r))) for r in members]
-                xs = [x for x in xs if x is not None and x == x]   # nulls (None, NaN) are ignored
+                xs = [x for x in xs if x is not None and x == x]  # nulls (None, NaN) are ignored
                 if agg.distinct:
                     xs = list(set(xs))
-                vals.append({"count": lambda: len(xs), "sum": lambda: sum(xs) if xs else None,
-                             "avg": lambda: sum(xs) / len(xs) if xs else None,
-                             "min": lambda: min(xs, default=None), "max": lambda: max(xs, default=None),
-                             "topk": lambda: _topk(xs, agg.param),
-                             "median": lambda: _quantile(xs, 0.5), "quantile": lambda: _quantile(xs, agg.param)}
-                            [agg.func]())
+                vals.append(
+                    {
+                        "count": lambda: len(xs),
+                        "sum": lambda: sum(xs) if xs else None,
+                        "avg": lambda: sum(xs) / len(xs) if xs else None,
+                        "min": lambda: min(xs, default=None),
+                        "max": lambda: max(xs, default=None),
+                        "topk": lambda: _topk(xs, agg.param),
+                        "median": lambda: _quantile(xs, 0.5),
+                        "quantile": lambda: _quantile(xs, agg.param),
+                    }[agg.func]()
+                )
             out[k + tuple(vals)] += 1
         return out
 
@@ -319,16 +319,14 @@ class PlanOracle:
             for t in range(self.first, tau + 1):
                 acc.update(self.inserted(node, t, True, nrr_time))
             keep = [(i, self.answer_at(inputs[i], tau, False, nrr_time)) for i in rest if i not in internal]
-            return Counter({r: m for r, m in acc.items()
-                            if all(_part(inputs, r, i) in ans for i, ans in keep)})
+            return Counter({r: m for r, m in acc.items() if all(_part(inputs, r, i) in ans for i, ans in keep)})
         answers = {i: self.answer_at(inputs[i], tau, ext, nrr_time) for i in rest}
         ts_pos = {i: _ts_positions(inputs[i]) for i in rest if _has_stream(inputs[i])}
         if nrr and not ts_pos and nrr_time is None:
             raise PlanError("an NRR must be joined with a stream", hint="join the table with a windowed stream")
         for i, pos in ts_pos.items():
             if nrr and not pos:
-                raise PlanError(f"cannot tell when the rows of join input {i} arrived (no member ts column)",
-                                hint="join the NRR directly with windowed streams")
+                raise PlanError(f"cannot tell when the rows of join input {i} arrived (no member ts column)", hint="join the NRR directly with windowed streams")
         get = column_getter(node.schema, self.aliases)
         out: Counter = Counter()
         for combo in itertools.product(*(answers[i].items() for i in rest)):
@@ -345,8 +343,7 @@ class PlanOracle:
                 for i in range(len(inputs)):
                     mult *= parts[i][1]
                 g = get(row)
-                if all(_py(evaluate(a, g)) == _py(evaluate(b, g)) for a, b in node.equalities) and \
-                        all(bool(evaluate(f, g)) for f in node.filters):
+                if all(_py(evaluate(a, g)) == _py(evaluate(b, g)) for a, b in node.equalities) and all(bool(evaluate(f, g)) for f in node.filters):
                     out[row] += mult
         return out
 
@@ -395,13 +392,12 @@ class PlanOracle:
         """``Q(τ)`` of the output's child at every evaluation instant."""
         if self.first is None:
             return {}
-        return {tau: self.answer_at(self.plan.root.child, tau)
-                for tau in eval_instants(self.first, self.last, self.plan.root.slide)}
+        return {tau: self.answer_at(self.plan.root.child, tau) for tau in eval_instants(self.first, self.last, self.plan.root.slide)}
 
 
 def _topk(xs: list, k) -> str | None:
     """TOPK(k, x): the k most frequent values, count descending then value, joined by ','."""
-    ranked = sorted(Counter(xs).items(), key=lambda vc: (-vc[1], vc[0]))[:int(k)]
+    ranked = sorted(Counter(xs).items(), key=lambda vc: (-vc[1], vc[0]))[: int(k)]
     return ",".join(str(v) for v, _ in ranked) if ranked else None
 
 
@@ -418,7 +414,7 @@ def _quantile(xs: list, p: float) -> float | None:
 
 def _part(inputs, row: tuple, i: int) -> tuple:
     start = sum(len(x.schema) for x in inputs[:i])
-    return row[start:start + len(inputs[i].schema)]
+    return row[start : start + len(inputs[i].schema)]
 
 
 def _emit(result: Counter, tau: int, rows: Counter, sign: int) -> None:
@@ -439,7 +435,7 @@ def _window(spec, stream: list[tuple[int, tuple]], tau: int, schema: tuple[str, 
 def _last_rows(spec, stream: list[tuple[int, tuple]], schema: tuple[str, ...]) -> list[tuple[int, tuple]]:
     """The last ``spec.size`` entries of ``stream`` (per partition value for PARTITION BY)."""
     if spec.partition_by is None:
-        return stream[-spec.size:]
+        return stream[-spec.size :]
     idx = [c.rsplit(".", 1)[-1] for c in schema].index(spec.partition_by)
     seen: Counter = Counter()
     kept = []
@@ -476,7 +472,6 @@ def answers(plan: Plan, streams: dict, tables: dict | None = None) -> dict[int, 
     return PlanOracle(plan, streams, tables).answers()
 
 
-def answer_at(plan: Plan, tau: int, streams: dict, tables: dict | None = None, *,
-              node: Node | None = None) -> Counter:
+def answer_at(plan: Plan, tau: int, streams: dict, tables: dict | None = None, *, node: Node | None = None) -> Counter:
     """``Q(τ)`` of ``node`` (default: the output's child) of ``plan``."""
     return PlanOracle(plan, streams, tables).answer_at(node or plan.root.child, tau)

@@ -23,6 +23,7 @@ TABLE_COLUMNS = ("a", "c")
 
 # ---- builders -------------------------------------------------------------------
 
+
 def c(alias: str, attr: str) -> Col:
     """Column ``alias.attr``."""
     return Col(ALIASES.index(alias), attr, alias)
@@ -61,8 +62,7 @@ def eq(left: tuple[str, str], right: tuple[str, str]) -> tuple[Col, Col]:
     return (c(*left), c(*right))
 
 
-def plan(child, kind: str = "istream", *, restore: bool = False, slide: int | None = None,
-         window: WindowSpec | None = None) -> Plan:
+def plan(child, kind: str = "istream", *, restore: bool = False, slide: int | None = None, window: WindowSpec | None = None) -> Plan:
     return Plan(Output(child, kind, restore, slide, window), ALIASES)
 
 
@@ -78,6 +78,7 @@ def table_frame(updates: list[tuple[int, str, int, int]]) -> pd.DataFrame:
 
 
 # ---- strategies ------------------------------------------------------------------
+
 
 @st.composite
 def windows(draw, slide: int | None = None, internal: bool = False) -> WindowSpec:
@@ -128,8 +129,7 @@ def table_updates(draw, kind: str = "nrr", max_len: int = 6) -> pd.DataFrame:
 def spj(draw, n: int, slide: int | None, relation: str | None, internal: bool = False):
     """Join of ``n`` windowed streams on ``a`` (plus optionally R), maybe a selection."""
     names = ALIASES[:n]
-    scans = [stream(a, draw(windows(slide, internal)),
-                    source="S1" if a == "S2" and draw(st.integers(0, 5)) == 0 else None) for a in names]
+    scans = [stream(a, draw(windows(slide, internal)), source="S1" if a == "S2" and draw(st.integers(0, 5)) == 0 else None) for a in names]
     eqs = [eq((names[i], "a"), (names[i + 1], "a")) for i in range(n - 1)]
     inputs = list(scans)
     if relation:
@@ -149,16 +149,21 @@ def spj(draw, n: int, slide: int | None, relation: str | None, internal: bool = 
 @st.composite
 def aggregates(draw, alias: str):
     arg = c(alias, "b")
-    choices = [AggCall("count", None, alias="n"), AggCall("count", arg, alias="nb"), AggCall("sum", arg, alias="s"),
-               AggCall("min", arg, alias="lo"), AggCall("max", arg, alias="hi"), AggCall("avg", arg, alias="mean"),
-               AggCall("count", arg, distinct=True, alias="nd")]
+    choices = [
+        AggCall("count", None, alias="n"),
+        AggCall("count", arg, alias="nb"),
+        AggCall("sum", arg, alias="s"),
+        AggCall("min", arg, alias="lo"),
+        AggCall("max", arg, alias="hi"),
+        AggCall("avg", arg, alias="mean"),
+        AggCall("count", arg, distinct=True, alias="nd"),
+    ]
     picked = draw(st.lists(st.sampled_from(choices), min_size=1, max_size=3, unique_by=lambda a: a.alias))
     return tuple(picked)
 
 
 @st.composite
-def plan_cases(draw, shapes=("spj", "project", "distinct", "anti", "except", "aggregate", "union", "subquery"),
-               max_len: int = 8):
+def plan_cases(draw, shapes=("spj", "project", "distinct", "anti", "except", "aggregate", "union", "subquery"), max_len: int = 8):
     """A random ``(plan, streams, tables)`` triple; see the module docstring."""
     shape = draw(st.sampled_from(shapes))
     slide = draw(st.sampled_from([None, None, None, 2, 3, 5]))
@@ -168,8 +173,7 @@ def plan_cases(draw, shapes=("spj", "project", "distinct", "anti", "except", "ag
     base = draw(spj(n, slide, relation, internal)) if shape != "subquery" else None
     right_scan = stream("S3", draw(windows(slide)))
     if shape == "project":
-        items = draw(st.sampled_from([(item(c("S1", "a")),), (star("S1"),),
-                                      (item(c("S1", "b")), item(BinOp("*", c("S1", "a"), Lit(2)), "a2"))]))
+        items = draw(st.sampled_from([(item(c("S1", "a")),), (star("S1"),), (item(c("S1", "b")), item(BinOp("*", c("S1", "a"), Lit(2)), "a2"))]))
         base = Project(base, items)
     elif shape == "distinct":
         cols = draw(st.sampled_from([("S1", "a"), ("S1", "b")]))
@@ -178,26 +182,22 @@ def plan_cases(draw, shapes=("spj", "project", "distinct", "anti", "except", "ag
         right = right_scan if draw(st.booleans()) else Select(right_scan, Cmp(">", c("S3", "b"), Lit(0)))
         base = Negation(base, right, (eq(("S1", "a"), ("S3", "a")),), "anti")
     elif shape == "except":
-        base = Negation(Project(base, (item(c("S1", "a")),)), Project(right_scan, (item(c("S3", "a")),)),
-                        mode="except")
+        base = Negation(Project(base, (item(c("S1", "a")),)), Project(right_scan, (item(c("S3", "a")),)), mode="except")
     elif shape == "aggregate":
         keys = draw(st.sampled_from([(), (item(c("S1", "a")),)]))
         aggs = draw(aggregates("S1"))
         base = Aggregate(base, keys, aggs)
-        if draw(st.booleans()):   # HAVING: a selection over the groups' rows
+        if draw(st.booleans()):  # HAVING: a selection over the groups' rows
             base = Select(base, Cmp(">", named(aggs[0].alias), Lit(1)))
     elif shape == "subquery":  # a window over a monotonic subquery's output (§3.3.2, §3.4)
         inner = draw(spj(n, None, relation, internal=True))
-        inner = draw(st.sampled_from([
-            Project(inner, (item(c("S1", "a")), item(c("S1", "b")))),
-            Aggregate(inner, (item(c("S1", "a")),), (AggCall("count", None, alias="b"),))]))
+        inner = draw(
+            st.sampled_from([Project(inner, (item(c("S1", "a")), item(c("S1", "b")))), Aggregate(inner, (item(c("S1", "a")),), (AggCall("count", None, alias="b"),))])
+        )
         sub = Subquery("X", inner, draw(st.sampled_from([rows(1), rows(3), rows(2, "a"), rng(0), rng(3)])))
-        base = draw(st.sampled_from([
-            Aggregate(sub, (item(c("X", "a")),), (AggCall("sum", c("X", "b"), alias="s"),)),
-            Select(sub, Cmp(">", c("X", "b"), Lit(0))), sub]))
+        base = draw(st.sampled_from([Aggregate(sub, (item(c("X", "a")),), (AggCall("sum", c("X", "b"), alias="s"),)), Select(sub, Cmp(">", c("X", "b"), Lit(0))), sub]))
     elif shape == "union":
-        base = Union((Project(base, (item(c("S1", "a")), item(c("S1", "b")))),
-                      Project(right_scan, (item(c("S3", "a")), item(c("S3", "b"))))))
+        base = Union((Project(base, (item(c("S1", "a")), item(c("S1", "b")))), Project(right_scan, (item(c("S3", "a")), item(c("S3", "b"))))))
     kind = draw(st.sampled_from(["istream", "dstream", "rstream", "wstream"]))
     restore = slide is not None and kind in ("istream", "rstream") and draw(st.booleans())
     out_window = None
@@ -211,5 +211,4 @@ def plan_cases(draw, shapes=("spj", "project", "distinct", "anti", "except", "ag
 def windowed_subquery_plan(inner_window: WindowSpec, outer_window: WindowSpec, kind: str = "rstream") -> Plan:
     """``SELECT SUM(X.s) FROM (SELECT SUM(S1.b) AS s FROM S1 [inner]) [outer] AS X`` (§3.4)."""
     inner = Aggregate(stream("S1", inner_window), (), (AggCall("sum", c("S1", "b"), alias="s"),))
-    return plan(Aggregate(Subquery("X", inner, outer_window), (), (AggCall("sum", c("X", "s"), alias="total"),)),
-                kind)
+    return plan(Aggregate(Subquery("X", inner, outer_window), (), (AggCall("sum", c("X", "s"), alias="total"),)), kind)

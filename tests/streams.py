@@ -23,21 +23,25 @@ def build_tuples(raw: list[tuple[int, int, int, int, int]]) -> list[Tup]:
     Global order is (ts, stream, input order), as the engine assigns it.
     """
     keyed = sorted(enumerate(raw), key=lambda e: (e[1][1], e[1][0], e[0]))
-    return [Tup(s, pos, ts, 1, {"a": a, "b": b, "x": x})
-            for pos, (_, (s, ts, a, b, x)) in enumerate(keyed)]
+    return [Tup(s, pos, ts, 1, {"a": a, "b": b, "x": x}) for pos, (_, (s, ts, a, b, x)) in enumerate(keyed)]
 
 
 def chunks(n: int, tuples: list[Tup], size: int) -> list[list[StreamBatch]]:
     """Split tuples (in pos order) into chunks of ``size`` positions, one batch per stream."""
     out = []
     for start in range(0, max(len(tuples), 1), max(size, 1)):
-        part = tuples[start:start + size]
+        part = tuples[start : start + size]
         batches = []
         for i in range(n):
             ts_ = [t for t in part if t.stream == i]
-            batches.append(StreamBatch(
-                i, np.array([t.pos for t in ts_], np.int64), np.array([t.ts for t in ts_], np.int64),
-                {c: np.array([t.vals[c] for t in ts_], np.int64) for c in COLUMNS}))
+            batches.append(
+                StreamBatch(
+                    i,
+                    np.array([t.pos for t in ts_], np.int64),
+                    np.array([t.ts for t in ts_], np.int64),
+                    {c: np.array([t.vals[c] for t in ts_], np.int64) for c in COLUMNS},
+                )
+            )
         out.append(batches)
     return out
 
@@ -96,8 +100,7 @@ def raw_streams(draw, n: int, max_len: int = 14):
 
 
 @st.composite
-def join_cases(draw, n_min: int = 2, n_max: int = 4, kinds=("range", "rows"),
-               predicates=("common", "different", "theta"), lazy: bool = False, max_len: int = 14):
+def join_cases(draw, n_min: int = 2, n_max: int = 4, kinds=("range", "rows"), predicates=("common", "different", "theta"), lazy: bool = False, max_len: int = 14):
     """A random (query, tuples) pair."""
     n = draw(st.integers(n_min, n_max))
     slide = draw(st.integers(1, 6)) if lazy else None
@@ -111,8 +114,7 @@ def join_cases(draw, n_min: int = 2, n_max: int = 4, kinds=("range", "rows"),
         equalities = [Equality(col(i, "ab"[i % 2]), col(i + 1, "ab"[i % 2])) for i in range(n - 1)]
     else:  # theta: band on x between neighbours plus one equality
         equalities = [Equality(col(0, "a"), col(1, "a"))]
-        filters = [Cmp("<=", Func("abs", (BinOp("-", col(i, "x"), col(i + 1, "x")),)), Lit(2))
-                   for i in range(1, n - 1)]
+        filters = [Cmp("<=", Func("abs", (BinOp("-", col(i, "x"), col(i + 1, "x")),)), Lit(2)) for i in range(1, n - 1)]
     if draw(st.booleans()):
         filters.append(Cmp(">", col(draw(st.integers(0, n - 1)), "x"), Lit(1)))
     tuples = build_tuples(draw(raw_streams(n, max_len)))
@@ -126,6 +128,5 @@ def dense_cases(draw, max_len: int = 18, **kwargs):
     rows, ts = [], 0
     for _ in range(draw(st.integers(0, max_len))):
         ts += draw(st.sampled_from([0, 0, 1, 1, 2]))
-        rows.append((draw(st.integers(0, query.n - 1)), ts, draw(st.integers(0, 1)),
-                     draw(st.integers(0, 1)), draw(st.integers(0, 4))))
+        rows.append((draw(st.integers(0, query.n - 1)), ts, draw(st.integers(0, 1)), draw(st.integers(0, 1)), draw(st.integers(0, 4))))
     return query, build_tuples(rows)

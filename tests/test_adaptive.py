@@ -70,8 +70,7 @@ LAZY = ["columnar", "hash-lazy", "hybrid", "lazy", "lazy-restore", "general-lazy
 
 
 @settings(max_examples=40)
-@given(join_cases(2, 4, kinds=("range",), lazy=True, max_len=24), st.sampled_from(LAZY), st.booleans(),
-       st.integers(1, 6), st.data())
+@given(join_cases(2, 4, kinds=("range",), lazy=True, max_len=24), st.sampled_from(LAZY), st.booleans(), st.integers(1, 6), st.data())
 def test_migration_under_lazy_evaluation_equals_oracle(case, name, restore, chunk_size, data):
     query, tuples = case
     query = dataclasses.replace(query, restore=restore)
@@ -86,20 +85,18 @@ def test_migration_under_lazy_evaluation_equals_oracle(case, name, restore, chun
 
 
 def test_migration_really_changes_the_probe_plan():
-    q = query_of([WindowSpec("range", 5)] * 3, [Equality(col(0, "a"), col(1, "a")),
-                                                  Equality(col(1, "a"), col(2, "a"))])
+    q = query_of([WindowSpec("range", 5)] * 3, [Equality(col(0, "a"), col(1, "a")), Equality(col(1, "a"), col(2, "a"))])
     op = algorithms()["nlj"](q)
     assert migrate_order(op, [2, 0, 1])
     assert op.order == [2, 0, 1]
-    assert [lv.stream for lv in op.levels[1]] == [1, 2, 0]   # origin first, then the new order
+    assert [lv.stream for lv in op.levels[1]] == [1, 2, 0]  # origin first, then the new order
     with pytest.raises(PlanError):
         migrate_order(op, [0, 0, 1])
 
 
 def test_hash_refuses_orders_that_rekey_its_windows():
     # S1.a = S2.a AND S2.b = S3.b: some orders need S2 hashed on b, others on a
-    q = query_of([WindowSpec("range", 5)] * 3, [Equality(col(0, "a"), col(1, "a")),
-                                                  Equality(col(1, "b"), col(2, "b"))])
+    q = query_of([WindowSpec("range", 5)] * 3, [Equality(col(0, "a"), col(1, "a")), Equality(col(1, "b"), col(2, "b"))])
     op = algorithms()["hybrid"](q)
     outcomes = {}
     for order in itertools.permutations(range(3)):
@@ -113,6 +110,7 @@ def test_hash_refuses_orders_that_rekey_its_windows():
 
 
 # ------------------------------------------------------------------ drift ----
+
 
 def _stats(rate2: float, distinct2: float):
     q = query_of([WindowSpec("range", 100)] * 2, [Equality(col(0, "a"), col(1, "a"))])
@@ -138,8 +136,7 @@ def _drifting_sources(seed: int = 0):
 
     a, b = stream(0.5, 0, 4000), stream(0.5, 0, 4000)
     c1, c2 = stream(0.05, 0, 2000), stream(1.0, 2000, 4000)
-    return {"A": {"ts": a[0], "a": a[1]}, "B": {"ts": b[0], "a": b[1]},
-            "C": {"ts": np.r_[c1[0], c2[0]], "a": np.r_[c1[1], c2[1]]}}
+    return {"A": {"ts": a[0], "a": a[1]}, "B": {"ts": b[0], "a": b[1]}, "C": {"ts": np.r_[c1[0], c2[0]], "a": np.r_[c1[1], c2[1]]}}
 
 
 @pytest.mark.parametrize("algorithm", ["nlj", "hash", "columnar"])
@@ -149,8 +146,7 @@ def test_engine_replans_on_drift_and_keeps_results(algorithm):
     plain = slidewise.run(q, src, algorithm=algorithm, chunk_rows=300, collect=True)
     adapt = slidewise.run(q, src, algorithm=algorithm, chunk_rows=300, collect=True, adaptive=2.0)
     cols = ["A.ts", "B.ts", "C.ts", "A.a", "ts", "exp"]
-    assert sorted(map(tuple, adapt.results[cols].values.tolist())) == \
-        sorted(map(tuple, plain.results[cols].values.tolist()))
+    assert sorted(map(tuple, adapt.results[cols].values.tolist())) == sorted(map(tuple, plain.results[cols].values.tolist()))
     events = adapt.stats["replans"]
     assert events and any("C rate" in e["reason"] for e in events)
     assert any(e["migrated"] for e in events)

@@ -17,6 +17,7 @@ def approx(x):
 
 # ------------------------------------------------------------- §5.2.1 CPU ----
 
+
 def test_cpu_example_all_budget_probes_the_bigger_window():
     # §5.2.1 example: A = 500, B = 1000, μ = 100, both inputs faster than μ
     assert cpu_two(300, 400, 500, 1000, 100) == (100, 0)
@@ -41,14 +42,17 @@ def test_cpu_not_overloaded_keeps_rates():
 FIG5 = [StreamLoad(800, rows=100), StreamLoad(200, rows=200)]  # λa, λb, A, B; σ = 0.01, μ = 100
 
 
-@pytest.mark.parametrize("strategy, rates, rate_out", [
-    ("optimal", (100, 0), 200.0),          # MaxA: 0.01 · 100 · 200
-    ("max:S1", (100, 0), 200.0),
-    ("rates", (80, 20), 180.0),            # 0.01 (80·200 + 20·100)
-    ("equal", (50, 50), 150.0),            # 0.01 (50·200 + 50·100)
-    ("windows", (100 / 3, 200 / 3), 400 / 3),
-    ("max:S2", (0, 100), 100.0),           # MaxB, the worst
-])
+@pytest.mark.parametrize(
+    "strategy, rates, rate_out",
+    [
+        ("optimal", (100, 0), 200.0),  # MaxA: 0.01 · 100 · 200
+        ("max:S1", (100, 0), 200.0),
+        ("rates", (80, 20), 180.0),  # 0.01 (80·200 + 20·100)
+        ("equal", (50, 50), 150.0),  # 0.01 (50·200 + 50·100)
+        ("windows", (100 / 3, 200 / 3), 400 / 3),
+        ("max:S2", (0, 100), 100.0),  # MaxB, the worst
+    ],
+)
 def test_fig5_strategies(strategy, rates, rate_out):
     a = allocate(FIG5, cpu_budget=100, sigma=0.01, cpu=strategy)
     assert a.rates == approx(rates)
@@ -60,11 +64,12 @@ def test_fig5_strategies(strategy, rates, rate_out):
 
 # ----------------------------------------------------------- §5.2.2 memory ----
 
+
 def test_memory_goes_to_the_slower_streams_window():
     # Eq. 16: λ_b > λ_a -> maximise A
     assert memory_two(10, 50, 1000, 2000, 2000) == (1000, 0)
     assert memory_two(50, 10, 1000, 2000, 2000) == (0, 1000)
-    assert memory_two(10, 50, 1000, 600, 2000) == (600, 400)       # capped by the full window
+    assert memory_two(10, 50, 1000, 600, 2000) == (600, 400)  # capped by the full window
     assert memory_two(10, 50, 1000, 2000, 2000, min_share=0.1) == approx((900, 100))
     # equal rates: output constant σ λ_a M
     for a in (0, 300, 1000):
@@ -74,14 +79,17 @@ def test_memory_goes_to_the_slower_streams_window():
 FIG6 = [StreamLoad(10, rows=1000), StreamLoad(50, rows=1000)]  # M = 1000, σ = min(0.005, 0.01)
 
 
-@pytest.mark.parametrize("strategy, windows, rate_out", [
-    ("optimal", (1000, 0), 250.0),          # MaxA: 0.005 · 50 · 1000
-    ("max:S1", (1000, 0), 250.0),
-    ("inverse", (2500 / 3, 500 / 3), 650 / 3),
-    ("equal", (500, 500), 150.0),
-    ("rates", (500 / 3, 2500 / 3), 250 / 3),
-    ("max:S2", (0, 1000), 50.0),
-])
+@pytest.mark.parametrize(
+    "strategy, windows, rate_out",
+    [
+        ("optimal", (1000, 0), 250.0),  # MaxA: 0.005 · 50 · 1000
+        ("max:S1", (1000, 0), 250.0),
+        ("inverse", (2500 / 3, 500 / 3), 650 / 3),
+        ("equal", (500, 500), 150.0),
+        ("rates", (500 / 3, 2500 / 3), 250 / 3),
+        ("max:S2", (0, 1000), 50.0),
+    ],
+)
 def test_fig6_strategies(strategy, windows, rate_out):
     a = allocate(FIG6, memory_budget=1000, sigma=0.005, memory=strategy)
     assert a.windows == approx(windows)
@@ -95,14 +103,17 @@ def test_fig6_strategies(strategy, windows, rate_out):
 FIG7 = [StreamLoad(25, rows=100), StreamLoad(25, rows=100)]  # μ = 10, M = 100, σ = 0.01
 
 
-@pytest.mark.parametrize("cpu, memory, rate_out", [
-    ("optimal", "optimal", 10.0),     # σ μ M, the maximum
-    ("max:S2", "max:S1", 10.0),       # Max A / Max λ_b
-    ("max:S1", "max:S2", 10.0),       # Max B / Max λ_a
-    ("equal", "equal", 5.0),          # 0.01 (5·50 + 5·50)
-    ("max:S1", "max:S1", 0.0),        # Max A / Max λ_a: probes the empty window
-    ("max:S2", "max:S2", 0.0),
-])
+@pytest.mark.parametrize(
+    "cpu, memory, rate_out",
+    [
+        ("optimal", "optimal", 10.0),  # σ μ M, the maximum
+        ("max:S2", "max:S1", 10.0),  # Max A / Max λ_b
+        ("max:S1", "max:S2", 10.0),  # Max B / Max λ_a
+        ("equal", "equal", 5.0),  # 0.01 (5·50 + 5·50)
+        ("max:S1", "max:S1", 0.0),  # Max A / Max λ_a: probes the empty window
+        ("max:S2", "max:S2", 0.0),
+    ],
+)
 def test_fig7_strategies(cpu, memory, rate_out):
     a = allocate(FIG7, cpu_budget=10, memory_budget=100, sigma=0.01, cpu=cpu, memory=memory)
     assert a.output_rate == approx(rate_out)
@@ -127,14 +138,14 @@ def test_generic_solver_matches_closed_forms_on_random_two_stream_cases():
         got = allocate(loads, cpu_budget=mu, min_share=share)
         assert output_rate(got.rates, (a, b)) == approx(output_rate(cpu_two(la, lb, a, b, mu, share), (a, b)))
         got = allocate(loads, memory_budget=m, min_share=share)
-        assert output_rate((la, lb), got.windows) == \
-            approx(output_rate((la, lb), memory_two(la, lb, m, a, b, share)))
+        assert output_rate((la, lb), got.windows) == approx(output_rate((la, lb), memory_two(la, lb, m, a, b, share)))
         got = allocate(loads, cpu_budget=mu, memory_budget=m, min_share=share)
         xa, xb, wa, wb = both_two(la, lb, a, b, mu, m, share)
         assert got.output_rate == pytest.approx(output_rate((xa, xb), (wa, wb)), rel=1e-6)
 
 
 # ---------------------------------------------------------------- n streams ----
+
 
 def _grid_best(f, total, lo, hi, steps=40):
     best = -1.0

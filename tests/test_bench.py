@@ -13,14 +13,31 @@ from slidewise.bench.peers import FORMS, count_sql, join_from, materialize_sql, 
 from slidewise.errors import PlanError
 
 #: summary keys ``slidewise bench`` prints, per workload and at the top
-SUMMARY_WORKLOAD_KEYS = {"tuples", "columnar_tuples_per_s", "duckdb_band_tuples_per_s",
-                         "duckdb_bucketed_tuples_per_s", "speedup_vs_duckdb",
-                         "speedup_vs_duckdb_bucketed", "speedup_vs_duckdb_cpu",
-                         "speedup_vs_duckdb_bucketed_cpu", "fastest_per_tuple", "slowest_per_tuple",
-                         "hash_vs_nlj", "all_counts_match"}
-SUMMARY_KEYS = {"reference", "workloads", "memory_ratio_operator", "memory_peaks_mb_operator",
-                "memory_ratio_engine", "memory_peaks_mb_engine", "load_average_1min",
-                "bench_wall_s", "files"}
+SUMMARY_WORKLOAD_KEYS = {
+    "tuples",
+    "columnar_tuples_per_s",
+    "duckdb_band_tuples_per_s",
+    "duckdb_bucketed_tuples_per_s",
+    "speedup_vs_duckdb",
+    "speedup_vs_duckdb_bucketed",
+    "speedup_vs_duckdb_cpu",
+    "speedup_vs_duckdb_bucketed_cpu",
+    "fastest_per_tuple",
+    "slowest_per_tuple",
+    "hash_vs_nlj",
+    "all_counts_match",
+}
+SUMMARY_KEYS = {
+    "reference",
+    "workloads",
+    "memory_ratio_operator",
+    "memory_peaks_mb_operator",
+    "memory_ratio_engine",
+    "memory_peaks_mb_engine",
+    "load_average_1min",
+    "bench_wall_s",
+    "files",
+}
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +45,7 @@ def smoke(tmp_path_factory):
     """One tiny end-to-end run (W2, 3000 tuples; memory checks on 3000 and 30000)."""
     other = "hash"
     out = tmp_path_factory.mktemp("bench")
-    report = bench_joins.run_joins_bench("W2", tuples=3000, algorithms=["columnar", other, "duckdb"],
-                                         out_dir=str(out), chunk_rows=512, progress=False)
+    report = bench_joins.run_joins_bench("W2", tuples=3000, algorithms=["columnar", other, "duckdb"], out_dir=str(out), chunk_rows=512, progress=False)
     return report, out, other
 
 
@@ -54,8 +70,7 @@ def test_joins_bench_smoke(smoke):
     for name in ("columnar", other):
         e = w["algorithms"][name]
         assert "error" not in e, e.get("traceback")
-        for key in ("tuples", "tuples_per_s", "results", "results_per_s",
-                    "comparisons_per_tuple", "peak_rss_mb", "semantics"):
+        for key in ("tuples", "tuples_per_s", "results", "results_per_s", "comparisons_per_tuple", "peak_rss_mb", "semantics"):
             assert key in e
         assert e["counts_match"] is True and e["checksums_match"] is True
         assert e["expected_results"] == e["results"]
@@ -74,6 +89,7 @@ def test_joins_bench_smoke(smoke):
 
 def test_summary_has_what_the_cli_prints(smoke, capsys):
     from slidewise.bench.summary import print_summary
+
     report, out, _ = smoke
     s = report["summary"]
     assert SUMMARY_KEYS <= set(s)
@@ -85,14 +101,13 @@ def test_summary_has_what_the_cli_prints(smoke, capsys):
     assert json.loads((out / "joins.json").read_text())["summary"]["workloads"]["W2"] == w
     print_summary(s)
     err = capsys.readouterr().err
-    for text in ("DuckDB band join", "DuckDB bucketed band join", "by CPU time", "hash / nlj",
-                 "memory, operator",
-                 "memory, engine", str(out / "joins.png")):
+    for text in ("DuckDB band join", "DuckDB bucketed band join", "by CPU time", "hash / nlj", "memory, operator", "memory, engine", str(out / "joins.png")):
         assert text in err
 
 
 def test_cli_bench_options(monkeypatch, capsys):
     from slidewise import cli
+
     seen = {}
 
     def fake(**kw):
@@ -108,9 +123,10 @@ def test_cli_bench_options(monkeypatch, capsys):
 
 def test_prefix_positions_follow_global_order(tmp_path):
     # S1 and S2 tie at ts=2: the stream listed first arrives first (docs/semantics.md)
-    path = save_streams(tmp_path / "s.npz", [
-        {"ts": np.array([0, 2, 5]), "a": np.array([1, 2, 3]), "x": np.zeros(3, int)},
-        {"ts": np.array([1, 2]), "a": np.array([4, 5]), "x": np.zeros(2, int)}])
+    path = save_streams(
+        tmp_path / "s.npz",
+        [{"ts": np.array([0, 2, 5]), "a": np.array([1, 2, 3]), "x": np.zeros(3, int)}, {"ts": np.array([1, 2]), "a": np.array([4, 5]), "x": np.zeros(2, int)}],
+    )
     s1, s2 = load_streams(path)
     assert s1["pos"].tolist() == [0, 2, 4] and s2["pos"].tolist() == [1, 3]
     p1, p2 = load_streams(path, 3)
@@ -168,11 +184,17 @@ def test_helpers():
 
 def test_variants_label_lazy_algorithms():
     from slidewise.operators.joins import algorithms
+
     algos = algorithms()
     wl = bench_joins.WORKLOADS["W2"]
-    expect = {"columnar": ("eager", None), "hash": ("eager", None), "nlj-lazy-expiration": ("eager", None),
-              "hash-lazy": ("lazy, no restore", 10), "lazy": ("lazy, no restore", 10),
-              "lazy-restore": ("lazy, restore", 10)}
+    expect = {
+        "columnar": ("eager", None),
+        "hash": ("eager", None),
+        "nlj-lazy-expiration": ("eager", None),
+        "hash-lazy": ("lazy, no restore", 10),
+        "lazy": ("lazy, no restore", 10),
+        "lazy-restore": ("lazy, restore", 10),
+    }
     for name, (semantics, slide) in expect.items():
         if name not in algos:
             continue

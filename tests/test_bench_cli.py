@@ -10,9 +10,18 @@ from rich.console import Console
 from slidewise.bench.cli import build_parser, print_table
 from slidewise.cli import main
 
-EXPERIMENTS = {"joins": "--time-budget", "aggregation": "--rounds", "asymmetric": "--profile",
-               "allocation": "--scale", "ordering": "--rounds", "table8": "--rounds",
-               "update-patterns": "--zeek-dir", "spark": "--workload", "frequent": "--tuples", "sharing": "--queries"}
+EXPERIMENTS = {
+    "joins": "--time-budget",
+    "aggregation": "--rounds",
+    "asymmetric": "--profile",
+    "allocation": "--scale",
+    "ordering": "--rounds",
+    "table8": "--rounds",
+    "update-patterns": "--zeek-dir",
+    "spark": "--workload",
+    "frequent": "--tuples",
+    "sharing": "--queries",
+}
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
@@ -49,8 +58,7 @@ def test_bad_values_are_one_line_errors(capsys):
 
 def test_summary_table_shows_nested_sections():
     console = Console(record=True, width=100)
-    print_table("slidewise bench x", {"rate": 1234567.0, "ok": True, "files": {"json": "out/x.json"},
-                                      "windows": [20, 80]}, console=console)
+    print_table("slidewise bench x", {"rate": 1234567.0, "ok": True, "files": {"json": "out/x.json"}, "windows": [20, 80]}, console=console)
     text = console.export_text()
     assert "slidewise bench x" in text and "1,234,567" in text and "20, 80" in text
     assert "files" in text and "  json" in text and "out/x.json" in text
@@ -58,8 +66,7 @@ def test_summary_table_shows_nested_sections():
 
 def test_update_patterns_prints_a_table_and_writes_json(tmp_path, capsys):
     """A short run on generated links (no Zeek directory needed): table on stderr, JSON in --out."""
-    code = main(["bench", "update-patterns", "--scale", "0.02", "--source", "generated", "--time-budget", "0.5",
-                 "--out", str(tmp_path)])
+    code = main(["bench", "update-patterns", "--scale", "0.02", "--source", "generated", "--time-budget", "0.5", "--out", str(tmp_path)])
     assert code == 0
     err = capsys.readouterr().err
     assert "slidewise bench update-patterns" in err and "acceptance" in err and "Traceback" not in err

@@ -30,7 +30,7 @@ def test_partitioned_hash_store_agrees_with_the_hash_store(ops, partitions):
             b.insert(r)
         assert len(a) == len(b) and Counter(a) == Counter(b) and set(a.keys()) == set(b.keys())
         assert Counter(a.lookup(k)) == Counter(b.lookup(k))
-    d = PartitionedHashStore(partitions=partitions)   # operator state is pickled between Spark calls
+    d = PartitionedHashStore(partitions=partitions)  # operator state is pickled between Spark calls
     for r in b:
         d.insert(r)
     c = pickle.loads(pickle.dumps(d))

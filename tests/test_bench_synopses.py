@@ -9,19 +9,18 @@ from slidewise.cli import main
 
 
 def test_bench_synopses_claims(tmp_path, capsys):
-    assert main(["bench", "synopses", "--max-b", "64", "--windows", "40", "--groups", "3", "--rounds", "1",
-                 "--out", str(tmp_path)]) == 0
+    assert main(["bench", "synopses", "--max-b", "64", "--windows", "40", "--groups", "3", "--rounds", "1", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "synopses.json").read_text())
     assert (tmp_path / "synopses.png").exists()
     pts = report["points"]
     assert [p["b"] for p in pts["interval"]] == [2, 4, 8, 16, 32, 64]
     assert all(p["correct"] for ps in pts.values() for p in ps)
-    for p in pts["interval"]:            # about log2 b probes, never more than 2 log2 b
+    for p in pts["interval"]:  # about log2 b probes, never more than 2 log2 b
         assert abs(p["probes_mean"] - math.log2(p["b"])) <= 1
         assert p["probes_max"] <= 2 * math.log2(p["b"])
     assert all(p["probes_mean"] == p["probes_max"] == p["b"] for p in pts["basic interval"])
-    assert all(p["probes_max"] == 2 for p in pts["running"])   # two running intervals, whatever b
-    for basic, inter in zip(pts["basic interval"], pts["interval"]):   # b cells against 2b − 1
+    assert all(p["probes_max"] == 2 for p in pts["running"])  # two running intervals, whatever b
+    for basic, inter in zip(pts["basic interval"], pts["interval"]):  # b cells against 2b − 1
         assert basic["cells"] * (2 * basic["b"] - 1) == inter["cells"] * basic["b"]
         assert basic["bytes"] / inter["bytes"] <= 2 / 3
     assert 0.5 <= pts["basic interval"][-1]["bytes"] / pts["interval"][-1]["bytes"] < 0.51

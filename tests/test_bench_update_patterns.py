@@ -22,15 +22,18 @@ SERIES_KEYS = {"strategy", "partitions", "ms_per_1000", "ms_per_1000_wall", "res
 def fake_runner(text, streams, strategy, partitions, lateness, collect=False, *, options=None, wrong=None):
     """Counts rows instead of running; ``wrong`` = a strategy that miscounts."""
     n = sum(len(df) for df in streams.values())
-    stats = {"results": n + (1 if strategy == wrong else 0), "retractions": n // 2,
-             "negative_tuples": 0 if strategy == "upa" else n,
-             "state_tuples_peak": n if strategy == "nt" else max(1, n // 8), "seconds": 0.0}
+    stats = {
+        "results": n + (1 if strategy == wrong else 0),
+        "retractions": n // 2,
+        "negative_tuples": 0 if strategy == "upa" else n,
+        "state_tuples_peak": n if strategy == "nt" else max(1, n // 8),
+        "seconds": 0.0,
+    }
     results = None
     if collect:
         link1 = streams["Link1"]
         # a deletion one instant after each tuple: premature unless the window is 0
-        results = pd.DataFrame({"Link1.ts": link1["ts"], "Link1.src": link1["src"],
-                                "ts": link1["ts"] + 1, "sign": -1})
+        results = pd.DataFrame({"Link1.ts": link1["ts"], "Link1.src": link1["src"], "ts": link1["ts"] + 1, "sign": -1})
     return stats, results
 
 
@@ -38,10 +41,10 @@ def test_generate_links_shape_and_mix():
     links = generate_links(3, 20_000, sources=500, destinations=50, seed=3)
     assert [sorted(x) for x in links] == [["dst", "protocol", "src", "ts"]] * 3
     for link in links:
-        assert link["ts"].tolist() == list(range(20_000))   # one tuple per time unit (§3.6.1)
+        assert link["ts"].tolist() == list(range(20_000))  # one tuple per time unit (§3.6.1)
         share = Counter(link["protocol"].tolist())
         assert abs(share["ftp"] / 20_000 - IP_PROTOCOLS["ftp"]) < 0.01
-        assert share["telnet"] > 3 * share["ftp"]             # telnet common, ftp rare
+        assert share["telnet"] > 3 * share["ftp"]  # telnet common, ftp rare
     # same source addresses, Zipf-ranked, on every link; destinations disjoint per link
     top = [Counter(x["src"].tolist()).most_common(1)[0][0] for x in links]
     assert len(set(top)) == 1
@@ -51,15 +54,13 @@ def test_generate_links_shape_and_mix():
 
 
 def test_premature_fraction():
-    res = pd.DataFrame({"Link1.ts": [0, 0, 5, 7], "Link1.src": [1, 1, 2, 3],
-                        "ts": [0, 11, 9, 8], "sign": [1, -1, -1, -1]})
+    res = pd.DataFrame({"Link1.ts": [0, 0, 5, 7], "Link1.src": [1, 1, 2, 3], "ts": [0, 11, 9, 8], "sign": [1, -1, -1, -1]})
     # window 10: a Link1 tuple at 0 is in its window up to 10 -> deleted at 11 by time
     assert up.premature_fraction(res, 10) == {"deletions": 3, "premature": 2, "fraction": 0.6667}
 
 
 def test_driver_plumbing_with_fake_engine(tmp_path):
-    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="generated", runner=fake_runner,
-                                          verify_rows=True)
+    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="generated", runner=fake_runner, verify_rows=True)
     data = json.loads((tmp_path / "update_patterns.json").read_text())
     assert (tmp_path / "update_patterns.png").stat().st_size > 10_000
     assert data["mismatches"] == [] and report["summary"]["mismatches"] == 0
@@ -75,8 +76,7 @@ def test_driver_plumbing_with_fake_engine(tmp_path):
                 assert SERIES_KEYS <= set(s), (name, s)
     assert {"NT", "DIRECT", "UPA(10)", "UPA(50)"} == set(src["experiments"]["q1_selective"]["points"][0]["series"])
     r = src["ratios"]
-    assert {"upa_speedup_vs_nt", "upa_over_nt_state_tuples_peak", "meets_3x_faster",
-            "meets_quarter_state", "window"} <= set(r["q2_src"])
+    assert {"upa_speedup_vs_nt", "upa_over_nt_state_tuples_peak", "meets_3x_faster", "meets_quarter_state", "window"} <= set(r["q2_src"])
     assert r["q2_src"]["window"] == max(src["windows"])
     assert r["q2_src"]["upa_over_nt_state_tuples_peak"] == pytest.approx(1 / 8, rel=0.05)
     assert {"upa50_speedup_vs_nt", "upa50_beats_nt"} <= set(r["q1_selective"])
@@ -89,8 +89,7 @@ def test_driver_reports_disagreeing_strategies(tmp_path):
         return fake_runner(*a, **kw, wrong="direct")
 
     exps = tuple(e for e in up.EXPERIMENTS if e.name == "q2_src")
-    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="generated", runner=runner,
-                                          experiments=exps, plot=False)
+    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="generated", runner=runner, experiments=exps, plot=False)
     bad = report["mismatches"]
     assert bad and {m["experiment"] for m in bad} == {"q2_src"}
     assert bad[0]["counts"]["DIRECT"] == bad[0]["counts"]["NT"] + 1
@@ -103,8 +102,7 @@ def test_engine_errors_are_recorded_not_fatal(tmp_path):
         return fake_runner(text, streams, strategy, *a, **kw)
 
     exps = tuple(e for e in up.EXPERIMENTS if e.name == "q2_pair")
-    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="generated", runner=runner,
-                                          experiments=exps, plot=False)
+    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="generated", runner=runner, experiments=exps, plot=False)
     pt = report["sources"]["generated"]["experiments"]["q2_pair"]["points"][0]
     assert "not built yet" in pt["series"]["DIRECT"]["error"] and "ms_per_1000" in pt["series"]["NT"]
 
@@ -120,7 +118,7 @@ def test_zeek_links_are_out_of_order_and_complete():
         assert list(df.columns) == ["ts", "src", "dst", "protocol"]
         assert np.all(np.diff(arrival[name]) >= 0)
         assert np.all(arrival[name] >= df["ts"].to_numpy())
-    assert max(v["max_lateness_ms"] for v in info["per_link"].values()) > 100_000   # real lateness
+    assert max(v["max_lateness_ms"] for v in info["per_link"].values()) > 100_000  # real lateness
     assert zeek_inputs(0.05).protocols == {"selective": "dns", "unselective": "ssl"}
 
 
@@ -158,11 +156,15 @@ def test_zeek_dir_option_reads_other_logs(tmp_path):
 
 @pytest.mark.slow
 def test_real_engine_tiny_strategies_agree(tmp_path):
-    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="both", verify_rows=True,
-                                          budget_s=5.0, repeats=1)
-    errors = [(src, e, pt["window"], k, s["error"]) for src, r in report["sources"].items()
-              for e, x in r["experiments"].items() for pt in x["points"]
-              for k, s in pt["series"].items() if "error" in s]
+    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="both", verify_rows=True, budget_s=5.0, repeats=1)
+    errors = [
+        (src, e, pt["window"], k, s["error"])
+        for src, r in report["sources"].items()
+        for e, x in r["experiments"].items()
+        for pt in x["points"]
+        for k, s in pt["series"].items()
+        if "error" in s
+    ]
     assert errors == []
     assert report["mismatches"] == []
 
@@ -171,14 +173,12 @@ def test_acceptance_and_state_after_fill_with_fake_engine(tmp_path):
     def runner(text, streams, strategy, partitions, lateness, collect=False, *, options=None):
         stats, results = fake_runner(text, streams, strategy, partitions, lateness, collect, options=options)
         n = sum(len(df) for df in streams.values())
-        held = n if strategy == "nt" else max(1, n // 8)   # the fake state grows with the input
-        stats.update(state_area=held * n, state_span=n, state_tuples_avg=held,
-                     state_by_operator={"window": {"area": held * n if strategy == "nt" else 0}})
+        held = n if strategy == "nt" else max(1, n // 8)  # the fake state grows with the input
+        stats.update(state_area=held * n, state_span=n, state_tuples_avg=held, state_by_operator={"window": {"area": held * n if strategy == "nt" else 0}})
         return stats, results
 
     exps = tuple(e for e in up.EXPERIMENTS if e.name in ("q1_selective", "q2_src"))
-    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="generated", runner=runner,
-                                          experiments=exps, plot=False)
+    report = up.run_update_patterns_bench(tmp_path, scale=0.05, source="generated", runner=runner, experiments=exps, plot=False)
     src = report["sources"]["generated"]
     nt = src["experiments"]["q2_src"]["points"][-1]["series"]["NT"]
     assert nt["state_tuples_avg_after_fill"] > 0 and "window" in nt["state_by_operator_after_fill"]
@@ -186,8 +186,7 @@ def test_acceptance_and_state_after_fill_with_fake_engine(tmp_path):
     assert acc == src["acceptance"]
     q2 = acc["q2_src"]
     assert q2["window"] == max(src["windows"])
-    assert {"time_ratio_nt_over_upa", "time_met", "state_ratio_upa_over_nt", "state_met",
-            "nt_state_by_operator", "upa_state_by_operator"} <= set(q2)
+    assert {"time_ratio_nt_over_upa", "time_met", "state_ratio_upa_over_nt", "state_met", "nt_state_by_operator", "upa_state_by_operator"} <= set(q2)
     assert q2["state_ratio_upa_over_nt"] < 0.25 and q2["state_met"]
     assert {"time_ratio_nt_over_upa50", "met"} <= set(acc["q1_selective"])
     assert json.loads((tmp_path / "update_patterns.json").read_text())["acceptance"] == report["acceptance"]
@@ -204,9 +203,9 @@ def test_q2_state_composition_upa_keeps_no_window():
     upa = execute_plan(plan, {"Link1": link}, strategy="upa").stats
     assert nt["results"] == upa["results"]
     assert upa["state_by_operator"]["window"]["peak"] == 0
-    assert nt["state_by_operator"]["window"]["peak"] == 1001          # [RANGE 1000]: ts-1000 .. ts
+    assert nt["state_by_operator"]["window"]["peak"] == 1001  # [RANGE 1000]: ts-1000 .. ts
     delta_star = upa["state_by_operator"]["distinct-delta-star"]
-    assert delta_star["peak"] <= 2 * 50                                  # output + one auxiliary per value
+    assert delta_star["peak"] <= 2 * 50  # output + one auxiliary per value
     assert upa["state_tuples_avg"] * 4 < nt["state_tuples_avg"]
     assert upa["state_tuples_peak"] >= upa["state_tuples_avg"] > 0
 
@@ -220,7 +219,7 @@ def test_time_weighted_state_average():
     st = execute_plan(parse_plan("SELECT RSTREAM(*) FROM S [RANGE 4]"), {"S": s}, strategy="nt", span=1).stats
     # exact per-instant accounting (span=1): window holds 1 tuple over [0,5), [10,15), [20,21) (time ends at the last input); span 21
     assert st["state_by_operator"]["window"]["area"] == 5 + 5 + 1
-    assert st["state_span"] == 21 and st["state_tuples_peak"] == 2   # window copy + the output's answer
+    assert st["state_span"] == 21 and st["state_tuples_peak"] == 2  # window copy + the output's answer
     # spans of several instants sample the state at span ends: the same peak here, the same answers
     sampled = execute_plan(parse_plan("SELECT RSTREAM(*) FROM S [RANGE 4]"), {"S": s}, strategy="nt").stats
     assert sampled["state_tuples_peak"] == 2 and sampled["results"] == st["results"]
@@ -233,7 +232,9 @@ def test_cli_missing_zeek_dir_is_one_line_error(tmp_path, capsys):
     code = main(["bench", "update-patterns", "--zeek-dir", str(missing), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "Traceback" not in err and "\n" not in err
-    assert err == (f"slidewise: error: {missing}: the Zeek log directory does not exist (hint: point --zeek-dir "
-                   "at a directory of Zeek logs as CSV (dns.csv, ssl.csv, ...), or leave it out to use the "
-                   "bundled sample)")
+    assert err == (
+        f"slidewise: error: {missing}: the Zeek log directory does not exist (hint: point --zeek-dir "
+        "at a directory of Zeek logs as CSV (dns.csv, ssl.csv, ...), or leave it out to use the "
+        "bundled sample)"
+    )
     assert not (tmp_path / "out").exists()

@@ -91,7 +91,7 @@ def test_direction_stats_count_probes_and_updates():
     s1, s2 = op.direction_stats()
     assert (s1["direction"], s1["method"], s1["window"]) == ("S2->S1", "T", "S1")
     assert (s2["direction"], s2["method"], s2["window"]) == ("S1->S2", "H", "S2")
-    assert s1["probes"] == 10 and s2["probes"] == 10       # each arrival probes the other window
+    assert s1["probes"] == 10 and s2["probes"] == 10  # each arrival probes the other window
     assert s1["inserts"] == 10 and s1["invalidations"] == 7  # physical window: one out per arrival once full
     assert s2["inserts"] == 10 and s2["invalidations"] == 8
     assert s1["comparisons"] + s2["comparisons"] == op.comparisons > 0
@@ -121,8 +121,16 @@ def test_hash_needs_equality_and_trees_need_a_key():
 
 def test_bad_options():
     q = query_of([WindowSpec("rows", 3)] * 2, common_key(2))
-    for bad in ({"directions": "HX"}, {"directions": "H"}, {"node_size": 2}, {"rates": (1, 0)}, {"rates": "fast"},
-                {"buckets": [1]}, {"bucket_size": 0}, {"shuffle": True}):
+    for bad in (
+        {"directions": "HX"},
+        {"directions": "H"},
+        {"node_size": 2},
+        {"rates": (1, 0)},
+        {"rates": "fast"},
+        {"buckets": [1]},
+        {"bucket_size": 0},
+        {"shuffle": True},
+    ):
         with pytest.raises(OptionError):
             BinaryJoin(q, **bad)
 
@@ -135,9 +143,7 @@ def test_check_rejects_other_queries():
 
 
 def test_probe_key_shapes():
-    q = query_of([WindowSpec("rows", 3)] * 2, (),
-                 [Cmp("<=", Func("abs", (BinOp("-", col(1, "x"), col(0, "x")),)), Lit(2)),
-                  Cmp(">", col(0, "x"), Lit(1))])
+    q = query_of([WindowSpec("rows", 3)] * 2, (), [Cmp("<=", Func("abs", (BinOp("-", col(1, "x"), col(0, "x")),)), Lit(2)), Cmp(">", col(0, "x"), Lit(1))])
     key = probe_key(q, 1, 0)
     assert key.kind == "range" and key.attr == "x" and len(key.lows) == len(key.highs) == 1
     assert probe_key(q, 0, 1).kind == "range"  # x > 1 and the band bound S1.x too
@@ -148,11 +154,10 @@ def test_cost_based_default_uses_profile_or_paper_weights(monkeypatch, tmp_path)
     """Without ``directions`` the planner's cost model picks per window (paper weights without a profile)."""
     monkeypatch.setenv(PROFILE_ENV, str(tmp_path / "absent.json"))
     q = query_of([WindowSpec("rows", 9500), WindowSpec("rows", 500)], common_key(2))
-    directions, why = cost_based_structures(q, {"rates": (2, 998)})   # Table 3, first workload
+    directions, why = cost_based_structures(q, {"rates": (2, 998)})  # Table 3, first workload
     assert directions == "BN" and "Eq. 7" in why
     assert plan_query(q, "binary", rates=(2, 998)).build().directions == "BN"
-    band = query_of([WindowSpec("rows", 9500), WindowSpec("rows", 500)], (),
-                    [Cmp("<", col(0, "x"), col(1, "x"))])
+    band = query_of([WindowSpec("rows", 9500), WindowSpec("rows", 500)], (), [Cmp("<", col(0, "x"), col(1, "x"))])
     assert cost_based_structures(band, {"rates": (2, 998)})[0][0] in "BT"
     assert BinaryJoin(q).directions == BinaryJoin(band).directions == "NN"  # built directly: scans
 
@@ -160,8 +165,7 @@ def test_cost_based_default_uses_profile_or_paper_weights(monkeypatch, tmp_path)
 @st.composite
 def other_windows_cases(draw):
     """[NOW], [UNBOUNDED] and partitioned count windows on either side."""
-    kinds = [WindowSpec("now"), WindowSpec("unbounded"), WindowSpec("rows", 2, partition_by="b"),
-             WindowSpec("range", 3)]
+    kinds = [WindowSpec("now"), WindowSpec("unbounded"), WindowSpec("rows", 2, partition_by="b"), WindowSpec("range", 3)]
     windows = [draw(st.sampled_from(kinds)), draw(st.sampled_from(kinds))]
     return query_of(windows, common_key(2)), build_tuples(draw(raw_streams(2)))
 

@@ -41,14 +41,14 @@ TABLE_3 = [
 
 def test_touched_tuples_eq_3_to_6():
     s = Structure(bucket_size=10, node_size=100)
-    assert search_touches("N", 5000, s) == 5000 and update_touches("N", 5000, s) == 2      # Eq. 3
-    assert search_touches("H", 5000, s) == 10 and update_touches("H", 5000, s) == 2        # Eq. 4
+    assert search_touches("N", 5000, s) == 5000 and update_touches("N", 5000, s) == 2  # Eq. 3
+    assert search_touches("H", 5000, s) == 10 and update_touches("H", 5000, s) == 2  # Eq. 4
     # Eq. 5: height ceil(log_101 ceil(5000/100)) + 1 = 2, times ceil(log2 100) = 7
     assert search_touches("B", 5000, s) == 14 and update_touches("B", 5000, s) == 28
-    assert search_touches("B", 10_000_000, s) == 4 * 7   # 100000 leaves: 3 inner levels + leaf
+    assert search_touches("B", 10_000_000, s) == 4 * 7  # 100000 leaves: 3 inner levels + leaf
     # Eq. 6: 1.5 * (ceil(log2 50) - 1) + 7 = 14.5; updates double the whole path (Table 3)
     assert search_touches("T", 5000, s) == 14.5 and update_touches("T", 5000, s) == 29
-    assert search_touches("T", 80, s) == 7               # one node: clamped, just the binary search
+    assert search_touches("T", 80, s) == 7  # one node: clamped, just the binary search
 
 
 def test_direction_cost_eq_7_by_hand():
@@ -74,8 +74,7 @@ def test_table_3_winners(row, winner):
 
 def test_naming_first_letter_is_window_a():
     """TN: T-tree on A (probed by B's arrivals), nested loops on B (probed by A's)."""
-    assert combination_cost("TN", 2, 998, 9500, 500) == pytest.approx(
-        direction_cost("T", 998, 2, 9500) + direction_cost("N", 2, 998, 500))
+    assert combination_cost("TN", 2, 998, 9500, 500) == pytest.approx(direction_cost("T", 998, 2, 9500) + direction_cost("N", 2, 998, 500))
 
 
 def test_eq_8_tn_th_crossover():
@@ -93,7 +92,7 @@ def test_eq_11_ht_nt_crossover():
 @pytest.mark.parametrize("window", [1000, 5000, 9500, 40000])
 def test_eq_9_and_10_consistent_form(window):
     L = math.ceil(math.log2(math.ceil(window / 100)))
-    th_hh = (58.9 - 3.9 * L - 2.6 * 7) / (8.1 * L + 5.4 * 7 - 23.7)   # λa/λb, T vs H on window A
+    th_hh = (58.9 - 3.9 * L - 2.6 * 7) / (8.1 * L + 5.4 * 7 - 23.7)  # λa/λb, T vs H on window A
     assert 1 / crossover_ratio("T", "H", window) == pytest.approx(th_hh)
     assert crossover_ratio("H", "T", window) == pytest.approx(1 / th_hh)  # Eq. 10 on window B
 
@@ -102,8 +101,7 @@ def test_fig_2_crossovers():
     """A = B = 5000: TN | TH | HH | HT | NT, HH between about 20 %/80 % and 80 %/20 % (§5.1)."""
     flips = rate_crossovers(5000, 5000)
     assert [(c.before, c.after) for c in flips] == [("TN", "TH"), ("TH", "HH"), ("HH", "HT"), ("HT", "NT")]
-    assert [c.ratio for c in flips] == pytest.approx(
-        [13.6 / 14945, 0.27592, 3.62428, 14945 / 13.6], rel=1e-4)
+    assert [c.ratio for c in flips] == pytest.approx([13.6 / 14945, 0.27592, 3.62428, 14945 / 13.6], rel=1e-4)
     assert 0.2 < flips[1].share < 0.25 and 0.75 < flips[2].share < 0.8
 
 
@@ -124,7 +122,7 @@ def test_crossovers_move_with_the_window_sizes():
 def test_window_crossover():
     # B arrivals 106 times faster than A's: N on B beats H up to B = 498 (Eq. 8 solved for B)
     assert window_crossover("N", "H", 1, 106) == 499
-    assert window_crossover("T", "H", 1, 1) is None           # hash stays cheaper at equal rates
+    assert window_crossover("T", "H", 1, 1) is None  # hash stays cheaper at equal rates
 
 
 def test_envelope_of_hand_lines():
@@ -139,8 +137,7 @@ def test_envelope_of_hand_lines():
 positive = st.floats(1e-3, 1e3)
 
 
-@given(positive, positive, st.integers(1, 20000), st.integers(1, 20000),
-       st.lists(st.floats(1e-7, 1e-3), min_size=8, max_size=8))
+@given(positive, positive, st.integers(1, 20000), st.integers(1, 20000), st.lists(st.floats(1e-7, 1e-3), min_size=8, max_size=8))
 def test_choice_is_the_cheapest_of_all_16(rate_a, rate_b, window_a, window_b, w):
     weights = Weights(dict(zip("NHBT", w[:4])), dict(zip("NHBT", w[4:])))
     pick = choose(rate_a, rate_b, window_a, window_b, weights)
@@ -156,6 +153,7 @@ def test_bad_method_names():
 
 
 # -- profiles and calibration ---------------------------------------------------
+
 
 def test_default_weights_without_profile(monkeypatch, tmp_path):
     monkeypatch.setenv(PROFILE_ENV, str(tmp_path / "none.json"))
@@ -212,12 +210,12 @@ def test_asymmetric_bench_smoke(tmp_path, monkeypatch):
     """Tiny windows and timings: files and report shape only (no wall-clock assertions)."""
     from slidewise.bench import asymmetric
 
-    monkeypatch.setattr(asymmetric, "TABLE_3", tuple(
-        {**wl, "window_a": max(8, wl["window_a"] // 500), "window_b": max(8, wl["window_b"] // 500)}
-        for wl in asymmetric.TABLE_3))
-    report = asymmetric.run_asymmetric_bench(tmp_path, sweep_window=40, min_time=0.0005, repeats=1,
-                                             points=5, calibration_sizes=(20, 40), table3_rounds=2,
-                                             table3_pieces=2, piece_arrivals=30, progress=False)
+    monkeypatch.setattr(
+        asymmetric, "TABLE_3", tuple({**wl, "window_a": max(8, wl["window_a"] // 500), "window_b": max(8, wl["window_b"] // 500)} for wl in asymmetric.TABLE_3)
+    )
+    report = asymmetric.run_asymmetric_bench(
+        tmp_path, sweep_window=40, min_time=0.0005, repeats=1, points=5, calibration_sizes=(20, 40), table3_rounds=2, table3_pieces=2, piece_arrivals=30, progress=False
+    )
     assert (tmp_path / "asymmetric.png").stat().st_size > 0
     assert (tmp_path / "asymmetric-profile.json").exists()
     data = json.loads((tmp_path / "asymmetric.json").read_text())
@@ -235,11 +233,11 @@ def test_asymmetric_bench_smoke(tmp_path, monkeypatch):
             assert row["measured_by"][v["chosen"]] == "pieces"
             assert v["chosen_rank_measured"] == v["measured_order"].index(v["chosen"]) + 1
             assert v["chosen_over_fastest"] >= 1 and row["measured_by"][v["measured_fastest"]] == "pieces"
-            if v["measured_fastest_by"] == "max rate":      # else: the paired rounds' winner
+            if v["measured_fastest_by"] == "max rate":  # else: the paired rounds' winner
                 assert v["agree"] == (v["chosen_rank_measured"] == 1)
             assert v["faster_distinguishable"] == bool(v["distinguishably_beaten_by"])
             assert set(v["distinguishably_beaten_by"]) <= set(v["chosen_vs"])
-        timing = row["timing"]    # near ties get 2 more rounds at a time, up to 8
+        timing = row["timing"]  # near ties get 2 more rounds at a time, up to 8
         assert timing["rounds"] in (2, 4, 6, 8) and (timing["rounds"] == 8 or not timing["near_ties"])
         assert timing["pieces"] == 2
     assert len(report["summary"]["table3"]) == 3
@@ -262,6 +260,7 @@ def test_asymmetric_pieces_mix_and_paired_timing():
 
 # -- the calibrated terms: constants and window-size surcharges (module docstring) ------
 
+
 def test_paper_weights_have_no_extra_terms():
     """The added terms are zero for Eq. 7, so Table 3 is unchanged (test_table_3 pins it)."""
     w = PAPER_WEIGHTS
@@ -271,14 +270,12 @@ def test_paper_weights_have_no_extra_terms():
 
 def test_constant_and_log_terms_enter_direction_cost():
     base = {d: 1e-6 for d in "NHBT"}
-    w = Weights(dict(base), dict(base), search_const={"H": 5e-6}, update_const={"B": 2e-6},
-                search_log={"H": 1e-7}, update_log={"T": 1e-8})
+    w = Weights(dict(base), dict(base), search_const={"H": 5e-6}, update_const={"B": 2e-6}, search_log={"H": 1e-7}, update_log={"T": 1e-8})
     # hash probe of 4096 tuples: 5 µs + 10 touches * (1 µs + 0.1 µs * 12)
     assert w.search_time("H", 4096) == pytest.approx(5e-6 + 10 * (1e-6 + 1e-7 * 12))
     assert w.update_time("B", 5000) == pytest.approx(2e-6 + 28 * 1e-6)
     assert w.update_time("T", 1024) == pytest.approx(update_touches("T", 1024) * (1e-6 + 1e-8 * 10))
-    assert direction_cost("H", 3, 2, 4096, w) == pytest.approx(3 * w.search_time("H", 4096)
-                                                               + 2 * w.update_time("H", 4096))
+    assert direction_cost("H", 3, 2, 4096, w) == pytest.approx(3 * w.search_time("H", 4096) + 2 * w.update_time("H", 4096))
     # a window-size term moves the N/H crossover: H gets dearer for bigger windows
     plain = Weights(dict(base), {**base, "H": 3e-6})
     surcharged = Weights(dict(base), {**base, "H": 3e-6}, search_log={"H": 1e-6})
@@ -307,8 +304,7 @@ def test_fit_terms_recovers_constant_slope_and_log():
         return {"window": w, "touches": t, "seconds_per_op": y}
 
     # y = 3 + t * (0.5 + 0.1 log2 W), exact
-    pts = [pt(w, t, 3 + t * (0.5 + 0.1 * math.log2(w)))
-           for w, t in ((256, 7), (1024, 10), (4096, 13), (16384, 16), (65536, 19))]
+    pts = [pt(w, t, 3 + t * (0.5 + 0.1 * math.log2(w))) for w, t in ((256, 7), (1024, 10), (4096, 13), (16384, 16), (65536, 19))]
     coef, err = fit_terms(pts)
     assert coef["const"] == pytest.approx(3, rel=1e-6) and coef["slope"] == pytest.approx(0.5, rel=1e-6)
     assert coef["log"] == pytest.approx(0.1, rel=1e-6) and err < 1e-9

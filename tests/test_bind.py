@@ -31,7 +31,7 @@ def test_scans_get_their_columns_and_the_tree_is_rebuilt():
     bound = bind(original, SCHEMAS)
     assert [sc.columns for sc in bound.scans()] == [("a", "b"), ("a", "c")]
     assert bound.root.schema == ("S1.ts", "S1.a", "S1.b", "S2.ts", "S2.a", "S2.c")
-    assert all(sc.columns is None for sc in original.scans())      # the input plan is unchanged
+    assert all(sc.columns is None for sc in original.scans())  # the input plan is unchanged
     assert bound.root is not original.root and bound.aliases == original.aliases
 
 
@@ -46,21 +46,20 @@ def test_missing_source():
     assert "--source S9=PATH" in e.value.hint
 
 
-@pytest.mark.parametrize("node,message,hint", [
-    (Select(s(), Cmp("=", c("S1", "z"), Lit(1))), "stream S1 (source S1) has no column 'z'", "ts, a, b"),
-    (Join((s("S1"), s("S2")), ((c("S1", "a"), c("S2", "b")),)), "stream S2 (source S2) has no column 'b'",
-     "ts, a, c"),
-    (Join((s("S1"), s("S2")), (), (Cmp("<", c("S1", "x"), c("S2", "a")),)), "has no column 'x'", "ts, a, b"),
-    (Project(s(), (SelectItem(c("S1", "q")),)), "has no column 'q'", "ts, a, b"),
-    (Aggregate(s(), (SelectItem(c("S1", "k")),), (AggCall("sum", c("S1", "a")),)), "has no column 'k'", "a, b"),
-    (Aggregate(s(), (), (AggCall("max", c("S1", "w")),)), "has no column 'w'", "a, b"),
-    (Negation(s("S1"), s("S2"), ((c("S1", "a"), c("S2", "zz")),)), "stream S2 (source S2) has no column 'zz'",
-     "a, c"),
-    (Negation(s("S1"), s("S2"), ((c("S1", "zz"), c("S2", "a")),)), "stream S1 (source S1) has no column 'zz'",
-     "a, b"),
-    (Join((s("S1"), Scan("R", "R", kind="table")), ((c("S1", "a"), c("R", "ts")),)),
-     "table R (source R) has no column 'ts'", "a, name"),
-])
+@pytest.mark.parametrize(
+    "node,message,hint",
+    [
+        (Select(s(), Cmp("=", c("S1", "z"), Lit(1))), "stream S1 (source S1) has no column 'z'", "ts, a, b"),
+        (Join((s("S1"), s("S2")), ((c("S1", "a"), c("S2", "b")),)), "stream S2 (source S2) has no column 'b'", "ts, a, c"),
+        (Join((s("S1"), s("S2")), (), (Cmp("<", c("S1", "x"), c("S2", "a")),)), "has no column 'x'", "ts, a, b"),
+        (Project(s(), (SelectItem(c("S1", "q")),)), "has no column 'q'", "ts, a, b"),
+        (Aggregate(s(), (SelectItem(c("S1", "k")),), (AggCall("sum", c("S1", "a")),)), "has no column 'k'", "a, b"),
+        (Aggregate(s(), (), (AggCall("max", c("S1", "w")),)), "has no column 'w'", "a, b"),
+        (Negation(s("S1"), s("S2"), ((c("S1", "a"), c("S2", "zz")),)), "stream S2 (source S2) has no column 'zz'", "a, c"),
+        (Negation(s("S1"), s("S2"), ((c("S1", "zz"), c("S2", "a")),)), "stream S1 (source S1) has no column 'zz'", "a, b"),
+        (Join((s("S1"), Scan("R", "R", kind="table")), ((c("S1", "a"), c("R", "ts")),)), "table R (source R) has no column 'ts'", "a, name"),
+    ],
+)
 def test_unknown_columns(node, message, hint):
     with pytest.raises(PlanError, match=message.replace("(", r"\(").replace(")", r"\)")) as e:
         bind(plan(node), SCHEMAS)

@@ -14,14 +14,16 @@ from slidewise.windows.btree import BPlusTree, BTreeWindow
 
 # operations: ("ins", key) | ("del_oldest",) | ("del_any", index) | ("eq", key) | ("range", lo, hi, lo_inc, hi_inc)
 keys = st.integers(-3, 12)
-ops_st = st.lists(st.one_of(
-    st.tuples(st.just("ins"), keys),
-    st.tuples(st.just("del_oldest")),
-    st.tuples(st.just("del_any"), st.integers(0, 1000)),
-    st.tuples(st.just("eq"), keys),
-    st.tuples(st.just("range"), st.one_of(st.none(), keys), st.one_of(st.none(), keys),
-              st.booleans(), st.booleans()),
-), max_size=200)
+ops_st = st.lists(
+    st.one_of(
+        st.tuples(st.just("ins"), keys),
+        st.tuples(st.just("del_oldest")),
+        st.tuples(st.just("del_any"), st.integers(0, 1000)),
+        st.tuples(st.just("eq"), keys),
+        st.tuples(st.just("range"), st.one_of(st.none(), keys), st.one_of(st.none(), keys), st.booleans(), st.booleans()),
+    ),
+    max_size=200,
+)
 
 
 def reference_range(ref, lo, hi, lo_inc=True, hi_inc=True):
@@ -112,6 +114,7 @@ def test_btree_string_keys():
 
 
 # -- the window -------------------------------------------------------------------
+
 
 def tup(pos, ts, a, b=0):
     return Tup(0, pos, ts, 1, {"a": a, "b": b})

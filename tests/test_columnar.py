@@ -80,6 +80,7 @@ def test_no_restore_drops_short_lived_origin():
 @st.composite
 def theta_filter(draw, n):
     """A random conjunct over 1–3 streams' x, b, ts; sometimes OR / NOT / a constant."""
+
     def term():
         i = draw(st.integers(0, n - 1))
         return col(i, draw(st.sampled_from(["x", "b", "ts"])))
@@ -130,8 +131,7 @@ def test_other_join_order_same_results(case, size):
     assert run_operator(ColumnarJoin(query, order=order), tuples, size) == oracle(query, tuples)
 
 
-all_windows = st.one_of(st.sampled_from([WindowSpec("unbounded"), WindowSpec("now")]),
-                        windows_st(("range", "rows")))
+all_windows = st.one_of(st.sampled_from([WindowSpec("unbounded"), WindowSpec("now")]), windows_st(("range", "rows")))
 
 
 @given(st.lists(all_windows, min_size=2, max_size=4), st.data(), chunk_sizes)
@@ -141,8 +141,7 @@ def test_unbounded_and_now_windows(windows, data, size):
     assert run(query, tuples, size) == oracle(query, tuples)
 
 
-@given(st.integers(2, 3), st.lists(st.sampled_from([None, "a", "b"]), min_size=3, max_size=3),
-       st.data(), chunk_sizes)
+@given(st.integers(2, 3), st.lists(st.sampled_from([None, "a", "b"]), min_size=3, max_size=3), st.data(), chunk_sizes)
 def test_partitioned_count_windows(n, parts, data, size):
     windows = [WindowSpec("rows", data.draw(st.integers(1, 3)), partition_by=parts[i]) for i in range(n)]
     tuples = build_tuples(data.draw(raw_streams(n, max_len=16)))
@@ -176,8 +175,7 @@ def test_string_and_float_keys(case, size, kind):
 def test_nan_keys_join_nothing():
     q = query_of([WindowSpec("range", 10)] * 2, common_key(2))
     op = ColumnarJoin(q)
-    res = op.process([StreamBatch(0, [0, 2], [0, 1], {"a": [np.nan, 1.0]}),
-                      StreamBatch(1, [1, 3], [0, 1], {"a": [np.nan, 1.0]})])
+    res = op.process([StreamBatch(0, [0, 2], [0, 1], {"a": [np.nan, 1.0]}), StreamBatch(1, [1, 3], [0, 1], {"a": [np.nan, 1.0]})])
     assert res.keys() == [((2, 3), 1, 11, 1)]
 
 
@@ -203,16 +201,18 @@ def test_packed_search_overflow_fallback(monkeypatch):
 def test_huge_integer_keys():
     q = query_of([WindowSpec("range", 5)] * 2, common_key(2))
     big = np.iinfo(np.int64).max - 3
-    res = ColumnarJoin(q).process([StreamBatch(0, [0, 2], [0, 1], {"a": [big, -big]}),
-                                   StreamBatch(1, [1, 3], [0, 1], {"a": [big, -big]})])
+    res = ColumnarJoin(q).process([StreamBatch(0, [0, 2], [0, 1], {"a": [big, -big]}), StreamBatch(1, [1, 3], [0, 1], {"a": [big, -big]})])
     assert sorted(res.keys()) == [((0, 1), 0, 5, 1), ((2, 3), 1, 6, 1)]
 
 
-@pytest.mark.parametrize("windows", [
-    [WindowSpec("range", 50), WindowSpec("range", 20), WindowSpec("now")],
-    [WindowSpec("rows", 30), WindowSpec("range", 40), WindowSpec("rows", 5, partition_by="b")],
-    [WindowSpec("range", 30, slide=7)] * 3,
-])
+@pytest.mark.parametrize(
+    "windows",
+    [
+        [WindowSpec("range", 50), WindowSpec("range", 20), WindowSpec("now")],
+        [WindowSpec("rows", 30), WindowSpec("range", 40), WindowSpec("rows", 5, partition_by="b")],
+        [WindowSpec("range", 30, slide=7)] * 3,
+    ],
+)
 def test_state_bounded_on_long_input(windows):
     """After every chunk the windows hold their contents only (lazy: plus < 2 intervals)."""
     rng = np.random.default_rng(7)
@@ -247,8 +247,7 @@ def test_state_bounded_on_long_input(windows):
 
 
 def test_rejects_non_common_key():
-    q = query_of([WindowSpec("range", 5)] * 3,
-                 [Equality(col(0, "a"), col(1, "a")), Equality(col(1, "b"), col(2, "b"))])
+    q = query_of([WindowSpec("range", 5)] * 3, [Equality(col(0, "a"), col(1, "a")), Equality(col(1, "b"), col(2, "b"))])
     with pytest.raises(PlanError) as err:
         ColumnarJoin(q)
     assert "--algorithm hybrid" in str(err.value)
@@ -267,12 +266,11 @@ def test_rejects_count_window_negatives():
 
 
 def test_result_columns_and_order():
-    q = JoinQuery((StreamRef("L", "L", WindowSpec("range", 10)),
-                   StreamRef("R", "R", WindowSpec("range", 10))),
-                  (Equality(col(0, "a"), col(1, "a")),))
+    q = JoinQuery((StreamRef("L", "L", WindowSpec("range", 10)), StreamRef("R", "R", WindowSpec("range", 10))), (Equality(col(0, "a"), col(1, "a")),))
     op = ColumnarJoin(q)
-    res = op.process([StreamBatch(0, [0, 3, 4], [1, 2, 2], {"a": [1, 1, 2], "y": [5, 6, 7]}),
-                      StreamBatch(1, [1, 2, 5], [1, 2, 3], {"a": [1, 1, 1], "z": ["p", "q", "r"]})])
+    res = op.process(
+        [StreamBatch(0, [0, 3, 4], [1, 2, 2], {"a": [1, 1, 2], "y": [5, 6, 7]}), StreamBatch(1, [1, 2, 5], [1, 2, 3], {"a": [1, 1, 1], "z": ["p", "q", "r"]})]
+    )
     assert list(res.cols) == ["L.ts", "L.a", "L.y", "R.ts", "R.a", "R.z"]
     assert res.members.tolist() == [[0, 1], [0, 2], [3, 1], [3, 2], [0, 5], [3, 5]]
     assert res.cols["R.z"].tolist() == ["p", "q", "p", "q", "r", "r"]

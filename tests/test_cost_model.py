@@ -28,8 +28,7 @@ from slidewise.runtime.generate import generate
 def common_key_query(windows, *, count=(), slide=None) -> JoinQuery:
     """S1..Sn equi-joined on ``a``; ``count``: indices of [ROWS N] windows."""
     names = [f"S{i + 1}" for i in range(len(windows))]
-    refs = tuple(StreamRef(a, a, WindowSpec("rows", w) if i in count else WindowSpec("range", w, slide=slide))
-                 for i, (a, w) in enumerate(zip(names, windows)))
+    refs = tuple(StreamRef(a, a, WindowSpec("rows", w) if i in count else WindowSpec("range", w, slide=slide)) for i, (a, w) in enumerate(zip(names, windows)))
     eqs = tuple(Equality(Col(0, "a", names[0]), Col(i, "a", a)) for i, a in enumerate(names) if i)
     return JoinQuery(refs, eqs)
 
@@ -42,14 +41,14 @@ def paper_model(rates, windows, distinct, **kw) -> CostModel:
 
 def by_name(model: CostModel) -> dict[str, float]:
     """Cost of every global order, keyed ``"S2,S1,S3,S4"``."""
-    return {",".join(f"S{i + 1}" for i in o): model.cost(o).total
-            for o in itertools.permutations(range(model.n))}
+    return {",".join(f"S{i + 1}" for i in o): model.cost(o).total for o in itertools.permutations(range(model.n))}
 
 
 TABLE5 = dict(rates=(10, 1, 1, 3), windows=(100, 100, 200, 100), distinct=(500, 50, 40, 5))
 
 
 # ------------------------------------------------------------ worked example --
+
 
 def test_appendix_b_worked_example():
     """Golab & Özsu App. B / thesis §5.3.2: global order S1,S2,S3,S4 costs 3800+3800+2400+6000 = 16000."""
@@ -83,10 +82,10 @@ def test_seed000_table6_costs():
     """§5.1, Table 6 (λ1 = 100, v = 200, 200, 20, 2): best S2,S1,S3,S4 = 80400."""
     costs = by_name(paper_model((100, 1, 1, 3), (100,) * 4, (200, 200, 20, 2)))
     assert min(costs.values()) == costs["S2,S1,S3,S4"] == 80400
-    assert costs["S2,S3,S1,S4"] == 123150        # "approximately 123000"
-    assert costs["S2,S3,S4,S1"] == 248450        # "approximately 248000"
+    assert costs["S2,S3,S1,S4"] == 123150  # "approximately 123000"
+    assert costs["S2,S3,S4,S1"] == 248450  # "approximately 248000"
     assert costs["S1,S2,S3,S4"] == 120000
-    assert max(costs.values()) == 646050         # "nearly 650000"
+    assert max(costs.values()) == 646050  # "nearly 650000"
 
 
 def test_seed000_table7_and_thesis_table56_costs():
@@ -104,13 +103,13 @@ def test_thesis_table55_costs_with_erratum():
     costs = by_name(paper_model((10, 1, 1, 1), (100,) * 4, (40, 100, 8, 5)))
     assert min(costs.values()) == costs["S2,S1,S3,S4"] == 16200
     assert costs["S2,S3,S4,S1"] == 42600 and costs["S1,S2,S3,S4"] == 21000
-    assert max(costs.values()) == 135150          # "over 135000"
+    assert max(costs.values()) == 135150  # "over 135000"
     printed = by_name(paper_model((100, 1, 1, 1), (100,) * 4, (40, 100, 8, 5)))
-    assert (printed["S2,S1,S3,S4"], printed["S2,S3,S4,S1"], printed["S1,S2,S3,S4"],
-            max(printed.values())) == (160200, 420600, 210000, 1347900)
+    assert (printed["S2,S1,S3,S4"], printed["S2,S3,S4,S1"], printed["S1,S2,S3,S4"], max(printed.values())) == (160200, 420600, 210000, 1347900)
 
 
 # ---------------------------------------------- App. A formulas, transcribed --
+
 
 def _phi(w, v, members):
     """Literal Golab & Özsu App. A: join one window at a time, divide by max(min(previous v), v)."""
@@ -126,29 +125,35 @@ def _transcribed(rates, windows, distinct, tau):
     T = windows
     w = [lam[i] * T[i] for i in range(4)]
     wl = [lam[i] * (T[i] + tau) for i in range(4)]
-    phi = lambda *m: _phi(w, v, [i - 1 for i in m])            # noqa: E731
-    phil = lambda *m: _phi(wl, v, [i - 1 for i in m])          # noqa: E731
-    mx = lambda a, b: max(a, b)                                 # noqa: E731
-    C = [lam[0] * w[1] + (phi(1, 2) * w[2] + phi(1, 2, 3) * w[3]) / T[0],
-         lam[1] * w[0] + (phi(1, 2) * w[2] + phi(1, 2, 3) * w[3]) / T[1],
-         lam[2] * w[0] + (phi(1, 3) * w[1] + phi(1, 2, 3) * w[3]) / T[2],
-         lam[3] * w[0] + (phi(1, 4) * w[1] + phi(1, 2, 4) * w[2]) / T[3]]
-    L = [lam[0] * wl[1] + (phil(1, 2) * wl[2] + phil(1, 2, 3) * wl[3]) / (T[0] + tau),
-         lam[1] * wl[0] + (phil(1, 2) * wl[2] + phil(1, 2, 3) * wl[3]) / (T[1] + tau),
-         lam[2] * wl[0] + (phil(1, 3) * wl[1] + phil(1, 2, 3) * wl[3]) / (T[2] + tau),
-         lam[3] * wl[0] + (phil(1, 4) * wl[1] + phil(1, 2, 4) * wl[2]) / (T[3] + tau)]
-    G = [C[0], C[1],
-         lam[2] * (w[0] * w[1] + phi(1, 2) + phi(1, 2) * w[3] / mx(min(v[0], v[1]), v[2])),
-         lam[3] * (w[0] * w[1] + phi(1, 2) * w[2] + phi(1, 2, 3))]
-    H = [L[0], L[1],
-         wl[0] * wl[1] / tau + phil(1, 2) * lam[2] + phil(1, 2) * lam[2] * wl[3] / mx(min(v[0], v[1]), v[2]),
-         wl[0] * wl[1] / tau + phil(1, 2) * wl[2] / tau + phil(1, 2, 3) * lam[3]]
+    phi = lambda *m: _phi(w, v, [i - 1 for i in m])  # noqa: E731
+    phil = lambda *m: _phi(wl, v, [i - 1 for i in m])  # noqa: E731
+    mx = lambda a, b: max(a, b)  # noqa: E731
+    C = [
+        lam[0] * w[1] + (phi(1, 2) * w[2] + phi(1, 2, 3) * w[3]) / T[0],
+        lam[1] * w[0] + (phi(1, 2) * w[2] + phi(1, 2, 3) * w[3]) / T[1],
+        lam[2] * w[0] + (phi(1, 3) * w[1] + phi(1, 2, 3) * w[3]) / T[2],
+        lam[3] * w[0] + (phi(1, 4) * w[1] + phi(1, 2, 4) * w[2]) / T[3],
+    ]
+    L = [
+        lam[0] * wl[1] + (phil(1, 2) * wl[2] + phil(1, 2, 3) * wl[3]) / (T[0] + tau),
+        lam[1] * wl[0] + (phil(1, 2) * wl[2] + phil(1, 2, 3) * wl[3]) / (T[1] + tau),
+        lam[2] * wl[0] + (phil(1, 3) * wl[1] + phil(1, 2, 3) * wl[3]) / (T[2] + tau),
+        lam[3] * wl[0] + (phil(1, 4) * wl[1] + phil(1, 2, 4) * wl[2]) / (T[3] + tau),
+    ]
+    G = [C[0], C[1], lam[2] * (w[0] * w[1] + phi(1, 2) + phi(1, 2) * w[3] / mx(min(v[0], v[1]), v[2])), lam[3] * (w[0] * w[1] + phi(1, 2) * w[2] + phi(1, 2, 3))]
+    H = [
+        L[0],
+        L[1],
+        wl[0] * wl[1] / tau + phil(1, 2) * lam[2] + phil(1, 2) * lam[2] * wl[3] / mx(min(v[0], v[1]), v[2]),
+        wl[0] * wl[1] / tau + phil(1, 2) * wl[2] / tau + phil(1, 2, 3) * lam[3],
+    ]
     return C, L, G, H
 
 
-@pytest.mark.parametrize("params", [TABLE5, dict(rates=(100, 1, 1, 3), windows=(100,) * 4,
-                                                 distinct=(200, 200, 20, 2)),
-                                    dict(rates=(1, 2, 3, 4), windows=(50, 80, 30, 100), distinct=(7, 60, 9, 300))])
+@pytest.mark.parametrize(
+    "params",
+    [TABLE5, dict(rates=(100, 1, 1, 3), windows=(100,) * 4, distinct=(200, 200, 20, 2)), dict(rates=(1, 2, 3, 4), windows=(50, 80, 30, 100), distinct=(7, 60, 9, 300))],
+)
 def test_appendix_a_formulas(params):
     """Eager C_i, lazy L_i, naive G_i and lazy naive H_i for the global order S1,S2,S3,S4."""
     tau = 10
@@ -172,8 +177,7 @@ def test_hash_divides_each_scan_by_its_buckets():
     hashed = paper_model(**params, buckets=b)
     q = common_key_query(params["windows"])
     # the same model with every window shrunk by its bucket count scans W_i / b_i ...
-    shrunk = Statistics(tuple(StreamStats(f"S{i + 1}", params["rates"][i], params["windows"][i] / b[i],
-                                          distinct={"a": 50}) for i in range(4)))
+    shrunk = Statistics(tuple(StreamStats(f"S{i + 1}", params["rates"][i], params["windows"][i] / b[i], distinct={"a": 50}) for i in range(4)))
     nlj_small = CostModel(q, shrunk)
     for order in itertools.permutations(range(4)):
         for i in range(4):
@@ -185,8 +189,7 @@ def test_hash_divides_each_scan_by_its_buckets():
                     expect += hashed.phi(mask, i) * nlj_small.size[j]
                 mask |= 1 << j
             assert hashed.origin_cost(i, seq) == pytest.approx(hashed.rate[i] * expect)
-    assert paper_model(**params, buckets=[1] * 4).cost([0, 1, 2, 3]).total == \
-        pytest.approx(paper_model(**params).cost([0, 1, 2, 3]).total)
+    assert paper_model(**params, buckets=[1] * 4).cost([0, 1, 2, 3]).total == pytest.approx(paper_model(**params).cost([0, 1, 2, 3]).total)
 
 
 def test_count_windows_use_n_instead_of_lambda_t():
@@ -199,11 +202,11 @@ def test_count_windows_use_n_instead_of_lambda_t():
 
 
 def test_bucket_share():
-    assert bucket_share(50, 50, 5) == pytest.approx(1 / 5)          # b divides v: the paper's 1/b
+    assert bucket_share(50, 50, 5) == pytest.approx(1 / 5)  # b divides v: the paper's 1/b
     assert bucket_share(50, 50, 1) == 1
-    assert bucket_share(5, 5, 10) == pytest.approx(1 / 5)           # more buckets than values
-    assert bucket_share(50, 5, 50) == pytest.approx(1 / 50)         # probes beyond v find no tuples
-    assert bucket_share(1000.5, 1000, 7) == pytest.approx(1 / 7)    # non-integral: 1/b
+    assert bucket_share(5, 5, 10) == pytest.approx(1 / 5)  # more buckets than values
+    assert bucket_share(50, 5, 50) == pytest.approx(1 / 50)  # probes beyond v find no tuples
+    assert bucket_share(1000.5, 1000, 7) == pytest.approx(1 / 7)  # non-integral: 1/b
 
 
 def test_lazy_grouping_counts_distinct_new_values():
@@ -211,8 +214,8 @@ def test_lazy_grouping_counts_distinct_new_values():
     params = dict(rates=(4, 1), windows=(100, 100), distinct=(2, 100))
     plain = paper_model(**params, kind="lazy", tau=10)
     grouped = paper_model(**params, kind="lazy", tau=10, grouped=True)
-    assert grouped.multiplier(1) == pytest.approx(100 * (1 - 0.99 ** 10) / 10)
-    assert grouped.multiplier(0) == pytest.approx(2 * (1 - 0.5 ** 40) / 10)
+    assert grouped.multiplier(1) == pytest.approx(100 * (1 - 0.99**10) / 10)
+    assert grouped.multiplier(0) == pytest.approx(2 * (1 - 0.5**40) / 10)
     assert grouped.cost([0, 1]).total < plain.cost([0, 1]).total
 
 
@@ -220,15 +223,14 @@ def test_operator_windows_of_grouped_lazy_depend_on_the_order():
     """Alg. 4 as slidewise runs it: window j holds λ_j·(T_j − τ) old tuples, plus its λ_j·τ new
     ones iff j precedes the origin in the global order; the papers' T+τ stays available."""
     q = common_key_query((100, 100, 200, 100), slide=5)
-    st = parse_stats(["S1:rate=10,distinct=500", "S2:rate=1,distinct=50",
-                      "S3:rate=1,distinct=40", "S4:rate=3,distinct=5"], q)
+    st = parse_stats(["S1:rate=10,distinct=500", "S2:rate=1,distinct=50", "S3:rate=1,distinct=40", "S4:rate=3,distinct=5"], q)
     m = model_for(q, st, "lazy")
     assert m.lazy_windows == "operators" and m.ordered
     assert model_for(q, st, "lazy", lazy_windows="paper").size == [1050, 105, 205, 315]
     fronts = m.fronts([0, 1, 3, 2])
     assert fronts == {0: 0, 1: 0b1, 3: 0b11, 2: 0b1011}
-    assert m.window(2, 3, fronts[3]) == 195                 # S3 after S4: old tuples only
-    assert m.window(3, 2, fronts[2]) == 300                 # S4 before S3: with its new tuples
+    assert m.window(2, 3, fronts[3]) == 195  # S3 after S4: old tuples only
+    assert m.window(3, 2, fronts[2]) == 300  # S4 before S3: with its new tuples
     assert m.window(1, 0, fronts[0]) == 95
     # one origin by hand: S4's groups probe S1 (full), S2 (full), S3 (old only)
     groups = 5 * (1 - (1 - 1 / 5) ** 15) / 5
@@ -241,6 +243,7 @@ def test_operator_windows_of_grouped_lazy_depend_on_the_order():
 
 
 # ------------------------------------------------------------ validation ----
+
 
 def _batches(streams, lo, hi):
     out = []
@@ -268,8 +271,7 @@ def test_model_predicts_measured_comparisons(rates, windows, distinct, algorithm
     q = common_key_query(windows, count=count)
     streams = generate(rates, distinct, tuples, seed=7)
     lam = np.asarray(rates) / sum(rates)
-    stats = Statistics(tuple(StreamStats(f"S{i + 1}", float(lam[i]), float(windows[i]), i in count,
-                                         {"a": float(distinct[i])}) for i in range(len(rates))))
+    stats = Statistics(tuple(StreamStats(f"S{i + 1}", float(lam[i]), float(windows[i]), i in count, {"a": float(distinct[i])}) for i in range(len(rates))))
     predicted = model_for(q, stats, algorithm, buckets).cost(order).total
     op = get_algorithm(algorithm)(q, order=list(order), **({"buckets": buckets} if buckets else {}))
     warm = int(max(w / lam[i] if i in count else w for i, w in enumerate(windows))) + 50
@@ -281,6 +283,7 @@ def test_model_predicts_measured_comparisons(rates, windows, distinct, algorithm
 
 
 # ------------------------------------------------------------------ stats ----
+
 
 def test_online_stats_follow_the_streams():
     """Rates within 5% of the arrivals in the last window, the value domain within 25%."""
@@ -308,10 +311,9 @@ def test_online_stats_slide_and_stay_bounded():
     est.observe([StreamBatch(0, ts, ts, {"a": ts % 997}), StreamBatch(1, ts[:0], ts[:0], {"a": ts[:0]})])
     assert est.statistics()[0].v("a") > 200
     later = np.arange(5000, 6000)
-    est.observe([StreamBatch(0, later, later, {"a": later % 5}), StreamBatch(1, later[:0], later[:0],
-                                                                               {"a": later[:0]})])
+    est.observe([StreamBatch(0, later, later, {"a": later % 5}), StreamBatch(1, later[:0], later[:0], {"a": later[:0]})])
     assert est.statistics()[0].v("a") == pytest.approx(5, rel=0.01)
-    assert est.statistics()[1].source == "default"          # S2 never arrived
+    assert est.statistics()[1].source == "default"  # S2 never arrived
     panes = est._streams[0].window
     assert len(panes) <= 9 and all(len(p.sketches["a"]) <= 64 for p in panes)
 

@@ -16,10 +16,10 @@ import pytest
 from slidewise.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "explain"
-FIG35 = ("SELECT RSTREAM(*) FROM S1 [RANGE 10], S2 [RANGE 10] WHERE S1.a = S2.a "
-         "AND NOT EXISTS (SELECT * FROM S3 [RANGE 10] WHERE S3.a = S1.a)")
-QUERY4 = ("SELECT RSTREAM(*) FROM L1 [RANGE 100], L3 [RANGE 100] WHERE L1.src = L3.src AND L3.proto = 'ftp' "
-          "AND NOT EXISTS (SELECT * FROM L2 [RANGE 100] WHERE L2.src = L1.src)")
+FIG35 = "SELECT RSTREAM(*) FROM S1 [RANGE 10], S2 [RANGE 10] WHERE S1.a = S2.a AND NOT EXISTS (SELECT * FROM S3 [RANGE 10] WHERE S3.a = S1.a)"
+QUERY4 = (
+    "SELECT RSTREAM(*) FROM L1 [RANGE 100], L3 [RANGE 100] WHERE L1.src = L3.src AND L3.proto = 'ftp' AND NOT EXISTS (SELECT * FROM L2 [RANGE 100] WHERE L2.src = L1.src)"
+)
 
 
 def explain(capsys, *args) -> str:
@@ -43,13 +43,11 @@ def test_explain_plan_json(capsys):
     node = info["plan"]
     assert set(node) == {"label", "pattern", "rule", "state", "children"}
     assert node["children"][0]["label"].startswith("Negation")
-    assert [a["plan"] for a in info["alternatives"]] == ["RSTREAM((L1 ⋈ σ(L3)) − L2)",
-                                                         "RSTREAM((L1 − L2) ⋈ σ(L3))"]
+    assert [a["plan"] for a in info["alternatives"]] == ["RSTREAM((L1 ⋈ σ(L3)) − L2)", "RSTREAM((L1 − L2) ⋈ σ(L3))"]
     assert info["chosen"] == "RSTREAM((L1 ⋈ σ(L3)) − L2)"
 
 
-@pytest.mark.parametrize("strategy,text", [("nt", "hash table | hash table"), ("direct", "list scanned by exp"),
-                                           ("upa", "calendar queue (50 partitions)")])
+@pytest.mark.parametrize("strategy,text", [("nt", "hash table | hash table"), ("direct", "list scanned by exp"), ("upa", "calendar queue (50 partitions)")])
 def test_explain_state_depends_on_strategy(capsys, strategy, text):
     out = explain(capsys, FIG35, "--strategy", strategy, "--partitions", "50")
     assert text in out

@@ -23,7 +23,7 @@ def _run(q: FrequentQuery, ts, items, kind=None, chunk=7) -> pd.DataFrame:
     run = FrequentRun(q, lambda cols: frames.append(pd.DataFrame(cols)), kind=kind)
     ts, items = np.asarray(ts, np.int64), np.asarray(items)
     for i in range(0, len(ts), chunk):
-        run.add(ts[i:i + chunk], {"a": items[i:i + chunk]})
+        run.add(ts[i : i + chunk], {"a": items[i : i + chunk]})
     run.finish()
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["a", "frequency", "threshold", "guaranteed", "ts"])
 
@@ -37,7 +37,7 @@ def _windows(q: FrequentQuery, ts, items):
         n, N = len(ts), q.length
         for e in range(1, n // D + 1):
             lo = max(0, e * D - N)
-            out.append((int(ts[e * D - 1]), items[lo:e * D], np.arange(lo, e * D) // s))
+            out.append((int(ts[e * D - 1]), items[lo : e * D], np.arange(lo, e * D) // s))
     else:
         T = q.length
         for k in range(-(-int(ts[0]) // D), -(-int(ts[-1]) // D) + 1):
@@ -53,11 +53,12 @@ def _query(window: str, k: int, exact: bool = False) -> FrequentQuery:
     return q
 
 
-streams = st.integers(1, 120).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(0, 3), min_size=n, max_size=n).map(lambda d: np.cumsum(d).tolist()),
-    st.lists(st.integers(0, 6), min_size=n, max_size=n)))
-windows = st.sampled_from(["[ROWS 12 SLIDE 4]", "[ROWS 10 SLIDE 10]", "[ROWS 9 SLIDE 6]",
-                           "[RANGE 12 SLIDE 4]", "[RANGE 5 SLIDE 6]", "[RANGE 29 SLIDE 10]", "[RANGE 10 SLIDE 3]"])
+streams = st.integers(1, 120).flatmap(
+    lambda n: st.tuples(st.lists(st.integers(0, 3), min_size=n, max_size=n).map(lambda d: np.cumsum(d).tolist()), st.lists(st.integers(0, 6), min_size=n, max_size=n))
+)
+windows = st.sampled_from(
+    ["[ROWS 12 SLIDE 4]", "[ROWS 10 SLIDE 10]", "[ROWS 9 SLIDE 6]", "[RANGE 12 SLIDE 4]", "[RANGE 5 SLIDE 6]", "[RANGE 29 SLIDE 10]", "[RANGE 10 SLIDE 3]"]
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -65,7 +66,7 @@ windows = st.sampled_from(["[ROWS 12 SLIDE 4]", "[ROWS 10 SLIDE 10]", "[ROWS 9 S
 def test_algorithm_6_guarantees(stream, window, k, chunk):
     ts, items = stream
     q = _query(window, k)
-    if q.counting:   # distinct instants, so each evaluation's rows are known by their ts
+    if q.counting:  # distinct instants, so each evaluation's rows are known by their ts
         ts = list(range(len(ts)))
     got = _run(q, ts, items, chunk=chunk)
     expected = _windows(q, ts, items)
@@ -77,12 +78,12 @@ def test_algorithm_6_guarantees(stream, window, k, chunk):
         for sid in np.unique(subs):
             counts = sorted(Counter(window_items[subs == sid].tolist()).values(), reverse=True)
             delta += counts[k - 1] if len(counts) >= k else 0
-        assert (rows.threshold == delta).all()                       # δ = Σ δᵢ
+        assert (rows.threshold == delta).all()  # δ = Σ δᵢ
         for item, freq, guaranteed in zip(rows.a, rows.frequency, rows.guaranteed):
-            assert freq <= true[item]                                  # a sum of some sub-windows' counts
+            assert freq <= true[item]  # a sum of some sub-windows' counts
             assert guaranteed == (freq > delta)
             if guaranteed:
-                assert true[item] >= delta                             # never a false positive
+                assert true[item] >= delta  # never a false positive
         # every item above δ is reported (it is in some top-k list) and the k best are there
         above = {i for i, c in true.items() if c > delta}
         reported = set(rows.a.tolist())
@@ -151,18 +152,22 @@ def test_query_runs_and_text_items():
     assert (q.sub_window, q.sub_windows) == (10_000, 60)
 
 
-@pytest.mark.parametrize("query, message", [
-    ("SELECT RSTREAM FREQUENT(S.a, 2) FROM S [RANGE 10]", "FREQUENT needs a SLIDE"),
-    ("SELECT ISTREAM FREQUENT(S.a, 2) FROM S [RANGE 10 SLIDE 2]", "FREQUENT answers with RSTREAM, not ISTREAM"),
-    ("SELECT RSTREAM FREQUENT(S.a, 0) FROM S [RANGE 10 SLIDE 2]", "FREQUENT's k must be a whole number of at least 1"),
-    ("SELECT RSTREAM FREQUENT(S.a, 2), S.b FROM S [RANGE 10 SLIDE 2]", "FREQUENT(...) must be the whole select list"),
-    ("SELECT RSTREAM FREQUENT(S.a, 2, fast => true) FROM S [RANGE 10 SLIDE 2]", "unknown FREQUENT option fast"),
-    ("SELECT RSTREAM FREQUENT(S.a, 2) FROM S [RANGE 10 SLIDE 2], R [RANGE 10 SLIDE 2] WHERE S.a = R.a",
-     "this input is weak non-monotonic (tuples expire out of arrival order): Algorithm 6 (Golab's thesis ch. 6) "
-     "drops whole sub-windows in FIFO order"),
-    ("SELECT RSTREAM FREQUENT(S.a, 2) FROM S [PARTITION BY b ROWS 10]", "FREQUENT needs a sliding time or count window"),
-    ("SELECT RSTREAM ABS(S.a, exact => true) FROM S [RANGE 10 SLIDE 2]", "ABS takes no named arguments"),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("SELECT RSTREAM FREQUENT(S.a, 2) FROM S [RANGE 10]", "FREQUENT needs a SLIDE"),
+        ("SELECT ISTREAM FREQUENT(S.a, 2) FROM S [RANGE 10 SLIDE 2]", "FREQUENT answers with RSTREAM, not ISTREAM"),
+        ("SELECT RSTREAM FREQUENT(S.a, 0) FROM S [RANGE 10 SLIDE 2]", "FREQUENT's k must be a whole number of at least 1"),
+        ("SELECT RSTREAM FREQUENT(S.a, 2), S.b FROM S [RANGE 10 SLIDE 2]", "FREQUENT(...) must be the whole select list"),
+        ("SELECT RSTREAM FREQUENT(S.a, 2, fast => true) FROM S [RANGE 10 SLIDE 2]", "unknown FREQUENT option fast"),
+        (
+            "SELECT RSTREAM FREQUENT(S.a, 2) FROM S [RANGE 10 SLIDE 2], R [RANGE 10 SLIDE 2] WHERE S.a = R.a",
+            "this input is weak non-monotonic (tuples expire out of arrival order): Algorithm 6 (Golab's thesis ch. 6) drops whole sub-windows in FIFO order",
+        ),
+        ("SELECT RSTREAM FREQUENT(S.a, 2) FROM S [PARTITION BY b ROWS 10]", "FREQUENT needs a sliding time or count window"),
+        ("SELECT RSTREAM ABS(S.a, exact => true) FROM S [RANGE 10 SLIDE 2]", "ABS takes no named arguments"),
+    ],
+)
 def test_refusals(query, message):
     with pytest.raises(QueryError) as e:
         parse_any(query)

@@ -25,8 +25,8 @@ def test_timestamps_are_the_loop_index_split_by_rate():
     n = 200_000
     streams = generate(rates, 1000, n, seed=1)
     ts = np.concatenate([s["ts"] for s in streams])
-    assert np.array_equal(np.sort(ts), np.arange(n))              # one tuple per loop step
-    assert all((np.diff(s["ts"]) > 0).all() for s in streams)      # each stream in time order
+    assert np.array_equal(np.sort(ts), np.arange(n))  # one tuple per loop step
+    assert all((np.diff(s["ts"]) > 0).all() for s in streams)  # each stream in time order
     share = np.array([len(s["ts"]) for s in streams]) / n
     assert np.allclose(share, np.array(rates) / sum(rates), atol=0.005)
 
@@ -34,7 +34,7 @@ def test_timestamps_are_the_loop_index_split_by_rate():
 def test_value_ranges_and_containment():
     streams = generate([1, 1], [5, 50], 20_000, seed=2, attr="k")
     assert set(streams[0]["k"].tolist()) == set(range(1, 6))
-    assert set(streams[1]["k"].tolist()) == set(range(1, 51))      # {1..5} is contained in {1..50}
+    assert set(streams[1]["k"].tolist()) == set(range(1, 51))  # {1..5} is contained in {1..50}
     for s in streams:
         assert s["k"].dtype == np.int64 and s["x"].min() >= 0 and s["x"].max() <= 99
 
@@ -44,22 +44,25 @@ def test_zipf_skews_towards_small_values():
     counts = np.bincount(s["a"], minlength=101)[1:]
     assert counts.sum() == 100_000 and s["a"].min() >= 1 and s["a"].max() <= 100
     harmonic = (1 / np.arange(1, 101)).sum()
-    assert abs(counts[0] / 100_000 - 1 / harmonic) < 0.01           # P(1) = 1 / H_100
+    assert abs(counts[0] / 100_000 - 1 / harmonic) < 0.01  # P(1) = 1 / H_100
     assert counts[0] > 5 * counts[9] > 0
-    (u,) = generate([1], 100, 100_000, seed=3, zipf=0.0)               # s = 0 is uniform
+    (u,) = generate([1], 100, 100_000, seed=3, zipf=0.0)  # s = 0 is uniform
     assert abs(np.bincount(u["a"])[1] / 100_000 - 0.01) < 0.003
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(rates=[1, 0], distinct=[5, 5], n_tuples=10), "rates must be positive"),
-    (dict(rates=[1, -2], distinct=5, n_tuples=10), "rates must be positive"),
-    (dict(rates=[], distinct=5, n_tuples=10), "no streams"),
-    (dict(rates=[1, 1], distinct=[5, 5, 5], n_tuples=10), "3 distinct values for 2 streams"),
-    (dict(rates=[1, 1], distinct=[5, 0], n_tuples=10), "distinct values must be positive"),
-    (dict(rates=[1], distinct=5, n_tuples=-1), "non-negative integer"),
-    (dict(rates=[1], distinct=5, n_tuples=10, zipf=-1.0), "Zipf exponents"),
-    (dict(rates=[1], distinct=5, n_tuples=10, attr="ts"), "attribute"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(rates=[1, 0], distinct=[5, 5], n_tuples=10), "rates must be positive"),
+        (dict(rates=[1, -2], distinct=5, n_tuples=10), "rates must be positive"),
+        (dict(rates=[], distinct=5, n_tuples=10), "no streams"),
+        (dict(rates=[1, 1], distinct=[5, 5, 5], n_tuples=10), "3 distinct values for 2 streams"),
+        (dict(rates=[1, 1], distinct=[5, 0], n_tuples=10), "distinct values must be positive"),
+        (dict(rates=[1], distinct=5, n_tuples=-1), "non-negative integer"),
+        (dict(rates=[1], distinct=5, n_tuples=10, zipf=-1.0), "Zipf exponents"),
+        (dict(rates=[1], distinct=5, n_tuples=10, attr="ts"), "attribute"),
+    ],
+)
 def test_bad_arguments(kwargs, message):
     with pytest.raises(OptionError, match=message):
         generate(**kwargs)

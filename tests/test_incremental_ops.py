@@ -60,7 +60,7 @@ class Base:
             else:
                 out += [(t, tau, t[0] + w.size, 1) for t in arrivals]
         elif w.kind == "rows":
-            before = [t for t in self.tuples if t[0] < tau][-w.size:]
+            before = [t for t in self.tuples if t[0] < tau][-w.size :]
             for t in arrivals:
                 out.append((t, tau, NO_EXP, 1))
                 before.append(t)
@@ -76,7 +76,7 @@ class Base:
         if w.kind == "range":
             return [t for t in seen if t[0] >= tau - w.size]
         if w.kind == "rows":
-            return seen[-w.size:]
+            return seen[-w.size :]
         return seen
 
 
@@ -175,7 +175,7 @@ def test_fig_3_1a_selection_keeps_lifetimes(strategy):
     assert isinstance(op.op, SelectRows)
     out = check(op, [s], lambda c: [t for t in c if t[1] > 1], until=10)
     if strategy != "nt":
-        assert all(r[3] == 1 and r[2] == r[0][0] + 3 for r in out)   # no negatives, exp = ts + T
+        assert all(r[3] == 1 and r[2] == r[0][0] + 3 for r in out)  # no negatives, exp = ts + T
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -198,7 +198,7 @@ def test_fig_3_1c_weak_distinct_reemits_youngest_duplicate(strategy):
     p = Op(proj_a(s), [s], strategy)
     d = Op(Distinct(p.node), [p], strategy, options={"distinct": "naive"})
     out = check(d, [s], lambda c: set((t[1],) for t in c), until=12)
-    assert (("a",), 1, 6, 1) in out and (("a",), 7, 9, 1) in out   # youngest a (ts 4) re-emitted at 7
+    assert (("a",), 1, 6, 1) in out and (("a",), 7, 9, 1) in out  # youngest a (ts 4) re-emitted at 7
     assert all(r[3] == 1 for r in out)
 
 
@@ -211,7 +211,7 @@ def test_delta_star_equivalent_to_naive_and_smaller(form):
     assert isinstance(d.op, DeltaStar if form == "delta_star" else DistinctNaive)
     check(d, [s], lambda c: set((t[1],) for t in c), until=40)
     if form == "delta_star":
-        assert d.op.state_size() <= 2 * 3   # output + auxiliary, at most twice the distinct values
+        assert d.op.state_size() <= 2 * 3  # output + auxiliary, at most twice the distinct values
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -339,13 +339,10 @@ def test_build_rejects_executor_nodes():
 def test_three_way_join_chain(strategy):
     data = [[(t, t % 2, t % 3) for t in range(i, 16, 2 + i)] for i in range(3)]
     bases = [Base(a, d, rng(4), strategy) for a, d in zip(("S1", "S2", "S3"), data)]
-    node = Join(tuple(b.node for b in bases),
-                ((col(0, "a"), col(1, "a")), (col(2, "a"), col(1, "a"))),
-                (Cmp("<=", col(0, "b"), col(2, "b")),))
+    node = Join(tuple(b.node for b in bases), ((col(0, "a"), col(1, "a")), (col(2, "a"), col(1, "a"))), (Cmp("<=", col(0, "b"), col(2, "b")),))
     op = Op(node, bases, strategy)
     assert isinstance(op.op, JoinChain) and len(op.op.steps) == 2
-    check(op, bases, lambda a, b, c: [x + y + z for x in a for y in b for z in c
-                                      if x[1] == y[1] == z[1] and x[2] <= z[2]], until=22)
+    check(op, bases, lambda a, b, c: [x + y + z for x in a for y in b for z in c if x[1] == y[1] == z[1] and x[2] <= z[2]], until=22)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -362,8 +359,7 @@ def agg_oracle(contents, funcs=("count", "sum", "min", "max", "avg", "count_dist
         groups.setdefault(t[1], []).append(t[2])
     out = []
     for g, bs in groups.items():
-        vals = {"count": len(bs), "sum": sum(bs), "min": min(bs), "max": max(bs),
-                "avg": sum(bs) / len(bs), "count_distinct": len(set(bs))}
+        vals = {"count": len(bs), "sum": sum(bs), "min": min(bs), "max": max(bs), "avg": sum(bs) / len(bs), "count_distinct": len(set(bs))}
         out.append((g,) + tuple(vals[f] for f in funcs))
     return out
 
@@ -405,6 +401,7 @@ def test_random_negation(d1, d2, w1, w2, strategy, except_mode, skip):
 
         def oracle(a, b):
             return [x for x in a if x[1] not in {y[1] for y in b}]
+
     check(op, [s1, s2], oracle, skip=skip)
 
 
@@ -414,16 +411,20 @@ def test_random_negation_over_join_left(d1, d2, w1, w2, strategy):
     s1, s2, s3 = Base("S1", d1, w1, strategy), Base("S2", d2, w2, strategy), Base("S3", d1[::2], rng(2), strategy)
     j = Op(Join((s1.node, s2.node), ((col(0, "a"), col(1, "a")),)), [s1, s2], strategy)
     op = Op(Negation(j.node, s3.node, ((col(1, "b"), col(2, "a")),)), [j, s3], strategy)
-    check(op, [s1, s2, s3], lambda a, b, c: [x + y for x in a for y in b
-                                             if x[1] == y[1] and y[2] not in {z[1] for z in c}])
+    check(op, [s1, s2, s3], lambda a, b, c: [x + y for x in a for y in b if x[1] == y[1] and y[2] not in {z[1] for z in c}])
 
 
 @given(stream, window, strategy_, st.booleans())
 def test_random_aggregate(data, w, strategy, skip):
     s = Base("S1", data, w, strategy)
-    aggs = (AggCall("count"), AggCall("sum", col(0, "b")), AggCall("min", col(0, "b")),
-            AggCall("max", col(0, "b")), AggCall("avg", col(0, "b")),
-            AggCall("count", col(0, "b"), distinct=True))
+    aggs = (
+        AggCall("count"),
+        AggCall("sum", col(0, "b")),
+        AggCall("min", col(0, "b")),
+        AggCall("max", col(0, "b")),
+        AggCall("avg", col(0, "b")),
+        AggCall("count", col(0, "b"), distinct=True),
+    )
     op = Op(Aggregate(s.node, (SelectItem(col(0, "a")),), aggs), [s], strategy)
     assert isinstance(op.op, AggregateRows)
     check(op, [s], agg_oracle, skip=skip)
@@ -433,12 +434,10 @@ def test_random_aggregate(data, w, strategy, skip):
 def test_random_union_select_join(d1, d2, w1, w2, strategy):
     s1, s2 = Base("S1", d1, w1, strategy), Base("S2", d2, w2, strategy)
     sel = Op(Select(s1.node, Cmp(">=", col(0, "b"), Lit(2))), [s1], strategy)
-    u = Op(Union((proj_a(sel), proj_a(s2, 1))), [Op(proj_a(sel), [sel], strategy), Op(proj_a(s2, 1), [s2], strategy)],
-           strategy)
+    u = Op(Union((proj_a(sel), proj_a(s2, 1))), [Op(proj_a(sel), [sel], strategy), Op(proj_a(s2, 1), [s2], strategy)], strategy)
     check(u, [s1, s2], lambda a, b: [(x[1],) for x in a if x[2] >= 2] + [(y[1],) for y in b])
     s1, s2 = Base("S1", d1, w1, strategy), Base("S2", d2, w2, strategy)
-    j = Op(Join((s1.node, s2.node), ((col(0, "a"), col(1, "a")),), (Cmp("<", col(0, "b"), col(1, "b")),)),
-           [s1, s2], strategy)
+    j = Op(Join((s1.node, s2.node), ((col(0, "a"), col(1, "a")),), (Cmp("<", col(0, "b"), col(1, "b")),)), [s1, s2], strategy)
     check(j, [s1, s2], lambda a, b: [x + y for x in a for y in b if x[1] == y[1] and x[2] < y[2]], skip=True)
 
 
@@ -447,8 +446,7 @@ def test_random_aggregate_over_join(d1, d2, w, strategy):
     s1, s2 = Base("S1", d1, w, strategy), Base("S2", d2, rng(3), strategy)
     j = Op(Join((s1.node, s2.node), ((col(0, "a"), col(1, "a")),)), [s1, s2], strategy)
     op = Op(Aggregate(j.node, (SelectItem(col(1, "b")),), (AggCall("count"),)), [j], strategy)
-    check(op, [s1, s2], lambda a, b: [(k, n) for k, n in Counter(y[2] for x in a for y in b
-                                                                 if x[1] == y[1]).items()])
+    check(op, [s1, s2], lambda a, b: [(k, n) for k, n in Counter(y[2] for x in a for y in b if x[1] == y[1]).items()])
 
 
 @pytest.mark.parametrize("form", ["naive", "delta_star"])

@@ -31,8 +31,7 @@ from slidewise.optimizer.stats import parse_stats
 from tests.oracle import oracle
 from tests.streams import dense_cases, join_cases, run_operator
 
-Q3 = ("SELECT * FROM S1 [RANGE 100], S2 [RANGE 50], S3 [RANGE 200] "
-      "WHERE S1.a = S2.a AND S2.a = S3.a")
+Q3 = "SELECT * FROM S1 [RANGE 100], S2 [RANGE 50], S3 [RANGE 200] WHERE S1.a = S2.a AND S2.a = S3.a"
 STATS = ["S1:rate=10,distinct=50", "S2:rate=1,distinct=50", "S3:rate=2,distinct=5"]
 
 
@@ -44,9 +43,7 @@ def lazy_cases(draw):
 
 
 #: per evaluation mode, the cases an algorithm exact in it is drawn from (check() filters them)
-CASES = {"eager": [join_cases(1, 1, predicates=("common",)), join_cases(2, 5), join_cases(2, 4, kinds=("rows",)),
-                   dense_cases(n_min=2, n_max=4)],
-         "lazy": [lazy_cases()]}
+CASES = {"eager": [join_cases(1, 1, predicates=("common",)), join_cases(2, 5), join_cases(2, 4, kinds=("rows",)), dense_cases(n_min=2, n_max=4)], "lazy": [lazy_cases()]}
 
 
 def _accepts(cls: type[JoinOperator], query) -> bool:
@@ -82,13 +79,12 @@ def test_registered_algorithm_equals_oracle(name):
 
 # -- the facts reproduce the planner's and explain's lists ---------------------------
 
+
 def test_preference_and_comparison_ranks():
     assert [c.name for c in by_rank("preference", "eager")] == ["columnar", "hash", "hybrid", "nlj"]
-    assert [c.name for c in by_rank("preference", "lazy")] == ["columnar", "hash-lazy", "lazy-restore",
-                                                               "lazy", "general-lazy"]
+    assert [c.name for c in by_rank("preference", "lazy")] == ["columnar", "hash-lazy", "lazy-restore", "lazy", "general-lazy"]
     assert [c.name for c in by_rank("compared", "eager")] == ["nlj", "hash", "hybrid", "naive"]
-    assert [c.name for c in by_rank("compared", "lazy")] == ["lazy", "lazy-restore", "general-lazy",
-                                                             "hash-lazy", "naive"]
+    assert [c.name for c in by_rank("compared", "lazy")] == ["lazy", "lazy-restore", "general-lazy", "hash-lazy", "naive"]
 
 
 def test_ranks_are_not_inherited_but_cost_facts_are():
@@ -111,6 +107,7 @@ def test_register_rejects_a_taken_name_and_unnamed_classes():
 
 
 # -- a toy algorithm, registered for one test at a time ------------------------------
+
 
 class ToyNaiveNLJ(NaiveNLJ):
     """Eager-only naive NLJ that the planner prefers to everything (test only)."""
@@ -185,7 +182,6 @@ def test_toy_is_gone_after_the_fixture():
 
 def test_plan_data_imports_no_optimizer_or_operators():
     """Imports go one way: the physical plan (data) loads neither the optimizer nor the operators."""
-    code = ("import sys, slidewise.plan.physical; "
-            "print(sorted(m for m in sys.modules if m.startswith(('slidewise.optimizer', 'slidewise.operators'))))")
+    code = "import sys, slidewise.plan.physical; print(sorted(m for m in sys.modules if m.startswith(('slidewise.optimizer', 'slidewise.operators'))))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -19,9 +19,10 @@ COLS = ["at", "bt", "k", "v", "ts", "exp"]
 
 def inputs(n: int = 150, seed: int = 5) -> dict[str, pd.DataFrame]:
     rng = np.random.default_rng(seed)
-    return {"A": pd.DataFrame({"ts": np.sort(rng.integers(0, 500, n)), "k": rng.integers(0, 5, n)}),
-            "B": pd.DataFrame({"ts": np.sort(rng.integers(0, 500, n)), "k": rng.integers(0, 5, n),
-                               "v": [f"v{i}" for i in range(n)]})}
+    return {
+        "A": pd.DataFrame({"ts": np.sort(rng.integers(0, 500, n)), "k": rng.integers(0, 5, n)}),
+        "B": pd.DataFrame({"ts": np.sort(rng.integers(0, 500, n)), "k": rng.integers(0, 5, n), "v": [f"v{i}" for i in range(n)]}),
+    }
 
 
 def rows(frame: pd.DataFrame) -> list[tuple]:
@@ -71,7 +72,7 @@ def test_crash_half_way_then_reruns_write_each_result_once(kafka_broker, monkeyp
     def crashing(self, frame, tags):
         calls.append(len(frame))
         if len(calls) == 2:
-            raise KeyboardInterrupt   # killed after the first batch was sent
+            raise KeyboardInterrupt  # killed after the first batch was sent
         return real(self, frame, tags)
 
     monkeypatch.setattr(io.TopicWriter, "write", crashing)
@@ -82,31 +83,30 @@ def test_crash_half_way_then_reruns_write_each_result_once(kafka_broker, monkeyp
     monkeypatch.setattr(io.TopicWriter, "write", real)
     partial = consume(kafka_broker, "crash-out")
     assert 0 < len(partial) < len(oracle(data))
-    slidewise.run(Q, sources, out=out, chunk_rows=16)          # restart: the rest, nothing twice
+    slidewise.run(Q, sources, out=out, chunk_rows=16)  # restart: the rest, nothing twice
     assert rows(pd.DataFrame(consume(kafka_broker, "crash-out"))) == oracle(data)
-    assert main(["run", Q, "--engine", "local", "--once", "--source", f"A={sources['A']}",
-                 "--source", f"B={sources['B']}", "--out", out, "--quiet"]) == 0
+    assert main(["run", Q, "--engine", "local", "--once", "--source", f"A={sources['A']}", "--source", f"B={sources['B']}", "--out", out, "--quiet"]) == 0
     assert rows(pd.DataFrame(consume(kafka_broker, "crash-out"))) == oracle(data)
 
 
 def test_local_engine_needs_once_for_a_topic(kafka_broker, capsys):
-    assert main(["run", Q, "--engine", "local", "--source", f"A=kafka://{kafka_broker}/x",
-                 "--source", f"B=kafka://{kafka_broker}/y"]) == 2
+    assert main(["run", Q, "--engine", "local", "--source", f"A=kafka://{kafka_broker}/x", "--source", f"B=kafka://{kafka_broker}/y"]) == 2
     assert "the local engine reads a Kafka topic up to the end offsets seen at its start" in capsys.readouterr().err
 
 
 def test_missing_topic_is_a_source_error(kafka_broker, capsys):
-    assert main(["run", Q, "--engine", "local", "--once", "--source", f"A=kafka://{kafka_broker}/nope",
-                 "--source", f"B=kafka://{kafka_broker}/nope2"]) == 2
+    assert main(["run", Q, "--engine", "local", "--once", "--source", f"A=kafka://{kafka_broker}/nope", "--source", f"B=kafka://{kafka_broker}/nope2"]) == 2
     assert "no topic 'nope'" in capsys.readouterr().err
 
 
 def test_csv_values_with_a_bad_record(kafka_broker, tmp_path):
     produce(kafka_broker, "csv-A", ["1,3", "2,x", "5,3"])
     produce(kafka_broker, "csv-B", ['4,3,"b"'])
-    r = slidewise.run(Q, {"A": f"kafka://{kafka_broker}/csv-A?format=csv&columns=ts,k",
-                          "B": f"kafka://{kafka_broker}/csv-B?format=csv&columns=ts,k,v"},
-                      rejects=str(tmp_path / "rej.csv"))
+    r = slidewise.run(
+        Q,
+        {"A": f"kafka://{kafka_broker}/csv-A?format=csv&columns=ts,k", "B": f"kafka://{kafka_broker}/csv-B?format=csv&columns=ts,k,v"},
+        rejects=str(tmp_path / "rej.csv"),
+    )
     assert r.results[["at", "bt", "v"]].values.tolist() == [[1, 4, "b"], [5, 4, "b"]]
     assert r.stats["rejects"] == 1
 
@@ -120,14 +120,12 @@ def test_a_general_query_topic_to_topic(kafka_broker):
     slidewise.run(G, sources, out=f"kafka://{kafka_broker}/plan-out")
     want = slidewise.run(G, {"A": data["A"]}).results
     got = pd.DataFrame(consume(kafka_broker, "plan-out"))
-    assert sorted(map(tuple, got[list(want.columns)].astype(str).values.tolist())) == \
-        sorted(map(tuple, want.astype(str).values.tolist()))
+    assert sorted(map(tuple, got[list(want.columns)].astype(str).values.tolist())) == sorted(map(tuple, want.astype(str).values.tolist()))
 
 
 def test_a_topic_without_the_timestamp_field_is_named_in_the_error(kafka_broker, capsys):
     produce(kafka_broker, "nots-A", [{"t": 1, "k": 1}])
     produce(kafka_broker, "nots-B", [{"ts": 1, "k": 1, "v": "x"}])
-    assert main(["run", Q, "--engine", "local", "--once", "--source", f"A=kafka://{kafka_broker}/nots-A",
-                 "--source", f"B=kafka://{kafka_broker}/nots-B"]) == 2
+    assert main(["run", Q, "--engine", "local", "--once", "--source", f"A=kafka://{kafka_broker}/nots-A", "--source", f"B=kafka://{kafka_broker}/nots-B"]) == 2
     err = capsys.readouterr().err
     assert f"kafka://{kafka_broker}/nots-A" in err and "slidewise-kafka-" not in err

@@ -24,9 +24,9 @@ def _contract(kind: str) -> dict:
 
 def _code_block(text: str, after: str) -> list[str]:
     """The lines of the first fenced block after the heading ``after``."""
-    body = text[text.index(after):]
+    body = text[text.index(after) :]
     start = body.index("```\n") + 4
-    return body[start:body.index("```", start)].splitlines()
+    return body[start : body.index("```", start)].splitlines()
 
 
 def _packages() -> set[str]:
@@ -53,8 +53,7 @@ def test_architecture_lists_the_layers_of_the_contract():
     """docs/architecture.md shows the contract's layers, top to bottom."""
     lines = _code_block((ROOT / "docs" / "architecture.md").read_text(), "## Paths and layers")
     documented = [re.split(r"\s{2,}", line.strip())[0] for line in lines if line.strip()]
-    contract = [" | ".join(m.strip().removeprefix("slidewise.") for m in layer.split("|"))
-                for layer in _contract("layers")["layers"]]
+    contract = [" | ".join(m.strip().removeprefix("slidewise.") for m in layer.split("|")) for layer in _contract("layers")["layers"]]
     assert documented == contract
 
 
@@ -67,10 +66,10 @@ def test_readme_layout_matches_the_tree():
         words = line.split()
         if not words:
             continue
-        if indent == 0:                      # a root: src/slidewise/, tests/
+        if indent == 0:  # a root: src/slidewise/, tests/
             root = ROOT / words[0]
             base = root
-        elif indent == 2:                    # an entry of the root
+        elif indent == 2:  # an entry of the root
             entry = root / words[0]
             named.add(entry)
             base = entry if words[0].endswith("/") else root
@@ -83,8 +82,7 @@ def test_readme_layout_matches_the_tree():
     assert not tree - named, f"not in README's layout: {sorted(str(p.relative_to(ROOT)) for p in tree - named)}"
 
 
-@pytest.mark.parametrize("doc", ["README.md", *(f"docs/{p.name}" for p in sorted((ROOT / "docs").glob("*.md"))),
-                                 "src/slidewise/operators/joins/README.md"])
+@pytest.mark.parametrize("doc", ["README.md", *(f"docs/{p.name}" for p in sorted((ROOT / "docs").glob("*.md"))), "src/slidewise/operators/joins/README.md"])
 def test_paths_in_docs_exist(doc):
     """A `path/like.py` or `dir/` in the docs names a file of the repository (renames leave none stale)."""
     stale = []
@@ -102,8 +100,7 @@ def test_paths_in_docs_exist(doc):
 
 def _dotted_references() -> dict[str, str]:
     found: dict[str, str] = {}
-    files = [*PKG.rglob("*.py"), *PKG.rglob("*.md"), *PKG.rglob("*.lark"), *(ROOT / "tests").rglob("*.py"),
-             *(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
+    files = [*PKG.rglob("*.py"), *PKG.rglob("*.md"), *PKG.rglob("*.lark"), *(ROOT / "tests").rglob("*.py"), *(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
     for path in files:
         for ref in re.findall(r"(?<![\w.])slidewise(?:\.[A-Za-z_]\w*)+", path.read_text()):
             found.setdefault(ref, str(path.relative_to(ROOT)))
@@ -139,13 +136,11 @@ def test_dotted_references_resolve():
 
 def test_core_modules_import_without_bench():
     """Importing every module but bench's (the CLI's included) loads no bench module: the CLI reaches it lazily."""
-    modules = sorted(".".join(p.with_suffix("").relative_to(SRC).parts).removesuffix(".__init__")
-                     for p in PKG.rglob("*.py") if "bench" not in p.parts and p.name != "__main__.py")
-    code = ("import importlib, sys\n"
-            f"for m in {modules!r}: importlib.import_module(m)\n"
-            "print(sorted(m for m in sys.modules if m.startswith('slidewise.bench')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(SRC), "PATH": ""}).stdout
+    modules = sorted(
+        ".".join(p.with_suffix("").relative_to(SRC).parts).removesuffix(".__init__") for p in PKG.rglob("*.py") if "bench" not in p.parts and p.name != "__main__.py"
+    )
+    code = f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\nprint(sorted(m for m in sys.modules if m.startswith('slidewise.bench')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": str(SRC), "PATH": ""}).stdout
     assert out.strip() == "[]"
 
 
@@ -155,8 +150,7 @@ def test_test_helpers_are_imported_as_tests_modules():
     bare = []
     for path in (ROOT / "tests").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
             bare += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in local]
     assert not bare, bare
 
@@ -191,6 +185,5 @@ def test_no_private_names_across_packages():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("slidewise."):
                 if node.module.split(".")[:2] != module.split(".")[:2]:
-                    found |= {f"{module} -> {node.module}.{a.name}" for a in node.names
-                              if a.name.startswith("_") and not a.name.startswith("__")}
+                    found |= {f"{module} -> {node.module}.{a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")}
     assert found == PRIVATE_ACROSS

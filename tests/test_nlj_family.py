@@ -45,6 +45,7 @@ def test_all_registered():
 
 # -- eager -------------------------------------------------------------------
 
+
 @given(case=cases(n_min=2, n_max=4), size=chunk_sizes, every=st.integers(1, 9))
 def test_lazy_expiration_interval_does_not_matter(case, size, every):
     query, tuples = case
@@ -53,6 +54,7 @@ def test_lazy_expiration_interval_does_not_matter(case, size, every):
 
 
 # -- lazy --------------------------------------------------------------------
+
 
 @given(case=cases(n_min=2, n_max=5, kinds=("range",), lazy=True), size=chunk_sizes, data=st.data())
 def test_lazy_is_no_restore(case, size, data):
@@ -71,8 +73,7 @@ def test_lazy_restore_equals_oracle(case, size, data):
     assert got == oracle(query, tuples)
 
 
-@given(case=cases(n_min=2, n_max=5, kinds=("range",), lazy=True), size=chunk_sizes,
-       restore=st.booleans(), data=st.data())
+@given(case=cases(n_min=2, n_max=5, kinds=("range",), lazy=True), size=chunk_sizes, restore=st.booleans(), data=st.data())
 def test_general_lazy_any_orders(case, size, restore, data):
     query, tuples = case
     query = with_restore(query, restore)
@@ -109,6 +110,7 @@ def test_naive_lazy_skips_timestamp_checks():
 
 # -- plan checks ---------------------------------------------------------------
 
+
 def test_check_rules():
     eager = query_of([WindowSpec("range", 5)] * 2, common_key(2))
     lazy = query_of([WindowSpec("range", 5, slide=2)] * 2, common_key(2))
@@ -135,6 +137,7 @@ def test_check_rules():
 
 
 # -- comparisons ---------------------------------------------------------------
+
 
 def test_comparisons_common_attribute():
     """Common attribute, global order S1,S2,S3: one comparison per scanned tuple per loop."""
@@ -167,6 +170,7 @@ def test_lazy_groups_new_tuples_by_value():
 
 # -- state -------------------------------------------------------------------
 
+
 def _long_stream(n_streams, length, seed=7):
     rng = random.Random(seed)
     rows, ts = [], 0
@@ -179,17 +183,18 @@ def _long_stream(n_streams, length, seed=7):
 @pytest.mark.parametrize("name", EAGER + LAZY)
 def test_state_is_bounded(name):
     slide = 5 if name in LAZY else None
-    windows = [WindowSpec("range", 20, slide=slide), WindowSpec("range", 10, slide=slide),
-               WindowSpec("rows", 4) if slide is None else WindowSpec("range", 5, slide=slide)]
+    windows = [
+        WindowSpec("range", 20, slide=slide),
+        WindowSpec("range", 10, slide=slide),
+        WindowSpec("rows", 4) if slide is None else WindowSpec("range", 5, slide=slide),
+    ]
     query = query_of(windows, common_key(3))
     tuples = _long_stream(3, 600)
     op = make(name, query)
     run_operator(op, tuples, 8)
     now = tuples[-1].ts
-    inside = sum(1 for t in tuples
-                 if not windows[t.stream].is_count and t.ts >= now - windows[t.stream].length)
-    inside += sum(min(4, sum(1 for t in tuples if t.stream == i))
-                  for i, w in enumerate(windows) if w.is_count)
+    inside = sum(1 for t in tuples if not windows[t.stream].is_count and t.ts >= now - windows[t.stream].length)
+    inside += sum(min(4, sum(1 for t in tuples if t.stream == i)) for i, w in enumerate(windows) if w.is_count)
     if name in ("naive", "nlj"):  # eager expiration: exactly the windows
         assert op.state_tuples() == inside
     elif name == "nlj-lazy-expiration":  # stale tuples of at most one purge interval

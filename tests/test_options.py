@@ -38,12 +38,15 @@ def test_of_merges_and_refuses_unknown_names():
     assert opts.lateness == 9 and opts.strategy == "nt" and rest == {"buckets": 4}
 
 
-@pytest.mark.parametrize(("changes", "message"), [
-    ({"strategy": "eager"}, "unknown strategy 'eager'"),
-    ({"partitions": 0}, "partitions must be an integer from 1 to 1048576, got 0"),
-    ({"partitions": True}, "partitions must be an integer from 1 to 1048576, got True"),
-    ({"lateness": "soon"}, "bad lateness 'soon'"),
-])
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"strategy": "eager"}, "unknown strategy 'eager'"),
+        ({"partitions": 0}, "partitions must be an integer from 1 to 1048576, got 0"),
+        ({"partitions": True}, "partitions must be an integer from 1 to 1048576, got True"),
+        ({"lateness": "soon"}, "bad lateness 'soon'"),
+    ],
+)
 def test_bad_values_are_option_errors(changes, message):
     with pytest.raises(OptionError) as err:
         RunOptions(**changes)
@@ -60,7 +63,12 @@ def test_no_engine_entry_point_redeclares_a_run_option():
 def test_cli_defaults_are_the_run_options_defaults():
     args = build_parser().parse_args(["run", "Q"])
     assert (args.chunk_rows, args.ts_column, args.ts_unit, args.strategy, args.partitions) == (
-        DEFAULTS.chunk_rows, DEFAULTS.ts_column, DEFAULTS.ts_unit, DEFAULTS.strategy, DEFAULTS.partitions)
+        DEFAULTS.chunk_rows,
+        DEFAULTS.ts_column,
+        DEFAULTS.ts_unit,
+        DEFAULTS.strategy,
+        DEFAULTS.partitions,
+    )
     assert int(args.lateness) == DEFAULTS.lateness
 
 
@@ -88,7 +96,6 @@ def test_the_core_never_imports_the_bench():
             continue
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
-                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if any(n == "slidewise.bench" or n.startswith("slidewise.bench.") for n in names):
                 assert rel.as_posix() == "cli.py" and node.col_offset > 0, f"{rel} imports the bench"

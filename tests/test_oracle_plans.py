@@ -25,8 +25,7 @@ def test_selection_is_weakest_non_monotonic():
     #                        t4         |====...
     q = Select(stream("S1", rng(3)), Cmp("=", c("S1", "a"), Lit(1)))
     s = {"S1": frame([(1, 1, 0), (2, 2, 0), (4, 1, 5), (6, 2, 0)])}
-    assert expected_output(plan(q, "rstream"), s) == out(
-        (1, (1, 1, 0), 1), (4, (4, 1, 5), 1), (5, (1, 1, 0), -1))
+    assert expected_output(plan(q, "rstream"), s) == out((1, (1, 1, 0), 1), (4, (4, 1, 5), 1), (5, (1, 1, 0), -1))
     assert expected_output(plan(q, "istream"), s) == out((1, (1, 1, 0), 1), (4, (4, 1, 5), 1))
     assert expected_output(plan(q, "dstream"), s) == out((5, (1, 1, 0), -1))
 
@@ -44,8 +43,7 @@ def test_distinct_replaces_an_expiring_value_by_a_younger_duplicate():
     # Fig. 3.1(c): a=1 at 0 expires (4) but a=1 at 2 keeps value 1 until 6
     q = Distinct(Project(stream("S1", rng(3)), (item(c("S1", "a")),)))
     s = {"S1": frame([(0, 1, 0), (2, 1, 0), (3, 2, 0), (7, 1, 0)])}
-    assert expected_output(plan(q, "rstream"), s) == out(
-        (0, (1,), 1), (3, (2,), 1), (6, (1,), -1), (7, (2,), -1), (7, (1,), 1))
+    assert expected_output(plan(q, "rstream"), s) == out((0, (1,), 1), (3, (2,), 1), (6, (1,), -1), (7, (2,), -1), (7, (1,), 1))
     assert expected_output(plan(q, "istream"), s) == out((0, (1,), 1), (3, (2,), 1), (7, (1,), 1))
 
 
@@ -76,31 +74,31 @@ def test_except_is_bag_difference():
     left = Project(stream("S1", rng(10)), (item(c("S1", "a")),))
     right = Project(stream("S2", rng(10)), (item(c("S2", "a")),))
     s = {"S1": frame([(0, 1, 0), (0, 1, 1), (0, 2, 0)]), "S2": frame([(1, 1, 5), (1, 3, 5)])}
-    assert answers(plan(Negation(left, right, mode="except")), s) == {
-        0: Counter({(1,): 2, (2,): 1}), 1: Counter({(1,): 1, (2,): 1})}
+    assert answers(plan(Negation(left, right, mode="except")), s) == {0: Counter({(1,): 2, (2,): 1}), 1: Counter({(1,): 1, (2,): 1})}
 
 
 def test_anti_join_without_correlation_needs_an_empty_right_side():
     q = Negation(stream("S1", rng(10)), stream("S2", rng(1)), ())
     s = {"S1": frame([(0, 1, 0)]), "S2": frame([(1, 5, 5), (4, 5, 5)])}
-    assert expected_output(plan(q, "rstream"), s) == out(
-        ((0, (0, 1, 0), 1)), (1, (0, 1, 0), -1), (3, (0, 1, 0), 1), (4, (0, 1, 0), -1))
+    assert expected_output(plan(q, "rstream"), s) == out(((0, (0, 1, 0), 1)), (1, (0, 1, 0), -1), (3, (0, 1, 0), 1), (4, (0, 1, 0), -1))
 
 
 def test_group_by_sum_replaces_the_value_of_its_group():
     # Fig. 3.1(d): SUM(b) GROUP BY a over S1 [RANGE 3]
     q = Aggregate(stream("S1", rng(3)), (item(c("S1", "a")),), (AggCall("sum", c("S1", "b"), alias="s"),))
     s = {"S1": frame([(0, 1, 5), (1, 1, 2), (2, 2, 1), (4, 1, 1)])}
-    assert expected_output(plan(q, "rstream"), s) == out(
-        (0, (1, 5), 1), (1, (1, 5), -1), (1, (1, 7), 1), (2, (2, 1), 1), (4, (1, 7), -1), (4, (1, 3), 1))
-    assert expected_output(plan(q, "istream"), s) == out((0, (1, 5), 1), (1, (1, 7), 1), (2, (2, 1), 1),
-                                                         (4, (1, 3), 1))
+    assert expected_output(plan(q, "rstream"), s) == out((0, (1, 5), 1), (1, (1, 5), -1), (1, (1, 7), 1), (2, (2, 1), 1), (4, (1, 7), -1), (4, (1, 3), 1))
+    assert expected_output(plan(q, "istream"), s) == out((0, (1, 5), 1), (1, (1, 7), 1), (2, (2, 1), 1), (4, (1, 3), 1))
 
 
 def test_aggregate_functions_and_the_empty_group():
-    aggs = (AggCall("count", None, alias="n"), AggCall("avg", c("S1", "b"), alias="mean"),
-            AggCall("min", c("S1", "b"), alias="lo"), AggCall("max", c("S1", "b"), alias="hi"),
-            AggCall("count", c("S1", "a"), distinct=True, alias="nd"))
+    aggs = (
+        AggCall("count", None, alias="n"),
+        AggCall("avg", c("S1", "b"), alias="mean"),
+        AggCall("min", c("S1", "b"), alias="lo"),
+        AggCall("max", c("S1", "b"), alias="hi"),
+        AggCall("count", c("S1", "a"), distinct=True, alias="nd"),
+    )
     q = Aggregate(stream("S1", rng(1)), (), aggs)
     s = {"S1": frame([(0, 1, 1), (0, 1, 2), (1, 2, 6), (5, 0, 0)])}
     got = answers(plan(q), s)
@@ -115,8 +113,7 @@ def test_count_window_expires_by_later_arrivals_only():
     # S1 [ROWS 2]: the arrival at 2 pushes t0 out; two arrivals at 3 push t1 and t2 out at once
     q = stream("S1", rows(2))
     s = {"S1": frame([(0, 0, 0), (1, 0, 1), (2, 0, 2), (3, 0, 3), (3, 0, 4)])}
-    assert expected_output(plan(q, "dstream"), s) == out(
-        (2, (0, 0, 0), -1), (3, (1, 0, 1), -1), (3, (2, 0, 2), -1))
+    assert expected_output(plan(q, "dstream"), s) == out((2, (0, 0, 0), -1), (3, (1, 0, 1), -1), (3, (2, 0, 2), -1))
     counted = Aggregate(q, (), (AggCall("count", None, alias="n"),))
     assert expected_output(plan(counted, "rstream"), s) == out((0, (1,), 1), (1, (1,), -1), (1, (2,), 1))
 
@@ -142,15 +139,14 @@ def _nrr_case(kind):
 
 def test_nrr_update_affects_only_later_stream_tuples():
     q, s, t = _nrr_case("nrr")
-    assert expected_output(plan(q, "rstream"), s, t) == out(
-        (1, (1, 1, 0, 1, 100), 1), (3, (3, 2, 0, 2, 200), 1), (5, (5, 2, 0, 2, 200), 1))
+    assert expected_output(plan(q, "rstream"), s, t) == out((1, (1, 1, 0, 1, 100), 1), (3, (3, 2, 0, 2, 200), 1), (5, (5, 2, 0, 2, 200), 1))
 
 
 def test_retroactive_table_update_changes_earlier_results():
     q, s, t = _nrr_case("table")
     assert expected_output(plan(q, "rstream"), s, t) == out(
-        (1, (1, 1, 0, 1, 100), 1), (3, (1, 1, 0, 1, 100), -1), (3, (2, 2, 0, 2, 200), 1),
-        (3, (3, 2, 0, 2, 200), 1), (5, (5, 2, 0, 2, 200), 1))
+        (1, (1, 1, 0, 1, 100), 1), (3, (1, 1, 0, 1, 100), -1), (3, (2, 2, 0, 2, 200), 1), (3, (3, 2, 0, 2, 200), 1), (5, (5, 2, 0, 2, 200), 1)
+    )
 
 
 def test_nrr_rejects_a_reused_key_but_a_retroactive_table_allows_it():
@@ -158,8 +154,7 @@ def test_nrr_rejects_a_reused_key_but_a_retroactive_table_allows_it():
     s = {"S1": frame([(4, 1, 0)])}
     with pytest.raises(SourceError, match="reused"):
         expected_output(plan(Join((stream("S1", rng(9)), table("nrr")), (eq(("S1", "a"), ("R", "a")),))), s, ups)
-    got = expected_output(plan(Join((stream("S1", rng(9)), table("table")), (eq(("S1", "a"), ("R", "a")),))),
-                          s, ups)
+    got = expected_output(plan(Join((stream("S1", rng(9)), table("table")), (eq(("S1", "a"), ("R", "a")),))), s, ups)
     assert got == out((4, (4, 1, 0, 1, 2), 1))
 
 
@@ -189,10 +184,8 @@ def test_wstream_windows_the_inserted_rows():
     q = Select(stream("S1", rng(10)), Cmp("=", c("S1", "a"), Lit(1)))
     s = {"S1": frame([(0, 1, 0), (1, 1, 0), (2, 0, 0), (3, 1, 0)])}
     t0, t1, t3 = (0, 1, 0), (1, 1, 0), (3, 1, 0)
-    assert expected_output(plan(q, "wstream", window=rows(2)), s) == out(
-        (0, t0, 1), (1, t1, 1), (3, t3, 1), (3, t0, -1))
-    assert expected_output(plan(q, "wstream", window=rng(1)), s) == out(
-        (0, t0, 1), (1, t1, 1), (2, t0, -1), (3, t1, -1), (3, t3, 1))
+    assert expected_output(plan(q, "wstream", window=rows(2)), s) == out((0, t0, 1), (1, t1, 1), (3, t3, 1), (3, t0, -1))
+    assert expected_output(plan(q, "wstream", window=rng(1)), s) == out((0, t0, 1), (1, t1, 1), (2, t0, -1), (3, t1, -1), (3, t3, 1))
 
 
 def test_union_is_a_bag_union_and_project_expands_star():
@@ -203,8 +196,7 @@ def test_union_is_a_bag_union_and_project_expands_star():
 
 
 def test_internal_windows_make_a_join_monotonic():
-    q = Join((stream("S1", rng(1, internal=True)), stream("S2", rng(1, internal=True))),
-             (eq(("S1", "a"), ("S2", "a")),))
+    q = Join((stream("S1", rng(1, internal=True)), stream("S2", rng(1, internal=True))), (eq(("S1", "a"), ("S2", "a")),))
     s = {"S1": frame([(0, 1, 0), (5, 1, 0)]), "S2": frame([(1, 1, 0), (3, 1, 0)])}
     r = (0, 1, 0, 1, 1, 0)
     assert expected_output(plan(q, "rstream"), s) == out((1, r, 1))
@@ -232,10 +224,8 @@ def test_window_over_a_monotonic_subquery():
     # SELECT SUM(X.s) FROM (SELECT SUM(b) AS s FROM S1 [NOW INTERNAL]) [ROWS 2] AS X (Golab's thesis §3.4)
     inner = WindowSpec("now", 0, internal=True)
     s = {"S1": frame([(0, 0, 1), (0, 0, 2), (1, 0, 4), (2, 0, 8)])}
-    assert expected_output(windowed_subquery_plan(inner, rows(2), "istream"), s) == out(
-        (0, (3,), 1), (1, (7,), 1), (2, (12,), 1))
-    assert expected_output(windowed_subquery_plan(inner, rows(2), "rstream"), s) == out(
-        (0, (3,), 1), (1, (3,), -1), (1, (7,), 1), (2, (7,), -1), (2, (12,), 1))
+    assert expected_output(windowed_subquery_plan(inner, rows(2), "istream"), s) == out((0, (3,), 1), (1, (7,), 1), (2, (12,), 1))
+    assert expected_output(windowed_subquery_plan(inner, rows(2), "rstream"), s) == out((0, (3,), 1), (1, (3,), -1), (1, (7,), 1), (2, (7,), -1), (2, (12,), 1))
 
 
 def test_no_input_no_output_and_unbound_plans_are_rejected():

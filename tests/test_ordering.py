@@ -34,8 +34,7 @@ def query(windows, slide=None, equalities=None) -> JoinQuery:
 
 
 def stats(rates, windows, distinct) -> Statistics:
-    return Statistics(tuple(StreamStats(f"S{i + 1}", float(r), float(w), False, {"a": float(v)})
-                            for i, (r, w, v) in enumerate(zip(rates, windows, distinct))))
+    return Statistics(tuple(StreamStats(f"S{i + 1}", float(r), float(w), False, {"a": float(v)}) for i, (r, w, v) in enumerate(zip(rates, windows, distinct))))
 
 
 def model(rates, windows, distinct, **kw) -> CostModel:
@@ -47,6 +46,7 @@ def names(order) -> str:
 
 
 # ------------------------------------------------- the papers' examples ----
+
 
 def test_heuristic_table5_picks_the_optimum():
     """Golab & Özsu §5.1: selectivity order S1,S2,S3,S4 (or S2,S1,... on the tie) — 16000 is optimal."""
@@ -63,8 +63,8 @@ def test_heuristic_table6_moves_the_fast_stream_up_not_to_the_top():
     assert fast_streams(m.rate) == [0]
     h = heuristic_search(m, refine=False)
     assert names(h.order) == "S2,S1,S3,S4" and h.cost.total == 80400
-    assert all(o[0] != 0 for o, _ in h.alternatives)        # S1 never tried at the top
-    assert h.considered <= 4 ** 1 * 2                        # ~n^f orders
+    assert all(o[0] != 0 for o, _ in h.alternatives)  # S1 never tried at the top
+    assert h.considered <= 4**1 * 2  # ~n^f orders
     assert h.cost.total == exact_search(m).cost.total
 
 
@@ -76,9 +76,9 @@ def test_heuristic_table7_two_fast_streams():
     h = heuristic_search(m, refine=False)
     assert names(h.order) == "S3,S1,S4,S2" and round(h.cost.total) == 47977
     costs = dict(h.alternatives)
-    named = {(2, 3, 0, 1): 49542, (2, 0, 3, 1): 47977, (2, 0, 1, 3): 51954}   # the orders §5.1 names
+    named = {(2, 3, 0, 1): 49542, (2, 0, 3, 1): 47977, (2, 0, 1, 3): 51954}  # the orders §5.1 names
     assert {o: round(costs[o]) for o in named} == named
-    assert all(c < 63362 for c in named.values())            # below the average over all orders
+    assert all(c < 63362 for c in named.values())  # below the average over all orders
 
 
 def test_heuristic_thesis_table55():
@@ -97,13 +97,13 @@ def test_fast_streams():
 
 # ------------------------------------------------------------ exact ----
 
+
 @pytest.mark.parametrize("kind,tau", [("eager", None), ("lazy", 10), ("naive", None), ("naive", 5)])
 def test_exact_search_is_brute_force(kind, tau):
     rng = np.random.default_rng(5)
     for _ in range(10):
         n = int(rng.integers(2, 6))
-        m = model(rng.uniform(1, 20, n), rng.choice([50, 100, 200], n), rng.integers(2, 300, n),
-                  kind=kind, tau=tau)
+        m = model(rng.uniform(1, 20, n), rng.choice([50, 100, 200], n), rng.integers(2, 300, n), kind=kind, tau=tau)
         found = exact_search(m)
         brute = {o: m.cost(o).total for o in itertools.permutations(range(n))}
         assert found.cost.total == pytest.approx(min(brute.values()))
@@ -118,8 +118,16 @@ def test_exact_search_is_brute_force_with_order_dependent_windows():
     for restore in (False, True):
         for _ in range(8):
             n = int(rng.integers(2, 7))
-            m = model(rng.uniform(1, 20, n), rng.choice([50, 100, 200], n), rng.integers(2, 300, n),
-                      kind="lazy", tau=10, grouped=True, lazy_windows="operators", restore=restore)
+            m = model(
+                rng.uniform(1, 20, n),
+                rng.choice([50, 100, 200], n),
+                rng.integers(2, 300, n),
+                kind="lazy",
+                tau=10,
+                grouped=True,
+                lazy_windows="operators",
+                restore=restore,
+            )
             assert m.ordered
             found = exact_search(m)
             brute = {o: m.cost(o).total for o in itertools.permutations(range(n))}
@@ -158,6 +166,7 @@ def test_search_limits_and_auto():
 
 # -------------------------------------------- heuristic vs exact, random ----
 
+
 def _random_case(rng):
     n = int(rng.integers(3, 7))
     windows = [int(x) for x in rng.choice([50, 100, 200], n)]
@@ -178,18 +187,20 @@ def test_heuristic_within_125_percent_of_exact_in_90_percent_of_cases():
         paper.append(heuristic_search(m, refine=False).cost.total / best)
     for label, r in (("heuristic", np.array(ratios)), ("papers' candidates only", np.array(paper))):
         q = np.percentile(r, [50, 90, 95, 99, 100])
-        print(f"\n{label}: within 1.25x {np.mean(r <= 1.25):.1%}, optimal {np.mean(r <= 1 + 1e-9):.1%}, "
-              f"ratio p50 {q[0]:.3f} p90 {q[1]:.3f} p95 {q[2]:.3f} p99 {q[3]:.3f} max {q[4]:.3f}")
+        print(
+            f"\n{label}: within 1.25x {np.mean(r <= 1.25):.1%}, optimal {np.mean(r <= 1 + 1e-9):.1%}, "
+            f"ratio p50 {q[0]:.3f} p90 {q[1]:.3f} p95 {q[2]:.3f} p99 {q[3]:.3f} max {q[4]:.3f}"
+        )
     assert np.mean(np.array(ratios) <= 1.25) >= 0.90
 
 
 # --------------------------------------------------- different attributes ----
 
+
 def test_join_graph_heuristic_avoids_cross_products():
     """S1.a = S2.a, S2.b = S3.b, S3.c = S4.c: a chain; the greedy walks the join graph (§5.4)."""
     q = query((100,) * 4, equalities=[(0, "a", 1, "a"), (1, "b", 2, "b"), (2, "c", 3, "c")])
-    st = parse_stats(["S1:rate=1,distinct=10", "S2:rate=1,distinct.a=10,distinct.b=500",
-                      "S3:rate=5,distinct.b=500,distinct.c=20", "S4:rate=1,distinct=20"], q)
+    st = parse_stats(["S1:rate=1,distinct=10", "S2:rate=1,distinct.a=10,distinct.b=500", "S3:rate=5,distinct.b=500,distinct.c=20", "S4:rate=1,distinct=20"], q)
     m = CostModel(q, st)
     order = selectivity_order(m)
     assert names(order) == "S2,S3,S1,S4" or names(order[:2]) in ("S2,S3", "S3,S2")
@@ -208,18 +219,19 @@ def test_chain_join_plans_with_hybrid_and_hash_refuses():
     """Joins on different attributes: hash cannot hash S2 on both a and b; hybrid scans where needed."""
     from slidewise.errors import PlanError
     from slidewise.optimizer.ordering import valid_orders
+
     q = query((100,) * 3, equalities=[(0, "a", 1, "a"), (1, "b", 2, "b")])
-    st = parse_stats(["S1:rate=1,distinct=10", "S2:rate=1,distinct.a=10,distinct.b=50",
-                      "S3:rate=1,distinct=50"], q)
+    st = parse_stats(["S1:rate=1,distinct=10", "S2:rate=1,distinct.a=10,distinct.b=50", "S3:rate=1,distinct=50"], q)
     with pytest.raises(PlanError):
         choose(q, "hash", stats=st)
     assert not any(valid_orders(q, "hash")(o) for o in itertools.permutations(range(3)))
     plan = choose(q, "hybrid", stats=st)
     assert plan.predicted_cost is not None and plan.build().bucket_counts()
-    assert valid_orders(query((100,) * 3), "hash") is None    # common key: every order is hashable
+    assert valid_orders(query((100,) * 3), "hash") is None  # common key: every order is hashable
 
 
 # ------------------------------------------------------------- buckets ----
+
 
 def test_model_allocation_favours_the_fast_window():
     """Golab & Özsu §6.5: three slow streams and one 50x faster, 100-unit windows, 50 values."""
@@ -231,10 +243,10 @@ def test_model_allocation_favours_the_fast_window():
     assert sum(counts) <= 48 and counts[3] == max(counts) and counts[3] > 12
     equal = allocate("equal", 48, m, order)
     assert equal == [12] * 4
-    cost = lambda b: m.with_buckets(b).cost(order).total          # noqa: E731
+    cost = lambda b: m.with_buckets(b).cost(order).total  # noqa: E731
     assert cost(counts) < cost(equal)
     assert cost(counts) <= cost(allocate_slow(48, m.rate, [True] * 4, 5)) + 1e-9
-    assert allocate_slow(48, m.rate, [True] * 4, 5) == [5, 5, 5, 33]   # the paper's "5 to slow" at 12
+    assert allocate_slow(48, m.rate, [True] * 4, 5) == [5, 5, 5, 33]  # the paper's "5 to slow" at 12
 
 
 def test_model_allocation_is_optimal_for_its_order():
@@ -244,15 +256,13 @@ def test_model_allocation_is_optimal_for_its_order():
     order = (1, 0, 2)
     orders = {i: m.probe_sequence(i, order) for i in range(3)}
     got = allocate_model(20, m, orders)
-    best = min((m.with_buckets(list(b)).cost(order).total, b)
-               for b in itertools.product(range(1, 19), repeat=3) if sum(b) <= 20)
+    best = min((m.with_buckets(list(b)).cost(order).total, b) for b in itertools.product(range(1, 19), repeat=3) if sum(b) <= 20)
     assert m.with_buckets(got).cost(order).total == pytest.approx(best[0])
 
 
 # ------------------------------------------------------------- planner ----
 
-TABLE5_STATS = ["S1:rate=10,distinct=500", "S2:rate=1,distinct=50", "S3:rate=1,distinct=40",
-                "S4:rate=3,distinct=5"]
+TABLE5_STATS = ["S1:rate=10,distinct=500", "S2:rate=1,distinct=50", "S3:rate=1,distinct=40", "S4:rate=3,distinct=5"]
 
 
 def test_planner_uses_the_model_and_records_alternatives():
@@ -263,9 +273,8 @@ def test_planner_uses_the_model_and_records_alternatives():
     forced = choose(q, "nlj", "S4,S3,S2,S1", stats=TABLE5_STATS)
     assert forced.order == [3, 2, 1, 0] and forced.predicted_cost == 86850
     assert "S1,S2,S3,S4" in forced.search.steps[0]
-    plan = choose(q, "nlj", stats=["S1:rate=30,distinct=5", "S2:rate=1,distinct=5",
-                                   "S3:rate=1,distinct=5", "S4:rate=1,distinct=5"])
-    assert plan.order == [1, 3, 2, 0]                # equal v: ascending window sizes λT (§5.1)
+    plan = choose(q, "nlj", stats=["S1:rate=30,distinct=5", "S2:rate=1,distinct=5", "S3:rate=1,distinct=5", "S4:rate=1,distinct=5"])
+    assert plan.order == [1, 3, 2, 0]  # equal v: ascending window sizes λT (§5.1)
 
 
 def test_planner_defaults_keep_from_order_on_ties():
@@ -274,7 +283,7 @@ def test_planner_defaults_keep_from_order_on_ties():
         plan = choose(q, algo)
         assert plan.order == [0, 1, 2] and plan.stats.source == "default"
     plan = choose(query((300, 100, 200)), "nlj")
-    assert plan.order == [1, 2, 0]                   # uniform stats: smaller windows first
+    assert plan.order == [1, 2, 0]  # uniform stats: smaller windows first
 
 
 def test_planner_hands_orders_and_buckets_to_the_operator():
@@ -292,17 +301,17 @@ def test_planner_hands_orders_and_buckets_to_the_operator():
 
 def test_run_with_stats_reaches_the_planner():
     import slidewise
-    data = {"S1": {"ts": [1, 2, 3], "a": [1, 1, 2]}, "S2": {"ts": [2, 3], "a": [1, 2]},
-            "S3": {"ts": [3, 4], "a": [1, 2]}}
+
+    data = {"S1": {"ts": [1, 2, 3], "a": [1, 1, 2]}, "S2": {"ts": [2, 3], "a": [1, 2]}, "S3": {"ts": [3, 4], "a": [1, 2]}}
     q = "SELECT * FROM S1 [RANGE 10], S2 [RANGE 10], S3 [RANGE 10] WHERE S1.a = S2.a AND S2.a = S3.a"
-    r = slidewise.run(q, data, algorithm="nlj",
-                      stats=["S1:rate=50,distinct=2", "S2:rate=1,distinct=2", "S3:rate=1,distinct=2"])
+    r = slidewise.run(q, data, algorithm="nlj", stats=["S1:rate=50,distinct=2", "S2:rate=1,distinct=2", "S3:rate=1,distinct=2"])
     plain = slidewise.run(q, data, algorithm="nlj")
     assert r.stats["join_order"] != plain.stats["join_order"] == ["S1", "S2", "S3"]
     assert r.stats["results"] == plain.stats["results"] == 3
 
 
 # --------------------------------------------------------------- bench ----
+
 
 def test_bench_ordering_smoke(tmp_path):
     """The bench's pieces on tiny inputs (no timing assertions)."""
@@ -315,21 +324,19 @@ def test_bench_ordering_smoke(tmp_path):
     q = bench._query((20, 20, 20))
     warm, start = bench._warm("nlj", q, feed, 100, (0, 1, 2), {})
     run = bench.measure_rate(warm, start, feed, (2, 1, 0), tuples=100)
-    assert run["tuples"] == 128 and warm.order == [0, 1, 2]   # whole chunks; the warmed operator is copied
+    assert run["tuples"] == 128 and warm.order == [0, 1, 2]  # whole chunks; the warmed operator is copied
     # reordering a warmed operator gives the answers of one built with that order
     a, _ = bench._warm("nlj", q, feed, 300, (0, 1, 2), {})
     bench.reorder(a, (2, 0, 1))
     b, _ = bench._warm("nlj", q, feed, 300, (0, 1, 2), {})
-    for chunk in feed.chunks[feed.index(300):]:
+    for chunk in feed.chunks[feed.index(300) :]:
         assert sorted(a.process(chunk).keys()) == sorted(b.process(chunk).keys())
-    assert a.comparisons != b.comparisons                    # ... with the new order's loops
-    report = bench.run_ordering_bench(str(tmp_path), parts=("predicted", "heuristic"), cases=2,
-                                      heuristic_cases=3, max_n=5)
+    assert a.comparisons != b.comparisons  # ... with the new order's loops
+    report = bench.run_ordering_bench(str(tmp_path), parts=("predicted", "heuristic"), cases=2, heuristic_cases=3, max_n=5)
     data = json.loads((tmp_path / "ordering.json").read_text())
     assert len(data["predicted_vs_measured"]) == 2
     assert report["summary"]["measured_over_predicted"]["cases"] == 2
     assert set(data["heuristic"]) == {"broad", "paper_like"}
-
 
 
 def test_bench_table8_machinery():
@@ -344,7 +351,7 @@ def test_bench_table8_machinery():
     lo, hi = arr.at(warm_units), arr.at(warm_units + 40)
     for name, buckets in (("nlj", None), ("hash", 3)):
         counts = exact_counts.count_eager(arr, windows, orders, buckets)
-        for o in orders:   # the re-count equals the operator's own count
+        for o in orders:  # the re-count equals the operator's own count
             op = get_algorithm(name)(ordering._query(windows), order=list(o), **({"buckets": buckets} if buckets else {}))
             for chunk in arr.chunks(0, lo):
                 op.process(chunk)
@@ -353,12 +360,11 @@ def test_bench_table8_machinery():
                 op.process(chunk)
             assert op.comparisons - c0 == counts[o][lo:hi].sum() > 0
     # the lazy re-count (lazy: Alg. 4 with ordered insertion; hash-lazy) equals the operators' too
-    lo, hi = arr.at(50), arr.at(90)                     # whole periods of both τ
+    lo, hi = arr.at(50), arr.at(90)  # whole periods of both τ
     for name, tau, buckets in (("lazy", 5, None), ("lazy", 10, None), ("hash-lazy", 5, 3), ("hash-lazy", 10, 1)):
         counts = exact_counts.count_comparisons(arr, windows, orders, name, tau, buckets)
         for o in orders:
-            op = get_algorithm(name)(ordering._query(windows, slide=tau), order=list(o),
-                                     **({"buckets": buckets} if buckets else {}))
+            op = get_algorithm(name)(ordering._query(windows, slide=tau), order=list(o), **({"buckets": buckets} if buckets else {}))
             for chunk in arr.chunks(0, lo):
                 op.process(chunk)
             c0 = op.comparisons
@@ -400,7 +406,7 @@ def test_table8_decision_rules():
     """Sign test, paired winner (antisymmetric also for even rounds), near ties and extra rounds."""
     from slidewise.bench import table8
 
-    assert table8.sign_test(7, 7) == pytest.approx(2 * 0.5 ** 7) and table8.sign_test(6, 7) == pytest.approx(0.125)
+    assert table8.sign_test(7, 7) == pytest.approx(2 * 0.5**7) and table8.sign_test(6, 7) == pytest.approx(0.125)
     assert table8.sign_test(0, 0) == 1.0
 
     def run(*rounds):
@@ -413,7 +419,7 @@ def test_table8_decision_rules():
     assert table8.paired_faster(a, b, cols) != table8.paired_faster(b, a, cols)
     runs = {"x": run(1.0, 1.0, 1.0), "y": run(1.1, 1.2, 0.9), "z": run(2.0, 2.1, 1.9)}
     assert table8.paired_winner(runs, ["z", "y", "x"], cols) == "x"
-    assert table8.paired_winner({"p": a, "q": run(0.5, 2.0)}, ["p", "q"], cols) is None   # exact tie
+    assert table8.paired_winner({"p": a, "q": run(0.5, 2.0)}, ["p", "q"], cols) is None  # exact tie
     # y is about 10 % slower than x: no near tie; w, within 1 %, is one
     assert table8.near_ties(runs, "x", ["y", "z"], cols) == []
     runs["w"] = run(1.01, 0.99, 1.01)
@@ -422,7 +428,7 @@ def test_table8_decision_rules():
     assert more["x"]["cpu"].shape == (4, 1) and np.isnan(more["z"]["cpu"][3]).all()
     said = []
     settled, done, tied = table8.settle_near_ties(
-        runs, 3, lambda r: table8.near_ties(r, "x", ["w"], cols),
-        lambda done: {"x": run(1.0, 1.0, 1.0), "w": run(1.0, 1.0, 1.0)}, said.append)
+        runs, 3, lambda r: table8.near_ties(r, "x", ["w"], cols), lambda done: {"x": run(1.0, 1.0, 1.0), "w": run(1.0, 1.0, 1.0)}, said.append
+    )
     assert done == 3 * table8.MAX_ROUNDS_FACTOR and tied == ["w"] and len(said) == table8.MAX_ROUNDS_FACTOR - 1
     assert settled["x"]["cpu"].shape == (done, 1)

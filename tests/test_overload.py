@@ -53,14 +53,16 @@ def _expected(ctl, query, tuples):
     return want, keep
 
 
-budgets = st.fixed_dictionaries({
-    "cpu_budget": st.sampled_from([None, 0.2, 0.5, 0.9]),
-    "memory_budget": st.sampled_from([None, 1.0, 3.0, 6.0]),
-    "min_share": st.sampled_from([0.0, 0.1]),
-    "shed": st.sampled_from(["drop", "probe"]),
-    "seed": st.integers(0, 3),
-    "cpu": st.sampled_from(["optimal", "equal", "max:S1"]),
-})
+budgets = st.fixed_dictionaries(
+    {
+        "cpu_budget": st.sampled_from([None, 0.2, 0.5, 0.9]),
+        "memory_budget": st.sampled_from([None, 1.0, 3.0, 6.0]),
+        "min_share": st.sampled_from([0.0, 0.1]),
+        "shed": st.sampled_from(["drop", "probe"]),
+        "seed": st.integers(0, 3),
+        "cpu": st.sampled_from(["optimal", "equal", "max:S1"]),
+    }
+)
 
 
 @settings(max_examples=60)
@@ -92,6 +94,7 @@ def test_uniform_hash_is_seeded_and_uniform():
 def test_key_selectivity_estimates_one_over_distinct():
     s = generate([1, 1], [50, 50], 40_000, seed=3)
     from slidewise.model.batch import StreamBatch
+
     batches = [StreamBatch(i, np.arange(len(x["ts"])), x["ts"], {"a": x["a"]}) for i, x in enumerate(s)]
     assert key_selectivity(batches, ("a", "a")) == pytest.approx(1 / 50, rel=0.05)
 
@@ -108,8 +111,7 @@ def test_fig5_probe_mode_output_rate_follows_the_model():
     src = _fig5_sources()
     rates = {}
     for cpu in ("optimal", "equal"):
-        r = slidewise.run(FIG5_QUERY, src, collect=False,
-                          overload=OverloadOptions(cpu_budget=100, speed=1000, shed="probe", cpu=cpu))
+        r = slidewise.run(FIG5_QUERY, src, collect=False, overload=OverloadOptions(cpu_budget=100, speed=1000, shed="probe", cpu=cpu))
         sh = r.stats["shedding"]
         assert sh["predicted_output_rate"] == pytest.approx({"optimal": 200, "equal": 150}[cpu], rel=0.02)
         assert sh["measured_output_rate"] == pytest.approx(sh["predicted_output_rate"], rel=0.1)
@@ -127,6 +129,7 @@ def test_measured_service_rate_detects_overload():
     from slidewise.cql import load_query
     from slidewise.runtime.reorder import merge_all
     from slidewise.runtime.sources import open_source
+
     q = load_query(FIG5_QUERY)
     opened = [open_source(r.source, src[r.source], chunk_rows=500) for r in q.streams]
     op = choose(q).build()
@@ -144,12 +147,13 @@ def test_measured_service_rate_detects_overload():
     sh = hooks.stats()["shedding"]
     # μ = 500 tuples/s against ~1000/s arriving
     assert sh["service_rate_measured"] == pytest.approx(500)
-    assert sh["overloaded_chunks"] == sh["chunks"] - 1      # the first chunk had no measurement yet
+    assert sh["overloaded_chunks"] == sh["chunks"] - 1  # the first chunk had no measurement yet
     assert 0 < sum(sh["shed"].values()) < sum(sh["arrived"].values())
 
 
 def test_no_options_means_no_hooks():
     from slidewise.cql import load_query
+
     q = load_query(FIG5_QUERY)
     assert make_hooks(q) is None
     assert make_hooks(q, overload=OverloadOptions()) is None
@@ -169,10 +173,34 @@ def test_cli_shedding_stats_and_rejects(tmp_path):
     for name, cols in src.items():
         pd.DataFrame(cols).to_csv(tmp_path / f"{name}.csv", index=False)
     stats, rejects = tmp_path / "stats.json", tmp_path / "rejects.csv"
-    code = main(["run", FIG5_QUERY, "--source", f"A={tmp_path / 'A.csv'}", "--source", f"B={tmp_path / 'B.csv'}",
-                 "--out", str(tmp_path / "r.csv"), "--stats-json", str(stats), "--rejects", str(rejects),
-                 "--cpu-budget", "100", "--memory-budget", "250", "--min-share", "0.1", "--speed", "1000",
-                 "--shed-seed", "4", "--shed-rejects", "--quiet"])
+    code = main(
+        [
+            "run",
+            FIG5_QUERY,
+            "--source",
+            f"A={tmp_path / 'A.csv'}",
+            "--source",
+            f"B={tmp_path / 'B.csv'}",
+            "--out",
+            str(tmp_path / "r.csv"),
+            "--stats-json",
+            str(stats),
+            "--rejects",
+            str(rejects),
+            "--cpu-budget",
+            "100",
+            "--memory-budget",
+            "250",
+            "--min-share",
+            "0.1",
+            "--speed",
+            "1000",
+            "--shed-seed",
+            "4",
+            "--shed-rejects",
+            "--quiet",
+        ]
+    )
     assert code == 0
     data = json.loads(stats.read_text())
     sh = data["shedding"]
@@ -184,7 +212,22 @@ def test_cli_shedding_stats_and_rejects(tmp_path):
     rows = pd.read_csv(rejects)
     assert len(rows) == shed and set(rows["reason"]) == {"shed (overload)"}
     assert data["results"] == sh["results"] == len(pd.read_csv(tmp_path / "r.csv"))
-    code = main(["run", FIG5_QUERY, "--source", f"A={tmp_path / 'A.csv'}", "--source", f"B={tmp_path / 'B.csv'}",
-                 "--stats-json", str(stats), "--cpu-budget", "100", "--speed", "1000", "--quiet"])
+    code = main(
+        [
+            "run",
+            FIG5_QUERY,
+            "--source",
+            f"A={tmp_path / 'A.csv'}",
+            "--source",
+            f"B={tmp_path / 'B.csv'}",
+            "--stats-json",
+            str(stats),
+            "--cpu-budget",
+            "100",
+            "--speed",
+            "1000",
+            "--quiet",
+        ]
+    )
     again = json.loads(stats.read_text())
     assert code == 0 and again["rejects"] == 0  # shed tuples go to rejects only when asked

@@ -48,6 +48,7 @@ def as_ts(tuples, results):
 # (expiration runs only after an evaluation), so S1@90 and, for 205, S1@100 join
 # although they had expired when the S3 tuple arrived: 2 x 2 x 2 = 8 results.
 
+
 def test_naive_lazy_returns_the_incorrect_results_of_table_3():
     query, tuples = table2(D)
     op = get_algorithm("naive")(query)

@@ -37,19 +37,23 @@ def eq(i, j, a="a", names=("S1", "S2", "S3")):
 
 # --- leaves ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("leaf,expected", [
-    (win(kind="range"), WKS),                      # time window
-    (win(kind="now", size=0), WKS),                # [NOW] = RANGE 0
-    (win(kind="rows", size=5), STR),               # count window
-    (win(kind="rows", size=5, partition_by="k"), STR),
-    (win(kind="unbounded", size=0), MONO),
-    (win(kind="range", internal=True), MONO),      # §3.3.2
-    (win(kind="rows", size=5, internal=True), MONO),
-    (rel(kind="nrr"), MONO),                       # §3.3.1
-    (rel(kind="table"), STR),                      # retroactive
-    (Subquery("X", Output(win()), WindowSpec("rows", 3)), STR),   # a window over a subquery's output
-    (Subquery("X", Output(win()), WindowSpec("range", 3)), WKS),
-])
+
+@pytest.mark.parametrize(
+    "leaf,expected",
+    [
+        (win(kind="range"), WKS),  # time window
+        (win(kind="now", size=0), WKS),  # [NOW] = RANGE 0
+        (win(kind="rows", size=5), STR),  # count window
+        (win(kind="rows", size=5, partition_by="k"), STR),
+        (win(kind="unbounded", size=0), MONO),
+        (win(kind="range", internal=True), MONO),  # §3.3.2
+        (win(kind="rows", size=5, internal=True), MONO),
+        (rel(kind="nrr"), MONO),  # §3.3.1
+        (rel(kind="table"), STR),  # retroactive
+        (Subquery("X", Output(win()), WindowSpec("rows", 3)), STR),  # a window over a subquery's output
+        (Subquery("X", Output(win()), WindowSpec("range", 3)), WKS),
+    ],
+)
 def test_leaf_labels(leaf, expected):
     assert pat(leaf) == expected
     assert rule_of(leaf).startswith("leaf")
@@ -57,17 +61,16 @@ def test_leaf_labels(leaf, expected):
 
 # --- rule 1: unary weakest operators and the NRR join keep their input's pattern -------------------
 
+
 @pytest.mark.parametrize("leaf", [win(), win(kind="rows", size=3), win(kind="unbounded"), rel("R", "table")])
-@pytest.mark.parametrize("wrap", [lambda c: Select(c, TRUE), lambda c: Project(c, (SelectItem(Lit(1), "one"),)),
-                                  lambda c: Subquery("X", c)])
+@pytest.mark.parametrize("wrap", [lambda c: Select(c, TRUE), lambda c: Project(c, (SelectItem(Lit(1), "one"),)), lambda c: Subquery("X", c)])
 def test_rule1_unary_weakest_keeps_input(leaf, wrap):
     node = wrap(leaf)
     assert pat(node) == pat(leaf)
     assert rule_of(node).startswith("rule 1")
 
 
-@pytest.mark.parametrize("stream,expected", [(win(), WKS), (win(kind="rows", size=3), STR),
-                                             (win(internal=True), MONO)])
+@pytest.mark.parametrize("stream,expected", [(win(), WKS), (win(kind="rows", size=3), STR), (win(internal=True), MONO)])
 def test_rule1_nrr_join_keeps_stream_pattern(stream, expected):
     join = Join((stream, rel("R", "nrr")))
     assert pat(join) == expected
@@ -75,19 +78,28 @@ def test_rule1_nrr_join_keeps_stream_pattern(stream, expected):
 
 # --- rule 2: merge-union takes the most complex input ----------------------------------------------
 
-@pytest.mark.parametrize("a,b,expected", [
-    (WKS, WKS, WKS), (WKS, WK, WK), (WK, WK, WK), (WKS, STR, STR), (WK, STR, STR), (MONO, WKS, WKS),
-    (MONO, MONO, MONO),
-])
+
+@pytest.mark.parametrize(
+    "a,b,expected",
+    [
+        (WKS, WKS, WKS),
+        (WKS, WK, WK),
+        (WK, WK, WK),
+        (WKS, STR, STR),
+        (WK, STR, STR),
+        (MONO, WKS, WKS),
+        (MONO, MONO, MONO),
+    ],
+)
 def test_rule2_union(a, b, expected):
-    make = {MONO: lambda: win(internal=True), WKS: win, WK: lambda: Join((win("A"), win("B"))),
-            STR: lambda: win(kind="rows", size=2)}
+    make = {MONO: lambda: win(internal=True), WKS: win, WK: lambda: Join((win("A"), win("B"))), STR: lambda: win(kind="rows", size=2)}
     node = Union((make[a](), make[b]()))
     assert pat(node) == expected
     assert rule_of(node).startswith("rule 2")
 
 
 # --- rule 3: weak non-monotonic operators -----------------------------------------------------------
+
 
 def test_rule3_join_of_time_windows_is_weak():
     assert pat(Join((win("S1"), win("S2")), (eq(0, 1),))) == WK
@@ -108,20 +120,25 @@ def test_rule3_strict_input_makes_weak_operators_strict():
 
 # --- rule 4: strict non-monotonic operators ---------------------------------------------------------
 
-@pytest.mark.parametrize("node", [
-    Negation(win("A"), win("B")),
-    Negation(win("A", "unbounded"), win("B", "unbounded")),
-    Negation(win("A", internal=True), win("B", internal=True), mode="except"),
-    Aggregate(win(), aggs=(AggCall("count"),)),
-    Aggregate(win(kind="unbounded"), aggs=(AggCall("count"),)),   # external unbounded: values replaced
-    Join((win(), rel("R", "table"))),
-])
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        Negation(win("A"), win("B")),
+        Negation(win("A", "unbounded"), win("B", "unbounded")),
+        Negation(win("A", internal=True), win("B", internal=True), mode="except"),
+        Aggregate(win(), aggs=(AggCall("count"),)),
+        Aggregate(win(kind="unbounded"), aggs=(AggCall("count"),)),  # external unbounded: values replaced
+        Join((win(), rel("R", "table"))),
+    ],
+)
 def test_rule4_strict_operators(node):
     assert pat(node) == STR
     assert rule_of(node).startswith("rule 4")
 
 
 # --- rule 5: internal windows (§3.3.2) ---------------------------------------------------------------
+
 
 def test_rule5_join_with_at_most_one_external_window():
     assert pat(Join((win("A", internal=True), win("B", internal=True)))) == MONO
@@ -135,24 +152,31 @@ def test_rule5_aggregation_over_internal_windows_is_append_only():
     inner = Aggregate(Join((win("A", internal=True), win("B", internal=True))), aggs=(AggCall("sum", Lit(1)),))
     assert pat(inner) == MONO and rule_of(inner).startswith("rule 5")
     # the thesis's §3.4 example: SUM over a count window on the output of an internal aggregate
-    outer = Aggregate(Subquery("X", Aggregate(win(internal=True), aggs=(AggCall("count"),)),
-                               WindowSpec("rows", 10)), aggs=(AggCall("sum", Lit(1)),))
+    outer = Aggregate(Subquery("X", Aggregate(win(internal=True), aggs=(AggCall("count"),)), WindowSpec("rows", 10)), aggs=(AggCall("sum", Lit(1)),))
     assert pat(outer) == STR
 
 
 # --- output operators ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind,window,expected", [
-    ("rstream", None, WK), ("istream", None, MONO), ("dstream", None, MONO),
-    ("wstream", WindowSpec("rows", 3), STR), ("wstream", WindowSpec("range", 3), WKS),
-])
+
+@pytest.mark.parametrize(
+    "kind,window,expected",
+    [
+        ("rstream", None, WK),
+        ("istream", None, MONO),
+        ("dstream", None, MONO),
+        ("wstream", WindowSpec("rows", 3), STR),
+        ("wstream", WindowSpec("range", 3), WKS),
+    ],
+)
 def test_output_operators(kind, window, expected):
     out = Output(Join((win("A"), win("B"))), kind, window=window)
     assert pat(out) == expected
-    assert plan_pattern(out) == WK   # the plan's pattern is the edge into the output operator
+    assert plan_pattern(out) == WK  # the plan's pattern is the edge into the output operator
 
 
 # --- Fig. 3.5: the same query, negation above vs below the join -----------------------------------
+
 
 def fig35():
     s1, s2, s3 = win("S1"), win("S2"), win("S3")
@@ -196,10 +220,15 @@ def test_fig35_state_structures():
     assert state_structures(right, "upa")[join].inputs == ("hash", "fifo")
 
 
-@pytest.mark.parametrize("strategy,child,form", [
-    ("upa", win(), "delta_star"), ("upa", win(kind="rows", size=3), "strict"),
-    ("nt", win(), "strict"), ("direct", win(), "naive"),
-])
+@pytest.mark.parametrize(
+    "strategy,child,form",
+    [
+        ("upa", win(), "delta_star"),
+        ("upa", win(kind="rows", size=3), "strict"),
+        ("nt", win(), "strict"),
+        ("direct", win(), "naive"),
+    ],
+)
 def test_distinct_forms(strategy, child, form):
     node = Distinct(child)
     assert state_structure(node, (pat(child),), strategy).form == form
@@ -209,7 +238,7 @@ def test_fifo_only_where_lifetimes_are_equal():
     same = Union((win("A", size=10), win("B", size=10)))
     mixed = Union((win("A", size=10), win("B", size=20)))
     assert lifetime(same) == 10 and lifetime(mixed) is None
-    assert pat(mixed) == WKS   # the rule's label ...
+    assert pat(mixed) == WKS  # the rule's label ...
     assert state_structure(Select(mixed, TRUE), (WKS,), "upa").inputs == ("none",)
     # ... but an operator storing it needs a calendar queue, not a FIFO
     assert state_structure(Distinct(mixed), (WKS,), "upa").output == "calendar"
@@ -227,10 +256,19 @@ def test_annotation_needs_no_columns():
 
 # --- random plans ----------------------------------------------------------------------------------
 
+
 def _leaves():
-    windows = st.sampled_from([WindowSpec("range", 10), WindowSpec("range", 20), WindowSpec("now", 0),
-                               WindowSpec("rows", 3), WindowSpec("unbounded", 0),
-                               WindowSpec("range", 10, internal=True), WindowSpec("rows", 2, partition_by="k")])
+    windows = st.sampled_from(
+        [
+            WindowSpec("range", 10),
+            WindowSpec("range", 20),
+            WindowSpec("now", 0),
+            WindowSpec("rows", 3),
+            WindowSpec("unbounded", 0),
+            WindowSpec("range", 10, internal=True),
+            WindowSpec("rows", 2, partition_by="k"),
+        ]
+    )
     streams = st.builds(lambda w: Scan("S", "S", w), windows)
     relations = st.sampled_from(["nrr", "table"]).map(lambda k: Scan("R", "R", kind=k))
     return st.one_of(streams, streams, relations)
@@ -300,16 +338,17 @@ def test_random_plans_follow_the_rules_edge_by_edge(root):
             state = state_structure(node, tuple(inputs), strategy)
             assert len(state.inputs) in (0, len(inputs))
             if isinstance(node, Aggregate) and strategy != "nt":
-                assert not state.negative_tuples   # a group's new value replaces the old one (§3.5.2)
+                assert not state.negative_tuples  # a group's new value replaces the old one (§3.5.2)
             else:
-                assert state.negative_tuples == (labels[node] != MONO if strategy == "nt"
-                                                 else labels[node] == STR)
+                assert state.negative_tuples == (labels[node] != MONO if strategy == "nt" else labels[node] == STR)
 
 
 @given(st.recursive(_leaves(), _extend, max_leaves=8))
 def test_random_plans_without_strict_sources_have_no_strict_edges(root):
-    strict_source = any(isinstance(n, (Negation, Aggregate)) or (isinstance(n, Scan) and (
-        n.kind == "table" or (n.window is not None and n.window.kind == "rows" and not n.window.internal)))
-        for n in walk(root))
+    strict_source = any(
+        isinstance(n, (Negation, Aggregate))
+        or (isinstance(n, Scan) and (n.kind == "table" or (n.window is not None and n.window.kind == "rows" and not n.window.internal)))
+        for n in walk(root)
+    )
     if not strict_source:
         assert all(p != STR for p in annotate(root).values())

@@ -75,16 +75,19 @@ class Recompute(Incremental):
         if isinstance(node, Negation):
             gl, gr = column_getter(node.left.schema, aliases), column_getter(node.right.schema, aliases)
             keys = {tuple(evaluate(b, gr(r)) for _, b in node.on) for r in bags[1]}
-            return Counter({r: m for r, m in bags[0].items()
-                            if tuple(evaluate(a, gl(r)) for a, _ in node.on) not in keys})
+            return Counter({r: m for r, m in bags[0].items() if tuple(evaluate(a, gl(r)) for a, _ in node.on) not in keys})
         if isinstance(node, Join):
             get = column_getter(node.schema, aliases)
             out = Counter({(): 1})
             for bag in bags:
                 out = Counter({a + b: m * n for a, m in out.items() for b, n in bag.items()})
-            return Counter({r: m for r, m in out.items()
-                            if all(evaluate(a, get(r)) == evaluate(b, get(r)) for a, b in node.equalities)
-                            and all(evaluate(f, get(r)) for f in node.filters)})
+            return Counter(
+                {
+                    r: m
+                    for r, m in out.items()
+                    if all(evaluate(a, get(r)) == evaluate(b, get(r)) for a, b in node.equalities) and all(evaluate(f, get(r)) for f in node.filters)
+                }
+            )
         raise NotImplementedError(type(node).__name__)
 
 
@@ -116,8 +119,7 @@ def col(aliases, alias, attr):
 
 
 def run(plan, streams, strategy, **kw) -> Counter:
-    res = plans.execute_plan(plan, {k: pd.DataFrame(v) for k, v in streams.items()},
-                             strategy=strategy, collect=True, **kw)
+    res = plans.execute_plan(plan, {k: pd.DataFrame(v) for k, v in streams.items()}, strategy=strategy, collect=True, **kw)
     frame = res.results
     assert list(frame.columns) == list(plan.root.schema) + ["ts", "sign"]
     return Counter((int(t), tuple(v), int(s)) for *v, t, s in frame.itertuples(index=False))
@@ -131,6 +133,7 @@ S = {"S": {"ts": [1, 2, 5], "a": [10, 20, 50]}}
 
 
 # ---------------------------------------------------------------- base windows and output kinds
+
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_time_window_rstream_and_event_instants(strategy):
@@ -152,8 +155,7 @@ def test_count_windows(strategy):
     # [PARTITION BY a ROWS 1]: one tuple per value of a
     data = {"S": {"ts": [1, 2, 3], "a": [1, 1, 2], "b": [5, 6, 7]}}
     plan = Plan(Output(scan("S", WindowSpec("rows", 1, partition_by="a"), "a", "b"), kind="rstream"), ("S",))
-    assert run(plan, data, strategy) == rows((1, (1, 1, 5), 1), (2, (1, 1, 5), -1), (2, (2, 1, 6), 1),
-                                             (3, (3, 2, 7), 1))
+    assert run(plan, data, strategy) == rows((1, (1, 1, 5), 1), (2, (1, 1, 5), -1), (2, (2, 1, 6), 1), (3, (3, 2, 7), 1))
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -178,12 +180,10 @@ def test_wstream_rows(strategy):
     # inserted stream: 1:(1,1) 2:(2,2) 3:(3,3),(3,4); ROWS 2 over it
     data = {"S": {"ts": [1, 2, 3, 3], "a": [1, 2, 3, 4]}}
     plan = Plan(Output(scan("S", rng(10), "a"), kind="wstream", window=WindowSpec("rows", 2)), ("S",))
-    assert run(plan, data, strategy) == rows((1, (1, 1), 1), (2, (2, 2), 1), (3, (1, 1), -1), (3, (2, 2), -1),
-                                             (3, (3, 3), 1), (3, (3, 4), 1))
+    assert run(plan, data, strategy) == rows((1, (1, 1), 1), (2, (2, 2), 1), (3, (1, 1), -1), (3, (2, 2), -1), (3, (3, 3), 1), (3, (3, 4), 1))
     # RANGE 1 over the inserted rows: (1,1) leaves at 3, (2,2) at 4 (time ends at 3)
     plan = Plan(Output(scan("S", rng(10), "a"), kind="wstream", window=rng(1)), ("S",))
-    assert run(plan, data, strategy) == rows((1, (1, 1), 1), (2, (2, 2), 1), (3, (1, 1), -1),
-                                             (3, (3, 3), 1), (3, (3, 4), 1))
+    assert run(plan, data, strategy) == rows((1, (1, 1), 1), (2, (2, 2), 1), (3, (1, 1), -1), (3, (3, 3), 1), (3, (3, 4), 1))
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -201,17 +201,15 @@ def test_window_on_a_subquery_sees_each_instants_insertions_only(strategy, span)
     the insertions of a later instant (7): found by the property tests (DIRECT/UPA lost (0, 3) at 7)."""
     from slidewise.cql import parse_plan
 
-    q = ("SELECT ISTREAM(X.a, SUM(X.b) AS s) FROM (SELECT S1.a, S1.b FROM S1 [UNBOUNDED INTERNAL], "
-         "S2 [RANGE 4 INTERNAL] WHERE S1.a = S2.a) [ROWS 1] AS X GROUP BY X.a")
+    q = "SELECT ISTREAM(X.a, SUM(X.b) AS s) FROM (SELECT S1.a, S1.b FROM S1 [UNBOUNDED INTERNAL], S2 [RANGE 4 INTERNAL] WHERE S1.a = S2.a) [ROWS 1] AS X GROUP BY X.a"
     s1 = pd.DataFrame({"ts": [4, 4, 4, 4, 4, 4, 5, 7], "a": 0, "b": [0, 0, 0, 0, 0, 3, 0, 3]})
     s2 = pd.DataFrame({"ts": [0, 1, 1, 1, 1, 1, 1, 3], "a": 0, "b": 0})
-    res = plans.execute_plan(parse_plan(q), {"S1": s1, "S2": s2}, strategy=strategy, collect=True,
-                             span=span).results
-    assert sorted(map(tuple, res[["ts", "X.a", "s", "sign"]].to_numpy().tolist())) == [
-        (4, 0, 3, 1), (5, 0, 0, 1), (7, 0, 3, 1)]
+    res = plans.execute_plan(parse_plan(q), {"S1": s1, "S2": s2}, strategy=strategy, collect=True, span=span).results
+    assert sorted(map(tuple, res[["ts", "X.a", "s", "sign"]].to_numpy().tolist())) == [(4, 0, 3, 1), (5, 0, 0, 1), (7, 0, 3, 1)]
 
 
 # ---------------------------------------------------------------- the thesis's queries (Golab's thesis §3.6)
+
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_query1_join_with_selections(strategy, operators):
@@ -219,10 +217,8 @@ def test_query1_join_with_selections(strategy, operators):
     # in the answer from 2 until L1@1 expires after 4 -> deleted at 5
     al = ("L1", "L2")
     ftp = lambda a: Select(scan(a, rng(3), "src", "proto"), Cmp("=", col(al, a, "proto"), Lit("ftp")))  # noqa: E731
-    plan = Plan(Output(Join((ftp("L1"), ftp("L2")), ((col(al, "L1", "src"), col(al, "L2", "src")),)),
-                       kind="rstream"), al)
-    data = {"L1": {"ts": [1, 4], "src": [1, 2], "proto": ["ftp", "ftp"]},
-            "L2": {"ts": [2, 3, 6], "src": [1, 2, 1], "proto": ["ftp", "telnet", "ftp"]}}
+    plan = Plan(Output(Join((ftp("L1"), ftp("L2")), ((col(al, "L1", "src"), col(al, "L2", "src")),)), kind="rstream"), al)
+    data = {"L1": {"ts": [1, 4], "src": [1, 2], "proto": ["ftp", "ftp"]}, "L2": {"ts": [2, 3, 6], "src": [1, 2, 1], "proto": ["ftp", "telnet", "ftp"]}}
     row = (1, 1, "ftp", 2, 1, "ftp")
     assert run(plan, data, strategy) == rows((2, row, 1), (5, row, -1))
 
@@ -230,11 +226,9 @@ def test_query1_join_with_selections(strategy, operators):
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_query2_distinct(strategy, operators):
     # DISTINCT src over [RANGE 3]: τ1 {1} τ3 {1,2} τ6 {2} τ7 {1}
-    plan = Plan(Output(Distinct(Project(scan("L1", rng(3), "src"), (SelectItem(Col(0, "src", "L1")),))),
-                       kind="rstream"), ("L1",))
+    plan = Plan(Output(Distinct(Project(scan("L1", rng(3), "src"), (SelectItem(Col(0, "src", "L1")),))), kind="rstream"), ("L1",))
     data = {"L1": {"ts": [1, 2, 3, 7], "src": [1, 1, 2, 1]}}
-    assert run(plan, data, strategy) == rows((1, (1,), 1), (3, (2,), 1), (6, (1,), -1), (7, (2,), -1),
-                                             (7, (1,), 1))
+    assert run(plan, data, strategy) == rows((1, (1,), 1), (3, (2,), 1), (6, (1,), -1), (7, (2,), -1), (7, (1,), 1))
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -242,14 +236,13 @@ def test_query3_negation(strategy, operators):
     # L1 [RANGE 5] NOT EXISTS L2 [RANGE 2] on src. L2@3 (src 1) hides L1@1 during [3, 5];
     # L1@1 comes back at 6 and expires at 7; L1@2 expires at 8
     al = ("L1", "L2")
-    plan = Plan(Output(Negation(scan("L1", rng(5), "src"), scan("L2", rng(2), "src"),
-                                ((col(al, "L1", "src"), col(al, "L2", "src")),)), kind="rstream"), al)
+    plan = Plan(Output(Negation(scan("L1", rng(5), "src"), scan("L2", rng(2), "src"), ((col(al, "L1", "src"), col(al, "L2", "src")),)), kind="rstream"), al)
     data = {"L1": {"ts": [1, 2, 9], "src": [1, 2, 3]}, "L2": {"ts": [3], "src": [1]}}
-    assert run(plan, data, strategy) == rows((1, (1, 1), 1), (2, (2, 2), 1), (3, (1, 1), -1), (6, (1, 1), 1),
-                                             (7, (1, 1), -1), (8, (2, 2), -1), (9, (9, 3), 1))
+    assert run(plan, data, strategy) == rows((1, (1, 1), 1), (2, (2, 2), 1), (3, (1, 1), -1), (6, (1, 1), 1), (7, (1, 1), -1), (8, (2, 2), -1), (9, (9, 3), 1))
 
 
 # ---------------------------------------------------------------- stats, tables, errors
+
 
 def test_stats_count_negative_tuples_and_state():
     plan = Plan(Output(scan("S", rng(3), "a"), kind="rstream"), ("S",))
@@ -279,7 +272,7 @@ def test_table_feeder_keys():
 
 
 def test_window_scan_nt_emits_negative_tuple_after_window():
-    w = WindowScan(scan("S", rng(0), "a"), Context("nt"))     # [RANGE 0] = [NOW]
+    w = WindowScan(scan("S", rng(0), "a"), Context("nt"))  # [RANGE 0] = [NOW]
     w.push(0, [((4, 1), 4, NO_EXP, 1)], 4)
     assert w.next_event() == 5 and w.expire(5) == [((4, 1), 5, NO_EXP, -1)]
 
@@ -297,13 +290,13 @@ def test_join_of_internal_and_external_windows(strategy, operators):
     # A [RANGE 1 INTERNAL] ⋈ B [RANGE 3]: (A@1, B@2) is inserted at 2; it does not expire with A@1
     # (internal) but leaves when B@2 leaves B's window (exp 5 -> at 6). B@6 finds no A.
     al = ("A", "B")
-    plan = Plan(Output(Join((scan("A", rng(1, internal=True), "a"), scan("B", rng(3), "a")),
-                            ((col(al, "A", "a"), col(al, "B", "a")),)), kind="rstream"), al)
+    plan = Plan(Output(Join((scan("A", rng(1, internal=True), "a"), scan("B", rng(3), "a")), ((col(al, "A", "a"), col(al, "B", "a")),)), kind="rstream"), al)
     data = {"A": {"ts": [1], "a": [7]}, "B": {"ts": [2, 6], "a": [7, 7]}}
     assert run(plan, data, strategy) == rows((2, (1, 7, 2, 7), 1), (6, (1, 7, 2, 7), -1))
 
 
 # ---------------------------------------------------------------- command line
+
 
 def _write(tmp_path, name, frame):
     path = tmp_path / f"{name}.csv"
@@ -317,13 +310,11 @@ def test_cli_distinct_query(tmp_path, strategy, operators):
 
     src = _write(tmp_path, "L1", {"ts": [1, 2, 3, 7], "src": [1, 1, 2, 1]})
     out = tmp_path / "out.csv"
-    code = main(["run", "SELECT RSTREAM DISTINCT L1.src FROM L1 [RANGE 3]", "--source", src,
-                 "--out", str(out), "--strategy", strategy, "--quiet"])
+    code = main(["run", "SELECT RSTREAM DISTINCT L1.src FROM L1 [RANGE 3]", "--source", src, "--out", str(out), "--strategy", strategy, "--quiet"])
     assert code == 0
     got = pd.read_csv(out)
     assert list(got.columns) == ["L1.src", "ts", "sign"]
-    assert Counter(map(tuple, got.values.tolist())) == rows((1, 1, 1), (2, 3, 1), (1, 6, -1), (2, 7, -1),
-                                                            (1, 7, 1))
+    assert Counter(map(tuple, got.values.tolist())) == rows((1, 1, 1), (2, 3, 1), (1, 6, -1), (2, 7, -1), (1, 7, 1))
 
 
 def test_cli_not_exists_query(tmp_path, operators, capsys):
@@ -332,10 +323,7 @@ def test_cli_not_exists_query(tmp_path, operators, capsys):
     l1 = _write(tmp_path, "L1", {"ts": [1, 2, 9], "src": [1, 2, 3]})
     l2 = _write(tmp_path, "L2", {"ts": [3], "src": [1]})
     out = tmp_path / "out.jsonl"
-    query = ("SELECT RSTREAM * FROM L1 [RANGE 5] "
-             "WHERE NOT EXISTS (SELECT * FROM L2 [RANGE 2] WHERE L2.src = L1.src)")
-    assert main(["run", query, "--source", l1, "--source", l2, "--out", str(out), "--quiet",
-                 "--partitions", "50"]) == 0
+    query = "SELECT RSTREAM * FROM L1 [RANGE 5] WHERE NOT EXISTS (SELECT * FROM L2 [RANGE 2] WHERE L2.src = L1.src)"
+    assert main(["run", query, "--source", l1, "--source", l2, "--out", str(out), "--quiet", "--partitions", "50"]) == 0
     got = pd.read_json(out, lines=True)
-    assert Counter(map(tuple, got.values.tolist())) == rows(
-        (1, 1, 1, 1), (2, 2, 2, 1), (1, 1, 3, -1), (1, 1, 6, 1), (1, 1, 7, -1), (2, 2, 8, -1), (9, 3, 9, 1))
+    assert Counter(map(tuple, got.values.tolist())) == rows((1, 1, 1, 1), (2, 2, 2, 1), (1, 1, 3, -1), (1, 1, 6, 1), (1, 1, 7, -1), (2, 2, 8, -1), (9, 3, 9, 1))

@@ -47,9 +47,9 @@ def describe(p: Plan, streams, tables) -> str:
 
 # ---- executor vs oracle ----------------------------------------------------------------
 
+
 def run(p: Plan, streams, tables, strategy: str, span: int = 1, options: dict | None = None) -> Counter:
-    res = execute_plan(p, streams, tables, strategy=strategy, collect=True, span=span,
-                             options=options).results
+    res = execute_plan(p, streams, tables, strategy=strategy, collect=True, span=span, options=options).results
     got: Counter = Counter()
     if res is None or len(res) == 0:
         return got
@@ -81,6 +81,7 @@ def test_strategies_agree(case):
 
 
 # ---- oracle self-consistency ---------------------------------------------------------------
+
 
 @given(case=plan_cases())
 def test_eager_rstream_reconstructs_the_answers(case):
@@ -140,15 +141,20 @@ def test_internal_windows_never_delete(case):
 
 # ---- agreement with the join oracle (tests/oracle.py) -------------------------------------------
 
+
 def tups_of(streams: dict, names) -> list[Tup]:
-    raw = [(i, int(ts), int(a), int(b), k) for i, n in enumerate(names)
-           for k, (ts, a, b) in enumerate(streams[n][["ts", "a", "b"]].itertuples(index=False, name=None))]
+    raw = [(i, int(ts), int(a), int(b), k) for i, n in enumerate(names) for k, (ts, a, b) in enumerate(streams[n][["ts", "a", "b"]].itertuples(index=False, name=None))]
     raw.sort(key=lambda r: (r[1], r[0], r[4]))
     return [Tup(s, pos, ts, 1, {"a": a, "b": b, "x": 0}) for pos, (s, ts, a, b, _) in enumerate(raw)]
 
 
-@given(n=st.integers(1, 3), sizes=st.lists(st.integers(0, 6), min_size=3, max_size=3),
-       slide=st.sampled_from([None, 2, 3]), restore=st.booleans(), streams=stream_frames(max_len=6))
+@given(
+    n=st.integers(1, 3),
+    sizes=st.lists(st.integers(0, 6), min_size=3, max_size=3),
+    slide=st.sampled_from([None, 2, 3]),
+    restore=st.booleans(),
+    streams=stream_frames(max_len=6),
+)
 def test_plain_window_joins_agree_with_the_join_oracle(n, sizes, slide, restore, streams):
     """ISTREAM of a time-window join: every result once, at its origin (or the next evaluation)."""
     names = ALIASES[:n]
@@ -158,8 +164,7 @@ def test_plain_window_joins_agree_with_the_join_oracle(n, sizes, slide, restore,
     p = plan(scans[0] if n == 1 else Join(scans, eqs), "istream", restore=restore, slide=slide)
     tuples = tups_of(streams, names)
     expected: Counter = Counter()
-    for (members, ts, _, sign), m in join_oracle(query_of(windows, common_key(n)), tuples,
-                                                 restore=restore).items():
+    for (members, ts, _, sign), m in join_oracle(query_of(windows, common_key(n)), tuples, restore=restore).items():
         vals = tuple(v for pos in members for t in [tuples[pos]] for v in (t.ts, t.vals["a"], t.vals["b"]))
         expected[(eval_time(ts, slide) if slide else ts, vals, sign)] += m
     assert expected_output(p, streams) == expected

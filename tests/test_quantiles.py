@@ -24,19 +24,22 @@ from tests.oracle_plans import expected_output
 from tests.test_sliding_aggregate import rows, streams
 
 
-@given(frame=streams(), length=st.integers(0, 12), agg=st.sampled_from(
-    ["MEDIAN(S.b)", "MEDIAN(S.f)", "QUANTILE(S.b, 0.25)", "QUANTILE(S.f, 0.75)", "MEDIAN(DISTINCT S.b)"]),
-    keys=st.sampled_from([[], ["S.a"], ["S.k"]]))
+@given(
+    frame=streams(),
+    length=st.integers(0, 12),
+    agg=st.sampled_from(["MEDIAN(S.b)", "MEDIAN(S.f)", "QUANTILE(S.b, 0.25)", "QUANTILE(S.f, 0.75)", "MEDIAN(DISTINCT S.b)"]),
+    keys=st.sampled_from([[], ["S.a"], ["S.k"]]),
+)
 def test_per_tuple_operator_equals_the_oracle(frame, length, agg, keys):
-    query = (f"SELECT ISTREAM({', '.join(keys + [f'{agg} AS m', 'COUNT(*) AS n'])}) FROM S [RANGE {length}]"
-             + (f" GROUP BY {', '.join(keys)}" if keys else ""))
+    query = f"SELECT ISTREAM({', '.join(keys + [f'{agg} AS m', 'COUNT(*) AS n'])}) FROM S [RANGE {length}]" + (f" GROUP BY {', '.join(keys)}" if keys else "")
     note(query)
     plan = parse_plan(query)
     got = rows(execute_plan(plan, {"S": frame}, collect=True).results)
     bound = bind(plan, {"S": ["a", "k", "b", "f"]})
     cols = len(bound.root.schema)
-    want = Counter({(t, tuple(None if isinstance(v, float) and math.isnan(v) else v for v in vals), s): m
-                    for (t, vals, s), m in expected_output(bound, {"S": frame}).items()})
+    want = Counter(
+        {(t, tuple(None if isinstance(v, float) and math.isnan(v) else v for v in vals), s): m for (t, vals, s), m in expected_output(bound, {"S": frame}).items()}
+    )
     assert Counter((r[cols], r[:cols], r[cols + 1]) for r in got) == want
 
 
@@ -44,7 +47,7 @@ def test_per_tuple_operator_equals_the_oracle(frame, length, agg, keys):
 def test_any_fraction_equals_numpy(data):
     panes, groups, n = data.draw(st.integers(1, 10)), data.draw(st.integers(1, 4)), data.draw(st.integers(0, 50))
     p = data.draw(st.floats(0, 1))
-    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 16)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     pane, group, values = rng.integers(0, panes, n), rng.integers(0, groups, n), rng.normal(size=n).round(2)
     lo = rng.integers(0, panes + 1, 6)
     hi = np.minimum(panes, lo + rng.integers(0, panes + 1, 6))
@@ -63,8 +66,7 @@ def test_median_of_panes_and_tuples_agree_on_a_longer_stream():
     rng = np.random.default_rng(5)
     ts = np.sort(rng.integers(0, 2000, 3000))
     frame = pd.DataFrame({"ts": ts, "a": rng.integers(0, 7, 3000), "x": rng.integers(0, 1000, 3000)})
-    q = parse_plan("SELECT RSTREAM(S.a, MEDIAN(S.x) AS m, QUANTILE(S.x, 0.9) AS q9) "
-                   "FROM S [RANGE 99 SLIDE 10] GROUP BY S.a")
+    q = parse_plan("SELECT RSTREAM(S.a, MEDIAN(S.x) AS m, QUANTILE(S.x, 0.9) AS q9) FROM S [RANGE 99 SLIDE 10] GROUP BY S.a")
     panes = execute_plan(q, {"S": frame}, collect=True)
     assert panes.stats["path"].startswith("sliding aggregate: running synopsis")
     got = rows(panes.results)

@@ -24,8 +24,7 @@ def drain(m: Merger) -> list[list]:
 
 def flat(chunks) -> list[tuple]:
     """(pos, stream, ts, k) of every released tuple, in position order."""
-    rows = [(int(p), b.stream, int(t), int(k)) for chunk in chunks for b in chunk
-            for p, t, k in zip(b.pos, b.ts, b.cols.get("k", b.pos))]
+    rows = [(int(p), b.stream, int(t), int(k)) for chunk in chunks for b in chunk for p, t, k in zip(b.pos, b.ts, b.cols.get("k", b.pos))]
     return sorted(rows)
 
 
@@ -45,12 +44,12 @@ def test_ties_go_by_stream_then_input_order():
 def test_release_waits_for_every_stream_and_is_strict():
     m = Merger(["A", "B"], 0)
     m.push(0, [1, 2, 3], {"k": np.arange(3)})
-    assert m.pop() is None                     # B has sent nothing: everything waits
+    assert m.pop() is None  # B has sent nothing: everything waits
     m.push(1, [2], {"k": np.array([9])})
-    chunk = m.pop()                            # W = min(3, 2) = 2: only ts < 2 is final
+    chunk = m.pop()  # W = min(3, 2) = 2: only ts < 2 is final
     assert [b.ts.tolist() for b in chunk] == [[1], []]
     assert m.pop() is None
-    m.mark_finished(1)                         # B is done: A alone holds the bound (3)
+    m.mark_finished(1)  # B is done: A alone holds the bound (3)
     assert [b.ts.tolist() for b in m.pop()] == [[2], [2]]
     m.finish()
     assert [b.ts.tolist() for b in m.pop()] == [[3], []]
@@ -80,8 +79,7 @@ def test_late_rows_are_rejected_with_reason_file_and_line():
     m.finish()
     assert [t for _, _, t, _ in flat(drain(m))] == [10, 16, 20, 30]
     frame = rej.to_frame()
-    assert frame[["stream", "file", "line", "reason", "row"]].values.tolist() == [
-        ["A", "a.csv", 4, "late by 6 ms (lateness 5)", "14,2"]]
+    assert frame[["stream", "file", "line", "reason", "row"]].values.tolist() == [["A", "a.csv", 4, "late by 6 ms (lateness 5)", "14,2"]]
     assert rej.summary() == {"late": 1} and m.late.tolist() == [1] and m.admitted.tolist() == [4]
 
 
@@ -89,7 +87,7 @@ def test_empty_batches_carry_the_schema():
     m = Merger(["A", "B"], 0, schemas=[{"k": np.int64}, {"k": np.int64, "s": np.dtype(object)}])
     m.push(0, [1], {"k": np.array([1])})
     m.finish()
-    (a, b), = drain(m)
+    ((a, b),) = drain(m)
     assert len(a) == 1 and len(b) == 0 and b.cols["s"].dtype == object
 
 
@@ -106,6 +104,7 @@ def test_bad_arguments():
 
 # --------------------------------------------------------------------------- property
 
+
 @st.composite
 def merge_cases(draw):
     n = draw(st.integers(1, 3))
@@ -114,8 +113,7 @@ def merge_cases(draw):
         length = draw(st.integers(0, 12))
         base = draw(st.lists(st.integers(0, 3), min_size=length, max_size=length))
         jitter = draw(st.lists(st.integers(-4, 0), min_size=length, max_size=length))
-        streams.append((np.cumsum(base) + np.array(jitter, dtype=np.int64)).astype(np.int64)
-                       if length else np.empty(0, np.int64))
+        streams.append((np.cumsum(base) + np.array(jitter, dtype=np.int64)).astype(np.int64) if length else np.empty(0, np.int64))
     lateness = draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))
     # a schedule of (stream, rows) pushes interleaving the streams, with pops in between
     schedule = []
@@ -152,21 +150,19 @@ def test_merge_property(case):
     assert m.pop() is None and m.buffered == 0
 
     # reference: a row is late iff ts < (max ts before it on its stream) - lateness
-    late = {(i, k) for i in range(n) for k in range(len(streams[i]))
-            if k and streams[i][k] < streams[i][:k].max() - lateness[i]}
-    rejected = {(int(s[1:]), int(line) - 1) for s, line in zip(rej.table()["stream"].to_pylist(),
-                                                               rej.table()["line"].to_pylist())}
+    late = {(i, k) for i in range(n) for k in range(len(streams[i])) if k and streams[i][k] < streams[i][:k].max() - lateness[i]}
+    rejected = {(int(s[1:]), int(line) - 1) for s, line in zip(rej.table()["stream"].to_pylist(), rej.table()["line"].to_pylist())}
     assert rejected == late and rej.total == len(late)
 
     rows = flat(chunks)
     emitted = [(s, k) for _, s, _, k in rows]
-    assert len(emitted) == len(set(emitted))                       # exactly once
+    assert len(emitted) == len(set(emitted))  # exactly once
     assert set(emitted) | late == {(i, k) for i in range(n) for k in range(len(streams[i]))}
     assert not set(emitted) & late
-    assert [p for p, *_ in rows] == list(range(len(rows)))         # positions 0..N-1
-    keys = [(t, s, k) for _, s, t, k in rows]                      # k is the input order
-    assert keys == sorted(keys)                                    # (ts, stream, input order)
-    for c in chunks:                                               # each chunk: contiguous range
+    assert [p for p, *_ in rows] == list(range(len(rows)))  # positions 0..N-1
+    keys = [(t, s, k) for _, s, t, k in rows]  # k is the input order
+    assert keys == sorted(keys)  # (ts, stream, input order)
+    for c in chunks:  # each chunk: contiguous range
         pos = np.sort(np.concatenate([b.pos for b in c]))
         assert len(pos) <= chunk_rows and (len(pos) == 0 or pos[-1] - pos[0] == len(pos) - 1)
 
@@ -189,6 +185,7 @@ def test_enough_lateness_rejects_nothing(case):
 
 # --------------------------------------------------------------------------- merge_all over sources
 
+
 def test_merge_all_zeek_dns_lateness(tmp_path):
     """Real out-of-order data: the 200-row Zeek dns head, in epoch ms."""
     p = tmp_path / "dns.csv"
@@ -205,8 +202,7 @@ def test_merge_all_zeek_dns_lateness(tmp_path):
         if want_late is not None:
             assert late == want_late
         else:
-            assert late > 0 and all(r.startswith("late by ") and r.endswith(f" ms (lateness {lateness})")
-                                    for r in rej.table()["reason"].to_pylist())
+            assert late > 0 and all(r.startswith("late by ") and r.endswith(f" ms (lateness {lateness})") for r in rej.table()["reason"].to_pylist())
 
 
 def test_merge_all_reads_the_stream_that_holds_back_and_stays_bounded():

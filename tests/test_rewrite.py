@@ -53,6 +53,7 @@ def texts(plans):
 
 # --- alternatives --------------------------------------------------------------------------------
 
+
 def test_query4_both_rewritings_from_either_form():
     assert texts(alternatives(query4())) == [PULLED, PUSHED]
     assert texts(alternatives(query4(pushed=True))) == [PUSHED, PULLED]
@@ -65,14 +66,15 @@ def test_query4_rewritings_are_the_same_query():
 
     def parts(plan):
         nodes = list(walk(plan.root))
-        return (sorted(s.alias for s in plan.scans()),
-                sorted(str(n.predicate) for n in nodes if isinstance(n, Select)),
-                sorted(f"{a}={b}" for n in nodes if isinstance(n, Negation) for a, b in n.on),
-                sorted(f"{a}={b}" for n in nodes if isinstance(n, Join) for a, b in n.equalities))
+        return (
+            sorted(s.alias for s in plan.scans()),
+            sorted(str(n.predicate) for n in nodes if isinstance(n, Select)),
+            sorted(f"{a}={b}" for n in nodes if isinstance(n, Negation) for a, b in n.on),
+            sorted(f"{a}={b}" for n in nodes if isinstance(n, Join) for a, b in n.equalities),
+        )
 
     assert parts(up) == parts(down)
-    assert bind(up, schemas).root.schema == bind(down, schemas).root.schema == (
-        "L1.ts", "L1.src", "L1.dst", "L3.ts", "L3.src", "L3.proto")
+    assert bind(up, schemas).root.schema == bind(down, schemas).root.schema == ("L1.ts", "L1.src", "L1.dst", "L3.ts", "L3.src", "L3.proto")
     assert [annotate(p.root)[p.root.child] for p in (up, down)] == [Pattern.STR, Pattern.STR]
 
 
@@ -110,7 +112,7 @@ def test_negation_is_not_pushed_below_a_relation_join():
     plan = query4(third=Scan("L3", "L3", kind="nrr"))
     assert len(alternatives(plan)) == 1
     pushed = query4(third=Scan("L3", "L3", kind="nrr"), pushed=True)
-    assert len(alternatives(pushed)) == 2   # pulling it up above the NRR join is fine
+    assert len(alternatives(pushed)) == 2  # pulling it up above the NRR join is fine
 
 
 def test_except_is_not_moved():
@@ -123,13 +125,14 @@ def test_except_is_not_moved():
 def test_three_way_join_negation_moves_to_the_correlated_input():
     s = {a: Scan(a, a, WindowSpec("range", 10)) for a in ("A", "B", "C", "D")}
     names = ("A", "B", "C", "D")
-    c = lambda a: Col(names.index(a), "k", a)   # noqa: E731
+    c = lambda a: Col(names.index(a), "k", a)  # noqa: E731
     join = Join((s["A"], s["B"], s["C"]), ((c("A"), c("B")), (c("B"), c("C"))))
     plan = Plan(Output(Negation(join, s["D"], ((c("B"), c("D")),))), names)
     assert texts(alternatives(plan)) == ["ISTREAM((A ⋈ B ⋈ C) − D)", "ISTREAM(A ⋈ (B − D) ⋈ C)"]
 
 
 # --- costs ---------------------------------------------------------------------------------------
+
 
 def ftp_stats(ftp_values: float) -> dict:
     """Join selectivity set by how rare ftp is: σ(L3) keeps 1/ftp_values of Link3."""
@@ -163,8 +166,7 @@ def test_upa_pushes_negation_down_when_the_join_output_is_large():
 def test_nt_prefers_the_cheaper_relational_order(ftp_values):
     """Under NT every edge carries each tuple twice: only the tuple rates decide."""
     stats = ftp_stats(ftp_values)
-    relational = {algebra(p.root): sum(f.rate for n, f in flows(p, stats).items() if n is not p.root)
-                  for p in alternatives(query4())}
+    relational = {algebra(p.root): sum(f.rate for n, f in flows(p, stats).items() if n is not p.root) for p in alternatives(query4())}
     _, report = choose_plan(query4(), stats, "nt")
     assert report["chosen"] == min(relational, key=relational.get)
 

@@ -26,8 +26,7 @@ from slidewise.optimizer.sharing import pane_width, share, split_where, why_not
 from slidewise.plan.bind import bind
 from tests.test_sliding_aggregate import rows, streams
 
-AGGS = ["COUNT(*)", "SUM(S.b)", "AVG(S.f)", "MIN(S.b)", "MAX(S.f)", "COUNT(DISTINCT S.b)", "MEDIAN(S.b)",
-        "QUANTILE(S.f, 0.25)", "COUNT(S.f)", "AVG(S.b)"]
+AGGS = ["COUNT(*)", "SUM(S.b)", "AVG(S.f)", "MIN(S.b)", "MAX(S.f)", "COUNT(DISTINCT S.b)", "MEDIAN(S.b)", "QUANTILE(S.f, 0.25)", "COUNT(S.f)", "AVG(S.b)"]
 WHERE = [None, "S.b > 0", "S.a < 2", "S.a != 1 AND S.b > 0", "S.k = 'x' OR S.a = 3"]
 
 
@@ -42,9 +41,12 @@ def query_sets(draw) -> dict[str, str]:
         where = draw(st.sampled_from(WHERE if keys else WHERE[:2]))
         kind = draw(st.sampled_from(["RSTREAM", "RSTREAM", "ISTREAM", "DSTREAM"]))
         having = " HAVING COUNT(*) > 1" if draw(st.booleans()) else ""
-        out[f"q{i}"] = (f"SELECT {kind}({', '.join(items)}) FROM S [RANGE {length} SLIDE {slide}]"
-                        + (f" WHERE {where}" if where else "") + (f" GROUP BY {', '.join(keys)}" if keys else "")
-                        + (having if keys else ""))
+        out[f"q{i}"] = (
+            f"SELECT {kind}({', '.join(items)}) FROM S [RANGE {length} SLIDE {slide}]"
+            + (f" WHERE {where}" if where else "")
+            + (f" GROUP BY {', '.join(keys)}" if keys else "")
+            + (having if keys else "")
+        )
     return out
 
 
@@ -63,13 +65,13 @@ def test_shared_answers_equal_each_query_alone(frame, queries, chunk):
 
 def test_groups_filters_and_states():
     frame = pd.DataFrame({"ts": np.arange(40), "a": np.arange(40) % 4, "b": np.arange(40) % 7})
-    queries = {"n": "SELECT RSTREAM(S.a, COUNT(*) AS n, AVG(S.b) AS m) FROM S [RANGE 9 SLIDE 5] GROUP BY S.a",
-               "s": "SELECT RSTREAM(X.a, SUM(X.b) AS s) FROM S [RANGE 5 SLIDE 3] AS X WHERE X.a >= 2 GROUP BY X.a",
-               "m": "SELECT RSTREAM(S.a, MEDIAN(S.b) AS m, COUNT(DISTINCT S.b) AS d) FROM S [RANGE 11 SLIDE 4] "
-                    "WHERE S.b > 2 GROUP BY S.a",
-               "q": "SELECT RSTREAM(S.a, QUANTILE(S.b, 0.9) AS q) FROM S [RANGE 3 SLIDE 2] WHERE S.b > 2 AND S.a = 1 "
-                    "GROUP BY S.a",
-               "d": "SELECT DISTINCT S.a FROM S [RANGE 3]"}
+    queries = {
+        "n": "SELECT RSTREAM(S.a, COUNT(*) AS n, AVG(S.b) AS m) FROM S [RANGE 9 SLIDE 5] GROUP BY S.a",
+        "s": "SELECT RSTREAM(X.a, SUM(X.b) AS s) FROM S [RANGE 5 SLIDE 3] AS X WHERE X.a >= 2 GROUP BY X.a",
+        "m": "SELECT RSTREAM(S.a, MEDIAN(S.b) AS m, COUNT(DISTINCT S.b) AS d) FROM S [RANGE 11 SLIDE 4] WHERE S.b > 2 GROUP BY S.a",
+        "q": "SELECT RSTREAM(S.a, QUANTILE(S.b, 0.9) AS q) FROM S [RANGE 3 SLIDE 2] WHERE S.b > 2 AND S.a = 1 GROUP BY S.a",
+        "d": "SELECT DISTINCT S.a FROM S [RANGE 3]",
+    }
     many = slidewise.run_many(queries, {"S": frame})
     shared = many.stats["shared"]
     assert [g["queries"] for g in shared] == [["n", "s"], ["m", "q"]]
@@ -93,18 +95,17 @@ def test_sharing_rules():
     assert why_not(a, _spec("SELECT RSTREAM(S.a, MAX(S.b) AS m) FROM S [RANGE 99 SLIDE 7] GROUP BY S.a")) == []
     assert why_not(a, _spec(base.replace("FROM S [RANGE 9 SLIDE 5]", "FROM R [RANGE 9 SLIDE 5] AS S") + " GROUP BY S.a")) == ["streams S and R differ"]
     assert why_not(a, _spec(base + " GROUP BY S.a, S.k")) == ["GROUP BY a and a, k differ"]
-    assert why_not(a, _spec(base + " WHERE S.a = 1 GROUP BY S.a")) == []            # a group filter
-    assert why_not(a, _spec(base + " WHERE S.b = 1 GROUP BY S.a")) == []            # a cover (COUNT)
-    assert why_not(_spec("SELECT RSTREAM(S.a, MEDIAN(S.b) AS m) FROM S [RANGE 9 SLIDE 5] GROUP BY S.a"),
-                   _spec(base + " WHERE S.b = 1 GROUP BY S.a")) == \
-        ["their WHERE conditions differ beyond conjuncts on the group keys, and not every aggregate is COUNT, "
-         "SUM, AVG, MIN or MAX (whose partials a cover of the predicates can share)"]
+    assert why_not(a, _spec(base + " WHERE S.a = 1 GROUP BY S.a")) == []  # a group filter
+    assert why_not(a, _spec(base + " WHERE S.b = 1 GROUP BY S.a")) == []  # a cover (COUNT)
+    assert why_not(_spec("SELECT RSTREAM(S.a, MEDIAN(S.b) AS m) FROM S [RANGE 9 SLIDE 5] GROUP BY S.a"), _spec(base + " WHERE S.b = 1 GROUP BY S.a")) == [
+        "their WHERE conditions differ beyond conjuncts on the group keys, and not every aggregate is COUNT, "
+        "SUM, AVG, MIN or MAX (whose partials a cover of the predicates can share)"
+    ]
     tuples, groups = split_where(_spec(base + " WHERE S.b > 1 AND S.a + 1 < 3 AND S.a > S.b GROUP BY S.a"))
     assert sorted(map(str, tuples)) == ["S.a > S.b", "S.b > 1"] and str(groups) == "(S.a + 1) < 3"
     assert pane_width([_spec(base + " GROUP BY S.a"), _spec("SELECT RSTREAM(COUNT(*)) FROM S [RANGE 19 SLIDE 15]")]) == 5
     med = "SELECT RSTREAM(S.a, MEDIAN(S.b) AS n) FROM S [RANGE 9 SLIDE 5]"
-    groups = share({"x": _spec(med + " GROUP BY S.a"), "y": _spec(med + " WHERE S.a = 2 GROUP BY S.a"),
-                    "z": _spec(med + " WHERE S.b = 2 GROUP BY S.a")})
+    groups = share({"x": _spec(med + " GROUP BY S.a"), "y": _spec(med + " WHERE S.a = 2 GROUP BY S.a"), "z": _spec(med + " WHERE S.b = 2 GROUP BY S.a")})
     assert [[m.name for m in g.members] for g in groups] == [["x", "y"], ["z"]]
     assert groups[0].members[1].group_filter is not None
 
@@ -122,16 +123,19 @@ def test_query_file_statements():
     assert [(q.index, q.name, q.line, q.column) for q in named] == [(1, "small", 2, 1), (2, "name_q", 5, 1)]
 
 
-@pytest.mark.parametrize("text,message", [
-    (QUERIES + "\n" * 3 + "  third: SELECT RSTREAM(S.k FROM S [RANGE 9 SLIDE 5] GROUP BY S.k;",
-     "q.cql line 9, column 29: query 3 (third): unexpected 'FROM'"),
-    (QUERIES + "SELECT * FROM S [RANGE 3];", "q.cql line 6, column 1: query 3: a statement must start with its name"),
-    (QUERIES + "small: SELECT * FROM S [RANGE 3];", "q.cql line 6, column 1: query 3 (small): the name 'small' is used "
-                                                   "twice (first by query 1)"),
-    (QUERIES + "bad: SELECT RSTREAM(S.k, QUANTILE(S.x, 2) AS q) FROM S [RANGE 3 SLIDE 1] GROUP BY S.k;",
-     "q.cql line 6, column 40: query 3 (bad): QUANTILE's fraction 2 is outside [0, 1]"),
-    ("-- nothing\n ; ;", "q.cql holds no query"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (QUERIES + "\n" * 3 + "  third: SELECT RSTREAM(S.k FROM S [RANGE 9 SLIDE 5] GROUP BY S.k;", "q.cql line 9, column 29: query 3 (third): unexpected 'FROM'"),
+        (QUERIES + "SELECT * FROM S [RANGE 3];", "q.cql line 6, column 1: query 3: a statement must start with its name"),
+        (QUERIES + "small: SELECT * FROM S [RANGE 3];", "q.cql line 6, column 1: query 3 (small): the name 'small' is used twice (first by query 1)"),
+        (
+            QUERIES + "bad: SELECT RSTREAM(S.k, QUANTILE(S.x, 2) AS q) FROM S [RANGE 3 SLIDE 1] GROUP BY S.k;",
+            "q.cql line 6, column 40: query 3 (bad): QUANTILE's fraction 2 is outside [0, 1]",
+        ),
+        ("-- nothing\n ; ;", "q.cql holds no query"),
+    ],
+)
 def test_query_file_errors(text, message):
     with pytest.raises(QueryError) as e:
         parse_queries(text, "q.cql")
@@ -142,20 +146,18 @@ def test_run_many_cli(tmp_path, capsys):
     (tmp_path / "s.csv").write_text("ts,k,x,name\n1,a,1,zeta\n2,a,5,alpha\n3,b,2,beta\n7,a,3,mu\n12,b,4,gamma\n")
     (tmp_path / "q.cql").write_text(QUERIES + "d: SELECT DISTINCT S.k FROM S [RANGE 3];\n")
     out = tmp_path / "out"
-    code = main(["run-many", str(tmp_path / "q.cql"), "--source", f"S={tmp_path / 's.csv'}", "--out-dir", str(out),
-                 "--stats-json", str(tmp_path / "stats.json")])
+    code = main(["run-many", str(tmp_path / "q.cql"), "--source", f"S={tmp_path / 's.csv'}", "--out-dir", str(out), "--stats-json", str(tmp_path / "stats.json")])
     assert code == 0
     assert sorted(p.name for p in out.iterdir()) == ["d.csv", "name_q.csv", "small.csv"]
     assert (out / "small.csv").read_text().splitlines()[:3] == ["S.k,s,ts,sign", "a,6,5,1", "b,2,5,1"]
     stats = json.loads((tmp_path / "stats.json").read_text())
-    assert stats["shared"][0]["queries"] == ["small", "name_q"] and stats["alone"] == ["d"]   # a cover (SS4)
+    assert stats["shared"][0]["queries"] == ["small", "name_q"] and stats["alone"] == ["d"]  # a cover (SS4)
     assert stats["shared"][0]["rules"] == ["SS1", "SS4", "CS1", "CS6"] and not stats["rules"]["CS8"]["applied"]
     err = capsys.readouterr().err
     assert "3 queries in" in err and "small: 6 results" in err and "by SS1, SS4, CS1, CS6: small, name_q" in err
     # a type error of query 2 names it and its place in the file; no output is written
     (tmp_path / "bad.cql").write_text(QUERIES.replace("SUM(S.x)", "SUM(S.x)").replace("COUNT(*) AS n", "MEDIAN(S.name) AS n"))
-    code = main(["run-many", str(tmp_path / "bad.cql"), "--source", f"S={tmp_path / 's.csv'}", "--out-dir",
-                 str(tmp_path / "out2")])
+    code = main(["run-many", str(tmp_path / "bad.cql"), "--source", f"S={tmp_path / 's.csv'}", "--out-dir", str(tmp_path / "out2")])
     assert code == 2
     err = capsys.readouterr().err
     assert f"slidewise: error: {tmp_path / 'bad.cql'} line 5, column 29: query 2 (name_q): MEDIAN needs a number" in err
@@ -163,9 +165,10 @@ def test_run_many_cli(tmp_path, capsys):
 
 def test_plan_errors_name_the_query():
     with pytest.raises(PlanError, match=r"query 2 \(b\): .*unknown stream|query 2 \(b\)"):
-        slidewise.run_many({"a": "SELECT RSTREAM(COUNT(*)) FROM S [RANGE 3 SLIDE 1]",
-                            "b": "SELECT RSTREAM(S.k, SUM(S.k) AS s) FROM S [RANGE 3 SLIDE 1] GROUP BY S.k"},
-                           {"S": pd.DataFrame({"ts": [1, 2], "k": ["x", "y"]})})
+        slidewise.run_many(
+            {"a": "SELECT RSTREAM(COUNT(*)) FROM S [RANGE 3 SLIDE 1]", "b": "SELECT RSTREAM(S.k, SUM(S.k) AS s) FROM S [RANGE 3 SLIDE 1] GROUP BY S.k"},
+            {"S": pd.DataFrame({"ts": [1, 2], "k": ["x", "y"]})},
+        )
 
 
 def test_api_names_and_positions():

@@ -13,30 +13,37 @@ import pytest
 from slidewise.errors import OptionError
 from slidewise.runtime.sinks import csv_bytes, open_sink
 
-B1 = {"S1.ts": np.array([1, 2]), "S1.a": np.array([7, 8]), "name": np.array(["x", "a,b"], dtype=object),
-      "v": np.array([0.5, np.nan]), "sign": np.array([1, -1], dtype=np.int8)}
-B2 = {"S1.ts": np.array([3]), "S1.a": np.array([9]), "name": np.array(['say "hi"'], dtype=object),
-      "v": np.array([1.25]), "sign": np.array([1], dtype=np.int8)}
+B1 = {
+    "S1.ts": np.array([1, 2]),
+    "S1.a": np.array([7, 8]),
+    "name": np.array(["x", "a,b"], dtype=object),
+    "v": np.array([0.5, np.nan]),
+    "sign": np.array([1, -1], dtype=np.int8),
+}
+B2 = {"S1.ts": np.array([3]), "S1.a": np.array([9]), "name": np.array(['say "hi"'], dtype=object), "v": np.array([1.25]), "sign": np.array([1], dtype=np.int8)}
 
 
 def write_two(target, columns=None):
     sink = open_sink(target, columns)
     sink.write(B1)
-    sink.write({k: v[:0] for k, v in B2.items()})   # empty batches are fine
+    sink.write({k: v[:0] for k, v in B2.items()})  # empty batches are fine
     sink.write(B2)
     sink.close()
     return sink
 
 
-@pytest.mark.parametrize("ext, read", [
-    ("csv", pd.read_csv),
-    ("csv.gz", pd.read_csv),
-    ("jsonl", lambda p: pd.read_json(p, lines=True)),
-    ("json", lambda p: pd.read_json(p, lines=True)),
-    ("parquet", pd.read_parquet),
-])
+@pytest.mark.parametrize(
+    "ext, read",
+    [
+        ("csv", pd.read_csv),
+        ("csv.gz", pd.read_csv),
+        ("jsonl", lambda p: pd.read_json(p, lines=True)),
+        ("json", lambda p: pd.read_json(p, lines=True)),
+        ("parquet", pd.read_parquet),
+    ],
+)
 def test_file_sinks_round_trip(tmp_path, ext, read):
-    path = tmp_path / "deep" / "dir" / f"out.{ext}"          # parent directories are created
+    path = tmp_path / "deep" / "dir" / f"out.{ext}"  # parent directories are created
     sink = write_two(path)
     assert sink.rows_written == 3
     frame = read(path)
@@ -48,8 +55,7 @@ def test_file_sinks_round_trip(tmp_path, ext, read):
 def test_csv_text_is_plain_and_quoted_only_where_needed(tmp_path):
     path = tmp_path / "o.csv"
     write_two(path)
-    assert path.read_text().splitlines() == [
-        "S1.ts,S1.a,name,v,sign", "1,7,x,0.5,1", '2,8,"a,b",,-1', '3,9,"say ""hi""",1.25,1']
+    assert path.read_text().splitlines() == ["S1.ts,S1.a,name,v,sign", "1,7,x,0.5,1", '2,8,"a,b",,-1', '3,9,"say ""hi""",1.25,1']
 
 
 def test_columns_fix_order_and_header_of_empty_output(tmp_path):
@@ -78,8 +84,13 @@ def test_parquet_is_written_incrementally(tmp_path):
 
 def test_parquet_integers_are_delta_encoded_and_read_back(tmp_path):
     path = tmp_path / "o.parquet"
-    cols = {"ts": np.repeat(np.arange(5) * 10, 4), "a": np.tile(np.arange(4, dtype=np.int32), 5),
-            "n": np.full(20, 2**62), "sign": np.ones(20, np.int8), "s": np.array(["q"] * 20, dtype=object)}
+    cols = {
+        "ts": np.repeat(np.arange(5) * 10, 4),
+        "a": np.tile(np.arange(4, dtype=np.int32), 5),
+        "n": np.full(20, 2**62),
+        "sign": np.ones(20, np.int8),
+        "s": np.array(["q"] * 20, dtype=object),
+    }
     with open_sink(path) as sink:
         sink.write(cols)
     col = pq.ParquetFile(path).metadata.row_group(0).column
@@ -112,7 +123,7 @@ def test_bad_targets(tmp_path):
     with pytest.raises(OptionError, match="cannot write --out: Not a directory") as err:
         open_sink(blocker / "sub" / "out.csv")
     assert "\n" not in str(err.value)
-    if os.geteuid() != 0:   # root can write anywhere
+    if os.geteuid() != 0:  # root can write anywhere
         ro = tmp_path / "ro"
         ro.mkdir()
         ro.chmod(0o500)
@@ -135,7 +146,7 @@ def test_a_file_appears_whole_on_close_and_an_abort_leaves_the_target(tmp_path, 
     target.chmod(0o640)
     sink = open_sink(target, ["ts", "a"])
     sink.write({"ts": np.array([1, 2]), "a": np.array([5, 6])})
-    assert target.read_bytes() == b"earlier"          # still the old file while writing
+    assert target.read_bytes() == b"earlier"  # still the old file while writing
     sink.abort()
     assert target.read_bytes() == b"earlier" and sorted(p.name for p in tmp_path.iterdir()) == [target.name]
     with pytest.raises(RuntimeError), open_sink(target, ["ts", "a"]) as failing:
@@ -146,7 +157,7 @@ def test_a_file_appears_whole_on_close_and_an_abort_leaves_the_target(tmp_path, 
         sink.write({"ts": np.array([1, 2]), "a": np.array([5, 6])})
     read = {".parquet": pd.read_parquet, ".jsonl": lambda p: pd.read_json(p, lines=True)}.get(ext, pd.read_csv)
     assert read(target)["a"].tolist() == [5, 6] and len(list(tmp_path.iterdir())) == 1
-    assert target.stat().st_mode & 0o777 == 0o640        # the replaced file's permissions are kept
+    assert target.stat().st_mode & 0o777 == 0o640  # the replaced file's permissions are kept
 
 
 def test_background_sink_writes_in_order_and_raises_the_writers_error(tmp_path):

@@ -43,6 +43,7 @@ def rejects_of(src):
 
 # --------------------------------------------------------------------------- CSV
 
+
 def test_csv_schema_values_and_lines(tmp_path):
     p = tmp_path / "s.csv"
     p.write_text("ts,a,price,name,flag\n3,1,1.5,x,true\n1,2,2,\"b,c\",false\n\n7,3,-0.25,\"say \"\"hi\"\"\",true\n")
@@ -55,7 +56,7 @@ def test_csv_schema_values_and_lines(tmp_path):
     assert cols["price"].tolist() == [1.5, 2.0, -0.25]
     assert cols["name"].tolist() == ["x", "b,c", 'say "hi"']
     assert cols["flag"].tolist() == [True, False, True]
-    assert lines.tolist() == [2, 3, 5]          # physical lines, header is line 1, blank line 4
+    assert lines.tolist() == [2, 3, 5]  # physical lines, header is line 1, blank line 4
     assert set(files) == {str(p)}
     assert src.rejects.total == 0 and src.rows_read == 3
 
@@ -206,8 +207,7 @@ def test_csv_lines_exact_across_tiny_blocks(tmp_path_factory, case, chunk_rows):
     finally:
         S._MIN_BLOCK, S._SAMPLE_BYTES = S_min, S_sample
     assert all(0 < len(c) <= chunk_rows for c in chunks)
-    got = [(int(t), str(s), int(float(n)), int(ln)) for c in chunks
-           for t, s, n, ln in zip(c.ts, c.cols["s"], c.cols["n"], c.lines)]
+    got = [(int(t), str(s), int(float(n)), int(ln)) for c in chunks for t, s, n, ln in zip(c.ts, c.cols["s"], c.cols["n"], c.lines)]
     assert got == expected
     # what the standard library reads as rows of the wrong width is exactly what was rejected
     short = [r for r in csv.reader(io.StringIO(text)) if len(r) == 1 and r != []]
@@ -215,6 +215,7 @@ def test_csv_lines_exact_across_tiny_blocks(tmp_path_factory, case, chunk_rows):
 
 
 # --------------------------------------------------------------------------- timestamps
+
 
 def test_zeek_dns_float_epoch_seconds_to_ms(tmp_path):
     p = tmp_path / "dns.csv"
@@ -224,23 +225,29 @@ def test_zeek_dns_float_epoch_seconds_to_ms(tmp_path):
     assert src.ts_unit == "s" and src.ts_label == "ms"
     ts, cols, lines, _ = read_all(src)
     assert len(ts) == 200 and lines[0] == 2 and lines[-1] == 201
-    assert ts[0] == 1521911720865            # 1521911720.865716 s
+    assert ts[0] == 1521911720865  # 1521911720.865716 s
     assert cols["query"][0] == "ise.wrccdc.org"
     assert src.schema["orig_p"] == np.int64 and src.schema["query"] == np.dtype(object)
     assert (np.diff(ts) < 0).any(), "the Zeek sample has real out-of-order rows"
     assert src.rejects.total == 0
 
 
-@pytest.mark.parametrize("unit, values, want", [
-    ("s", ["1.5", "2", "1521911720.866"], [1500, 2000, 1521911720866]),
-    ("ms", ["1500", "2.9"], [1500, 2]),
-    ("us", ["1500000", "1999"], [1500, 1]),
-    ("ns", ["1521911720865716000"], [1521911720865]),
-    ("raw", ["-5", "7"], [-5, 7]),
-    ("iso", ["2018-03-24T17:15:20.865Z", "2018-03-24 17:15:20", "2018-03-24T19:15:20+02:00", "2018-03-24"],
-     [1521911720865, 1521911720000, 1521911720000, 1521849600000]),
-    ("auto", ["2018-03-24T17:15:20.865716", "2018-03-24T17:15:21"], [1521911720865, 1521911721000]),
-])
+@pytest.mark.parametrize(
+    "unit, values, want",
+    [
+        ("s", ["1.5", "2", "1521911720.866"], [1500, 2000, 1521911720866]),
+        ("ms", ["1500", "2.9"], [1500, 2]),
+        ("us", ["1500000", "1999"], [1500, 1]),
+        ("ns", ["1521911720865716000"], [1521911720865]),
+        ("raw", ["-5", "7"], [-5, 7]),
+        (
+            "iso",
+            ["2018-03-24T17:15:20.865Z", "2018-03-24 17:15:20", "2018-03-24T19:15:20+02:00", "2018-03-24"],
+            [1521911720865, 1521911720000, 1521911720000, 1521849600000],
+        ),
+        ("auto", ["2018-03-24T17:15:20.865716", "2018-03-24T17:15:21"], [1521911720865, 1521911721000]),
+    ],
+)
 def test_ts_units(tmp_path, unit, values, want):
     p = tmp_path / "t.csv"
     p.write_text("ts,a\n" + "".join(f"{v},1\n" for v in values))
@@ -255,8 +262,7 @@ def test_bad_timestamps_are_rejected_with_reasons(tmp_path):
     ts, _, lines, _ = read_all(src)
     assert ts.tolist() == [1, 3] and lines.tolist() == [2, 6]
     reasons = {r["line"]: r["reason"] for r in rejects_of(src)}
-    assert reasons == {3: "non-integer timestamp '2.5'", 4: "missing timestamp",
-                       5: "non-numeric timestamp 'nope'"}
+    assert reasons == {3: "non-integer timestamp '2.5'", 4: "missing timestamp", 5: "non-numeric timestamp 'nope'"}
     q = tmp_path / "iso.csv"
     q.write_text("ts,a\n2018-03-24T17:15:20Z,1\nyesterday,2\n")
     src = open_source("T", q)
@@ -274,11 +280,19 @@ def test_wrong_unit_for_every_sampled_timestamp_is_an_error(tmp_path):
 
 # --------------------------------------------------------------------------- JSON lines and Parquet
 
+
 def test_jsonl_types_lines_and_bad_lines(tmp_path):
     p = tmp_path / "s.jsonl"
-    lines = [{"ts": 1, "a": 5, "name": "x", "tags": [1, 2]}, None, {"ts": 2, "a": 6, "name": "y", "tags": []},
-             "{not json", {"ts": 3, "a": "seven", "name": "z", "tags": [3]}, [1, 2],
-             {"ts": 4, "name": "w", "tags": None, "extra": 1}, {"ts": 5, "a": 8, "name": 9, "tags": [4]}]
+    lines = [
+        {"ts": 1, "a": 5, "name": "x", "tags": [1, 2]},
+        None,
+        {"ts": 2, "a": 6, "name": "y", "tags": []},
+        "{not json",
+        {"ts": 3, "a": "seven", "name": "z", "tags": [3]},
+        [1, 2],
+        {"ts": 4, "name": "w", "tags": None, "extra": 1},
+        {"ts": 5, "a": 8, "name": 9, "tags": [4]},
+    ]
     p.write_text("".join(("" if x is None else x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
     src = open_source("J", p)
     # "a" is absent on line 7 and "extra" on most lines: integers with gaps are read as floats
@@ -299,8 +313,7 @@ def test_jsonl_blocks_and_missing_integer_beyond_the_sample(tmp_path, monkeypatc
     monkeypatch.setattr(S, "_SAMPLE_BYTES", 128)
     monkeypatch.setattr(S, "_MIN_BLOCK", 64)
     p = tmp_path / "s.ndjson"
-    p.write_text("".join(json.dumps({"ts": i, "a": i % 3, "f": i / 2}) + "\n" for i in range(100))
-                 + '{"ts": 100, "f": 1.5}\n')
+    p.write_text("".join(json.dumps({"ts": i, "a": i % 3, "f": i / 2}) + "\n" for i in range(100)) + '{"ts": 100, "f": 1.5}\n')
     src = open_source("J", p, chunk_rows=40)
     assert src.schema == {"a": np.float64, "f": np.float64}
     ts, cols, lines, _ = read_all(src)
@@ -317,8 +330,7 @@ def test_json_array_file_is_refused(tmp_path):
 
 def test_parquet_row_numbers_units_and_nullable_ints(tmp_path):
     p = tmp_path / "s.parquet"
-    table = pa.table({"ts": pa.array([1.25, 0.5, 3.0]), "k": pa.array([1, None, 3], pa.int64()),
-                      "s": pa.array(["a", None, "c"]), "b": pa.array([True, False, True])})
+    table = pa.table({"ts": pa.array([1.25, 0.5, 3.0]), "k": pa.array([1, None, 3], pa.int64()), "s": pa.array(["a", None, "c"]), "b": pa.array([True, False, True])})
     pq.write_table(table, p, row_group_size=2)
     src = open_source("P", p, chunk_rows=2)
     assert src.schema == {"k": np.float64, "s": object, "b": np.bool_}
@@ -333,6 +345,7 @@ def test_parquet_row_numbers_units_and_nullable_ints(tmp_path):
 
 
 # --------------------------------------------------------------------------- directories
+
 
 def test_directory_read_in_name_order_mixed_formats(tmp_path):
     d = tmp_path / "in"
@@ -361,7 +374,7 @@ def test_directory_schema_mismatch_names_both_files_and_columns(tmp_path):
     (d / "2.csv").write_text("ts,a,b\n1,x,3\n")
     with pytest.raises(SourceError, match=r"a \(int vs str\)"):
         open_source("D", d)
-    (d / "2.csv").write_text("ts,a,b\n1,2.5,3\n")   # int and float unify to float
+    (d / "2.csv").write_text("ts,a,b\n1,2.5,3\n")  # int and float unify to float
     src = open_source("D", d)
     assert src.schema == {"a": np.float64, "b": np.int64}
     assert read_all(src)[1]["a"].tolist() == [2.0, 2.5]
@@ -369,9 +382,9 @@ def test_directory_schema_mismatch_names_both_files_and_columns(tmp_path):
 
 # --------------------------------------------------------------------------- in-memory inputs
 
+
 def test_dataframe_dict_and_records():
-    df = pd.DataFrame({"ts": pd.to_datetime(["2018-03-24T17:15:20.865Z", "2018-03-24T17:15:21Z"], format="ISO8601"),
-                       "k": [1, 2], "s": ["a", "b"]})
+    df = pd.DataFrame({"ts": pd.to_datetime(["2018-03-24T17:15:20.865Z", "2018-03-24T17:15:21Z"], format="ISO8601"), "k": [1, 2], "s": ["a", "b"]})
     src = open_source("F", df)
     ts, cols, lines, files = read_all(src)
     assert ts.tolist() == [1521911720865, 1521911721000] and lines.tolist() == [1, 2] and files[0] == "<DataFrame>"
@@ -433,19 +446,23 @@ def test_csv_rows_longer_than_a_pyarrow_block_are_read(tmp_path):
     assert ts.tolist() == [1, 2, 3] and len(cols["s"][1]) == 3_000_000
 
 
-@pytest.mark.parametrize("values, unit", [
-    (["1", "2", "30"], "raw"), (["1700000000000000000", "1700000000000000001"], "raw"),
-    (["1521484800.5", "1521484801"], "s"), (["2024-01-01T00:00:00", "x"], "iso"),
-    ([str(99_999_000 + 500 * i) for i in range(5)], "raw"),   # a clock growing through 10**8
-])
+@pytest.mark.parametrize(
+    "values, unit",
+    [
+        (["1", "2", "30"], "raw"),
+        (["1700000000000000000", "1700000000000000001"], "raw"),
+        (["1521484800.5", "1521484801"], "s"),
+        (["2024-01-01T00:00:00", "x"], "iso"),
+        ([str(99_999_000 + 500 * i) for i in range(5)], "raw"),  # a clock growing through 10**8
+    ],
+)
 def test_auto_unit_reads_consistent_samples(tmp_path, values, unit):
     p = tmp_path / "t.csv"
     p.write_text("ts,a\n" + "".join(f"{v},1\n" for v in values))
     assert open_source("S", p).ts_unit == unit
 
 
-@pytest.mark.parametrize("values", [["1", "1700000000000"], ["0.5", "1521484800123"], ["2024-01-01", "17"],
-                                    ["1700000000", "1700000000000"]])
+@pytest.mark.parametrize("values", [["1", "1700000000000"], ["0.5", "1521484800123"], ["2024-01-01", "17"], ["1700000000", "1700000000000"]])
 def test_auto_unit_refuses_to_guess(tmp_path, values):
     p = tmp_path / "t.csv"
     p.write_text("ts,a\n" + "".join(f"{v},1\n" for v in values))

@@ -28,7 +28,7 @@ def test_insert_lookup_delete(make):
     assert len(s) == 4
     assert sorted(r[1] for r in s.lookup("a")) == [1, 3, 3]
     assert s.delete(("a", 3), 13) and len(s) == 3
-    assert not s.delete(("a", 3), 99)              # wrong exp: nothing cancelled
+    assert not s.delete(("a", 3), 99)  # wrong exp: nothing cancelled
     assert sorted(r[1] for r in s.lookup("a")) == [1, 3]
     assert s.delete(("b", 2), 12) and s.lookup("b") == ()
     assert Counter(r[1] for r in s) == Counter({1: 1, 3: 1})
@@ -39,8 +39,8 @@ def test_expire_by_time(make):
     s = make()
     for ts in range(10):
         s.insert(row("k", ts, ts + 5))
-    s.delete(("k", 2), 7)                           # premature deletion
-    assert sorted(r[1] for r in s.expire(8)) == [0, 1]    # exp 5, 6 < 8; exp 7 was deleted
+    s.delete(("k", 2), 7)  # premature deletion
+    assert sorted(r[1] for r in s.expire(8)) == [0, 1]  # exp 5, 6 < 8; exp 7 was deleted
     assert s.next_expiry() is not None and s.next_expiry() <= 8
     assert sorted(r[1] for r in s.expire(12)) == [3, 4, 5, 6]
     assert len(s) == 3 and sorted(r[1] for r in s.lookup(("k", 7))) == [7]
@@ -62,7 +62,7 @@ def test_no_exp_rows_stay_and_delete_by_lookup():
 
 def test_fifo_out_of_order_insert_and_tombstones():
     s = FifoStore(key=lambda v: v[0])
-    for ts, exp in ((0, 10), (1, 20), (2, 15)):    # windows of different lengths mixed
+    for ts, exp in ((0, 10), (1, 20), (2, 15)):  # windows of different lengths mixed
         s.insert(row("k", ts, exp))
     assert s.delete(("k", 0), 10)
     assert s.expire(11) == []
@@ -91,8 +91,8 @@ def test_calendar_fig_3_6_partitions():
     assert sum(q.partition_sizes()) == 7
     # at 61 the day 50-59 is popped whole; the boundary day 60-69 is scanned
     assert [r[2] for r in q.expire(61)] == [51, 60]
-    assert q.partition_sizes() == [1, 1, 1, 1, 1]     # 100 | 61 | 75 | 88 | 99
-    q.insert(((105,), 55, 105, 1))                   # the next "year" reuses partition 0
+    assert q.partition_sizes() == [1, 1, 1, 1, 1]  # 100 | 61 | 75 | 88 | 99
+    q.insert(((105,), 55, 105, 1))  # the next "year" reuses partition 0
     assert q.partition_sizes()[0] == 2
     assert [r[2] for r in q.expire(101)] == [61, 75, 88, 99, 100]
     assert [r[2] for r in q.expire(106)] == [105] and len(q) == 0
@@ -101,7 +101,7 @@ def test_calendar_fig_3_6_partitions():
 def test_calendar_far_future_rows_share_partitions():
     q = CalendarQueue(partitions=2, width=5)
     q.insert((("near",), 0, 3, 1))
-    q.insert((("far",), 0, 23, 1))                   # same partition (day 0 and day 4 -> 0)
+    q.insert((("far",), 0, 23, 1))  # same partition (day 0 and day 4 -> 0)
     assert [r[0] for r in q.expire(10)] == [("near",)]
     assert q.next_expiry() == 23
     assert q.delete((("far",), 0, 23, 1)) and len(q) == 0
@@ -112,12 +112,10 @@ def test_calendar_rejects_bad_partitions():
         CalendarQueue(partitions=0)
 
 
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 30), st.booleans()), max_size=40),
-       st.sampled_from(["scan", "fifo", "calendar"]), st.integers(1, 7))
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 30), st.booleans()), max_size=40), st.sampled_from(["scan", "fifo", "calendar"]), st.integers(1, 7))
 def test_stores_agree_with_a_list(ops, kind, partitions):
     """Random inserts (exp = ts + life), premature deletions and expirations, against a plain list."""
-    s = {"scan": ScanStore, "fifo": FifoStore,
-         "calendar": lambda key: CalendarStore(key, partitions=partitions)}[kind](key=lambda v: v[0])
+    s = {"scan": ScanStore, "fifo": FifoStore, "calendar": lambda key: CalendarStore(key, partitions=partitions)}[kind](key=lambda v: v[0])
     ref: list = []
     now = 0
     for k, life, delete in ops:

@@ -24,7 +24,7 @@ def _oracle(xs: list, k: int) -> str | None:
 def test_topk_equals_brute_force(data):
     panes, groups, n = data.draw(st.integers(1, 12)), data.draw(st.integers(1, 4)), data.draw(st.integers(0, 50))
     k = data.draw(st.integers(1, 4))
-    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 16)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     pane, group, values = rng.integers(0, panes, n), rng.integers(0, groups, n), rng.integers(-3, 4, n)
     lo = rng.integers(0, panes + 1, 6)
     hi = np.minimum(panes, lo + rng.integers(0, panes + 1, 6))

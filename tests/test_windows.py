@@ -23,6 +23,7 @@ def ts_of(window):
 
 # -- time window -----------------------------------------------------------------
 
+
 def test_time_window_eager_expiration_boundaries():
     # T = 10, at now = 15 the window holds 5 <= ts <= 15:
     #   ts:  1   5   9   15
@@ -41,12 +42,12 @@ def test_time_window_lazy_expiration_purges_only_at_multiples():
     w = TimeWindow(10, expire_every=5)
     for i, ts in enumerate((1, 2, 8)):
         w.insert(tup(i, ts))
-    assert w.expire(10) == []                     # purge at 10: nothing older than 0
-    assert w.expire(14) == [] and len(w) == 3     # ts 1, 2 stale at 14, kept until 15
-    assert ts_of(w.live(14)) == [8]               # readers skip stale tuples
+    assert w.expire(10) == []  # purge at 10: nothing older than 0
+    assert w.expire(14) == [] and len(w) == 3  # ts 1, 2 stale at 14, kept until 15
+    assert ts_of(w.live(14)) == [8]  # readers skip stale tuples
     assert not w.is_live(w.oldest, 14) and w.is_live(w.newest, 14)
-    assert ts_of(w.expire(15)) == [1, 2]          # 15 reached: purge
-    assert w.expire(18) == []                     # next purge at 20
+    assert ts_of(w.expire(15)) == [1, 2]  # 15 reached: purge
+    assert w.expire(18) == []  # next purge at 20
     assert ts_of(w.expire(19, force=True)) == [8]  # force ignores the schedule
     assert len(w) == 0
 
@@ -61,6 +62,7 @@ def test_time_window_from_spec():
 
 
 # -- count window -------------------------------------------------------------
+
 
 def test_count_window_circular_overwrite():
     # N = 3: the 4th arrival overwrites the oldest slot
@@ -99,6 +101,7 @@ def test_count_window_insert_after_growth_evicts_down():
 
 # -- partitioned count window ---------------------------------------------------
 
+
 def test_partitioned_count_window():
     # [PARTITION BY k ROWS 2]
     #   k=0: p0 p2 p4 -> p0 evicted by p4
@@ -106,7 +109,7 @@ def test_partitioned_count_window():
     w = PartitionedCountWindow(2, "k")
     evicted = [w.insert(tup(p, p, k=p % 2)) for p in range(5)]
     assert [e.pos if e else None for e in evicted] == [None, None, None, None, 0]
-    assert [t.pos for t in w] == [1, 2, 3, 4]           # arrival order across partitions
+    assert [t.pos for t in w] == [1, 2, 3, 4]  # arrival order across partitions
     assert [t.pos for t in w.partition(0)] == [2, 4]
     assert list(w.partition(7)) == []
     assert [(c, t.pos) for c, t in w.entries(0)] == [(1, 2), (2, 4)]

@@ -23,6 +23,7 @@ def positions(items) -> list[int]:
 
 # -- hashing and the circular bucket --------------------------------------------
 
+
 def test_bucket_of_is_modular_and_consistent_across_numeric_types():
     assert [bucket_of(v, 4) for v in (0, 1, 5, -1, 7.0)] == [0, 1, 1, 3, 3]
     assert bucket_of("x", 1) == 0
@@ -45,8 +46,8 @@ def test_circular_bucket_grows_and_removes_inside():
     for it in items:
         b.append(it)
     assert b.capacity == 8 and len(b) == 5
-    b.remove(items[2])          # inside: later items shift left
-    b.remove(items[0])          # head: O(1)
+    b.remove(items[2])  # inside: later items shift left
+    b.remove(items[0])  # head: O(1)
     assert list(b) == [items[1], items[3], items[4]]
     with pytest.raises(ValueError):
         b.remove(items[0])
@@ -57,6 +58,7 @@ def test_circular_bucket_grows_and_removes_inside():
 
 
 # -- time windows: one FIFO per bucket ---------------------------------------------
+
 
 def test_time_buckets_are_fifos_and_expire_eagerly():
     #   ts:  1    2    4    6    9         window [RANGE 5], b = 2 on a
@@ -74,11 +76,11 @@ def test_time_buckets_are_fifos_and_expire_eagerly():
 
 def test_time_window_lazy_expiration_purges_at_multiples_and_probes_check():
     w = HashWindow(WindowSpec("range", 2), buckets=2, key="a", expire_every=5)
-    assert w.expire(1) == []            # purges (nothing yet), next purge at 5
+    assert w.expire(1) == []  # purges (nothing yet), next purge at 5
     for pos, ts in enumerate([0, 1, 2, 3]):
         w.insert(tup(pos, ts, pos))
-    assert w.expire(4) == []            # before 5: no purge
-    assert len(w) == 4                  # stale tuples stay ...
+    assert w.expire(4) == []  # before 5: no purge
+    assert len(w) == 4  # stale tuples stay ...
     origin = tup(9, 4)
     assert [w.contains(t, origin) for t in w] == [False, False, True, True]  # ... but are skipped
     assert positions(w.expire(5)) == [0, 1, 2]
@@ -93,6 +95,7 @@ def test_time_window_force_expiration_and_exp():
 
 
 # -- count windows: circular buckets ------------------------------------------------
+
 
 def test_count_window_overwrites_oldest_at_its_bucket_head():
     #   arrivals (a):  0  1  0  0     [ROWS 3], b = 2 on a
@@ -134,11 +137,10 @@ def test_count_window_retained_for_lazy_evaluation_uses_counters():
     assert [w.contains(t, tup(3, 0)) for t in arrivals[1:]] == [True, True, False]
     assert positions(w.advance(arrivals[3])) == [1]
     assert positions(w) == [2, 3]
-    assert w.expire(100) == []          # count windows do not expire by time
+    assert w.expire(100) == []  # count windows do not expire by time
 
 
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), st.integers(0, 2)), max_size=40),
-       st.integers(1, 4), st.integers(1, 5), st.booleans())
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), st.integers(0, 2)), max_size=40), st.integers(1, 4), st.integers(1, 5), st.booleans())
 def test_count_buckets_hold_exactly_the_last_n_per_partition(rows, size, buckets, partitioned):
     spec = WindowSpec("rows", size, partition_by="b" if partitioned else None)
     w = HashWindow(spec, buckets=buckets, key="a")
@@ -154,8 +156,7 @@ def test_count_buckets_hold_exactly_the_last_n_per_partition(rows, size, buckets
     assert sum(w.bucket_sizes()) == len(w)
 
 
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), max_size=40),
-       st.integers(0, 6), st.integers(1, 5))
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5)), max_size=40), st.integers(0, 6), st.integers(1, 5))
 def test_time_buckets_hold_exactly_the_window(rows, length, buckets):
     w = HashWindow(WindowSpec("range", length), buckets=buckets, key="a")
     ts, inserted = 0, []
@@ -166,8 +167,7 @@ def test_time_buckets_hold_exactly_the_window(rows, length, buckets):
         w.insert(t)
         inserted.append(t)
         assert positions(w) == [u.pos for u in inserted if u.ts >= ts - length]
-        assert all(list(w.probe(b)) == sorted(w.probe(b), key=lambda u: u.pos)
-                   for b in range(buckets))
+        assert all(list(w.probe(b)) == sorted(w.probe(b), key=lambda u: u.pos) for b in range(buckets))
 
 
 def test_rejects_bad_arguments():

@@ -20,11 +20,10 @@ NAMES = "ABCD"
 
 
 def test_clause_forms():
-    q = parse_wjoin("SELECT * FROM A, B, C WINDOW(A, B) = 10 AND WINDOW(B, C) = 5 "
-                    "WHERE A.id = B.id AND B.id = C.id")
+    q = parse_wjoin("SELECT * FROM A, B, C WINDOW(A, B) = 10 AND WINDOW(B, C) = 5 WHERE A.id = B.id AND B.id = C.id")
     assert q.constraints == (WindowConstraint(0, 1, 10), WindowConstraint(1, 2, 5))
     assert len(q.join.equalities) == 2
-    assert q.bounds()[0][2] == 15 and q.reach() == [15, 10, 15]   # Form 3: completed by shortest paths
+    assert q.bounds()[0][2] == 15 and q.reach() == [15, 10, 15]  # Form 3: completed by shortest paths
     every = parse_wjoin("select * from A, B, C window = 3;")
     assert every.describe() == "WINDOW(A, B) = 3 AND WINDOW(A, C) = 3 AND WINDOW(B, C) = 3"
     directed = parse_wjoin("SELECT * FROM A, B DWINDOW(a, b) = 2 s")
@@ -37,21 +36,26 @@ def test_window_as_a_name_is_no_clause():
     assert not isinstance(parse_any("SELECT * FROM S [RANGE 5] WHERE S.window = 3"), WJoinQuery)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("SELECT * FROM A, B WINDOW(A, X) = 1",
-     "query line 1, column 30: unknown stream 'X' in a window constraint (hint: name a stream of FROM: A, B)"),
-    ("SELECT * FROM A, B WINDOW(A, B) = -1",
-     "query line 1, column 35: negative window -1 (hint: a window is a distance >= 0)"),
-    ("SELECT * FROM A, B, C WINDOW(A, B) = 1 WHERE A.x = C.x",
-     "query line 1, column 23: the window constraints do not connect the streams: A, B | C "
-     "(hint: add a WINDOW(X, Y) = w between two of these groups (or WINDOW = w for every pair))"),
-    ("SELECT * FROM A, B DWINDOW = 1",
-     "query line 1, column 20: DWINDOW needs its two streams "
-     "(hint: write DWINDOW(A, B) = w: A's tuple first, B's at most w later)"),
-    ("SELECT * FROM A [RANGE 5], B WINDOW(A, B) = 1",
-     "stream A has its own window [RANGE 5] in a W-join "
-     "(hint: a W-join's windows are its WINDOW constraints; drop the [ ... ] after the stream)"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("SELECT * FROM A, B WINDOW(A, X) = 1", "query line 1, column 30: unknown stream 'X' in a window constraint (hint: name a stream of FROM: A, B)"),
+        ("SELECT * FROM A, B WINDOW(A, B) = -1", "query line 1, column 35: negative window -1 (hint: a window is a distance >= 0)"),
+        (
+            "SELECT * FROM A, B, C WINDOW(A, B) = 1 WHERE A.x = C.x",
+            "query line 1, column 23: the window constraints do not connect the streams: A, B | C "
+            "(hint: add a WINDOW(X, Y) = w between two of these groups (or WINDOW = w for every pair))",
+        ),
+        (
+            "SELECT * FROM A, B DWINDOW = 1",
+            "query line 1, column 20: DWINDOW needs its two streams (hint: write DWINDOW(A, B) = w: A's tuple first, B's at most w later)",
+        ),
+        (
+            "SELECT * FROM A [RANGE 5], B WINDOW(A, B) = 1",
+            "stream A has its own window [RANGE 5] in a W-join (hint: a W-join's windows are its WINDOW constraints; drop the [ ... ] after the stream)",
+        ),
+    ],
+)
 def test_errors_are_pinned(text, message):
     with pytest.raises(QueryError) as info:
         parse_wjoin(text)
@@ -70,24 +74,23 @@ def cases(draw):
     names = NAMES[:n]
     items = []
     if draw(st.booleans()) and n <= 3:
-        items.append(f"WINDOW = {draw(st.integers(0, 4))}")           # Form 1
+        items.append(f"WINDOW = {draw(st.integers(0, 4))}")  # Form 1
     else:
-        path = draw(st.booleans())                                      # a path join, or a random tree
+        path = draw(st.booleans())  # a path join, or a random tree
         for j in range(1, n):
             i = j - 1 if path else draw(st.integers(0, j - 1))
             a, b = (i, j) if draw(st.booleans()) else (j, i)
             kw = "DWINDOW" if draw(st.booleans()) else "WINDOW"
             items.append(f"{kw}({names[a]}, {names[b]}) = {draw(st.integers(0, 5))}")
-        for _ in range(draw(st.integers(0, 2))):                        # extra constraints (cycles)
+        for _ in range(draw(st.integers(0, 2))):  # extra constraints (cycles)
             a, b = draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True))
             items.append(f"WINDOW({names[a]}, {names[b]}) = {draw(st.integers(0, 6))}")
     where = [f"{names[i]}.k = {names[i + 1]}.k" for i in range(n - 1) if draw(st.booleans())]
     if draw(st.booleans()):
         where.append(f"{names[0]}.k < 2")
     text = f"SELECT * FROM {', '.join(names)} {' AND '.join(items)}" + (f" WHERE {' AND '.join(where)}" if where else "")
-    rows = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 12), st.integers(0, 2)),
-                         max_size=5 * n))
-    if draw(st.booleans()) and rows:                                    # a burst: one timestamp for many
+    rows = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, 12), st.integers(0, 2)), max_size=5 * n))
+    if draw(st.booleans()) and rows:  # a burst: one timestamp for many
         burst = draw(st.integers(0, 12))
         rows += [(s, burst, k) for s, _, k in rows[: len(rows) // 2]]
     chunk = draw(st.integers(1, 8))
@@ -106,10 +109,13 @@ def _run(query: WJoinQuery, tuples: list[Tup], chunk: int):
     op = MWJoin(query)
     keys = []
     for start in range(0, len(tuples), chunk):
-        part = tuples[start:start + chunk]
-        batches = [StreamBatch(s, [t.pos for t in part if t.stream == s], [t.ts for t in part if t.stream == s],
-                               {"k": np.array([t.vals["k"] for t in part if t.stream == s], np.int64)})
-                   for s in range(query.n)]
+        part = tuples[start : start + chunk]
+        batches = [
+            StreamBatch(
+                s, [t.pos for t in part if t.stream == s], [t.ts for t in part if t.stream == s], {"k": np.array([t.vals["k"] for t in part if t.stream == s], np.int64)}
+            )
+            for s in range(query.n)
+        ]
         keys += op.process(batches).keys()
     keys += op.finish().keys()
     return keys
@@ -124,7 +130,7 @@ def test_mw_join_equals_the_oracle(case):
     got = _run(query, tuples, chunk)
     expected = oracle_wjoin(query, tuples)
     assert sorted(got) == sorted(expected.elements()), text
-    assert len(set(got)) == len(got)                                    # each result once
+    assert len(set(got)) == len(got)  # each result once
 
 
 def test_removal_rule_bounds_the_state():
@@ -141,9 +147,19 @@ def test_run_through_the_cli(tmp_path, capsys):
     (tmp_path / "a.csv").write_text("ts,id\n1,1\n3,2\n5,1\n")
     (tmp_path / "b.csv").write_text("ts,id\n2,1\n4,2\n9,1\n")
     out = tmp_path / "r.csv"
-    code = main(["run", "SELECT * FROM A, B DWINDOW(A, B) = 1 WHERE A.id = B.id",
-                 "--source", f"A={tmp_path / 'a.csv'}", "--source", f"B={tmp_path / 'b.csv'}",
-                 "--out", str(out), "--quiet"])
+    code = main(
+        [
+            "run",
+            "SELECT * FROM A, B DWINDOW(A, B) = 1 WHERE A.id = B.id",
+            "--source",
+            f"A={tmp_path / 'a.csv'}",
+            "--source",
+            f"B={tmp_path / 'b.csv'}",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
     assert code == 0
     assert out.read_text().splitlines() == ["A.ts,A.id,B.ts,B.id,ts,exp,sign", "1,1,2,1,2,2,1", "3,2,4,2,4,4,1"]
 
@@ -156,8 +172,7 @@ def test_spark_is_refused_and_explain_shows_the_bounds(tmp_path, capsys):
     with pytest.raises(OptionError, match="W-joins run on the local engine only so far"):
         slidewise.run("SELECT * FROM A, B WINDOW = 1", {"A": [{"ts": 1}], "B": [{"ts": 1}]}, engine="spark")
     assert main(["explain", "SELECT * FROM A, B, C WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3"]) == 0
-    assert capsys.readouterr().out == ("W-join on mw-join: WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3; "
-                                       "reach {'A': 5, 'B': 3, 'C': 2}\n")
+    assert capsys.readouterr().out == ("W-join on mw-join: WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3; reach {'A': 5, 'B': 3, 'C': 2}\n")
 
 
 @settings(max_examples=25, deadline=None)
@@ -169,15 +184,15 @@ def test_the_local_engine_equals_the_oracle(case):
     text, rows, chunk = case
     query = parse_wjoin(text)
     tuples = _tuples(rows)
-    sources = {name: [{"ts": t.ts, "k": t.vals["k"]} for t in sorted(tuples, key=lambda t: t.pos) if t.stream == i]
-               for i, name in enumerate(query.join.aliases)}
+    sources = {name: [{"ts": t.ts, "k": t.vals["k"]} for t in sorted(tuples, key=lambda t: t.pos) if t.stream == i] for i, name in enumerate(query.join.aliases)}
     for name in sources:
-        sources[name] = sources[name] or [{"ts": 10 ** 6, "k": 9}]   # no empty source: a far-away tuple
-        if sources[name][-1]["ts"] == 10 ** 6:
-            tuples.append(Tup(query.join.aliases.index(name), len(tuples), 10 ** 6, 1, {"k": 9}))
+        sources[name] = sources[name] or [{"ts": 10**6, "k": 9}]  # no empty source: a far-away tuple
+        if sources[name][-1]["ts"] == 10**6:
+            tuples.append(Tup(query.join.aliases.index(name), len(tuples), 10**6, 1, {"k": 9}))
     by_pos = {t.pos: t for t in tuples}
     res = slidewise.run(query, sources, chunk_rows=chunk).results
     got = sorted(tuple(int(v) for v in row) for row in res.itertuples(index=False))
-    expected = sorted(tuple(x for p in key for x in (by_pos[p].ts, by_pos[p].vals["k"])) + (ts, exp, sign)
-                      for key, ts, exp, sign in oracle_wjoin(query, tuples).elements())
+    expected = sorted(
+        tuple(x for p in key for x in (by_pos[p].ts, by_pos[p].vals["k"])) + (ts, exp, sign) for key, ts, exp, sign in oracle_wjoin(query, tuples).elements()
+    )
     assert got == expected, text

@@ -10,8 +10,15 @@ from slidewise.errors import ExecutionError, OptionError, PlanError, QueryError,
 __version__ = "0.1.0"
 
 __all__ = [
-    "ExecutionError", "OptionError", "PlanError", "QueryError", "SlidewiseError", "SourceError",
-    "__version__", "run", "run_many",
+    "ExecutionError",
+    "OptionError",
+    "PlanError",
+    "QueryError",
+    "SlidewiseError",
+    "SourceError",
+    "__version__",
+    "run",
+    "run_many",
 ]
 
 

@@ -34,9 +34,17 @@ from slidewise.runtime.sinks import sink_format
 JOIN_ONLY_OPTIONS = ("algorithm", "order", "buckets", "stats", "search", "negatives", "overload", "adaptive")
 
 
-def run(query: str | JoinQuery | WJoinQuery | Plan, sources: dict[str, object], *, algorithm: str | None = None,
-        order: str | list[str] | None = None, engine: str = "local", tables: dict[str, object] | None = None,
-        run_options: RunOptions | None = None, **options) -> RunResult:
+def run(
+    query: str | JoinQuery | WJoinQuery | Plan,
+    sources: dict[str, object],
+    *,
+    algorithm: str | None = None,
+    order: str | list[str] | None = None,
+    engine: str = "local",
+    tables: dict[str, object] | None = None,
+    run_options: RunOptions | None = None,
+    **options,
+) -> RunResult:
     """Run a query to the end of its inputs on the embedded engine (or ``engine="spark"``).
 
     ``query``: CQL text, the name of a ``*.cql`` file, a ``pathlib.Path`` (read whatever its
@@ -77,15 +85,17 @@ def run(query: str | JoinQuery | WJoinQuery | Plan, sources: dict[str, object], 
     elif _uses_kafka(sources, opts.out):
         from slidewise.kafka.local import run_local
 
-        return run_local(run, query, sources, out=opts.out, run_options=opts, algorithm=algorithm, order=order, engine=engine,
-                         tables=tables, **operator_options)
-    check_run(sources, tables, {"--out": opts.out, "--rejects": opts.rejects},
-              directories=("--out", "--rejects") if engine == "spark" else (),
-              formats={} if engine == "spark" else {"--out": sink_format})
+        return run_local(run, query, sources, out=opts.out, run_options=opts, algorithm=algorithm, order=order, engine=engine, tables=tables, **operator_options)
+    check_run(
+        sources,
+        tables,
+        {"--out": opts.out, "--rejects": opts.rejects},
+        directories=("--out", "--rejects") if engine == "spark" else (),
+        formats={} if engine == "spark" else {"--out": sink_format},
+    )
     q = query if isinstance(query, (JoinQuery, WJoinQuery, Plan)) else load_any(query, tables)
     if isinstance(q, Plan):
-        return _run_plan(q, sources, tables, opts, engine=engine,
-                         options={"algorithm": algorithm, "order": order, **operator_options})
+        return _run_plan(q, sources, tables, opts, engine=engine, options={"algorithm": algorithm, "order": order, **operator_options})
     if isinstance(q, WJoinQuery) and engine == "spark":
         raise local_only()
     if engine == "spark":
@@ -94,8 +104,7 @@ def run(query: str | JoinQuery | WJoinQuery | Plan, sources: dict[str, object], 
         return run_spark(q, sources, run_options=opts, algorithm=algorithm, order=order, **operator_options)
     if engine != "local":
         raise OptionError(f"unknown engine {engine!r}", hint="use engine='local' or engine='spark'")
-    return execute(q, sources, run_options=opts, algorithm=algorithm, order=order,
-                   operator_options=operator_options)
+    return execute(q, sources, run_options=opts, algorithm=algorithm, order=order, operator_options=operator_options)
 
 
 def _uses_kafka(sources: dict, out) -> bool:
@@ -124,8 +133,9 @@ def _run_plan(plan: Plan, sources, tables, opts: RunOptions, *, engine: str, opt
         raise OptionError(f"unknown engine {engine!r}", hint="use engine='local' or engine='spark'")
     given = [k for k in JOIN_ONLY_OPTIONS if options.get(k) not in (None, False)]
     if given:
-        raise OptionError(f"option {given[0]!r} applies to join queries only, not to this general query",
-                          hint="drop it; choose the processing strategy with --strategy nt|direct|upa")
+        raise OptionError(
+            f"option {given[0]!r} applies to join queries only, not to this general query", hint="drop it; choose the processing strategy with --strategy nt|direct|upa"
+        )
     extra = {k: v for k, v in options.items() if k not in JOIN_ONLY_OPTIONS}
     # run what explain shows: the cheapest update-pattern rewriting
     return execute_plan(plan, sources, tables, run_options=opts, options=extra, rewrite=True)

@@ -18,49 +18,65 @@ def _add_query_argument(p: argparse.ArgumentParser) -> None:
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     from slidewise.spark.cli import ENGINES, add_spark_options, default_engine
 
-    p.add_argument("--engine", default=None, choices=ENGINES,
-                   help=f"execution engine: spark (Spark Structured Streaming, local[*] unless --master) "
-                        f"or local (embedded, in-process); default {default_engine()} (SLIDEWISE_ENGINE "
-                        "sets it); without --engine, a Spark option such as --checkpoint or --mode batch "
-                        "selects spark, and runs with overload or adaptive options stay local")
+    p.add_argument(
+        "--engine",
+        default=None,
+        choices=ENGINES,
+        help=f"execution engine: spark (Spark Structured Streaming, local[*] unless --master) "
+        f"or local (embedded, in-process); default {default_engine()} (SLIDEWISE_ENGINE "
+        "sets it); without --engine, a Spark option such as --checkpoint or --mode batch "
+        "selects spark, and runs with overload or adaptive options stay local",
+    )
     add_spark_options(p)
-    p.add_argument("--mode", default="stream", choices=["stream", "batch"],
-                   help="with --engine spark: stream (Structured Streaming) or batch (one Spark SQL job "
-                        "over the recorded files, for backfills; --out is then a file)")
+    p.add_argument(
+        "--mode",
+        default="stream",
+        choices=["stream", "batch"],
+        help="with --engine spark: stream (Structured Streaming) or batch (one Spark SQL job over the recorded files, for backfills; --out is then a file)",
+    )
     p.add_argument("--algorithm", help="join algorithm (see `slidewise algorithms`); default: chosen by the planner")
     p.add_argument("--order", help="global join order, e.g. S2,S1,S3")
     p.add_argument("--out", help="result file (.csv, .jsonl, .parquet) or - for stdout")
     p.add_argument("--stats-json", help="write the run's stats as JSON here")
     p.add_argument("--rejects", help="write rejected rows with reasons here (CSV)")
-    p.add_argument("--lateness", default=str(DEFAULTS.lateness),
-                   help=f"allowed out-of-orderness, e.g. 500, 10s (default {DEFAULTS.lateness})")
+    p.add_argument("--lateness", default=str(DEFAULTS.lateness), help=f"allowed out-of-orderness, e.g. 500, 10s (default {DEFAULTS.lateness})")
     p.add_argument("--ts-column", default=DEFAULTS.ts_column, help=f"timestamp column (default {DEFAULTS.ts_column})")
-    p.add_argument("--ts-unit", default=DEFAULTS.ts_unit, choices=TS_UNITS,
-                   help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms, "
-                        "and an error when values imply different units")
-    p.add_argument("--chunk-rows", type=int, default=DEFAULTS.chunk_rows,
-                   help=f"rows per processing chunk (default {DEFAULTS.chunk_rows})")
+    p.add_argument(
+        "--ts-unit",
+        default=DEFAULTS.ts_unit,
+        choices=TS_UNITS,
+        help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms, and an error when values imply different units",
+    )
+    p.add_argument("--chunk-rows", type=int, default=DEFAULTS.chunk_rows, help=f"rows per processing chunk (default {DEFAULTS.chunk_rows})")
     p.add_argument("--buckets", type=int, help="hash buckets per window (hash joins)")
     _add_stats_options(p)
-    p.add_argument("--negative-tuples", action="store_true",
-                   help="emit retractions (sign -1) when count-window members expire")
+    p.add_argument("--negative-tuples", action="store_true", help="emit retractions (sign -1) when count-window members expire")
     p.add_argument("--quiet", action="store_true", help="no progress line and no summary")
-    p.add_argument("--table", action="append", metavar="NAME=PATH",
-                   help="a relation (repeatable): rows with ts (default 0), optional op +/- and attributes, "
-                        "key first; non-retroactive unless FROM says TABLE NAME")
-    p.add_argument("--strategy", default=DEFAULTS.strategy, choices=STRATEGIES,
-                   help="general queries: negative tuples, direct expiration, or update-pattern aware "
-                        f"(default {DEFAULTS.strategy})")
-    p.add_argument("--partitions", type=int, default=DEFAULTS.partitions,
-                   help=f"general queries: calendar queue partitions for --strategy upa (default {DEFAULTS.partitions})")
+    p.add_argument(
+        "--table",
+        action="append",
+        metavar="NAME=PATH",
+        help="a relation (repeatable): rows with ts (default 0), optional op +/- and attributes, key first; non-retroactive unless FROM says TABLE NAME",
+    )
+    p.add_argument(
+        "--strategy",
+        default=DEFAULTS.strategy,
+        choices=STRATEGIES,
+        help=f"general queries: negative tuples, direct expiration, or update-pattern aware (default {DEFAULTS.strategy})",
+    )
+    p.add_argument(
+        "--partitions", type=int, default=DEFAULTS.partitions, help=f"general queries: calendar queue partitions for --strategy upa (default {DEFAULTS.partitions})"
+    )
 
 
 def _add_stats_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--stats", action="append", metavar="STREAM:rate=R,distinct=V",
-                   help="stream statistics for the cost-based planner (repeatable), "
-                        "e.g. --stats S1:rate=10,distinct=500; default: uniform")
-    p.add_argument("--search", default="auto", choices=["auto", "heuristic", "exact"],
-                   help="join-order search (auto: exact for up to 6 streams)")
+    p.add_argument(
+        "--stats",
+        action="append",
+        metavar="STREAM:rate=R,distinct=V",
+        help="stream statistics for the cost-based planner (repeatable), e.g. --stats S1:rate=10,distinct=500; default: uniform",
+    )
+    p.add_argument("--search", default="auto", choices=["auto", "heuristic", "exact"], help="join-order search (auto: exact for up to 6 streams)")
 
 
 def cmd_bench(argv: list[str]) -> int:
@@ -105,8 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--rejects", help="write rejected (too late) rows here")
     from slidewise.spark.cli import ENGINES, default_engine
 
-    d.add_argument("--engine", default=default_engine(), choices=ENGINES,
-                   help=f"execution engine (default: {default_engine()}; SLIDEWISE_ENGINE sets the default)")
+    d.add_argument("--engine", default=default_engine(), choices=ENGINES, help=f"execution engine (default: {default_engine()}; SLIDEWISE_ENGINE sets the default)")
     d.add_argument("--master", help="Spark master URL (default local[*])")
     d.add_argument("--conf", action="append", metavar="K=V", help="Spark setting (repeatable)")
     from slidewise.spark.cli import add_verbose_option
@@ -120,11 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--order")
     e.add_argument("--buckets", type=int, help="hash buckets per window (default: allocated by the model)")
     _add_stats_options(e)
-    e.add_argument("--strategy", default=DEFAULTS.strategy, choices=STRATEGIES,
-                   help=f"general queries: processing strategy whose state structures to show "
-                        f"(default {DEFAULTS.strategy})")
-    e.add_argument("--partitions", type=int, default=DEFAULTS.partitions,
-                   help="general queries: calendar queue partitions")
+    e.add_argument(
+        "--strategy",
+        default=DEFAULTS.strategy,
+        choices=STRATEGIES,
+        help=f"general queries: processing strategy whose state structures to show (default {DEFAULTS.strategy})",
+    )
+    e.add_argument("--partitions", type=int, default=DEFAULTS.partitions, help="general queries: calendar queue partitions")
     e.add_argument("--json", action="store_true")
     e.set_defaults(func=cmd_explain)
 
@@ -138,8 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", default="streams", help="output directory (S1.csv, S2.csv, ...)")
     g.set_defaults(func=cmd_generate)
 
-    b = sub.add_parser("bench", add_help=False,
-                       help="run an experiment (the bench extra); see `slidewise bench --help`")
+    b = sub.add_parser("bench", add_help=False, help="run an experiment (the bench extra); see `slidewise bench --help`")
     b.add_argument("argv", nargs=argparse.REMAINDER)  # parsed by slidewise.bench.cli (see main)
 
     c = sub.add_parser("calibrate", help="measure the binary join cost model's weight factors here")
@@ -149,8 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--min-time", type=float, help="seconds measured per point (default 0.05)")
     c.add_argument("--bucket-size", type=float, default=10.0, help="hash tuples per bucket (default 10)")
     c.add_argument("--node-size", type=int, default=100, help="tree node size N (default 100)")
-    c.add_argument("--clock", default="cpu", choices=["cpu", "wall"],
-                   help="process CPU time (default) or wall time (perf_counter)")
+    c.add_argument("--clock", default="cpu", choices=["cpu", "wall"], help="process CPU time (default) or wall time (perf_counter)")
     c.add_argument("--rounds", type=int, help="measurements per point, median kept (default 3, 1 with --quick)")
     c.set_defaults(func=cmd_calibrate)
 
@@ -162,6 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["bench"]:  # the experiments' own parser, options and --help
+
         def run():
             return cmd_bench(argv[1:])
     else:
@@ -172,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def run():
             return args.func(args)
+
     from slidewise.runtime.outputs import kept_signal_handlers
 
     with kept_signal_handlers():
@@ -184,8 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             print("slidewise: interrupted", file=sys.stderr)
             return getattr(err, "exit_code", 130)
         except MemoryError:
-            print("slidewise: error: out of memory (hint: lower --chunk-rows, or narrow the windows)",
-                  file=sys.stderr)
+            print("slidewise: error: out of memory (hint: lower --chunk-rows, or narrow the windows)", file=sys.stderr)
             return 2
         except BrokenPipeError:  # the reader of stdout has gone (`--out - | head`): stop quietly
             import os

@@ -40,10 +40,13 @@ def _check_outputs(args, tables: dict, general: bool) -> None:
     from slidewise.runtime.sinks import sink_format
 
     parts = args.engine == "spark" and (general or args.mode == "stream")  # directories of batch parts
-    check_run(_sources(args.source), tables,
-              {"--out": args.out, "--rejects": args.rejects, "--stats-json": args.stats_json},
-              directories=("--out", "--rejects") if parts else (),
-              formats={} if parts else {"--out": sink_format})
+    check_run(
+        _sources(args.source),
+        tables,
+        {"--out": args.out, "--rejects": args.rejects, "--stats-json": args.stats_json},
+        directories=("--out", "--rejects") if parts else (),
+        formats={} if parts else {"--out": sink_format},
+    )
 
 
 def _finish_run(args, stats: dict) -> int:
@@ -58,11 +61,12 @@ def _finish_run(args, stats: dict) -> int:
         return 0
     import signal
 
-    wrote = [f"{stats['results']:,} results to {args.out}" if args.out else f"{stats['results']:,} results",
-             f"{stats['rejects']:,} rejects to {args.rejects}" if args.rejects else "",
-             f"stats to {args.stats_json}" if args.stats_json else ""]
-    print(f"slidewise: interrupted by {stopped} after {sum(stats['inputs'].values()):,} tuples; wrote "
-          + ", ".join(w for w in wrote if w), file=sys.stderr)
+    wrote = [
+        f"{stats['results']:,} results to {args.out}" if args.out else f"{stats['results']:,} results",
+        f"{stats['rejects']:,} rejects to {args.rejects}" if args.rejects else "",
+        f"stats to {args.stats_json}" if args.stats_json else "",
+    ]
+    print(f"slidewise: interrupted by {stopped} after {sum(stats['inputs'].values()):,} tuples; wrote " + ", ".join(w for w in wrote if w), file=sys.stderr)
     return 128 + signal.Signals[stopped].value
 
 
@@ -81,10 +85,18 @@ def run_options(args, *, collect: bool | None) -> RunOptions:
     """The ``run`` command's :class:`~slidewise.options.RunOptions` (``--lateness`` errors name the flag)."""
     from slidewise.model.time import parse_duration
 
-    return RunOptions(lateness=parse_duration(args.lateness, what="--lateness"), ts_column=args.ts_column,
-                      ts_unit=args.ts_unit, chunk_rows=args.chunk_rows, out=args.out, collect=collect,
-                      rejects=args.rejects, progress=not args.quiet, strategy=args.strategy,
-                      partitions=args.partitions)
+    return RunOptions(
+        lateness=parse_duration(args.lateness, what="--lateness"),
+        ts_column=args.ts_column,
+        ts_unit=args.ts_unit,
+        chunk_rows=args.chunk_rows,
+        out=args.out,
+        collect=collect,
+        rejects=args.rejects,
+        progress=not args.quiet,
+        strategy=args.strategy,
+        partitions=args.partitions,
+    )
 
 
 def _operator_options(args) -> dict:
@@ -127,31 +139,30 @@ def _print_summary(stats: dict, results, shown: int = 10) -> None:
     if results is not None and len(results):
         table = Table(title=f"first {min(shown, len(results)):,} of {len(results):,} results")
         head = results.head(shown)
-        for c in head.columns:   # names and values from files: plain text, control characters escaped
+        for c in head.columns:  # names and values from files: plain text, control characters escaped
             table.add_column(Text(printable(str(c))), overflow="fold")
         rows = [[Text(printable(_cell(c, v))) for v in head[c].tolist()] for c in head.columns]
         for row in zip(*rows):
             table.add_row(*row)
         Console().print(table)
     rate = stats.get("tuples_per_second") or 0
-    if "strategy" in stats:   # a general plan
+    if "strategy" in stats:  # a general plan
         console.print(
             f"[bold]{stats['results']:,}[/] results, {stats['retractions']:,} retractions from "
             f"{sum(stats['inputs'].values()):,} tuples ({', '.join(f'{k} {v:,}' for k, v in stats['inputs'].items())})"
             f" in {stats['seconds']:.3f} s = {rate:,.0f} tuples/s; strategy {stats['strategy']}; state peak "
             f"{stats['state_tuples_peak']:,} tuples; {stats['negative_tuples']:,} negative tuples; peak "
             f"{stats['peak_rss_mb']:.0f} MB; rejects {stats['rejects']:,}"
-            + (f" ({'; '.join(f'{escape(printable(k))}: {v}' for k, v in stats['rejects_by_reason'].items())})"
-               if stats['rejects'] else ""))
+            + (f" ({'; '.join(f'{escape(printable(k))}: {v}' for k, v in stats['rejects_by_reason'].items())})" if stats['rejects'] else "")
+        )
         return
     console.print(
         f"[bold]{stats['results']:,}[/] results from {sum(stats['inputs'].values()):,} tuples "
         f"({', '.join(f'{k} {v:,}' for k, v in stats['inputs'].items())}) in {stats['seconds']:.3f} s "
         f"= {rate:,.0f} tuples/s; algorithm {stats['algorithm']}, order {','.join(stats['join_order'])}; "
         f"{stats['comparisons']:,} comparisons; peak {stats['peak_rss_mb']:.0f} MB; "
-        f"rejects {stats['rejects']:,}"
-        + (f" ({'; '.join(f'{escape(printable(k))}: {v}' for k, v in stats['rejects_by_reason'].items())})"
-           if stats['rejects'] else ""))
+        f"rejects {stats['rejects']:,}" + (f" ({'; '.join(f'{escape(printable(k))}: {v}' for k, v in stats['rejects_by_reason'].items())})" if stats['rejects'] else "")
+    )
 
 
 def cmd_run(args) -> int:
@@ -166,16 +177,15 @@ def cmd_run(args) -> int:
     spark_asked = [f"--{name}" for name in ("master", "conf", "trigger", "once", "checkpoint") if getattr(args, name)]
     spark_asked += ["--mode batch"] if args.mode == "batch" else []
     general = not spark_asked and _is_general(args.query, tables)
-    args.engine = resolve_engine(args.engine, local_only=bool(kwargs_from_args(args)) or general,
-                                 spark_asked=bool(spark_asked))
+    args.engine = resolve_engine(args.engine, local_only=bool(kwargs_from_args(args)) or general, spark_asked=bool(spark_asked))
     if args.engine == "local" and _uses_kafka(args) and "--once" in spark_asked:
         spark_asked.remove("--once")  # the local engine reads topics to the end offsets seen at start
     elif args.engine == "local" and _uses_kafka(args):
-        raise OptionError("the local engine reads a Kafka topic up to the end offsets seen at its start, "
-                          "so it needs --once", hint="add --once, or follow the topic with --engine spark")
+        raise OptionError(
+            "the local engine reads a Kafka topic up to the end offsets seen at its start, so it needs --once", hint="add --once, or follow the topic with --engine spark"
+        )
     if args.engine == "local" and spark_asked:
-        raise OptionError(f"{spark_asked[0]} applies to the Spark engine, but this run uses the local engine",
-                          hint="add --engine spark, or drop the option")
+        raise OptionError(f"{spark_asked[0]} applies to the Spark engine, but this run uses the local engine", hint="add --engine spark, or drop the option")
     if args.engine == "spark":
         require_extra("spark", "--engine spark")
         _refuse_wjoin(args.query, tables)
@@ -188,8 +198,7 @@ def cmd_run(args) -> int:
     if args.engine == "spark" and _is_general(args.query, tables):
         from slidewise.spark.cli import plan_from_args
 
-        result = plan_from_args(args, _sources(args.source), tables, opts,
-                                {**_operator_options(args), **kwargs_from_args(args)})
+        result = plan_from_args(args, _sources(args.source), tables, opts, {**_operator_options(args), **kwargs_from_args(args)})
     elif args.engine == "spark" and args.mode == "batch":
         from slidewise.spark.batch import batch_from_args
 
@@ -197,11 +206,18 @@ def cmd_run(args) -> int:
     elif args.engine == "spark":
         from slidewise.spark.cli import run_from_args
 
-        result = run_from_args(args, _sources(args.source), opts,
-                               {**_operator_options(args), **kwargs_from_args(args)})
+        result = run_from_args(args, _sources(args.source), opts, {**_operator_options(args), **kwargs_from_args(args)})
     else:
-        result = run(args.query, _sources(args.source), algorithm=args.algorithm, order=args.order,
-                     tables=tables, run_options=opts, **_operator_options(args), **kwargs_from_args(args))
+        result = run(
+            args.query,
+            _sources(args.source),
+            algorithm=args.algorithm,
+            order=args.order,
+            tables=tables,
+            run_options=opts,
+            **_operator_options(args),
+            **kwargs_from_args(args),
+        )
     code = _finish_run(args, result.stats)
     if code:
         return code
@@ -242,10 +258,19 @@ def cmd_run_many(args) -> int:
     from slidewise.runtime.outputs import install_signal_handlers
 
     install_signal_handlers()
-    result = run_many(args.queries, _sources(args.source), out_dir=args.out_dir, out_format=args.format,
-                      collect=False, lateness=parse_duration(args.lateness, what="--lateness"),
-                      ts_column=args.ts_column, ts_unit=args.ts_unit, chunk_rows=args.chunk_rows,
-                      shared=not args.no_sharing, rejects=args.rejects)
+    result = run_many(
+        args.queries,
+        _sources(args.source),
+        out_dir=args.out_dir,
+        out_format=args.format,
+        collect=False,
+        lateness=parse_duration(args.lateness, what="--lateness"),
+        ts_column=args.ts_column,
+        ts_unit=args.ts_unit,
+        chunk_rows=args.chunk_rows,
+        shared=not args.no_sharing,
+        rejects=args.rejects,
+    )
     if args.stats_json:
         Path(args.stats_json).write_text(json.dumps(result.stats, indent=2, default=str) + "\n")
     if not args.quiet:
@@ -260,16 +285,14 @@ def cmd_demo(args) -> int:
         require_extra("spark", "--engine spark")
     data = resources.files("slidewise") / "data" / "demo"
     print(DEMO_QUERY.rstrip(), file=sys.stderr)
-    print("-- data: 3 minutes of Zeek dns/ssl logs, WRCCDC 2018 (CC BY-SA 4.0; see NOTICE.md)\n",
-          file=sys.stderr)
+    print("-- data: 3 minutes of Zeek dns/ssl logs, WRCCDC 2018 (CC BY-SA 4.0; see NOTICE.md)\n", file=sys.stderr)
     demo_sources = {"dns": str(data / "dns.csv"), "ssl": str(data / "ssl.csv")}
     if args.engine == "spark":
         from slidewise.spark.cli import demo_from_args
 
         result = demo_from_args(args, DEMO_QUERY, demo_sources, lateness=60_000)
     else:
-        result = run(DEMO_QUERY, demo_sources, lateness=60_000, out=args.out, collect=args.out is None,
-                     rejects=args.rejects, progress=True)
+        result = run(DEMO_QUERY, demo_sources, lateness=60_000, out=args.out, collect=args.out is None, rejects=args.rejects, progress=True)
     _print_summary(result.stats, result.results)
     return 0
 
@@ -289,8 +312,7 @@ def cmd_explain(args) -> int:
         from slidewise.optimizer.explain import plan_info, render_plan
 
         info = plan_info(q, args.stats, args.strategy, args.partitions)
-        print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else render_plan(info),
-              end="\n" if args.json else "")
+        print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else render_plan(info), end="\n" if args.json else "")
         return 0
     opts = {"buckets": args.buckets} if args.buckets else {}
     plan = choose(q, args.algorithm, args.order, stats=args.stats, search=args.search, **opts)
@@ -323,4 +345,3 @@ def cmd_algorithms(args) -> int:
     for name, cls in algorithms().items():
         print(f"{name:<22} {cls.summary}")
     return 0
-

@@ -18,8 +18,7 @@ _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 def printable(text: str) -> str:
     """``text`` with control characters escaped (``\\x1b``, ``\\u202e``); tabs and newlines kept."""
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                         else f"\\u{ord(m.group()):04x}", text)
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
 
 
 class SlidewiseError(Exception):
@@ -43,8 +42,7 @@ class SlidewiseError(Exception):
 class QueryError(SlidewiseError):
     """The query text cannot be parsed; carries line, column and a caret excerpt."""
 
-    def __init__(self, message: str, *, line: int | None = None, column: int | None = None,
-                 excerpt: str | None = None, hint: str | None = None):
+    def __init__(self, message: str, *, line: int | None = None, column: int | None = None, excerpt: str | None = None, hint: str | None = None):
         loc = f"query line {line}, column {column}" if line is not None else None
         super().__init__(message, location=loc, hint=hint)
         self.line, self.column, self.excerpt = line, column, excerpt
@@ -88,5 +86,4 @@ def require_extra(extra: str, what: str) -> None:
         try:
             importlib.import_module(module)
         except ImportError:
-            raise OptionError(f"{what} needs {module.split('.')[-1]}, which is not installed",
-                              hint=f"pip install 'slidewise[{extra}]'") from None
+            raise OptionError(f"{what} needs {module.split('.')[-1]}, which is not installed", hint=f"pip install 'slidewise[{extra}]'") from None

@@ -18,6 +18,7 @@ __all__ = ["MB", "machine_info", "write_json"]
 def machine_info() -> dict[str, Any]:
     """What the numbers were measured on."""
     import numpy
+
     info: dict[str, Any] = {
         "cpu_count": os.cpu_count(),
         "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
@@ -29,6 +30,7 @@ def machine_info() -> dict[str, Any]:
     }
     try:
         import psutil
+
         info["cpu_count_physical"] = psutil.cpu_count(logical=False)
         info["memory_total_mb"] = round(psutil.virtual_memory().total / MB)
     except Exception:  # noqa: BLE001 - optional detail
@@ -47,6 +49,7 @@ def machine_info() -> dict[str, Any]:
             pass
     try:
         from importlib.metadata import version
+
         info["slidewise"] = version("slidewise")
     except Exception:  # noqa: BLE001 - optional detail
         pass

@@ -51,10 +51,12 @@ def _named(queries, where: str) -> list[NamedQuery]:
         return load_queries(queries)
     items = list(queries.items()) if isinstance(queries, dict) else list(queries)
     out, seen = [], set()
-    for i, (name, text) in enumerate(items, 1):   # positions within each query's own text
+    for i, (name, text) in enumerate(items, 1):  # positions within each query's own text
         if not isinstance(name, str) or not NAME.fullmatch(name) or name in seen:
-            raise OptionError(f"query {i}: {name!r} is {'used twice' if name in seen else 'not a valid name'}",
-                              hint="name each query once with letters, digits and _ (it names its output file)")
+            raise OptionError(
+                f"query {i}: {name!r} is {'used twice' if name in seen else 'not a valid name'}",
+                hint="name each query once with letters, digits and _ (it names its output file)",
+            )
         seen.add(name)
         try:
             out.append(NamedQuery(i, name, text, parse_any(text), 1, 1))
@@ -78,10 +80,20 @@ class _Sinks:
             s.close()
 
 
-def run_many(queries, sources: dict[str, object], *, out_dir: str | os.PathLike | None = None,
-             out_format: str = "csv", collect: bool | None = None, lateness: int = 0, ts_column: str = "ts",
-             ts_unit: str = "auto", chunk_rows: int = DEFAULT_CHUNK_ROWS, shared: bool = True, rejects: str | None = None
-             ) -> ManyResult:
+def run_many(
+    queries,
+    sources: dict[str, object],
+    *,
+    out_dir: str | os.PathLike | None = None,
+    out_format: str = "csv",
+    collect: bool | None = None,
+    lateness: int = 0,
+    ts_column: str = "ts",
+    ts_unit: str = "auto",
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    shared: bool = True,
+    rejects: str | None = None,
+) -> ManyResult:
     """Run named queries over ``sources`` on the local engine.
 
     ``queries``: a query file (``name: query;`` statements, :mod:`slidewise.cql.queryfile`), or a dict /
@@ -106,8 +118,7 @@ def run_many(queries, sources: dict[str, object], *, out_dir: str | os.PathLike 
     for q in named:
         plan = q.query
         spec = None
-        if shared and isinstance(plan, Plan) and not any(s.is_relation for s in plan.scans()) \
-                and all(s.source in schemas for s in plan.scans()):
+        if shared and isinstance(plan, Plan) and not any(s.is_relation for s in plan.scans()) and all(s.source in schemas for s in plan.scans()):
             try:
                 plan = prune_columns(bind(plan, schemas))
             except SlidewiseError as e:
@@ -121,27 +132,31 @@ def run_many(queries, sources: dict[str, object], *, out_dir: str | os.PathLike 
             specs[q.name], plans[q.name] = spec, plan
     results: dict[str, RunResult] = {}
     groups = share(specs)
-    group_stats = _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_unit, chunk_rows,
-                              rejects, results) if groups else []
+    group_stats = _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_unit, chunk_rows, rejects, results) if groups else []
     from slidewise.api import run
 
     for q in alone:
         try:
-            results[q.name] = run(q.query, sources, out=outs.get(q.name), collect=collect, lateness=lateness,
-                                  ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
+            results[q.name] = run(q.query, sources, out=outs.get(q.name), collect=collect, lateness=lateness, ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
         except SlidewiseError as e:
             raise located(e, q.index, q.name, q.where) from None
     used = {r for g in group_stats for r in g["rules"]}
-    rules = {r.name: {"section": r.section, "allows": r.allows,
-                      "applied": r.name in used, **({"not_applied": r.not_applied} if r.not_applied else {})}
-             for r in THESIS_RULES.values()}
-    stats = {"queries": len(named), "shared_queries": len(specs), "alone": [q.name for q in alone],
-             "shared": group_stats, "rules": rules, "seconds": round(time.perf_counter() - started, 6)}
+    rules = {
+        r.name: {"section": r.section, "allows": r.allows, "applied": r.name in used, **({"not_applied": r.not_applied} if r.not_applied else {})}
+        for r in THESIS_RULES.values()
+    }
+    stats = {
+        "queries": len(named),
+        "shared_queries": len(specs),
+        "alone": [q.name for q in alone],
+        "shared": group_stats,
+        "rules": rules,
+        "seconds": round(time.perf_counter() - started, 6),
+    }
     return ManyResult({q.name: results[q.name] for q in named}, stats)
 
 
-def _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_unit, chunk_rows, rejects_path,
-                results) -> list[dict]:
+def _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_unit, chunk_rows, rejects_path, results) -> list[dict]:
     """Every sharing group over one pass of the merged streams."""
     names = sorted({g.source for g in groups})
     opened = [open_source(n, sources[n], ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows) for n in names]
@@ -155,6 +170,7 @@ def _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_u
                 sinks[name].write(cols)
             if collect:
                 frames[name].append(cols)
+
         return emit
 
     rejects = Rejects()
@@ -185,22 +201,37 @@ def _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_u
     for g, r in zip(groups, runs):
         for m, pr in zip(g.members, r.runs):
             frame = None
-            if collect:   # fresh columns: copy=False keeps them as they are (no block consolidation)
+            if collect:  # fresh columns: copy=False keeps them as they are (no block consolidation)
                 fs = frames[m.name]
-                frame = pd.DataFrame({c: np.concatenate([f[c] for f in fs]) for c in columns[m.name]},
-                                     copy=False) if fs else \
-                    pd.DataFrame({c: pd.Series(dtype="object") for c in columns[m.name]})
-            stats = {"query": plans[m.name].text or plans[m.name].root.label(), "path": m.spec.describe(),
-                     **run_counts({g.source: inputs[g.source]}, pr.results, 0, rejects, seconds),
-                     "synopsis": g.describe(), "cover": _cover(m, r.covers[g.members.index(m)])}
+                frame = (
+                    pd.DataFrame({c: np.concatenate([f[c] for f in fs]) for c in columns[m.name]}, copy=False)
+                    if fs
+                    else pd.DataFrame({c: pd.Series(dtype="object") for c in columns[m.name]})
+                )
+            stats = {
+                "query": plans[m.name].text or plans[m.name].root.label(),
+                "path": m.spec.describe(),
+                **run_counts({g.source: inputs[g.source]}, pr.results, 0, rejects, seconds),
+                "synopsis": g.describe(),
+                "cover": _cover(m, r.covers[g.members.index(m)]),
+            }
             results[m.name] = RunResult(frame, stats, rejects)
         states = sorted({f"{k}({a or '*'})" for k, a in r.states if isinstance(k, str)})
-        out.append({"synopsis": g.describe(), "queries": [m.name for m in g.members], "pane": g.pane,
-                    "rules": decisions(g),
-                    "states": states, "blocks": r.blocks, "buffer_tuples_peak": r.buffered_peak,
-                    "partial_bytes_peak": r.partial_bytes_peak, "unshared_partial_bytes_peak": r.unshared_bytes_peak,
-                    "memory_saved_bytes": r.unshared_bytes_peak - r.partial_bytes_peak,
-                    "buffers_saved": len(g.members) - 1})
+        out.append(
+            {
+                "synopsis": g.describe(),
+                "queries": [m.name for m in g.members],
+                "pane": g.pane,
+                "rules": decisions(g),
+                "states": states,
+                "blocks": r.blocks,
+                "buffer_tuples_peak": r.buffered_peak,
+                "partial_bytes_peak": r.partial_bytes_peak,
+                "unshared_partial_bytes_peak": r.unshared_bytes_peak,
+                "memory_saved_bytes": r.unshared_bytes_peak - r.partial_bytes_peak,
+                "buffers_saved": len(g.members) - 1,
+            }
+        )
     return out
 
 
@@ -218,12 +249,13 @@ def print_many(result: ManyResult) -> None:
     import sys
 
     st = result.stats
-    print(f"{st['queries']} queries in {st['seconds']:.3f} s; {st['shared_queries']} from "
-          f"{len(st['shared'])} shared synopses, {len(st['alone'])} alone", file=sys.stderr)
+    print(f"{st['queries']} queries in {st['seconds']:.3f} s; {st['shared_queries']} from {len(st['shared'])} shared synopses, {len(st['alone'])} alone", file=sys.stderr)
     for g in st["shared"]:
-        print(f"  synopsis {g['synopsis']} [{', '.join(g['states'])}] by {', '.join(g['rules']) or 'none'}: "
-              f"{', '.join(g['queries'])}; "
-              f"saved {g['memory_saved_bytes']:,} bytes of pane partials and {g['buffers_saved']} buffers",
-              file=sys.stderr)
+        print(
+            f"  synopsis {g['synopsis']} [{', '.join(g['states'])}] by {', '.join(g['rules']) or 'none'}: "
+            f"{', '.join(g['queries'])}; "
+            f"saved {g['memory_saved_bytes']:,} bytes of pane partials and {g['buffers_saved']} buffers",
+            file=sys.stderr,
+        )
     for name, r in result.results.items():
         print(f"  {name}: {r.stats['results']:,} results", file=sys.stderr)

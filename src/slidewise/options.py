@@ -70,8 +70,9 @@ class RunOptions:
         if self.strategy not in STRATEGIES:
             raise OptionError(f"unknown strategy {self.strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
         if not _is_int(self.partitions) or not 1 <= self.partitions <= MAX_PARTITIONS:
-            raise OptionError(f"partitions must be an integer from 1 to {MAX_PARTITIONS}, got {self.partitions!r}",
-                              hint="calendar queue partitions for UPA, e.g. 10 or 50")
+            raise OptionError(
+                f"partitions must be an integer from 1 to {MAX_PARTITIONS}, got {self.partitions!r}", hint="calendar queue partitions for UPA, e.g. 10 or 50"
+            )
 
     @classmethod
     def of(cls, given: RunOptions | None = None, **changes: Any) -> RunOptions:

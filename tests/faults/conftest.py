@@ -38,8 +38,7 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300, **env: str) -> Outcome:
     """Run ``slidewise ARGS`` in a child process and return what it left."""
-    proc = subprocess.run([sys.executable, "-m", "slidewise", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout, env=cli_env(**env))
+    proc = subprocess.run([sys.executable, "-m", "slidewise", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=cli_env(**env))
     return Outcome(proc.returncode, proc.stdout, proc.stderr)
 
 

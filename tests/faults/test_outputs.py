@@ -40,8 +40,7 @@ S2 = "ts,a\n2,1\n4,2\n6,1\n"
 
 def tree(root: Path) -> dict[str, str]:
     """Every file under ``root`` (hidden temporaries included) -> hash of its bytes."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def small_inputs(root: Path) -> tuple[Path, Path]:
@@ -60,6 +59,7 @@ def rows(frame: pd.DataFrame) -> list[tuple]:
 
 
 # --------------------------------------------------------------------------- refusals
+
 
 def test_out_naming_an_input_is_refused(tmp_path):
     a, b = small_inputs(tmp_path)
@@ -84,8 +84,7 @@ def test_output_inside_an_input_directory_is_refused(tmp_path):
     d.mkdir()
     b.rename(d / "part1.csv")
     before = tree(tmp_path)
-    got = run_cli("run", Q, "--source", f"S1={a}", "--source", f"S2={d}", "--out", str(tmp_path / "r.csv"),
-                  "--rejects", str(d / "rejects.csv"))
+    got = run_cli("run", Q, "--source", f"S1={a}", "--source", f"S2={d}", "--out", str(tmp_path / "r.csv"), "--rejects", str(d / "rejects.csv"))
     assert_clear_error(got, "--rejects is inside the input directory of --source S2", f"write --rejects outside {d}")
     assert tree(tmp_path) == before
 
@@ -94,8 +93,7 @@ def test_out_and_rejects_naming_the_same_file_are_refused(tmp_path):
     a, b = small_inputs(tmp_path)
     before = tree(tmp_path)
     out = tmp_path / "r.csv"
-    got = run_cli("run", Q, "--source", f"S1={a}", "--source", f"S2={b}", "--out", str(out),
-                  "--rejects", str(tmp_path / "." / "r.csv"))
+    got = run_cli("run", Q, "--source", f"S1={a}", "--source", f"S2={b}", "--out", str(out), "--rejects", str(tmp_path / "." / "r.csv"))
     assert_clear_error(got, "--out and --rejects name the same path", "give each output its own path")
     assert tree(tmp_path) == before
 
@@ -104,8 +102,7 @@ def test_stats_json_naming_the_out_file_is_refused(tmp_path):
     a, b = small_inputs(tmp_path)
     (tmp_path / "r.csv").write_text("earlier results\n")
     before = tree(tmp_path)
-    got = run_cli("run", Q, "--source", f"S1={a}", "--source", f"S2={b}", "--out", str(tmp_path / "r.csv"),
-                  "--stats-json", str(tmp_path / "r.csv"))
+    got = run_cli("run", Q, "--source", f"S1={a}", "--source", f"S2={b}", "--out", str(tmp_path / "r.csv"), "--stats-json", str(tmp_path / "r.csv"))
     assert_clear_error(got, "--out and --stats-json name the same path")
     assert tree(tmp_path) == before
 
@@ -113,8 +110,7 @@ def test_stats_json_naming_the_out_file_is_refused(tmp_path):
 def test_a_repeated_source_name_is_refused(tmp_path):
     a, b = small_inputs(tmp_path)
     before = tree(tmp_path)
-    got = run_cli("run", Q, "--source", f"S1={a}", "--source", f"S1={b}", "--source", f"S2={b}",
-                  "--out", str(tmp_path / "r.csv"))
+    got = run_cli("run", Q, "--source", f"S1={a}", "--source", f"S1={b}", "--source", f"S2={b}", "--out", str(tmp_path / "r.csv"))
     assert_clear_error(got, f"--source S1 is given twice ({a} and {b})", "give each --source name once")
     assert tree(tmp_path) == before
 
@@ -122,8 +118,9 @@ def test_a_repeated_source_name_is_refused(tmp_path):
 def test_a_table_named_as_a_source_is_refused(tmp_path):
     a, b = small_inputs(tmp_path)
     before = tree(tmp_path)
-    got = run_cli("run", "SELECT * FROM S1 [RANGE 10], R WHERE S1.a = R.a", "--source", f"S1={a}",
-                  "--source", f"R={b}", "--table", f"R={b}", "--out", str(tmp_path / "r.csv"))
+    got = run_cli(
+        "run", "SELECT * FROM S1 [RANGE 10], R WHERE S1.a = R.a", "--source", f"S1={a}", "--source", f"R={b}", "--table", f"R={b}", "--out", str(tmp_path / "r.csv")
+    )
     assert_clear_error(got, "'R' is given both as --source and as --table")
     assert tree(tmp_path) == before
 
@@ -133,10 +130,9 @@ def test_unwritable_stats_json_is_refused_before_any_result(tmp_path, where):
     a, b = small_inputs(tmp_path)
     stats = a / "stats.json" if where == "under-a-file" else Path("/proc/slidewise-stats.json")
     before = tree(tmp_path)
-    got = run_cli("run", Q, "--source", f"S1={a}", "--source", f"S2={b}", "--out", str(tmp_path / "r.parquet"),
-                  "--stats-json", str(stats))
+    got = run_cli("run", Q, "--source", f"S1={a}", "--source", f"S2={b}", "--out", str(tmp_path / "r.parquet"), "--stats-json", str(stats))
     assert_clear_error(got, "cannot write --stats-json", "choose another --stats-json")
-    assert tree(tmp_path) == before   # no results file either: refused before reading
+    assert tree(tmp_path) == before  # no results file either: refused before reading
 
 
 def test_out_naming_a_directory_is_refused(tmp_path):
@@ -169,10 +165,11 @@ def test_a_fifo_output_is_written_in_place(tmp_path):
     reader.join(60)
     assert done.code == 0, done.err
     assert json.loads(got[0])["results"] == len(reference(a, b))
-    assert stat.S_ISFIFO(fifo.stat().st_mode)   # still the FIFO, not replaced by a file
+    assert stat.S_ISFIFO(fifo.stat().st_mode)  # still the FIFO, not replaced by a file
 
 
 # --------------------------------------------------------------------------- failures and signals
+
 
 def _limited_memory() -> None:
     limit = 2 << 30
@@ -188,18 +185,40 @@ def test_out_of_memory_names_chunk_rows_and_writes_no_answer(tmp_path, earlier):
     if earlier:
         out.write_bytes(b"an earlier answer")
     before = tree(tmp_path)
-    proc = subprocess.run([sys.executable, "-m", "slidewise", "run",
-                           "SELECT * FROM S1 [RANGE 1000000], S2 [RANGE 1000000] WHERE S1.a = S2.a",
-                           "--source", f"S1={tmp_path / 'h1.csv'}", "--source", f"S2={tmp_path / 'h2.csv'}",
-                           "--out", str(out), "--rejects", str(tmp_path / "rej.csv"),
-                           "--stats-json", str(tmp_path / "s.json")],
-                          capture_output=True, text=True, env=cli_env(), preexec_fn=_limited_memory, timeout=300,
-                          check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "slidewise",
+            "run",
+            "SELECT * FROM S1 [RANGE 1000000], S2 [RANGE 1000000] WHERE S1.a = S2.a",
+            "--source",
+            f"S1={tmp_path / 'h1.csv'}",
+            "--source",
+            f"S2={tmp_path / 'h2.csv'}",
+            "--out",
+            str(out),
+            "--rejects",
+            str(tmp_path / "rej.csv"),
+            "--stats-json",
+            str(tmp_path / "s.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        preexec_fn=_limited_memory,
+        timeout=300,
+        check=False,
+    )
 
-    assert_clear_error(Outcome(proc.returncode, proc.stdout, proc.stderr),
-                       "out of memory with --chunk-rows 65536", "the join's result of one chunk is too large",
-                       "lower --chunk-rows", "no result file was written")
-    assert tree(tmp_path) == before   # the target absent or as it was; no temporary left
+    assert_clear_error(
+        Outcome(proc.returncode, proc.stdout, proc.stderr),
+        "out of memory with --chunk-rows 65536",
+        "the join's result of one chunk is too large",
+        "lower --chunk-rows",
+        "no result file was written",
+    )
+    assert tree(tmp_path) == before  # the target absent or as it was; no temporary left
 
 
 @pytest.fixture(scope="module")
@@ -220,25 +239,47 @@ BIG_Q = "SELECT * FROM S1 [RANGE 1000], S2 [RANGE 1000] WHERE S1.a = S2.a"
 BIG_PLAN = "SELECT RSTREAM S1.a, COUNT(*) AS n FROM S1 [RANGE 1000] GROUP BY S1.a"
 
 
-@pytest.mark.parametrize("query, files, chunk, sig, code", [
-    (BIG_Q, {"S1": "S1.csv", "S2": "S2.csv"}, "20", signal.SIGTERM, 143),
-    (BIG_Q, {"S1": "S1.csv", "S2": "S2.csv"}, "20", signal.SIGINT, 130),
-    (BIG_PLAN, {"S1": "S1-head.csv"}, "1", signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    "query, files, chunk, sig, code",
+    [
+        (BIG_Q, {"S1": "S1.csv", "S2": "S2.csv"}, "20", signal.SIGTERM, 143),
+        (BIG_Q, {"S1": "S1.csv", "S2": "S2.csv"}, "20", signal.SIGINT, 130),
+        (BIG_PLAN, {"S1": "S1-head.csv"}, "1", signal.SIGTERM, 143),
+    ],
+)
 def test_signal_finishes_results_rejects_and_stats(tmp_path, big_inputs, query, files, chunk, sig, code):
     sources = {k: big_inputs / f for k, f in files.items()}
     full = slidewise.run(query, {k: str(v) for k, v in sources.items()}).results
     inputs = {p: p.read_bytes() for p in sources.values()}
     out, rej, stats = tmp_path / "r.parquet", tmp_path / "rej.csv", tmp_path / "s.json"
-    proc = subprocess.Popen([sys.executable, "-m", "slidewise", "run", query,
-                             *[a for k, v in sources.items() for a in ("--source", f"{k}={v}")],
-                             "--chunk-rows", chunk, "--out", str(out), "--rejects", str(rej),
-                             "--stats-json", str(stats), "--quiet"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env())
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "slidewise",
+            "run",
+            query,
+            *[a for k, v in sources.items() for a in ("--source", f"{k}={v}")],
+            "--chunk-rows",
+            chunk,
+            "--out",
+            str(out),
+            "--rejects",
+            str(rej),
+            "--stats-json",
+            str(stats),
+            "--quiet",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(),
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
             temps = list(tmp_path.glob(".r.parquet.*.tmp"))
-            if temps and temps[0].stat().st_size > 1000:   # rows are being written
+            if temps and temps[0].stat().st_size > 1000:  # rows are being written
                 break
             time.sleep(0.05)
         assert proc.poll() is None, proc.communicate()
@@ -252,7 +293,7 @@ def test_signal_finishes_results_rejects_and_stats(tmp_path, big_inputs, query, 
     assert f"slidewise: interrupted by {name}" in err and f"to {out}" in err and f"to {rej}" in err, err
     got = pq.read_table(out).to_pandas()
     assert 0 < len(got) < len(full)
-    assert not Counter(rows(got)) - Counter(rows(full))   # a part of the full answer, nothing invented
+    assert not Counter(rows(got)) - Counter(rows(full))  # a part of the full answer, nothing invented
     rejects = pd.read_csv(rej)
     assert rejects["row"].tolist() == ["not-a-time,7"] and rejects["line"].tolist() == [2]
     s = json.loads(stats.read_text())
@@ -264,20 +305,22 @@ def test_signal_finishes_results_rejects_and_stats(tmp_path, big_inputs, query, 
 
 # --------------------------------------------------------------------------- Spark
 
+
 @pytest.mark.spark
-@pytest.mark.parametrize("query, option, part", [
-    (Q, "--out", "batch-000000/part-00000.parquet"),
-    ("SELECT RSTREAM S1.a, COUNT(*) AS n FROM S1 [RANGE 10] GROUP BY S1.a", "--rejects", "batch-000003.csv")])
+@pytest.mark.parametrize(
+    "query, option, part",
+    [(Q, "--out", "batch-000000/part-00000.parquet"), ("SELECT RSTREAM S1.a, COUNT(*) AS n FROM S1 [RANGE 10] GROUP BY S1.a", "--rejects", "batch-000003.csv")],
+)
 def test_spark_refuses_an_output_directory_with_another_runs_parts(tmp_path, query, option, part):
     a, b = small_inputs(tmp_path)
     target = tmp_path / "earlier"
     (target / part).parent.mkdir(parents=True, exist_ok=True)
     (target / part).write_bytes(b"an earlier run's part")
     before = tree(tmp_path)
-    got = run_cli("run", query, "--engine", "spark", "--source", f"S1={a}", "--source", f"S2={b}",
-                  option, str(target))
-    assert_clear_error(got, f"the {option} directory holds batch-* parts of another run", str(target),
-                       "remove it, choose another directory, or pass the same --checkpoint")
+    got = run_cli("run", query, "--engine", "spark", "--source", f"S1={a}", "--source", f"S2={b}", option, str(target))
+    assert_clear_error(
+        got, f"the {option} directory holds batch-* parts of another run", str(target), "remove it, choose another directory, or pass the same --checkpoint"
+    )
     assert tree(tmp_path) == before
 
 
@@ -288,15 +331,30 @@ def test_spark_continuing_its_checkpoint_may_reuse_its_out_directory(tmp_path):
 
     a, b = small_inputs(tmp_path)
     out, ck = tmp_path / "r.parquet", tmp_path / "ck"
-    args = ("run", Q, "--engine", "spark", "--source", f"S1={a}", "--source", f"S2={b}", "--out", str(out),
-            "--master", "local[1]", "--conf", "slidewise.buckets=1", "--quiet")
+    args = (
+        "run",
+        Q,
+        "--engine",
+        "spark",
+        "--source",
+        f"S1={a}",
+        "--source",
+        f"S2={b}",
+        "--out",
+        str(out),
+        "--master",
+        "local[1]",
+        "--conf",
+        "slidewise.buckets=1",
+        "--quiet",
+    )
     first = run_cli(*args, "--checkpoint", str(ck))
     assert first.code == 0, first.err
     assert rows(read_results(out)) == rows(reference(a, b))
-    again = run_cli(*args, "--checkpoint", str(ck))   # the same run continued: nothing new, nothing doubled
+    again = run_cli(*args, "--checkpoint", str(ck))  # the same run continued: nothing new, nothing doubled
     assert again.code == 0, again.err
     assert rows(read_results(out)) == rows(reference(a, b))
-    fresh = run_cli(*args)                             # a new run would add its parts to the first run's
+    fresh = run_cli(*args)  # a new run would add its parts to the first run's
     assert_clear_error(fresh, "the --out directory holds batch-* parts of another run")
     assert rows(read_results(out)) == rows(reference(a, b))
 
@@ -306,15 +364,31 @@ def test_spark_continuing_its_checkpoint_may_reuse_its_out_directory(tmp_path):
 # Output names drawn for the three options, with the canonical file each one reaches: inputs (also through a
 # symlink, a hard link or "..") and paths inside the input directory (also through a symlinked directory),
 # existing files, two spellings of one new file, a file in a directory that does not exist yet.
-POOL = {"s1.csv": "s1.csv", "s1-link.csv": "s1.csv", "s1-hard.csv": "s1.csv", "s2/../s1.csv": "s1.csv",
-        "s2": "s2", "s2/part.csv": "s2/part.csv", "s2/new.csv": "s2/new.csv", "s2link/new.csv": "s2/new.csv",
-        "s2link": "s2", "r.csv": "r.csv", "./r.csv": "r.csv", "r.parquet": "r.parquet", "r.jsonl": "r.jsonl",
-        "rej.csv": "rej.csv", "sub/../rej.csv": "rej.csv", "stats.json": "stats.json", "old.csv": "old.csv",
-        "old-link.csv": "old.csv", "sub/new.csv": "sub/new.csv"}
+POOL = {
+    "s1.csv": "s1.csv",
+    "s1-link.csv": "s1.csv",
+    "s1-hard.csv": "s1.csv",
+    "s2/../s1.csv": "s1.csv",
+    "s2": "s2",
+    "s2/part.csv": "s2/part.csv",
+    "s2/new.csv": "s2/new.csv",
+    "s2link/new.csv": "s2/new.csv",
+    "s2link": "s2",
+    "r.csv": "r.csv",
+    "./r.csv": "r.csv",
+    "r.parquet": "r.parquet",
+    "r.jsonl": "r.jsonl",
+    "rej.csv": "rej.csv",
+    "sub/../rej.csv": "rej.csv",
+    "stats.json": "stats.json",
+    "old.csv": "old.csv",
+    "old-link.csv": "old.csv",
+    "sub/new.csv": "sub/new.csv",
+}
 INPUTS = {"s1.csv", "s2", "s2/part.csv"}
 NAMES = sorted(POOL)
 SAFE = [n for n in NAMES if POOL[n] not in INPUTS and not POOL[n].startswith("s2/")]
-OUTPUT = st.sampled_from([*NAMES, *[*SAFE, None] * 3])   # mostly names that may be written
+OUTPUT = st.sampled_from([*NAMES, *[*SAFE, None] * 3])  # mostly names that may be written
 
 
 def _colliding_tree(root: Path) -> Path:
@@ -331,8 +405,7 @@ def _colliding_tree(root: Path) -> Path:
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(out=OUTPUT, rejects=OUTPUT, stats=OUTPUT, repeat=st.sampled_from([False, False, True]),
-       s2=st.sampled_from(["s2", "s2link", "s2/"]), relative=st.booleans())
+@given(out=OUTPUT, rejects=OUTPUT, stats=OUTPUT, repeat=st.sampled_from([False, False, True]), s2=st.sampled_from(["s2", "s2link", "s2/"]), relative=st.booleans())
 def test_random_output_options_never_destroy_anything(out, rejects, stats, repeat, s2, relative):
     from slidewise.cli import main
 
@@ -358,17 +431,16 @@ def test_random_output_options_never_destroy_anything(out, rejects, stats, repea
         event("refused" if code else "written")
         if code != 0:
             assert code == 2 and err.getvalue().startswith("slidewise: error:"), err.getvalue()
-            assert after == before        # nothing changed, created or truncated
+            assert after == before  # nothing changed, created or truncated
             return
         assert not repeat and len(set(targets)) == len(targets)
-        touched = set(targets) | {n for n in POOL if POOL[n] in targets}   # a target and its aliases
+        touched = set(targets) | {n for n in POOL if POOL[n] in targets}  # a target and its aliases
         untouched = {k: v for k, v in before.items() if k not in touched}
-        assert {k: v for k, v in after.items() if k not in touched} == untouched   # inputs and the rest as they were
+        assert {k: v for k, v in after.items() if k not in touched} == untouched  # inputs and the rest as they were
         expected = reference(a, root / "s2")
         if out is not None:
             path = root / out
-            got = (pd.read_parquet(path) if out.endswith(".parquet") else pd.read_json(path, lines=True)
-                   if out.endswith((".jsonl", ".json")) else pd.read_csv(path))
+            got = pd.read_parquet(path) if out.endswith(".parquet") else pd.read_json(path, lines=True) if out.endswith((".jsonl", ".json")) else pd.read_csv(path)
             assert rows(got) == rows(expected)
         if rejects is not None:
             assert pd.read_csv(root / rejects)["row"].tolist() == ["bad,3"]

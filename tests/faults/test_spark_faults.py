@@ -25,8 +25,9 @@ from tests.faults.conftest import SRC, Outcome, cli_env, run_cli
 Q = "SELECT * FROM A [RANGE 5], B [RANGE 5] WHERE A.k = B.k"
 SPARK = ("--engine", "spark", "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2", "--quiet")
 
-pytestmark = pytest.mark.skipif(find_java() is None and not os.environ.get("SLIDEWISE_REQUIRE_SPARK"),
-                                reason="the Spark tests need Java (apt-get install openjdk-17-jre-headless)")
+pytestmark = pytest.mark.skipif(
+    find_java() is None and not os.environ.get("SLIDEWISE_REQUIRE_SPARK"), reason="the Spark tests need Java (apt-get install openjdk-17-jre-headless)"
+)
 
 
 def assert_spark_error(outcome: Outcome, *fragments: str) -> str:
@@ -44,8 +45,7 @@ def assert_spark_error(outcome: Outcome, *fragments: str) -> str:
 
 def tree_digest(root: Path) -> dict[str, str]:
     """Relative path -> sha256 of every file under ``root``."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 class Case:
@@ -60,8 +60,7 @@ class Case:
         self.b.write_text("ts,k\n2,7\n3,8\n4,7\n")
 
     def args(self, *extra: str) -> list[str]:
-        return ["run", Q, "--source", f"A={self.a}", "--source", f"B={self.b}", *SPARK,
-                "--checkpoint", str(self.ck), "--out", str(self.out), *extra]
+        return ["run", Q, "--source", f"A={self.a}", "--source", f"B={self.b}", *SPARK, "--checkpoint", str(self.ck), "--out", str(self.out), *extra]
 
     def env(self, **extra: str) -> dict[str, str]:
         return {"XDG_CONFIG_HOME": str(self.config), "SLIDEWISE_STATE_KEY": "", **extra}
@@ -102,21 +101,19 @@ def test_missing_state_file_is_a_checkpoint_error(case):
     gone = _latest(case.ck / "query" / "state" / "1" / "0", ".changelog")
     gone.unlink()
     before = tree_digest(case.out)
-    err = assert_spark_error(case.run("--once"), f"checkpoint {case.ck}", "lost operator state",
-                             str(gone.relative_to(case.ck)), "new --checkpoint and a new --out")
+    err = assert_spark_error(case.run("--once"), f"checkpoint {case.ck}", "lost operator state", str(gone.relative_to(case.ck)), "new --checkpoint and a new --out")
     assert "--source" not in err and "rerun" not in err
-    assert tree_digest(case.out) == before   # no result lost or rewritten
+    assert tree_digest(case.out) == before  # no result lost or rewritten
 
 
 @pytest.mark.spark
 def test_corrupt_offsets_log_is_a_checkpoint_error(case):
     entry = _latest(case.ck / "query" / "offsets")
     data = bytearray(entry.read_bytes())
-    data[len(data) // 2:] = b"#" * (len(data) - len(data) // 2)   # a torn write; its checksum file stays
+    data[len(data) // 2 :] = b"#" * (len(data) - len(data) // 2)  # a torn write; its checksum file stays
     entry.write_bytes(bytes(data))
     before = tree_digest(case.out)
-    err = assert_spark_error(case.run("--once"), f"checkpoint {case.ck}", "damaged",
-                             str(entry.relative_to(case.ck)), "restore the checkpoint directory from a backup")
+    err = assert_spark_error(case.run("--once"), f"checkpoint {case.ck}", "damaged", str(entry.relative_to(case.ck)), "restore the checkpoint directory from a backup")
     assert "rerun" not in err
     assert tree_digest(case.out) == before
 
@@ -153,8 +150,7 @@ if os.environ.get("EVIL_MARKER"):
         assert tampered.code == 0, tampered.err[-3000:]
         assert not marker.exists()
         (case.a / "3.csv").write_text("ts,k\n6,7\n")
-        err = assert_spark_error(case.run("--once"), f"checkpoint {case.ck}", "refused",
-                                 "not authenticated slidewise state")
+        err = assert_spark_error(case.run("--once"), f"checkpoint {case.ck}", "refused", "not authenticated slidewise state")
         assert not marker.exists(), "the checkpoint's pickle ran"
         assert "rerun" not in err
     finally:
@@ -169,8 +165,7 @@ def test_new_file_with_another_header_names_file_and_headers(tmp_path):
     args = [sys.executable, "-m", "slidewise", *case.args("--trigger", "1s")]
     log = tmp_path / "stderr.log"
     with open(log, "w") as err:
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, env=cli_env(**case.env()),
-                                start_new_session=True)
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, env=cli_env(**case.env()), start_new_session=True)
         try:
             deadline = time.monotonic() + 300
             while not (case.ck / "query" / "commits" / "0").exists():
@@ -184,13 +179,12 @@ def test_new_file_with_another_header_names_file_and_headers(tmp_path):
             if proc.poll() is None:
                 os.killpg(proc.pid, 9)
                 proc.wait()
-    err = assert_spark_error(Outcome(code, "", log.read_text()), str(case.a / "2.csv"), "CSV header",
-                             "(ts, j)", "(ts, k)")
+    err = assert_spark_error(Outcome(code, "", log.read_text()), str(case.a / "2.csv"), "CSV header", "(ts, j)", "(ts, k)")
     assert "disappeared" not in err and "give the file the others' header and rerun the same command" in err
-    assert (case.a / "2.csv").read_text() == "ts,j\n5,7\n"   # the input is left as it was
-    (case.a / "2.csv").write_text("ts,k\n5,7\n")             # as the hint says: then the run continues
+    assert (case.a / "2.csv").read_text() == "ts,j\n5,7\n"  # the input is left as it was
+    (case.a / "2.csv").write_text("ts,k\n5,7\n")  # as the hint says: then the run continues
     assert case.run("--once").code == 0
     from slidewise.spark import read_results
 
     rows = read_results(str(case.out))
-    assert sorted(rows["A.ts"]) == [1, 1, 2, 3, 3, 5, 5]   # nothing of the fixed file lost, nothing twice
+    assert sorted(rows["A.ts"]) == [1, 1, 2, 3, 3, 5, 5]  # nothing of the fixed file lost, nothing twice

@@ -90,19 +90,19 @@ def _checkpoint_error(text: str, *fragments: str) -> str:
 
 
 def test_missing_state_file_is_state_loss():
-    _checkpoint_error(STATE_MISSING, "the checkpoint is damaged: its state file query/state/1/0/2.changelog is "
-                                     "missing: the checkpoint lost operator state")
+    _checkpoint_error(STATE_MISSING, "the checkpoint is damaged: its state file query/state/1/0/2.changelog is missing: the checkpoint lost operator state")
 
 
 def test_lost_state_directory_is_state_loss():
-    text = ("[STREAM_FAILED] Query [id = 7663bd15, runId = 0378a927] terminated with exception: "
-            "[STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY] Cannot restart streaming query with stateful "
-            "operators because the state directory is empty or missing.")
+    text = (
+        "[STREAM_FAILED] Query [id = 7663bd15, runId = 0378a927] terminated with exception: "
+        "[STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY] Cannot restart streaming query with stateful "
+        "operators because the state directory is empty or missing."
+    )
     _checkpoint_error(text, "its state directory query/state is empty or missing: the checkpoint lost its operator state")
 
 
-@pytest.mark.parametrize("log, kind", [("offsets", "offsets log entry"), ("commits", "commits log entry"),
-                                       ("sources/0", "source file log entry")])
+@pytest.mark.parametrize("log, kind", [("offsets", "offsets log entry"), ("commits", "commits log entry"), ("sources/0", "source file log entry")])
 def test_malformed_logs(log, kind):
     _checkpoint_error(MALFORMED.format(log=log), f"its {kind} query/{log}/1 cannot be read (malformed)")
 
@@ -117,16 +117,17 @@ def test_checksum_and_metadata_and_moved_checkpoint():
 def test_torn_log_entry_is_found_by_reading_the_logs(tmp_path):
     """Spark's JSON errors do not name the file: the damaged entry is found in the checkpoint's logs."""
     query = tmp_path / "query"
-    for log, body in (("offsets", 'v1\n{"batchWatermarkMs":0}\n{"logOffset":0}\n-\n'), ("commits", "v1\n{}\n"),
-                      ("sources/0", 'v1\n{"path":"file:///in/1.csv"}\n')):
+    for log, body in (("offsets", 'v1\n{"batchWatermarkMs":0}\n{"logOffset":0}\n-\n'), ("commits", "v1\n{}\n"), ("sources/0", 'v1\n{"path":"file:///in/1.csv"}\n')):
         (query / log).mkdir(parents=True)
         for batch in ("0", "1", "10"):
             (query / log / batch).write_text(body)
     (query / "metadata").write_text('{"id":"x"}')
     torn = query / "offsets" / "10"
     torn.write_text('v1\n{"batchWatermarkMs":0,"conf":{"spark.sql.shuf')
-    text = ("[STREAM_FAILED] Query terminated with exception: Unexpected end-of-input in field name\n"
-            "com.fasterxml.jackson.core.io.JsonEOFException: Unexpected end-of-input in field name")
+    text = (
+        "[STREAM_FAILED] Query terminated with exception: Unexpected end-of-input in field name\n"
+        "com.fasterxml.jackson.core.io.JsonEOFException: Unexpected end-of-input in field name"
+    )
     message = str(error_from_text(text, checkpoint=tmp_path))
     assert "its offsets log entry query/offsets/10 cannot be read (not valid JSON)" in message, message
     torn.write_text("v1\n{}\n")
@@ -142,8 +143,7 @@ def test_damaged_slidewise_json_is_a_checkpoint_error(tmp_path, text):
     (tmp_path / "slidewise.json").write_bytes(text.encode("utf-8", "surrogateescape"))
     with pytest.raises(CheckpointError) as e:
         _checkpoint_meta(tmp_path, "q", {}, 2, write=False)
-    assert str(e.value).startswith(f"checkpoint {tmp_path}: the checkpoint is damaged: its slidewise.json cannot "
-                                   "be read") and str(e.value).endswith(f"(hint: {RESTORE})")
+    assert str(e.value).startswith(f"checkpoint {tmp_path}: the checkpoint is damaged: its slidewise.json cannot be read") and str(e.value).endswith(f"(hint: {RESTORE})")
 
 
 def test_worker_state_refusal_keeps_its_class_and_gains_the_checkpoint():
@@ -154,8 +154,7 @@ def test_worker_state_refusal_keeps_its_class_and_gains_the_checkpoint():
 def test_new_csv_header_names_the_file_and_both_headers():
     err = error_from_text(HEADER, checkpoint=CK, streams=[STREAM_A])
     assert type(err) is SourceError
-    assert str(err).startswith("in/A/2.csv: this new file's CSV header differs from its source's: it has (ts, j), "
-                               "the source's files have (ts, k)"), err
+    assert str(err).startswith("in/A/2.csv: this new file's CSV header differs from its source's: it has (ts, j), the source's files have (ts, k)"), err
 
 
 def test_input_gone_and_unknown_failures():
@@ -169,13 +168,12 @@ def test_input_gone_and_unknown_failures():
 
 
 def _arrays():
-    return {"t": np.array([3, 1, 2], np.int64), "x": np.array([0.5, np.nan, 2.0]),
-            "ok": np.array([True, False, True]), "s": np.array(["a", "", "ü"], dtype=object)}
+    return {"t": np.array([3, 1, 2], np.int64), "x": np.array([0.5, np.nan, 2.0]), "ok": np.array([True, False, True]), "s": np.array(["a", "", "ü"], dtype=object)}
 
 
 def test_state_round_trip_keeps_values_and_dtypes():
     empty = {"t": np.empty(0, np.int64), "s": np.empty(0, dtype=object)}
-    meta = {"frontier": [5, -(2 ** 61)], "ended": True, "last": [1, 0, 2]}
+    meta = {"frontier": [5, -(2**61)], "ended": True, "last": [1, 0, 2]}
     blob = pack_state(KEY, meta, [_arrays(), empty], b"\x00operator bytes")
     got_meta, tables, extra = unpack_state(KEY, blob)
     assert got_meta == meta and extra == b"\x00operator bytes"
@@ -196,13 +194,11 @@ def _bucket_join() -> BucketJoin:
 def test_bucket_state_round_trip():
     join = _bucket_join()
     st = join.load(None)
-    st.buffer[1] = {"t": np.array([4, 4], np.int64), "q": np.array([7, 8], np.int64),
-                    "k": np.array([1, 2], np.int64), "s": np.array(["x", "y"], dtype=object)}
+    st.buffer[1] = {"t": np.array([4, 4], np.int64), "q": np.array([7, 8], np.int64), "k": np.array([1, 2], np.int64), "s": np.array(["x", "y"], dtype=object)}
     st.frontier[:] = [3, 4]
     st.operator, st.next_pos, st.last, st.ended = join.plan.build().snapshot(), 9, (3, 1, 8), True
     back = join.load(join.dump(st))
-    assert (back.operator, back.next_pos, back.last, back.ended, back.flushed) == \
-        (st.operator, 9, (3, 1, 8), True, False)
+    assert (back.operator, back.next_pos, back.last, back.ended, back.flushed) == (st.operator, 9, (3, 1, 8), True, False)
     np.testing.assert_array_equal(back.frontier, [3, 4])
     for want, got in zip(st.buffer, back.buffer):
         assert {k: v.dtype for k, v in got.items()} == {k: v.dtype for k, v in want.items()}
@@ -224,9 +220,12 @@ def test_tampered_state_is_refused_before_unpickling(tmp_path, forge):
     join = _bucket_join()
     evil = pickle.dumps(_Evil(marker))
     good = join.dump(join.load(None))
-    blob = {"plain pickle": evil, "forged mac": MAGIC + b"\0" * 32 + evil,
-            "other key": seal(b"another key of 16+ chars", evil),
-            "flipped byte": good[:-1] + bytes([good[-1] ^ 1])}[forge]
+    blob = {
+        "plain pickle": evil,
+        "forged mac": MAGIC + b"\0" * 32 + evil,
+        "other key": seal(b"another key of 16+ chars", evil),
+        "flipped byte": good[:-1] + bytes([good[-1] ^ 1]),
+    }[forge]
     with pytest.raises(CheckpointError, match="refused"):
         join.process(0, blob, None)
     assert not marker.exists()

@@ -18,8 +18,7 @@ def spark():
     """
     if find_java() is None:
         if os.environ.get("SLIDEWISE_REQUIRE_SPARK"):
-            pytest.fail("SLIDEWISE_REQUIRE_SPARK is set but Java is missing "
-                        "(apt-get install openjdk-17-jre-headless)", pytrace=False)
+            pytest.fail("SLIDEWISE_REQUIRE_SPARK is set but Java is missing (apt-get install openjdk-17-jre-headless)", pytrace=False)
         pytest.skip("the Spark tests need Java (apt-get install openjdk-17-jre-headless)")
     from slidewise.spark.session import get_session
 

@@ -31,8 +31,7 @@ def raw_rows(n_streams: int, length: int, seed: int) -> list[tuple[int, int, int
     rows, ts = [], 0
     for _ in range(length):
         ts += int(rng.choice([0, 0, 1, 1, 2, 3, 7]))
-        rows.append((int(rng.integers(0, n_streams)), ts, int(rng.integers(0, 3)), int(rng.integers(0, 3)),
-                     int(rng.integers(0, 7))))
+        rows.append((int(rng.integers(0, n_streams)), ts, int(rng.integers(0, 3)), int(rng.integers(0, 3)), int(rng.integers(0, 7))))
     return rows
 
 
@@ -44,15 +43,13 @@ def case(kind: str, n: int, seed: int, length: int = 40):
     if kind == "rows":
         windows = [WindowSpec("rows", int(rng.integers(1, 5))) for _ in range(n)]
     elif kind == "count":
-        windows = [WindowSpec("rows", int(rng.integers(1, 5))) if i % 2 == 0 else
-                   WindowSpec("range", int(rng.integers(0, 9))) for i in range(n)]
+        windows = [WindowSpec("rows", int(rng.integers(1, 5))) if i % 2 == 0 else WindowSpec("range", int(rng.integers(0, 9))) for i in range(n)]
     else:
         windows = [WindowSpec("range", int(rng.integers(2, 12)), slide=slide) for _ in range(n)]
     equalities, filters = common_key(n), []
     if kind == "band":
         equalities = []
-        filters = [Cmp("<=", Func("abs", (BinOp("-", col(i, "x"), col(i + 1, "x")),)), Lit(1))
-                   for i in range(n - 1)]
+        filters = [Cmp("<=", Func("abs", (BinOp("-", col(i, "x"), col(i + 1, "x")),)), Lit(1)) for i in range(n - 1)]
     elif kind == "different":
         equalities = [Equality(col(i, "ab"[i % 2]), col(i + 1, "ab"[i % 2])) for i in range(n - 1)]
     q = query_of(windows, equalities, filters)
@@ -66,8 +63,7 @@ def frames_of(query, tuples) -> dict[str, pd.DataFrame]:
     out = {}
     for i, ref in enumerate(query.streams):
         rows = [t for t in tuples if t.stream == i]
-        out[ref.source] = pd.DataFrame({"ts": [t.ts for t in rows],
-                                        **{c: [t.vals[c] for t in rows] for c in COLUMNS}}, dtype="int64")
+        out[ref.source] = pd.DataFrame({"ts": [t.ts for t in rows], **{c: [t.vals[c] for t in rows] for c in COLUMNS}}, dtype="int64")
     return out
 
 
@@ -75,8 +71,11 @@ def oracle_rows(query, tuples) -> list[tuple]:
     """The oracle's results as sorted ``SELECT *`` rows (member ts and attributes, ts, exp)."""
     want = oracle(query, tuples, restore=query.restore or not query.slide)
     by_pos = {t.pos: t for t in tuples}
-    return sorted(tuple(v for p in members for v in (by_pos[p].ts, *(by_pos[p].vals[c] for c in COLUMNS)))
-                  + (ts, exp) for (members, ts, exp, _), count in want.items() for _ in range(count))
+    return sorted(
+        tuple(v for p in members for v in (by_pos[p].ts, *(by_pos[p].vals[c] for c in COLUMNS))) + (ts, exp)
+        for (members, ts, exp, _), count in want.items()
+        for _ in range(count)
+    )
 
 
 def result_rows(query, frame: pd.DataFrame) -> list[tuple]:
@@ -88,14 +87,22 @@ def result_rows(query, frame: pd.DataFrame) -> list[tuple]:
 
 
 def layout_of(query, lateness: int = 0, columns=COLUMNS) -> Layout:
-    infos = [StreamInfo(ref.alias, ref.source, {c: "int" for c in columns}, "raw", lateness, "csv", 1)
-             for ref in query.streams]
+    infos = [StreamInfo(ref.alias, ref.source, {c: "int" for c in columns}, "raw", lateness, "csv", 1) for ref in query.streams]
     return Layout.build(query, infos)
 
 
-def simulate(query, tuples, *, batches: int = 3, buckets: int = 4, lateness: int = 0,
-             restart: bool = True, inputs: dict[str, pd.DataFrame] | None = None, columns=COLUMNS,
-             final: bool = True):
+def simulate(
+    query,
+    tuples,
+    *,
+    batches: int = 3,
+    buckets: int = 4,
+    lateness: int = 0,
+    restart: bool = True,
+    inputs: dict[str, pd.DataFrame] | None = None,
+    columns=COLUMNS,
+    final: bool = True,
+):
     """Run the two stages in-process over ``batches`` micro-batches (then end of input if
     ``final``); returns (results frame, all stage-2 output)."""
     layout = layout_of(query, lateness, columns)
@@ -116,11 +123,23 @@ def simulate(query, tuples, *, batches: int = 3, buckets: int = 4, lateness: int
                 for part in np.array_split(idx, 2) if len(idx) > 1 else [idx]:  # two chunks per batch
                     if len(part):
                         sub = df.iloc[part]
-                        rows.append({"k": TUPLE, "s": i, "q": len(part), "p": pack(
-                            {"t": sub["ts"].to_numpy(np.int64), "q": part.astype(np.int64),
-                             "o": np.zeros(len(part), np.int64), "fi": np.zeros(len(part), np.int32),
-                             "files": [f"file:///in/{query.streams[i].source}.csv"],
-                             **{a: sub[a].to_numpy() for a in columns}})})
+                        rows.append(
+                            {
+                                "k": TUPLE,
+                                "s": i,
+                                "q": len(part),
+                                "p": pack(
+                                    {
+                                        "t": sub["ts"].to_numpy(np.int64),
+                                        "q": part.astype(np.int64),
+                                        "o": np.zeros(len(part), np.int64),
+                                        "fi": np.zeros(len(part), np.int32),
+                                        "files": [f"file:///in/{query.streams[i].source}.csv"],
+                                        **{a: sub[a].to_numpy() for a in columns},
+                                    }
+                                ),
+                            }
+                        )
         else:
             rows.append({"k": EOF, "s": 0})
         if not rows:

@@ -36,8 +36,7 @@ def _rows(n: int, length: int, seed: int) -> list[tuple[int, int, int, int, int]
     out, ts = [], 0
     for _ in range(length):
         ts += int(rng.choice([0, 0, 1, 1, 2, 3, 7]))
-        out.append((int(rng.integers(0, n)), ts, int(rng.integers(0, 3)), int(rng.integers(0, 3)),
-                    int(rng.integers(0, 7))))
+        out.append((int(rng.integers(0, n)), ts, int(rng.integers(0, 3)), int(rng.integers(0, 3)), int(rng.integers(0, 7))))
     return out
 
 
@@ -60,12 +59,18 @@ def packed(query, seed: int, *, length: int = 16):
     sources = {}
     for i, ref in enumerate(query.streams):
         mine = [(j, r) for j, r in enumerate(rows) if r[0] == i]
-        sources[ref.source] = pd.DataFrame({
-            "ts": [r[1] for _, r in mine], "a": [r[2] for _, r in mine], "b": [r[3] for _, r in mine],
-            "x": [r[4] for _, r in mine], "c": [r[5] for _, r in mine], "id": [j for j, _ in mine]},
-            columns=["ts", "a", "b", "x", "c", "id"]).astype("int64")
-    tagged = replace(query, equalities=query.equalities + tuple(
-        Equality(col(i, "c"), col(i + 1, "c")) for i in range(n - 1)))
+        sources[ref.source] = pd.DataFrame(
+            {
+                "ts": [r[1] for _, r in mine],
+                "a": [r[2] for _, r in mine],
+                "b": [r[3] for _, r in mine],
+                "x": [r[4] for _, r in mine],
+                "c": [r[5] for _, r in mine],
+                "id": [j for j, _ in mine],
+            },
+            columns=["ts", "a", "b", "x", "c", "id"],
+        ).astype("int64")
+    tagged = replace(query, equalities=query.equalities + tuple(Equality(col(i, "c"), col(i + 1, "c")) for i in range(n - 1)))
     return tagged, sources, expected
 
 
@@ -81,20 +86,25 @@ def same_rows(a: pd.DataFrame, b: pd.DataFrame) -> None:
 
 CONFIGS = {
     # 2-way, a time and a count window, a selection; with negative tuples
-    "2way-time-count-negatives": (query_of([WindowSpec("range", 4), WindowSpec("rows", 2)], common_key(2),
-                                           [Cmp(">", col(1, "x"), Lit(1))]), True, 16),
+    "2way-time-count-negatives": (query_of([WindowSpec("range", 4), WindowSpec("rows", 2)], common_key(2), [Cmp(">", col(1, "x"), Lit(1))]), True, 16),
     # 3-way: partitioned count window, a chain on different attributes and a theta predicate
-    "3way-partition-different-theta": (query_of(
-        [WindowSpec("rows", 2, partition_by="b"), WindowSpec("range", 5), WindowSpec("rows", 3)],
-        [Equality(col(0, "a"), col(1, "a")), Equality(col(1, "b"), col(2, "b"))],
-        [Cmp("<=", Func("abs", (BinOp("-", col(0, "x"), col(2, "x")),)), Lit(3))]), False, 16),
+    "3way-partition-different-theta": (
+        query_of(
+            [WindowSpec("rows", 2, partition_by="b"), WindowSpec("range", 5), WindowSpec("rows", 3)],
+            [Equality(col(0, "a"), col(1, "a")), Equality(col(1, "b"), col(2, "b"))],
+            [Cmp("<=", Func("abs", (BinOp("-", col(0, "x"), col(2, "x")),)), Lit(3))],
+        ),
+        False,
+        16,
+    ),
     # 4-way time windows, lazy without restore (short-lived results dropped)
-    "4way-lazy-norestore": (query_of([WindowSpec("range", t, slide=7) for t in (14, 9, 16, 11)],
-                                     common_key(4)), False, 30),
+    "4way-lazy-norestore": (query_of([WindowSpec("range", t, slide=7) for t in (14, 9, 16, 11)], common_key(4)), False, 30),
     # 4-way lazy restore with NOW and UNBOUNDED windows and a count window
-    "4way-lazy-restore-now-unbounded": (replace(query_of(
-        [WindowSpec("range", 12, slide=3), WindowSpec("rows", 3), WindowSpec("unbounded"), WindowSpec("now")],
-        common_key(4)), restore=True), False, 24),
+    "4way-lazy-restore-now-unbounded": (
+        replace(query_of([WindowSpec("range", 12, slide=3), WindowSpec("rows", 3), WindowSpec("unbounded"), WindowSpec("now")], common_key(4)), restore=True),
+        False,
+        24,
+    ),
 }
 
 
@@ -123,20 +133,34 @@ def test_cli_batch_files_rejects_and_lateness(spark, tmp_path):
     s1.mkdir()
     (s1 / "part-0.csv").write_text("ts,a,x\n1,1,5\n2,2,6\n3,1\n4,1,7\nabc,1,1\n6,2,3\n")
     (s1 / "part-1.csv").write_text("ts,a,x\n8,1,2\n7,1,4\n2,1,9\n10,2,1\n12,1,0\n")
-    (tmp_path / "s2.jsonl").write_text("\n".join(
-        ['{"ts": 2, "a": 1, "x": 1}', '{"ts": 5, "a": "zz", "x": 2}', '{"ts": 6, "a": 2, "x": 3}',
-         '{"ts": 9, "a": 1, "x": 4}', '{"ts": 7, "a": 1, "x": 5}', '{"ts": 11, "a": 1, "x": 6}']) + "\n")
-    pd.DataFrame({"ts": [0, 3, 7, 9, 12, 13], "a": [1, 1, 2, 1, 1, 2], "x": [1, 2, 3, 4, 5, 6]}).to_parquet(
-        tmp_path / "s3.parquet")
-    query = ("SELECT * FROM S1 [RANGE 5], S2 [ROWS 2], S3 [RANGE 4] "
-             "WHERE S1.a = S2.a AND S2.a = S3.a AND S3.x > 1")
-    common = ["run", query, "--source", f"S1={s1}", "--source", f"S2={tmp_path / 's2.jsonl'}",
-              "--source", f"S3={tmp_path / 's3.parquet'}", "--lateness", "1", "--quiet"]
+    (tmp_path / "s2.jsonl").write_text(
+        "\n".join(
+            [
+                '{"ts": 2, "a": 1, "x": 1}',
+                '{"ts": 5, "a": "zz", "x": 2}',
+                '{"ts": 6, "a": 2, "x": 3}',
+                '{"ts": 9, "a": 1, "x": 4}',
+                '{"ts": 7, "a": 1, "x": 5}',
+                '{"ts": 11, "a": 1, "x": 6}',
+            ]
+        )
+        + "\n"
+    )
+    pd.DataFrame({"ts": [0, 3, 7, 9, 12, 13], "a": [1, 1, 2, 1, 1, 2], "x": [1, 2, 3, 4, 5, 6]}).to_parquet(tmp_path / "s3.parquet")
+    query = "SELECT * FROM S1 [RANGE 5], S2 [ROWS 2], S3 [RANGE 4] WHERE S1.a = S2.a AND S2.a = S3.a AND S3.x > 1"
+    common = ["run", query, "--source", f"S1={s1}", "--source", f"S2={tmp_path / 's2.jsonl'}", "--source", f"S3={tmp_path / 's3.parquet'}", "--lateness", "1", "--quiet"]
     out = {}
     for engine in ("local", "spark"):
-        args = common + ["--engine", engine, "--out", str(tmp_path / f"{engine}.csv"),
-                         "--rejects", str(tmp_path / f"{engine}-rejects.csv"),
-                         "--stats-json", str(tmp_path / f"{engine}.json")]
+        args = common + [
+            "--engine",
+            engine,
+            "--out",
+            str(tmp_path / f"{engine}.csv"),
+            "--rejects",
+            str(tmp_path / f"{engine}-rejects.csv"),
+            "--stats-json",
+            str(tmp_path / f"{engine}.json"),
+        ]
         assert main(args + (["--mode", "batch"] if engine == "spark" else [])) == 0
         out[engine] = (pd.read_csv(tmp_path / f"{engine}.csv"), pd.read_csv(tmp_path / f"{engine}-rejects.csv"))
     (local, local_rej), (batch, batch_rej) = out["local"], out["spark"]
@@ -154,13 +178,14 @@ def test_batch_evaluates_like_and_text_functions_and_refuses_the_others(spark):
     from slidewise.cql import parse
     from slidewise.errors import PlanError
 
-    sources = {"S": pd.DataFrame({"ts": [1, 2, 3, 4], "k": [1, 1, 2, 1], "name": ["abc", "Abd", "a.c", "xa%"]}),
-               "R": pd.DataFrame({"ts": [2, 3, 4], "k": [1, 2, 1]})}
-    query = parse("SELECT S.ts, UPPER(S.name) AS u, LOWER(S.name) AS l FROM S [RANGE 3] s JOIN R [RANGE 3] r "
-                  "ON s.k = r.k WHERE S.name LIKE 'a_c' OR S.name NOT LIKE '%a%'".replace("S.", "s."))
+    sources = {"S": pd.DataFrame({"ts": [1, 2, 3, 4], "k": [1, 1, 2, 1], "name": ["abc", "Abd", "a.c", "xa%"]}), "R": pd.DataFrame({"ts": [2, 3, 4], "k": [1, 2, 1]})}
+    query = parse(
+        "SELECT S.ts, UPPER(S.name) AS u, LOWER(S.name) AS l FROM S [RANGE 3] s JOIN R [RANGE 3] r ON s.k = r.k WHERE S.name LIKE 'a_c' OR S.name NOT LIKE '%a%'".replace(
+            "S.", "s."
+        )
+    )
     got = run_batch(query, sources, spark=spark)
     same_rows(got.results, run(query, sources).results)
-    assert sorted(got.results["u"]) == ["A.C", "ABC", "ABC", "ABD", "ABD"]   # LIKE is case-sensitive
+    assert sorted(got.results["u"]) == ["A.C", "ABC", "ABC", "ABD", "ABD"]  # LIKE is case-sensitive
     with pytest.raises(PlanError, match="batch replay cannot evaluate COALESCE"):
-        run_batch(parse("SELECT COALESCE(s.k, 0) FROM S [RANGE 3] s, R [RANGE 3] r WHERE s.k = r.k"),
-                  sources, spark=spark)
+        run_batch(parse("SELECT COALESCE(s.k, 0) FROM S [RANGE 3] s, R [RANGE 3] r WHERE s.k = r.k"), sources, spark=spark)

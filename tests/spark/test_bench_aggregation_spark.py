@@ -23,10 +23,10 @@ def test_aggregation_bench_on_spark_smoke(spark, tmp_path, capsys):
     checks = got["checks"]
     assert checks["slidewise on Spark equals local"] and checks["Spark window() equals local"]
     assert checks["Spark window() compared over"].startswith("the first 1,500 tuples: windows ts <= 1499 (")
-    assert checks["Spark window() rows not compared"] > 0   # the windows that also need later tuples
+    assert checks["Spark window() rows not compared"] > 0  # the windows that also need later tuples
     mine, peer = got["slidewise-spark"], got["spark-window"]
     assert mine["path"].startswith("sliding aggregate:") and mine["rows"] == checks["local rows"]
-    assert mine["micro_batches"] == 5 and peer["micro_batches"] >= 4   # 4 files + end of input; 2 files + 2 sentinels
+    assert mine["micro_batches"] == 5 and peer["micro_batches"] >= 4  # 4 files + end of input; 2 files + 2 sentinels
     assert (mine["tuples"], peer["tuples"]) == (n, n // 2)
     assert 0 < mine["state_rows_peak"] < peer["state_rows_peak"]
     summary = summarize_spark(got, n)

@@ -16,8 +16,7 @@ pytestmark = pytest.mark.spark
 
 
 def test_bench_spark_smoke(spark, tmp_path):
-    report = run_spark_bench("W4", tuples=1500, out_dir=str(tmp_path), slices=2, isolate=False,
-                             spark=spark, warmup=False, progress=False)
+    report = run_spark_bench("W4", tuples=1500, out_dir=str(tmp_path), slices=2, isolate=False, spark=spark, warmup=False, progress=False)
     saved = json.loads((tmp_path / "spark.json").read_text())
     assert (tmp_path / "spark.png").stat().st_size > 10_000
     assert set(saved["workloads"]) == {"W4"}

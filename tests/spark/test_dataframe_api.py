@@ -18,9 +18,10 @@ Q = "SELECT A.ts AS at, B.ts AS bt, A.k AS k, B.v AS v FROM A [RANGE 20], B [ROW
 
 def _inputs(n: int = 120, seed: int = 3) -> dict[str, pd.DataFrame]:
     rng = np.random.default_rng(seed)
-    return {"A": pd.DataFrame({"ts": np.sort(rng.integers(0, 400, n)), "k": rng.integers(0, 5, n)}),
-            "B": pd.DataFrame({"ts": np.sort(rng.integers(0, 400, n)), "k": rng.integers(0, 5, n),
-                               "v": [f"v{i}" for i in range(n)]})}
+    return {
+        "A": pd.DataFrame({"ts": np.sort(rng.integers(0, 400, n)), "k": rng.integers(0, 5, n)}),
+        "B": pd.DataFrame({"ts": np.sort(rng.integers(0, 400, n)), "k": rng.integers(0, 5, n), "v": [f"v{i}" for i in range(n)]}),
+    }
 
 
 def _rows(frame: pd.DataFrame) -> list[tuple]:
@@ -89,8 +90,7 @@ def test_file_stream_with_end_of_input_matches_the_local_engine(spark, tmp_path)
         half = len(df) // 2
         df.iloc[:half].to_parquet(d / "part-0.parquet")
         df.iloc[half:].to_parquet(d / "part-1.parquet")
-        frames[name] = spark.readStream.schema(spark.read.parquet(str(d)).schema).option(
-            "maxFilesPerTrigger", 1).parquet(str(d))
+        frames[name] = spark.readStream.schema(spark.read.parquet(str(d)).schema).option("maxFilesPerTrigger", 1).parquet(str(d))
     out = query(spark, Q, frames, control=str(tmp_path / "control"))
     assert out.isStreaming
     got: list[pd.DataFrame] = []
@@ -116,14 +116,13 @@ def test_user_write_stream_restarted_on_its_checkpoint(spark, tmp_path):
     def write(part: int) -> None:
         for name, df in data.items():
             third = len(df) // 3
-            df.iloc[part * third:(part + 1) * third if part < 2 else None].to_parquet(dirs[name] / f"p{part}.parquet")
+            df.iloc[part * third : (part + 1) * third if part < 2 else None].to_parquet(dirs[name] / f"p{part}.parquet")
 
     def start():
         schemas = {n: spark.read.parquet(str(d)).schema for n, d in dirs.items()}
         frames = {n: spark.readStream.schema(schemas[n]).parquet(str(d)) for n, d in dirs.items()}
         out = query(spark, Q, frames, control=str(tmp_path / "control"))
-        return (out.writeStream.queryName("api_restart").format("parquet")
-                .option("checkpointLocation", str(tmp_path / "ckpt")).start(str(tmp_path / "out")))
+        return out.writeStream.queryName("api_restart").format("parquet").option("checkpointLocation", str(tmp_path / "ckpt")).start(str(tmp_path / "out"))
 
     write(0)
     q = start()
@@ -186,11 +185,10 @@ def test_user_write_stream_killed_and_restarted(spark, tmp_path):
         (tmp_path / name).mkdir()
         for part in range(3):
             third = len(df) // 3
-            df.iloc[part * third:(part + 1) * third if part < 2 else None].to_parquet(tmp_path / name / f"p{part}.parquet")
+            df.iloc[part * third : (part + 1) * third if part < 2 else None].to_parquet(tmp_path / name / f"p{part}.parquet")
     log = tmp_path / "app.log"
     with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-c", _USER_APP, str(tmp_path), Q], stdout=subprocess.DEVNULL,
-                                stderr=err, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-c", _USER_APP, str(tmp_path), Q], stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         try:
             deadline = time.monotonic() + 300
             while not (tmp_path / "ckpt" / "commits" / "0").exists():
@@ -199,12 +197,10 @@ def test_user_write_stream_killed_and_restarted(spark, tmp_path):
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert not (tmp_path / "ckpt" / "commits" / "2").exists()      # killed mid-stream
-    frames = {n: spark.readStream.schema(spark.read.parquet(str(tmp_path / n)).schema).option("maxFilesPerTrigger", 1)
-              .parquet(str(tmp_path / n)) for n in data}
+    assert not (tmp_path / "ckpt" / "commits" / "2").exists()  # killed mid-stream
+    frames = {n: spark.readStream.schema(spark.read.parquet(str(tmp_path / n)).schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / n)) for n in data}
     out = query(spark, Q, frames, control=str(tmp_path / "control"))
-    q = (out.writeStream.queryName("user_app_again").format("parquet")
-         .option("checkpointLocation", str(tmp_path / "ckpt")).start(str(tmp_path / "out")))
+    q = out.writeStream.queryName("user_app_again").format("parquet").option("checkpointLocation", str(tmp_path / "ckpt")).start(str(tmp_path / "out"))
     try:
         q.processAllAvailable()
         end_input(tmp_path / "control")

@@ -30,25 +30,21 @@ def _error(capsys, argv) -> str:
 
 def test_java_missing(capsys, monkeypatch, inputs, tmp_path):
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
-    err = _error(capsys, ["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}",
-                          "--engine", "spark", "--master", "local[1]"])
+    err = _error(capsys, ["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}", "--engine", "spark", "--master", "local[1]"])
     assert "needs Java" in err and "apt-get install openjdk-17-jre-headless" in err
 
 
 def test_bad_master_url(capsys, inputs):
-    err = _error(capsys, ["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}",
-                          "--engine", "spark", "--master", "bogus://x"])
+    err = _error(capsys, ["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}", "--engine", "spark", "--master", "bogus://x"])
     assert "bad Spark master URL 'bogus://x'" in err and "local[*]" in err
     assert check_master("local-cluster[2,1,1024]") == "local-cluster[2,1,1024]"
 
 
 def test_missing_and_empty_input_directory(capsys, inputs, tmp_path):
-    err = _error(capsys, ["run", Q, "--source", f"A={tmp_path / 'nope'}", "--source", f"B={inputs[1]}",
-                          "--engine", "spark"])
+    err = _error(capsys, ["run", Q, "--source", f"A={tmp_path / 'nope'}", "--source", f"B={inputs[1]}", "--engine", "spark"])
     assert "no such file or directory" in err
     (tmp_path / "empty").mkdir()
-    err = _error(capsys, ["run", Q, "--source", f"A={tmp_path / 'empty'}", "--source", f"B={inputs[1]}",
-                          "--engine", "spark"])
+    err = _error(capsys, ["run", Q, "--source", f"A={tmp_path / 'empty'}", "--source", f"B={inputs[1]}", "--engine", "spark"])
     assert "holds no data files" in err
 
 
@@ -86,8 +82,7 @@ def test_checkpoint_of_another_query(capsys, inputs, tmp_path):
     ck = tmp_path / "ck"
     ck.mkdir()
     (ck / "slidewise.json").write_text('{"query": "SELECT 1", "buckets": 2}')
-    err = _error(capsys, ["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}",
-                          "--engine", "spark", "--checkpoint", str(ck)])
+    err = _error(capsys, ["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}", "--engine", "spark", "--checkpoint", str(ck)])
     assert "belongs to another query" in err
 
 
@@ -116,5 +111,4 @@ def test_default_engine_is_local_unless_spark_asked(monkeypatch, capsys, inputs)
     assert default_engine() == "spark" and resolve_engine(None) == "spark"
     assert resolve_engine(None, local_only=True) == "local"
     # overload budgets exist only in the embedded engine: without --engine the run stays in-process (no JVM)
-    assert main(["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}", "--cpu-budget", "1000",
-                 "--quiet"]) == 0
+    assert main(["run", Q, "--source", f"A={inputs[0]}", "--source", f"B={inputs[1]}", "--cpu-budget", "1000", "--quiet"]) == 0

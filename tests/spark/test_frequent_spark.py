@@ -31,17 +31,25 @@ from tests.spark.harness import sequence_into_buckets
 from tests.spark.test_panes_spark import _files, cut, norm
 
 KINDS = {"src": "str", "a": "int"}
-QUERIES = ["SELECT RSTREAM FREQUENT(S.src, 2) FROM S [ROWS 12 SLIDE 4]",
-           "SELECT RSTREAM FREQUENT(S.a, 1) FROM S [ROWS 9 SLIDE 6] WHERE S.src <> 'z'",
-           "SELECT RSTREAM FREQUENT(S.src, 2) FROM S [RANGE 12 SLIDE 4] WHERE S.a > 0",
-           "SELECT RSTREAM FREQUENT(S.a, 2) FROM S [RANGE 5 SLIDE 6]",
-           "SELECT RSTREAM FREQUENT(S.a, 1, exact => true) FROM S [RANGE 10 SLIDE 3]"]
+QUERIES = [
+    "SELECT RSTREAM FREQUENT(S.src, 2) FROM S [ROWS 12 SLIDE 4]",
+    "SELECT RSTREAM FREQUENT(S.a, 1) FROM S [ROWS 9 SLIDE 6] WHERE S.src <> 'z'",
+    "SELECT RSTREAM FREQUENT(S.src, 2) FROM S [RANGE 12 SLIDE 4] WHERE S.a > 0",
+    "SELECT RSTREAM FREQUENT(S.a, 2) FROM S [RANGE 5 SLIDE 6]",
+    "SELECT RSTREAM FREQUENT(S.a, 1, exact => true) FROM S [RANGE 10 SLIDE 3]",
+]
 
-streams = st.integers(1, 60).flatmap(lambda n: st.tuples(
-    st.lists(st.sampled_from([0, 0, 1, 2, 9]), min_size=n, max_size=n),
-    st.lists(st.sampled_from("xyz"), min_size=n, max_size=n),
-    st.lists(st.integers(0, 3), min_size=n, max_size=n))).map(
-    lambda t: pd.DataFrame({"ts": np.cumsum(np.asarray(t[0], np.int64)), "src": t[1], "a": np.asarray(t[2], np.int64)}))
+streams = (
+    st.integers(1, 60)
+    .flatmap(
+        lambda n: st.tuples(
+            st.lists(st.sampled_from([0, 0, 1, 2, 9]), min_size=n, max_size=n),
+            st.lists(st.sampled_from("xyz"), min_size=n, max_size=n),
+            st.lists(st.integers(0, 3), min_size=n, max_size=n),
+        )
+    )
+    .map(lambda t: pd.DataFrame({"ts": np.cumsum(np.asarray(t[0], np.int64)), "src": t[1], "a": np.asarray(t[2], np.int64)}))
+)
 
 
 def local(query: str, frame: pd.DataFrame, lateness: int = 0) -> Counter:
@@ -61,10 +69,27 @@ def simulate(query: str, steps: list, lateness: int = 0) -> tuple[Counter, list[
         else:
             idx = seen + np.arange(len(step), dtype=np.int64)
             seen += len(step)
-            rows = [{"k": TUPLE, "s": 0, "q": len(step), "p": pack(
-                {"t": step["ts"].to_numpy(np.int64), "q": idx, "o": np.zeros(len(step), np.int64),
-                 "fi": np.zeros(len(step), np.int32), "files": ["file:///in/S.csv"],
-                 **{a: step[a].to_numpy() for a in KINDS}})}] if len(step) else []
+            rows = (
+                [
+                    {
+                        "k": TUPLE,
+                        "s": 0,
+                        "q": len(step),
+                        "p": pack(
+                            {
+                                "t": step["ts"].to_numpy(np.int64),
+                                "q": idx,
+                                "o": np.zeros(len(step), np.int64),
+                                "fi": np.zeros(len(step), np.int32),
+                                "files": ["file:///in/S.csv"],
+                                **{a: step[a].to_numpy() for a in KINDS},
+                            }
+                        ),
+                    }
+                ]
+                if len(step)
+                else []
+            )
         if not rows:
             continue
         for b, parts in sorted(sequence_into_buckets(seq, seq_state, wire_frame(rows)).items()):
@@ -103,8 +128,7 @@ def test_a_continued_run_equals_one_run_over_the_kept_tuples(frame, query, at):
 
 
 def test_lateness_reorders_as_the_local_engine():
-    frame = pd.DataFrame({"ts": [5, 3, 9, 1, 12, 30, 14, 29, 31, 31, 33],
-                          "src": list("xyzxyzxyzxx"), "a": [1, 2, 1, 2, 1, 1, 2, 2, 1, 2, 1]})
+    frame = pd.DataFrame({"ts": [5, 3, 9, 1, 12, 30, 14, 29, 31, 31, 33], "src": list("xyzxyzxyzxx"), "a": [1, 2, 1, 2, 1, 1, 2, 2, 1, 2, 1]})
     for query in QUERIES:
         got, rejects, _ = simulate(query, [frame.iloc[:4], frame.iloc[4:7], frame.iloc[7:], "eof"], lateness=3)
         assert got == local(query, frame, lateness=3), query
@@ -115,30 +139,43 @@ def test_state_holds_the_summaries_not_the_tuples():
     """After 1,000 tuples, a count window's state is the top-k summaries of its sub-windows and the
     open sub-window's tuples (fewer than s), not the window's tuples."""
     n = 1000
-    frame = pd.DataFrame({"ts": np.arange(n), "src": np.asarray(list("xyzw"))[np.arange(n) % 4],
-                          "a": np.arange(n) % 50})
+    frame = pd.DataFrame({"ts": np.arange(n), "src": np.asarray(list("xyzw"))[np.arange(n) % 4], "a": np.arange(n) % 50})
     got, _, logic = simulate("SELECT RSTREAM FREQUENT(S.a, 3) FROM S [ROWS 500 SLIDE 30]", [frame])
     assert sum(got.values()) > 0
     layout = Layout((StreamInfo("S", "S", KINDS, "raw", 0, "csv", 1),))
     seq = SequencerLogic(layout, Keying("single", 1))
-    rows = [{"k": TUPLE, "s": 0, "q": n, "p": pack({"t": frame.ts.to_numpy(), "q": np.arange(n),
-                                                    "o": np.zeros(n, np.int64), "fi": np.zeros(n, np.int32),
-                                                    "files": ["f"], **{a: frame[a].to_numpy() for a in KINDS}})}]
-    (b, parts), = sequence_into_buckets(seq, {}, wire_frame(rows)).items()
+    rows = [
+        {
+            "k": TUPLE,
+            "s": 0,
+            "q": n,
+            "p": pack(
+                {
+                    "t": frame.ts.to_numpy(),
+                    "q": np.arange(n),
+                    "o": np.zeros(n, np.int64),
+                    "fi": np.zeros(n, np.int32),
+                    "files": ["f"],
+                    **{a: frame[a].to_numpy() for a in KINDS},
+                }
+            ),
+        }
+    ]
+    ((b, parts),) = sequence_into_buckets(seq, {}, wire_frame(rows)).items()
     blob, frames = logic.process(b, None, pd.concat(parts, ignore_index=True))
     st_, run = logic._load(blob, lambda cols: None)
     held = run.pending[0]
-    assert len(st_["buffer"]["t"]) == 1   # the last tuple waits for the release bound
-    assert len(held.ids) <= 500 // 10 + 30 // 10 and len(held.items) <= 3 * len(held.ids)   # b + D/s top-3 lists
+    assert len(st_["buffer"]["t"]) == 1  # the last tuple waits for the release bound
+    assert len(held.ids) <= 500 // 10 + 30 // 10 and len(held.items) <= 3 * len(held.ids)  # b + D/s top-3 lists
     assert run.carry is None or len(run.carry[0]) < 10
 
 
 # ---------------------------------------------------------------- on Spark
 
+
 def _frame(seed: int, n: int = 90) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"ts": np.cumsum(rng.choice([0, 0, 1, 2, 3, 15], n)), "src": rng.choice(list("xyzw"), n),
-                         "a": rng.integers(0, 4, n)})
+    return pd.DataFrame({"ts": np.cumsum(rng.choice([0, 0, 1, 2, 3, 15], n)), "src": rng.choice(list("xyzw"), n), "a": rng.integers(0, 4, n)})
 
 
 SPARK_CASES = {"rows": QUERIES[1], "range": QUERIES[2]}
@@ -176,7 +213,7 @@ def test_spark_frequent_restart_after_stop_is_exactly_once(spark, runs, tmp_path
     while not (ckpt / "query" / "commits" / "0").exists():
         assert time.monotonic() < deadline, "no committed micro-batch in time"
         time.sleep(0.1)
-    run.stop()   # mid-stream: its input has not ended
+    run.stop()  # mid-stream: its input has not ended
     assert not run.ended
     _files(frame.iloc[half:], tmp_path / "S", 2, first=2)
     res = run_plan_spark(query, {"S": str(tmp_path / "S")}, once=True, **opts)

@@ -19,8 +19,7 @@ pytestmark = pytest.mark.spark
 def test_topics_in_results_to_a_topic_once(spark, kafka_broker, tmp_path):
     data = inputs(120, seed=11)
     sources = fill(kafka_broker, "sp-once", data)
-    r = run_spark(Q, sources, out=f"kafka://{kafka_broker}/sp-once-out", once=True, spark=spark,
-                  checkpoint=str(tmp_path / "ckpt"), rejects=str(tmp_path / "rejects"))
+    r = run_spark(Q, sources, out=f"kafka://{kafka_broker}/sp-once-out", once=True, spark=spark, checkpoint=str(tmp_path / "ckpt"), rejects=str(tmp_path / "rejects"))
     assert r.stats["input_ended"] and r.stats["rejects"] == 0
     assert rows(pd.DataFrame(consume(kafka_broker, "sp-once-out"))) == oracle(data)
 
@@ -32,7 +31,7 @@ def test_stopped_mid_stream_and_restarted_writes_each_result_once(spark, kafka_b
     run = start_spark(Q, sources, out=out, once=False, spark=spark, checkpoint=ckpt)
     runs.append(run)
     run.process_all_available()
-    run.stop()                                   # stopped mid-stream: no end of input
+    run.stop()  # stopped mid-stream: no end of input
     first = consume(kafka_broker, "sp-live-out")
     fill(kafka_broker, "sp-live", data, start=60)
     r = run_spark(Q, sources, out=out, once=True, spark=spark, checkpoint=ckpt)
@@ -69,12 +68,10 @@ def test_a_general_query_topic_to_topic(spark, kafka_broker, tmp_path):
 
     data = inputs(60, seed=14)
     sources = fill(kafka_broker, "sp-plan", {"A": data["A"]})
-    run_plan_spark(G, sources, {}, out=f"kafka://{kafka_broker}/sp-plan-out", once=True, spark=spark,
-                   checkpoint=str(tmp_path / "ckpt"))
+    run_plan_spark(G, sources, {}, out=f"kafka://{kafka_broker}/sp-plan-out", once=True, spark=spark, checkpoint=str(tmp_path / "ckpt"))
     want = slidewise.run(G, {"A": data["A"]}).results
     got = pd.DataFrame(consume(kafka_broker, "sp-plan-out"))
-    assert sorted(map(tuple, got[list(want.columns)].astype(str).values.tolist())) == \
-        sorted(map(tuple, want.astype(str).values.tolist()))
+    assert sorted(map(tuple, got[list(want.columns)].astype(str).values.tolist())) == sorted(map(tuple, want.astype(str).values.tolist()))
 
 
 @pytest.mark.slow
@@ -92,14 +89,27 @@ def test_cli_killed_mid_stream_and_rerun_writes_each_result_once(spark, kafka_br
     data = inputs(120, seed=15)
     sources = fill(kafka_broker, "sp-cli", data, stop=60)
     ckpt = tmp_path / "ckpt"
-    args = ["run", query, *[a for name in sources for a in ("--source", f"{name}={sources[name]}")],
-            "--engine", "spark", "--master", "local[2]", "--checkpoint", str(ckpt),
-            "--out", f"kafka://{kafka_broker}/sp-cli-out", "--conf", "spark.sql.shuffle.partitions=2", "--quiet",
-            "--trigger", "3s"]
+    args = [
+        "run",
+        query,
+        *[a for name in sources for a in ("--source", f"{name}={sources[name]}")],
+        "--engine",
+        "spark",
+        "--master",
+        "local[2]",
+        "--checkpoint",
+        str(ckpt),
+        "--out",
+        f"kafka://{kafka_broker}/sp-cli-out",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+        "--quiet",
+        "--trigger",
+        "3s",
+    ]
     log = tmp_path / "first-run.log"
     with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "slidewise.cli", *args], stdout=subprocess.DEVNULL,
-                                stderr=err, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-m", "slidewise.cli", *args], stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         try:
             deadline = time.monotonic() + 300
             while not (ckpt / "query" / "commits" / "0").exists():
@@ -118,8 +128,7 @@ def test_csv_values_and_their_rejects_as_on_the_local_engine(spark, kafka_broker
 
     produce(kafka_broker, "sp-csv-A", ["1,3", "2,x", "5,3", "6,3,9"])
     produce(kafka_broker, "sp-csv-B", ['4,3,"b"'])
-    sources = {"A": f"kafka://{kafka_broker}/sp-csv-A?format=csv&columns=ts,k",
-               "B": f"kafka://{kafka_broker}/sp-csv-B?format=csv&columns=ts,k,v"}
+    sources = {"A": f"kafka://{kafka_broker}/sp-csv-A?format=csv&columns=ts,k", "B": f"kafka://{kafka_broker}/sp-csv-B?format=csv&columns=ts,k,v"}
     local = slidewise.run(Q, sources)
     r = run_spark(Q, sources, once=True, spark=spark, collect=True)
     assert rows(r.results) == rows(local.results) and len(local.results) == 2

@@ -70,8 +70,7 @@ def test_lazy_results_fire_at_evaluation_instants_in_idle_buckets():
     q = parse("SELECT * FROM A [RANGE 10 SLIDE 5], B [RANGE 10 SLIDE 5] WHERE A.k = B.k")
     keying = choose_keying(q, [{"k": "int"}, {"k": "int"}], 2)
     assert keying.assign(0, np.arange(2), {"k": np.array([1, 7])})[1].tolist() == [1, 0]  # two buckets
-    frames = {"A": pd.DataFrame({"ts": [1, 20, 21], "k": [1, 7, 7]}),
-              "B": pd.DataFrame({"ts": [2, 20, 22], "k": [1, 7, 7]})}
+    frames = {"A": pd.DataFrame({"ts": [1, 20, 21], "k": [1, 7, 7]}), "B": pd.DataFrame({"ts": [2, 20, 22], "k": [1, 7, 7]})}
     got, out = simulate(q, None, batches=3, buckets=2, inputs=frames, columns=("k",), final=False)
     # no end of input: the k=1 pair (evaluation at 5) is out although its bucket saw no later tuple,
     # the k=7 pair at 20 since the watermark (min(21, 22) = 21) passed 20
@@ -87,17 +86,14 @@ def test_keying_modes():
     assert b[0] == b[1] == b[3] and b[2] == b[4]
     mixed = choose_keying(q, [{"a": "int"}, {"a": "float"}, {"a": "int"}], 4)
     assert mixed.key_kind == "float"
-    assert (mixed.assign(0, np.arange(1), {"a": np.array([5])})[1]
-            == mixed.assign(1, np.arange(1), {"a": np.array([5.0])})[1]).all()
-    band = choose_keying(parse("SELECT * FROM S1 [RANGE 5], S2 [RANGE 5], S3 [RANGE 5] "
-                               "WHERE ABS(S1.x - S2.x) <= 2 AND ABS(S2.x - S3.x) <= 1"), kinds, 8)
+    assert (mixed.assign(0, np.arange(1), {"a": np.array([5])})[1] == mixed.assign(1, np.arange(1), {"a": np.array([5.0])})[1]).all()
+    band = choose_keying(parse("SELECT * FROM S1 [RANGE 5], S2 [RANGE 5], S3 [RANGE 5] WHERE ABS(S1.x - S2.x) <= 2 AND ABS(S2.x - S3.x) <= 1"), kinds, 8)
     assert band.mode == "band" and band.radius == (0, 1, 2) and band.width == 2.0
     rows, b = band.assign(2, np.arange(1), {"x": np.array([9])})
     assert rows.tolist() == [0] * 5 and sorted(b.tolist()) == [2, 3, 4, 5, 6]
     count = choose_keying(parse("SELECT * FROM S1 [ROWS 5], S2 [RANGE 5] WHERE S1.a = S2.a"), kinds, 4)
     assert count.mode == "single" and "count windows" in count.warnings[0]
-    diff = choose_keying(parse("SELECT * FROM S1 [RANGE 5], S2 [RANGE 5], S3 [RANGE 5] "
-                               "WHERE S1.a = S2.a AND S2.x = S3.x"), kinds, 4)
+    diff = choose_keying(parse("SELECT * FROM S1 [RANGE 5], S2 [RANGE 5], S3 [RANGE 5] WHERE S1.a = S2.a AND S2.x = S3.x"), kinds, 4)
     assert diff.mode == "grid" and diff.dims == (2, 2) and diff.buckets == 4 and diff.warnings == ()
     assert diff.coords == (((0, "a"),), ((0, "a"), (1, "x")), ((1, "x"),))
     a, x = np.array([3, 3, 4, 9]), np.array([1, 2, 1, 1])
@@ -115,8 +111,7 @@ def test_keying_modes():
 def test_convert_table_is_the_local_conversion():
     """Spark's text columns converted by the local rules: same values, same reasons."""
     text = "ts,a,name\n1.5,7,x\nabc,8,y\n2.25,nine,z\n,4,w\n3,5,\n"
-    table = pa.table({"ts": ["1.5", "abc", "2.25", None, "3"], "a": ["7", "8", "nine", "4", "5"],
-                      "name": ["x", "y", "z", "w", None]})
+    table = pa.table({"ts": ["1.5", "abc", "2.25", None, "3"], "a": ["7", "8", "nine", "4", "5"], "name": ["x", "y", "z", "w", None]})
     info = StreamInfo("S", "S", {"a": "int", "name": "str"}, "s")
     ts, cols, bad, reasons, _ = convert_table(table, info, "ts")
     import tempfile
@@ -166,10 +161,8 @@ def test_grid_keying_equals_oracle_for_cycles_and_theta_edges():
     from tests.streams import col, query_of
 
     shapes = [
-        ([Equality(col(0, "a"), col(1, "a")), Equality(col(1, "b"), col(2, "b")),
-          Equality(col(2, "x"), col(0, "x"))], []),
-        ([Equality(col(0, "a"), col(1, "a")), Equality(col(0, "b"), col(1, "b")),
-          Equality(col(1, "x"), col(2, "x"))], []),
+        ([Equality(col(0, "a"), col(1, "a")), Equality(col(1, "b"), col(2, "b")), Equality(col(2, "x"), col(0, "x"))], []),
+        ([Equality(col(0, "a"), col(1, "a")), Equality(col(0, "b"), col(1, "b")), Equality(col(1, "x"), col(2, "x"))], []),
         ([Equality(col(0, "a"), col(1, "b"))], [Cmp("<", col(1, "x"), col(2, "x"))]),
     ]
     for seed in range(3):

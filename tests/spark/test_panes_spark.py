@@ -35,8 +35,7 @@ from tests.spark.harness import sequence_into_buckets
 from tests.test_sliding_aggregate import HAVING, WHERE, streams
 
 KINDS = {"a": "int", "k": "str", "b": "int", "f": "float"}
-AGGS = ["COUNT(*)", "COUNT(S.b)", "SUM(S.b)", "AVG(S.b)", "MIN(S.b)", "MAX(S.b)",
-        "COUNT(S.f)", "SUM(S.f)", "AVG(S.f)", "MIN(S.f)", "MAX(S.f)"]
+AGGS = ["COUNT(*)", "COUNT(S.b)", "SUM(S.b)", "AVG(S.b)", "MIN(S.b)", "MAX(S.b)", "COUNT(S.f)", "SUM(S.f)", "AVG(S.f)", "MIN(S.f)", "MAX(S.f)"]
 
 
 @st.composite
@@ -48,17 +47,21 @@ def queries(draw) -> str:
     where, having = draw(st.sampled_from(WHERE)), draw(st.sampled_from(HAVING))
     having = None if having and "c0" in having and not aggs[0].startswith("COUNT") else having
     kind = draw(st.sampled_from(["RSTREAM", "ISTREAM", "DSTREAM"]))
-    return (f"SELECT {kind}({', '.join(items)}) FROM S [RANGE {length} SLIDE {slide}]"
-            + (f" WHERE {where}" if where else "") + (f" GROUP BY {', '.join(keys)}" if keys else "")
-            + (f" HAVING {having}" if having else ""))
+    return (
+        f"SELECT {kind}({', '.join(items)}) FROM S [RANGE {length} SLIDE {slide}]"
+        + (f" WHERE {where}" if where else "")
+        + (f" GROUP BY {', '.join(keys)}" if keys else "")
+        + (f" HAVING {having}" if having else "")
+    )
 
 
 def norm(frame: pd.DataFrame | None) -> Counter:
     """Result rows as a multiset (NaN as None, numpy scalars as Python values)."""
     if frame is None or not len(frame):
         return Counter()
-    return Counter(tuple(None if isinstance(v, float) and math.isnan(v) else (v.item() if hasattr(v, "item") else v)
-                         for v in r) for r in frame.itertuples(index=False, name=None))
+    return Counter(
+        tuple(None if isinstance(v, float) and math.isnan(v) else (v.item() if hasattr(v, "item") else v) for v in r) for r in frame.itertuples(index=False, name=None)
+    )
 
 
 def local(query: str, frame: pd.DataFrame, lateness: int = 0) -> Counter:
@@ -82,10 +85,27 @@ def simulate(query: str, steps: list, buckets: int = 3, lateness: int = 0) -> tu
         else:
             idx = seen + np.arange(len(step), dtype=np.int64)
             seen += len(step)
-            rows = [{"k": TUPLE, "s": 0, "q": len(step), "p": pack(
-                {"t": step["ts"].to_numpy(np.int64), "q": idx, "o": np.zeros(len(step), np.int64),
-                 "fi": np.zeros(len(step), np.int32), "files": ["file:///in/S.csv"],
-                 **{a: step[a].to_numpy() for a in KINDS}})}] if len(step) else []
+            rows = (
+                [
+                    {
+                        "k": TUPLE,
+                        "s": 0,
+                        "q": len(step),
+                        "p": pack(
+                            {
+                                "t": step["ts"].to_numpy(np.int64),
+                                "q": idx,
+                                "o": np.zeros(len(step), np.int64),
+                                "fi": np.zeros(len(step), np.int32),
+                                "files": ["file:///in/S.csv"],
+                                **{a: step[a].to_numpy() for a in KINDS},
+                            }
+                        ),
+                    }
+                ]
+                if len(step)
+                else []
+            )
         if not rows:
             continue
         for b, parts in sorted(sequence_into_buckets(seq, seq_state, wire_frame(rows)).items()):
@@ -104,8 +124,7 @@ def cut(frame: pd.DataFrame, points: list[int]) -> list[pd.DataFrame]:
     return [frame.iloc[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-@given(frame=streams(), query=queries(), points=st.lists(st.integers(0, 25), max_size=3),
-       buckets=st.integers(1, 3))
+@given(frame=streams(), query=queries(), points=st.lists(st.integers(0, 25), max_size=3), buckets=st.integers(1, 3))
 def test_pane_buckets_equal_the_local_engine(frame, query, points, buckets):
     note(query)
     note(frame.to_records(index=False).tolist())
@@ -132,8 +151,9 @@ def test_a_continued_run_equals_one_run_over_the_kept_tuples(frame, query, at):
 
 
 def test_lateness_reorders_as_the_local_engine():
-    frame = pd.DataFrame({"ts": [5, 3, 9, 1, 12, 30, 14, 29, 31], "a": [1, 2, 1, 2, 1, 1, 2, 2, 1],
-                          "k": list("xyzxyzxyz"), "b": [1, 2, 3, 4, 5, 6, 7, 8, 9], "f": [0.5] * 9})
+    frame = pd.DataFrame(
+        {"ts": [5, 3, 9, 1, 12, 30, 14, 29, 31], "a": [1, 2, 1, 2, 1, 1, 2, 2, 1], "k": list("xyzxyzxyz"), "b": [1, 2, 3, 4, 5, 6, 7, 8, 9], "f": [0.5] * 9}
+    )
     query = "SELECT ISTREAM(S.a, COUNT(*) AS n, MAX(S.b) AS m) FROM S [RANGE 9 SLIDE 4] GROUP BY S.a"
     got, rejects = simulate(query, [frame.iloc[:4], frame.iloc[4:7], frame.iloc[7:], "eof"], lateness=3)
     assert got == local(query, frame, lateness=3)
@@ -147,38 +167,50 @@ def test_state_holds_the_pane_partials_of_open_windows_only():
     plan = prune_columns(bind(parse_plan(query), {"S": KINDS}))
     logic = pane_bucket(plan, ["S"], [KINDS], 0)
     n = 1000
-    frame = pd.DataFrame({"ts": np.arange(n), "a": np.arange(n) % 10, "k": ["x"] * n, "b": np.ones(n, np.int64),
-                          "f": np.zeros(n)})
+    frame = pd.DataFrame({"ts": np.arange(n), "a": np.arange(n) % 10, "k": ["x"] * n, "b": np.ones(n, np.int64), "f": np.zeros(n)})
     seq = SequencerLogic(Layout((StreamInfo("S", "S", KINDS, "raw", 0, "csv", 1),)), Keying("single", 1))
-    rows = [{"k": TUPLE, "s": 0, "q": n, "p": pack({"t": frame.ts.to_numpy(), "q": np.arange(n), "o": np.zeros(n, np.int64),
-                                                    "fi": np.zeros(n, np.int32), "files": ["f"],
-                                                    **{a: frame[a].to_numpy() for a in KINDS}})}]
-    (b, parts), = sequence_into_buckets(seq, {}, wire_frame(rows)).items()
+    rows = [
+        {
+            "k": TUPLE,
+            "s": 0,
+            "q": n,
+            "p": pack(
+                {
+                    "t": frame.ts.to_numpy(),
+                    "q": np.arange(n),
+                    "o": np.zeros(n, np.int64),
+                    "fi": np.zeros(n, np.int32),
+                    "files": ["f"],
+                    **{a: frame[a].to_numpy() for a in KINDS},
+                }
+            ),
+        }
+    ]
+    ((b, parts),) = sequence_into_buckets(seq, {}, wire_frame(rows)).items()
     blob, frames = logic.process(b, None, pd.concat(parts, ignore_index=True))
     st_ = logic._load(blob)
     # the window at 1000, (900, 1000], is next: panes 91 .. 100 of ((p-1)s, ps]; pane 100 has 9 tuples so far
     assert st_["p0"] == 91 and st_["partials"][0][0].shape == (10, 10) and st_["groups"] == 10
     stats = frames[0][frames[0].k == 2]
-    assert int(stats.n0.iloc[0]) == 99   # non-empty (group, pane) cells
+    assert int(stats.n0.iloc[0]) == 99  # non-empty (group, pane) cells
     res = frames[0][frames[0].k == RESULT]
-    assert int(res.q.sum()) == 1 + 99 * 10   # windows 0 (ts 0 only) .. 990 answered
+    assert int(res.q.sum()) == 1 + 99 * 10  # windows 0 (ts 0 only) .. 990 answered
 
 
 def test_distinct_relations_and_joins_keep_the_operator_network():
     kinds = [KINDS]
-    for q in ["SELECT RSTREAM(S.a, COUNT(DISTINCT S.b) AS n) FROM S [RANGE 9 SLIDE 2] GROUP BY S.a",
-              "SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 9] GROUP BY S.a"]:
+    for q in ["SELECT RSTREAM(S.a, COUNT(DISTINCT S.b) AS n) FROM S [RANGE 9 SLIDE 2] GROUP BY S.a", "SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 9] GROUP BY S.a"]:
         plan = prune_columns(bind(parse_plan(q), {"S": KINDS}))
         assert pane_bucket(plan, ["S"], kinds, 0) is None, q
 
 
 # ---------------------------------------------------------------- on Spark
 
+
 def _frame(seed: int, n: int = 80) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     ts = np.cumsum(rng.choice([0, 0, 1, 2, 3, 15], n))
-    return pd.DataFrame({"ts": ts, "a": rng.integers(0, 4, n), "k": rng.choice(list("xyz"), n),
-                         "b": rng.integers(-2, 5, n), "f": rng.choice([-1.5, 0.25, 2.0], n)})
+    return pd.DataFrame({"ts": ts, "a": rng.integers(0, 4, n), "k": rng.choice(list("xyz"), n), "b": rng.integers(-2, 5, n), "f": rng.choice([-1.5, 0.25, 2.0], n)})
 
 
 def _files(frame: pd.DataFrame, d: Path, parts: int, first: int = 0) -> None:
@@ -191,10 +223,8 @@ def _files(frame: pd.DataFrame, d: Path, parts: int, first: int = 0) -> None:
 
 SPARK_CASES = {
     "rstream-count-sum": "SELECT RSTREAM(S.a, COUNT(*) AS n, SUM(S.b) AS s) FROM S [RANGE 9 SLIDE 3] GROUP BY S.a",
-    "istream-avg-min-max": ("SELECT ISTREAM(S.k, AVG(S.f) AS v, MIN(S.b) AS lo, MAX(S.b) AS hi) FROM S "
-                            "[RANGE 11 SLIDE 4] WHERE S.b > -2 GROUP BY S.k"),
-    "dstream-having": ("SELECT DSTREAM(S.a, S.k, COUNT(*) AS n) FROM S [RANGE 5 SLIDE 2] GROUP BY S.a, S.k "
-                       "HAVING COUNT(*) > 1"),
+    "istream-avg-min-max": ("SELECT ISTREAM(S.k, AVG(S.f) AS v, MIN(S.b) AS lo, MAX(S.b) AS hi) FROM S [RANGE 11 SLIDE 4] WHERE S.b > -2 GROUP BY S.k"),
+    "dstream-having": ("SELECT DSTREAM(S.a, S.k, COUNT(*) AS n) FROM S [RANGE 5 SLIDE 2] GROUP BY S.a, S.k HAVING COUNT(*) > 1"),
 }
 
 
@@ -233,7 +263,7 @@ def test_spark_pane_path_restart_after_stop_is_exactly_once(spark, runs, tmp_pat
     while not (ckpt / "query" / "commits" / "0").exists():
         assert time.monotonic() < deadline, "no committed micro-batch in time"
         time.sleep(0.1)
-    run.stop()   # mid-stream: its input has not ended
+    run.stop()  # mid-stream: its input has not ended
     assert not run.ended
     _files(frame.iloc[half:], tmp_path / "S", 2, first=2)
     res = run_plan_spark(query, {"S": str(tmp_path / "S")}, once=True, **opts)

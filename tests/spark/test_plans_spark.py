@@ -27,23 +27,19 @@ from slidewise.spark.sequencer import SequencerLogic
 from tests.spark.harness import sequence_into_buckets
 
 W = 6
-Q1 = (f"SELECT RSTREAM(*) FROM Link1 [RANGE {W}], Link2 [RANGE {W}] "
-      "WHERE Link1.src = Link2.src AND Link1.proto = 1")
+Q1 = f"SELECT RSTREAM(*) FROM Link1 [RANGE {W}], Link2 [RANGE {W}] WHERE Link1.src = Link2.src AND Link1.proto = 1"
 Q2 = f"SELECT RSTREAM(DISTINCT Link1.src) FROM Link1 [RANGE {W}]"
-Q3 = (f"SELECT RSTREAM(*) FROM Link1 [RANGE {W}] WHERE NOT EXISTS "
-      f"(SELECT * FROM Link2 [RANGE {W}] WHERE Link2.src = Link1.src)")
+Q3 = f"SELECT RSTREAM(*) FROM Link1 [RANGE {W}] WHERE NOT EXISTS (SELECT * FROM Link2 [RANGE {W}] WHERE Link2.src = Link1.src)"
 AGG = f"SELECT RSTREAM(Link1.src, COUNT(*) AS n) FROM Link1 [RANGE {W}] GROUP BY Link1.src"
 NRR = f"SELECT RSTREAM(*) FROM Link1 [RANGE {W}], R WHERE Link1.src = R.src"
-TABLE = (f"SELECT RSTREAM(Link1.src, R.label, COUNT(*) AS n) FROM Link1 [RANGE {W}], TABLE R "
-         "WHERE Link1.src = R.src GROUP BY Link1.src, R.label")
+TABLE = f"SELECT RSTREAM(Link1.src, R.label, COUNT(*) AS n) FROM Link1 [RANGE {W}], TABLE R WHERE Link1.src = R.src GROUP BY Link1.src, R.label"
 COLUMNS = ["src", "dst", "proto"]
 
 
 def relation(retroactive: bool) -> pd.DataFrame:
     """Updates of R (key src) before and while the stream runs: deletes, new keys, one after its end;
     a retroactive TABLE also re-inserts a deleted key with a new label."""
-    rows = [(0, "+", 0, 10), (0, "+", 1, 11), (0, "+", 2, 12), (0, "+", 3, 13), (8, "-", 1, 11),
-            (12, "+", 4, 14), (12, "-", 2, 12), (20, "+", 5, 15), (100, "+", 6, 16)]
+    rows = [(0, "+", 0, 10), (0, "+", 1, 11), (0, "+", 2, 12), (0, "+", 3, 13), (8, "-", 1, 11), (12, "+", 4, 14), (12, "-", 2, 12), (20, "+", 5, 15), (100, "+", 6, 16)]
     if retroactive:
         rows += [(30, "-", 3, 13), (30, "+", 3, 23), (31, "+", 1, 21)]
     frame = pd.DataFrame(rows, columns=["ts", "op", "src", "label"])
@@ -56,8 +52,7 @@ def links(seed: int, n: int = 60) -> dict[str, pd.DataFrame]:
     out = {}
     for name in ("Link1", "Link2"):
         ts = np.cumsum(rng.choice([0, 1, 1, 2, 3], n))
-        out[name] = pd.DataFrame({"ts": ts, "src": rng.integers(0, 5, n), "dst": rng.integers(0, 3, n),
-                                  "proto": rng.integers(0, 3, n)}).astype("int64")
+        out[name] = pd.DataFrame({"ts": ts, "src": rng.integers(0, 5, n), "dst": rng.integers(0, 3, n), "proto": rng.integers(0, 3, n)}).astype("int64")
     return out
 
 
@@ -72,12 +67,10 @@ def rows_of(frame: pd.DataFrame) -> Counter:
 def local(query: str, data: dict, strategy: str, tables: dict | None = None) -> Counter:
     plan = parse_plan(query, list(tables or ()))
     used = {s.source for s in plan.scans()}
-    return rows_of(execute_plan(plan, {k: v for k, v in data.items() if k in used}, tables, strategy=strategy,
-                                collect=True).results)
+    return rows_of(execute_plan(plan, {k: v for k, v in data.items() if k in used}, tables, strategy=strategy, collect=True).results)
 
 
-def simulate(query: str, data: dict, strategy: str, *, batches: int = 3, buckets: int = 4,
-             tables: dict | None = None) -> Counter:
+def simulate(query: str, data: dict, strategy: str, *, batches: int = 3, buckets: int = 4, tables: dict | None = None) -> Counter:
     """Sequencer and plan buckets in-process, as Spark runs them (state as bytes between calls)."""
     from slidewise.runtime.rejects import Rejects
     from slidewise.spark.plan_runner import _read_tables
@@ -101,16 +94,28 @@ def simulate(query: str, data: dict, strategy: str, *, batches: int = 3, buckets
                 break
             idx = cuts[i][step]
             sub = data[n].iloc[idx]
-            rows.append({"k": TUPLE, "s": i, "q": len(idx), "p": pack(
-                {"t": sub["ts"].to_numpy(np.int64), "q": idx.astype(np.int64), "o": np.zeros(len(idx), np.int64),
-                 "fi": np.zeros(len(idx), np.int32), "files": [f"file:///in/{n}.csv"],
-                 **{a: sub[a].to_numpy() for a in COLUMNS}})})
+            rows.append(
+                {
+                    "k": TUPLE,
+                    "s": i,
+                    "q": len(idx),
+                    "p": pack(
+                        {
+                            "t": sub["ts"].to_numpy(np.int64),
+                            "q": idx.astype(np.int64),
+                            "o": np.zeros(len(idx), np.int64),
+                            "fi": np.zeros(len(idx), np.int32),
+                            "files": [f"file:///in/{n}.csv"],
+                            **{a: sub[a].to_numpy() for a in COLUMNS},
+                        }
+                    ),
+                }
+            )
         if step == batches:
             rows.append({"k": EOF, "s": 0})
         by_bucket = sequence_into_buckets(seq, seq_state, wire_frame(rows))
         for b, parts in sorted(by_bucket.items()):
-            logic = PlanBucket(plan, names, [COLUMNS] * len(names), [0] * len(names), strategy=strategy,
-                               tables=table_rows)
+            logic = PlanBucket(plan, names, [COLUMNS] * len(names), [0] * len(names), strategy=strategy, tables=table_rows)
             blobs[b], frames = logic.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
             for f in frames:
                 for r in f[f["k"] == RESULT].itertuples(index=False):
@@ -126,17 +131,18 @@ def test_partition_attribute_of_thesis_queries():
         assert partition_attribute(bind(parse_plan(q), schemas)) == ("src", None)
     other = bind(parse_plan(f"SELECT RSTREAM(DISTINCT Link1.dst) FROM Link1 [RANGE {W}]"), schemas)
     assert partition_attribute(other) == ("dst", None)
-    join = bind(parse_plan(f"SELECT RSTREAM(Link1.dst) FROM Link1 [RANGE {W}], Link2 [RANGE {W}] "
-                            "WHERE Link1.src = Link2.src"), schemas)
-    assert partition_attribute(join)[0] is None   # output rows lack src: per-bucket netting would differ
+    join = bind(parse_plan(f"SELECT RSTREAM(Link1.dst) FROM Link1 [RANGE {W}], Link2 [RANGE {W}] WHERE Link1.src = Link2.src"), schemas)
+    assert partition_attribute(join)[0] is None  # output rows lack src: per-bucket netting would differ
     rows = bind(parse_plan("SELECT RSTREAM(DISTINCT Link1.src) FROM Link1 [ROWS 3]"), schemas)
     assert partition_attribute(rows)[0] is None
     # relations are broadcast: partitioned on the streams' attribute, unless relation rows reach the output alone
     schemas["R"] = ["op", "src", "label"]
     for q in (NRR, TABLE, Q3.replace(f"Link2 [RANGE {W}]", "R").replace("Link2.", "R.")):
         assert partition_attribute(bind(parse_plan(q, ["R"]), schemas)) == ("src", None)
-    for q in (f"SELECT RSTREAM(R.src) FROM R UNION SELECT RSTREAM(Link1.src) FROM Link1 [RANGE {W}]",
-              f"SELECT RSTREAM(*) FROM R WHERE NOT EXISTS (SELECT * FROM Link1 [RANGE {W}] WHERE Link1.src = R.src)"):
+    for q in (
+        f"SELECT RSTREAM(R.src) FROM R UNION SELECT RSTREAM(Link1.src) FROM Link1 [RANGE {W}]",
+        f"SELECT RSTREAM(*) FROM R WHERE NOT EXISTS (SELECT * FROM Link1 [RANGE {W}] WHERE Link1.src = R.src)",
+    ):
         assert partition_attribute(bind(parse_plan(q, ["R"]), schemas))[0] is None
 
 
@@ -174,9 +180,9 @@ def _write_inputs(tmp_path, data: dict, parts: int = 2) -> dict[str, str]:
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("query,strategy,per_trigger", [(Q1, "upa", 1), (Q2, "nt", None), (Q3, "upa", None),
-                                                        (AGG, "upa", None)],
-                         ids=["q1-upa-3-batches", "q2-nt", "q3-upa", "agg-upa"])
+@pytest.mark.parametrize(
+    "query,strategy,per_trigger", [(Q1, "upa", 1), (Q2, "nt", None), (Q3, "upa", None), (AGG, "upa", None)], ids=["q1-upa-3-batches", "q2-nt", "q3-upa", "agg-upa"]
+)
 def test_spark_equals_local(spark, tmp_path, query, strategy, per_trigger):
     from slidewise.spark.plan_runner import run_plan_spark
 
@@ -184,8 +190,9 @@ def test_spark_equals_local(spark, tmp_path, query, strategy, per_trigger):
     want = local(query, data, strategy)
     sources = _write_inputs(tmp_path, data)
     used = {s.source for s in parse_plan(query).scans()}
-    res = run_plan_spark(query, {k: v for k, v in sources.items() if k in used}, strategy=strategy, spark=spark,
-                         max_files_per_trigger=per_trigger, once=True)   # directories: live unless once
+    res = run_plan_spark(
+        query, {k: v for k, v in sources.items() if k in used}, strategy=strategy, spark=spark, max_files_per_trigger=per_trigger, once=True
+    )  # directories: live unless once
     assert rows_of(res.results) == want
     assert res.stats["keying"].startswith("hash of src")
     assert res.stats["inputs"] == {k: 40 for k in sorted(used)}
@@ -208,7 +215,7 @@ def test_spark_with_a_relation_equals_local(spark, tmp_path, query, strategy):
     assert rows_of(res.results) == want
     assert res.stats["keying"].startswith("hash of src") and res.stats["buckets"] > 1
     n = len(relation(retroactive=query is TABLE))
-    assert res.stats["inputs"] == {"R": n, "Link1": 40}   # the relation once, not once per bucket
+    assert res.stats["inputs"] == {"R": n, "Link1": 40}  # the relation once, not once per bucket
 
 
 def test_reused_nrr_key_is_the_local_error_on_spark(tmp_path, capsys):
@@ -217,18 +224,20 @@ def test_reused_nrr_key_is_the_local_error_on_spark(tmp_path, capsys):
     from slidewise.spark.plan_runner import run_plan_spark
 
     data = links(1)
-    bad = pd.concat([relation(False), pd.DataFrame({"ts": [30], "op": ["+"], "src": [1], "label": [21]})],
-                    ignore_index=True).sort_values("ts", kind="stable", ignore_index=True)
+    bad = pd.concat([relation(False), pd.DataFrame({"ts": [30], "op": ["+"], "src": [1], "label": [21]})], ignore_index=True).sort_values(
+        "ts", kind="stable", ignore_index=True
+    )
     with pytest.raises(SourceError) as local_err:
         execute_plan(parse_plan(NRR, ["R"]), {"Link1": data["Link1"]}, {"R": bad})
     assert "reused at ts 30" in local_err.value.message
-    with pytest.raises(SourceError) as spark_err:   # on the driver, before Spark starts
+    with pytest.raises(SourceError) as spark_err:  # on the driver, before Spark starts
         run_plan_spark(NRR, {"Link1": data["Link1"]}, {"R": bad})
     assert str(spark_err.value) == str(local_err.value)
     with pytest.raises(SourceError, match="unknown op 'x'"):
         run_plan_spark(NRR, {"Link1": data["Link1"]}, {"R": bad.assign(op=bad["op"].replace("-", "x"))})
     data["Link1"].to_csv(tmp_path / "link1.csv", index=False)
     bad.to_csv(tmp_path / "r.csv", index=False)
-    code = main(["run", NRR, "--source", f"Link1={tmp_path / 'link1.csv'}", "--table", f"R={tmp_path / 'r.csv'}",
-                 "--engine", "spark"])   # the CLI's Spark path with --table
+    code = main(
+        ["run", NRR, "--source", f"Link1={tmp_path / 'link1.csv'}", "--table", f"R={tmp_path / 'r.csv'}", "--engine", "spark"]
+    )  # the CLI's Spark path with --table
     assert code != 0 and f"slidewise: error: {local_err.value}" in capsys.readouterr().err

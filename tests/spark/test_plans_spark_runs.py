@@ -54,6 +54,7 @@ def both(a: dict, b: dict) -> dict:
 
 # ---------------------------------------------------------------- options (no JVM)
 
+
 @pytest.fixture
 def link_files(tmp_path):
     data = links(3, n=20)
@@ -64,12 +65,20 @@ def link_files(tmp_path):
     return paths
 
 
-@pytest.mark.parametrize("extra,named", [
-    (["--algorithm", "columnar"], "--algorithm"), (["--order", "Link1"], "--order"),
-    (["--negative-tuples"], "--negative-tuples"), (["--mode", "batch"], "--mode batch"),
-    (["--chunk-rows", "100"], "--chunk-rows"), (["--cpu-budget", "100"], "--cpu-budget"),
-    (["--stats", "Link1:rate=1"], "--stats"), (["--search", "exact"], "--search"),
-    (["--adaptive"], "--adaptive")])
+@pytest.mark.parametrize(
+    "extra,named",
+    [
+        (["--algorithm", "columnar"], "--algorithm"),
+        (["--order", "Link1"], "--order"),
+        (["--negative-tuples"], "--negative-tuples"),
+        (["--mode", "batch"], "--mode batch"),
+        (["--chunk-rows", "100"], "--chunk-rows"),
+        (["--cpu-budget", "100"], "--cpu-budget"),
+        (["--stats", "Link1:rate=1"], "--stats"),
+        (["--search", "exact"], "--search"),
+        (["--adaptive"], "--adaptive"),
+    ],
+)
 def test_options_a_general_query_on_spark_refuses(capsys, link_files, extra, named):
     code = main(["run", Q2, "--source", f"Link1={link_files['Link1']}", "--engine", "spark", *extra])
     err = capsys.readouterr().err
@@ -98,18 +107,18 @@ def test_checkpoint_of_another_query_or_strategy_is_refused(capsys, monkeypatch,
 
     ck = tmp_path / "ck"
     ck.mkdir()
-    (ck / "slidewise.json").write_text(json.dumps({"query": AGG, "buckets": 2, "strategy": "upa",
-                                                   "partitions": 10}))
+    (ck / "slidewise.json").write_text(json.dumps({"query": AGG, "buckets": 2, "strategy": "upa", "partitions": 10}))
     base = ["run", Q2, "--source", f"Link1={link_files['Link1']}", "--engine", "spark", "--checkpoint", str(ck)]
     assert main(base) == 2 and "belongs to another query" in capsys.readouterr().err
     monkeypatch.delenv("SLIDEWISE_ENGINE", raising=False)
-    without_engine = [a for a in base if a not in ("--engine", "spark")]   # a Spark option selects Spark
+    without_engine = [a for a in base if a not in ("--engine", "spark")]  # a Spark option selects Spark
     assert main(without_engine) == 2 and "belongs to another query" in capsys.readouterr().err
     with pytest.raises(OptionError, match="written with strategy upa, not nt"):
         run_plan_spark(AGG, {"Link1": str(link_files["Link1"])}, strategy="nt", checkpoint=str(ck))
 
 
 # ---------------------------------------------------------------- the bucket logic, in-process
+
 
 def simulate_steps(query: str, steps: list, strategy: str = "upa", buckets: int = 3) -> tuple[Counter, list]:
     """Sequencer and plan buckets in-process over ``steps`` (a dict of stream frames per micro-batch, or
@@ -132,10 +141,23 @@ def simulate_steps(query: str, steps: list, strategy: str = "upa", buckets: int 
                     continue
                 idx = seen[n] + np.arange(len(sub), dtype=np.int64)
                 seen[n] += len(sub)
-                rows.append({"k": TUPLE, "s": i, "q": len(sub), "p": pack(
-                    {"t": sub["ts"].to_numpy(np.int64), "q": idx, "o": np.zeros(len(sub), np.int64),
-                     "fi": np.zeros(len(sub), np.int32), "files": [f"file:///in/{n}.csv"],
-                     **{a: sub[a].to_numpy() for a in COLUMNS}})})
+                rows.append(
+                    {
+                        "k": TUPLE,
+                        "s": i,
+                        "q": len(sub),
+                        "p": pack(
+                            {
+                                "t": sub["ts"].to_numpy(np.int64),
+                                "q": idx,
+                                "o": np.zeros(len(sub), np.int64),
+                                "fi": np.zeros(len(sub), np.int32),
+                                "files": [f"file:///in/{n}.csv"],
+                                **{a: sub[a].to_numpy() for a in COLUMNS},
+                            }
+                        ),
+                    }
+                )
         for b, parts in sorted(sequence_into_buckets(seq, seq_state, wire_frame(rows)).items()):
             logic = PlanBucket(plan, names, [list(COLUMNS)] * len(names), [0] * len(names), strategy=strategy)
             blobs[b], frames = logic.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
@@ -156,12 +178,11 @@ def test_continued_buckets_in_process(query):
     data = links(11, n=40)
     first, rest, done, kept, late = split(data)
     used = {s.source for s in parse_plan(query).scans()}
-    pick = lambda d: {n: f for n, f in d.items() if n in used}   # noqa: E731
+    pick = lambda d: {n: f for n, f in d.items() if n in used}  # noqa: E731
     want_first = local(query, pick(first), "upa")
     got_first, rej_first = simulate_steps(query, [pick(first), "eof"])
     assert got_first == want_first and not rej_first
-    halves = [{n: f.iloc[: len(f) // 2] for n, f in pick(rest).items()},
-              {n: f.iloc[len(f) // 2:] for n, f in pick(rest).items()}]
+    halves = [{n: f.iloc[: len(f) // 2] for n, f in pick(rest).items()}, {n: f.iloc[len(f) // 2 :] for n, f in pick(rest).items()}]
     got, rejects = simulate_steps(query, [pick(first), "eof", *halves, "eof"])
     assert got == local(query, pick(both(first, kept)), "upa")
     n_late = sum(len(late[n]) for n in used)
@@ -169,6 +190,7 @@ def test_continued_buckets_in_process(query):
 
 
 # ---------------------------------------------------------------- on Spark
+
 
 def _write(dirs: dict[str, Path], data: dict[str, pd.DataFrame], name: str, mtime: int) -> None:
     for stream, df in data.items():
@@ -190,23 +212,39 @@ def test_checkpoint_continues_with_new_files(spark, tmp_path, capsys):
     dirs = {n: tmp_path / "in" / n for n in data}
     _write(dirs, first, "part-000.csv", 1_000_000)
     ck, out, rej, stats = tmp_path / "ck", tmp_path / "out.parquet", tmp_path / "rejects", tmp_path / "stats.json"
-    args = ["run", Q3, *[a for n, d in dirs.items() for a in ("--source", f"{n}={d}")], "--engine", "spark",
-            "--once", "--checkpoint", str(ck), "--out", str(out), "--rejects", str(rej), "--quiet",
-            "--stats-json", str(stats), "--trigger", "1s"]
+    args = [
+        "run",
+        Q3,
+        *[a for n, d in dirs.items() for a in ("--source", f"{n}={d}")],
+        "--engine",
+        "spark",
+        "--once",
+        "--checkpoint",
+        str(ck),
+        "--out",
+        str(out),
+        "--rejects",
+        str(rej),
+        "--quiet",
+        "--stats-json",
+        str(stats),
+        "--trigger",
+        "1s",
+    ]
     assert main(args) == 0, capsys.readouterr().err
-    assert rows_of(read_results(out)) == local(Q3, first, "upa")      # the first run's end was flushed
+    assert rows_of(read_results(out)) == local(Q3, first, "upa")  # the first run's end was flushed
     s1 = json.loads(stats.read_text())
     assert s1["input_ended"] and s1["checkpoint"] == str(ck) and s1["inputs"] == {n: len(f) for n, f in first.items()}
     _write(dirs, rest, "part-001.csv", 1_000_010)
     assert main(args) == 0, capsys.readouterr().err
     s2 = json.loads(stats.read_text())
-    assert s2["inputs"] == {n: len(f) for n, f in rest.items()}     # only the new files were read
+    assert s2["inputs"] == {n: len(f) for n, f in rest.items()}  # only the new files were read
     assert rows_of(read_results(out)) == local(Q3, both(first, kept), "upa")
     n_late = len(late["Link2"])
     assert s2["rejects"] == n_late and s2["rejects_by_reason"] == {"late": n_late}
     written = pd.concat([pd.read_csv(p) for p in sorted(rej.glob("batch-*.csv"))])
     assert len(written) == n_late and written["reason"].str.startswith("late: at or before").all()
-    assert main(args) == 0, capsys.readouterr().err                 # nothing new: nothing more
+    assert main(args) == 0, capsys.readouterr().err  # nothing new: nothing more
     assert json.loads(stats.read_text())["results"] == 0
     assert rows_of(read_results(out)) == local(Q3, both(first, kept), "upa")
     other = [a if a != Q3 else AGG for a in args]

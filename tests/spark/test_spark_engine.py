@@ -26,10 +26,8 @@ from tests.spark.harness import case, frames_of, oracle_rows, result_rows
 
 pytestmark = pytest.mark.spark
 
-CASES = [("time", 2, 0), ("time", 4, 2), ("count", 3, 3), ("lazy", 3, 4), ("lazy-restore", 2, 5),
-         ("band", 3, 6), ("different", 3, 7)]
-STATS_KEYS = {"inputs", "results", "rejects", "rejects_by_reason", "micro_batches", "state_rows", "state_bytes",
-              "seconds", "tuples_per_second", "algorithm", "warnings"}
+CASES = [("time", 2, 0), ("time", 4, 2), ("count", 3, 3), ("lazy", 3, 4), ("lazy-restore", 2, 5), ("band", 3, 6), ("different", 3, 7)]
+STATS_KEYS = {"inputs", "results", "rejects", "rejects_by_reason", "micro_batches", "state_rows", "state_bytes", "seconds", "tuples_per_second", "algorithm", "warnings"}
 
 
 def write_case(query, tuples, root: Path, parts: int = 1) -> dict[str, str]:
@@ -45,8 +43,7 @@ def write_case(query, tuples, root: Path, parts: int = 1) -> dict[str, str]:
     for name, df in frames_of(query, tuples).items():
         d = root / name
         d.mkdir(parents=True)
-        for j, idx in enumerate(pd.RangeIndex(len(df)).to_series().groupby(
-                lambda i, n=len(df): min(parts - 1, i * parts // max(n, 1)))):
+        for j, idx in enumerate(pd.RangeIndex(len(df)).to_series().groupby(lambda i, n=len(df): min(parts - 1, i * parts // max(n, 1)))):
             df.iloc[idx[1].to_numpy()].to_csv(d / f"part-{j}.csv", index=False)
             os.utime(d / f"part-{j}.csv", (base + j, base + j))
         out[name] = str(d)
@@ -124,16 +121,36 @@ def test_restart_after_kill_is_exactly_once(spark, tmp_path):
     """SIGKILL the CLI after its first committed micro-batch, add files, rerun the same command."""
     query, tuples, staged, inputs = _staged_restart_case(tmp_path)
     ckpt, out = tmp_path / "ckpt", tmp_path / "out.parquet"
-    text = "SELECT * FROM " + ", ".join(f"{r.alias} [RANGE {r.window.size}]" for r in query.streams) + \
-        " WHERE " + " AND ".join(f"{e.left} = {e.right}" for e in query.equalities)
-    args = ["run", text, *[a for name in inputs for a in ("--source", f"{name}={inputs[name]}")],
-            "--engine", "spark", "--master", "local[2]", "--once", "--checkpoint", str(ckpt), "--out", str(out),
-            "--conf", "slidewise.maxFilesPerTrigger=1", "--conf", "spark.sql.shuffle.partitions=2", "--quiet",
-            "--trigger", "3s"]  # batches 3 s apart: the kill lands between the first and the second
+    text = (
+        "SELECT * FROM "
+        + ", ".join(f"{r.alias} [RANGE {r.window.size}]" for r in query.streams)
+        + " WHERE "
+        + " AND ".join(f"{e.left} = {e.right}" for e in query.equalities)
+    )
+    args = [
+        "run",
+        text,
+        *[a for name in inputs for a in ("--source", f"{name}={inputs[name]}")],
+        "--engine",
+        "spark",
+        "--master",
+        "local[2]",
+        "--once",
+        "--checkpoint",
+        str(ckpt),
+        "--out",
+        str(out),
+        "--conf",
+        "slidewise.maxFilesPerTrigger=1",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+        "--quiet",
+        "--trigger",
+        "3s",
+    ]  # batches 3 s apart: the kill lands between the first and the second
     log = tmp_path / "first-run.log"
     with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "slidewise.cli", *args], stdout=subprocess.DEVNULL,
-                                stderr=err, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-m", "slidewise.cli", *args], stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         try:
             _wait_for(ckpt / "query" / "commits" / "0", 300, alive=lambda: proc.poll() is None)
         finally:
@@ -153,17 +170,38 @@ def test_local_cluster_gives_the_same_results(tmp_path):
     query, tuples = case("time", 3, 21)
     sources = write_case(query, tuples, tmp_path / "in")
     out = tmp_path / "out.parquet"
-    text = "SELECT * FROM " + ", ".join(f"{r.alias} [RANGE {r.window.size}]" for r in query.streams) + \
-        " WHERE " + " AND ".join(f"{e.left} = {e.right}" for e in query.equalities)
+    text = (
+        "SELECT * FROM "
+        + ", ".join(f"{r.alias} [RANGE {r.window.size}]" for r in query.streams)
+        + " WHERE "
+        + " AND ".join(f"{e.left} = {e.right}" for e in query.equalities)
+    )
     import pyspark
 
     work = Path(pyspark.__file__).parent / "work"  # where Spark's local-cluster workers keep app dirs
     before = set(work.iterdir()) if work.exists() else set()
     try:
-        proc = subprocess.run([sys.executable, "-m", "slidewise.cli", "run", text,
-                               *[a for name, d in sources.items() for a in ("--source", f"{name}={d}")],
-                               "--engine", "spark", "--master", "local-cluster[2,1,1024]", "--once",
-                               "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "slidewise.cli",
+                "run",
+                text,
+                *[a for name, d in sources.items() for a in ("--source", f"{name}={d}")],
+                "--engine",
+                "spark",
+                "--master",
+                "local-cluster[2,1,1024]",
+                "--once",
+                "--out",
+                str(out),
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     finally:
         for d in (set(work.iterdir()) if work.exists() else set()) - before:
             shutil.rmtree(d, ignore_errors=True)
@@ -204,9 +242,13 @@ def test_rate_source_runs_until_stopped(spark):
     """Spark's rate source as two streams: results within the window, stopped by the timeout."""
     from slidewise.spark import run_spark
 
-    res = run_spark("SELECT * FROM S1 [RANGE 2 SECONDS], S2 [RANGE 2 SECONDS] WHERE S1.a = S2.a",
-                    {"S1": "rate:rowsPerSecond=100,distinct=20", "S2": "rate:rowsPerSecond=100,distinct=20"},
-                    spark=spark, trigger="1s", timeout=12)
+    res = run_spark(
+        "SELECT * FROM S1 [RANGE 2 SECONDS], S2 [RANGE 2 SECONDS] WHERE S1.a = S2.a",
+        {"S1": "rate:rowsPerSecond=100,distinct=20", "S2": "rate:rowsPerSecond=100,distinct=20"},
+        spark=spark,
+        trigger="1s",
+        timeout=12,
+    )
     assert min(res.stats["inputs"].values()) > 0 and res.stats["results"] == len(res.results) > 0
     assert not res.stats["input_ended"] and res.stats["micro_batches"] >= 2
     r = res.results
@@ -224,18 +266,31 @@ def test_a_spark_run_prints_only_its_own_lines_unless_verbose(tmp_path):
     """No JVM start-up notes, no Python worker chatter on stderr; ``-v`` shows them."""
     (tmp_path / "a.csv").write_text("ts,k\n1,7\n3,8\n")
     (tmp_path / "b.csv").write_text("ts,k\n2,7\n4,8\n")
-    argv = [sys.executable, "-m", "slidewise", "run", "SELECT * FROM A [RANGE 5], B [RANGE 5] WHERE A.k = B.k",
-            "--source", "A=a.csv", "--source", "B=b.csv", "--engine", "spark", "--master", "local[1]",
-            "--out", "-"]
+    argv = [
+        sys.executable,
+        "-m",
+        "slidewise",
+        "run",
+        "SELECT * FROM A [RANGE 5], B [RANGE 5] WHERE A.k = B.k",
+        "--source",
+        "A=a.csv",
+        "--source",
+        "B=b.csv",
+        "--engine",
+        "spark",
+        "--master",
+        "local[1]",
+        "--out",
+        "-",
+    ]
     env = {k: v for k, v in os.environ.items() if k != "SLIDEWISE_VERBOSE"}
     quiet = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env, check=False)
     assert quiet.returncode == 0, quiet.stderr[-2000:]
-    assert len(quiet.stdout.splitlines()) == 3   # header and two results
+    assert len(quiet.stdout.splitlines()) == 3  # header and two results
     summary = " ".join(line for line in quiet.stderr.splitlines() if not line.startswith("slidewise: batch "))
     assert summary.startswith("2 results from 4 tuples") and summary.endswith("rejects 0"), quiet.stderr
     assert "Python worker" not in quiet.stderr and "WARNING" not in quiet.stderr.upper()
-    loud = subprocess.run([*argv, "-v"], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env,
-                          check=False)
+    loud = subprocess.run([*argv, "-v"], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env, check=False)
     assert loud.returncode == 0 and loud.stdout == quiet.stdout
     assert "Python worker" in loud.stderr
 
@@ -248,8 +303,7 @@ def test_rejects_and_schema_change_on_spark(spark, runs, tmp_path):
     (a / "1.csv").write_text("ts,k\n1,7\n5,7\nx,7\n2,7\n9,8\n")
     (b / "1.csv").write_text("ts,k\n3,7\n4,nine\n9,8\n")
     q = "SELECT * FROM A [RANGE 5], B [RANGE 5] WHERE A.k = B.k"
-    run = start_spark(q, {"A": str(a), "B": str(b)}, spark=spark, once=True, lateness=2,
-                      rejects=str(tmp_path / "rej"))
+    run = start_spark(q, {"A": str(a), "B": str(b)}, spark=spark, once=True, lateness=2, rejects=str(tmp_path / "rej"))
     runs.append(run)
     run.wait()
     res = run.result()
@@ -257,8 +311,7 @@ def test_rejects_and_schema_change_on_spark(spark, runs, tmp_path):
     assert sorted(map(tuple, res.results.values.tolist())) == sorted(map(tuple, local.results.values.tolist()))
     assert res.stats["rejects_by_reason"] == local.stats["rejects_by_reason"]
     cols = ["stream", "line", "reason", "row"]
-    assert (res.rejects.to_frame()[cols].sort_values(cols).values.tolist()
-            == local.rejects.to_frame()[cols].sort_values(cols).values.tolist())
+    assert res.rejects.to_frame()[cols].sort_values(cols).values.tolist() == local.rejects.to_frame()[cols].sort_values(cols).values.tolist()
     written = pd.concat([pd.read_csv(p) for p in sorted((tmp_path / "rej").glob("batch-*.csv"))])
     assert len(written) == res.stats["rejects"]
     # a file with a different header dropped later: one clear error

@@ -71,14 +71,21 @@ GROUP BY e.k, S.a"""
 
 # ---------------------------------------------------------------- children (fresh processes)
 
+
 def slidewise_child(spec: dict, send) -> dict:
     import slidewise
 
     cpu = time.process_time()
     res = slidewise.run(QUERY, sources={"S": spec["input"]}, engine="local", out=spec.get("out"), collect=False)
     stats = res.stats
-    return {"seconds": stats["seconds"], "cpu_s": time.process_time() - cpu, "results": stats["results"],
-            "path": stats.get("path"), "peak_rss_mb": stats["peak_rss_mb"], "process_cpu_s": _process_cpu()}
+    return {
+        "seconds": stats["seconds"],
+        "cpu_s": time.process_time() - cpu,
+        "results": stats["results"],
+        "path": stats.get("path"),
+        "peak_rss_mb": stats["peak_rss_mb"],
+        "process_cpu_s": _process_cpu(),
+    }
 
 
 def _process_cpu() -> float:
@@ -108,8 +115,7 @@ def duckdb_child(spec: dict, send) -> dict:
     t = time.perf_counter()
     con.execute(f"CREATE TABLE S AS SELECT * FROM read_parquet('{spec['input']}')")
     load = time.perf_counter() - t
-    kmin, kmax = con.sql(f"SELECT CAST(ceil(min(ts) / {SLIDE}) AS BIGINT), "
-                         f"CAST(ceil(max(ts) / {SLIDE}) AS BIGINT) FROM S").fetchall()[0]
+    kmin, kmax = con.sql(f"SELECT CAST(ceil(min(ts) / {SLIDE}) AS BIGINT), CAST(ceil(max(ts) / {SLIDE}) AS BIGINT) FROM S").fetchall()[0]
     sql = duckdb_sql(spec["form"], kmin, kmax)
     out = {"load_s": load}
     if spec.get("count"):
@@ -119,7 +125,7 @@ def duckdb_child(spec: dict, send) -> dict:
     t, cpu = time.perf_counter(), time.process_time()
     con.execute(f"COPY ({sql}) TO '{spec['out']}' (FORMAT parquet)")
     out["seconds"] = time.perf_counter() - t
-    out["cpu_s"] = time.process_time() - cpu   # every DuckDB thread
+    out["cpu_s"] = time.process_time() - cpu  # every DuckDB thread
     out["process_cpu_s"] = _process_cpu()
     return out
 
@@ -135,6 +141,7 @@ def _isolated(target, spec: dict) -> dict:
 
 # ---------------------------------------------------------------- checks
 
+
 def check_answers(slidewise_out: str, duck_out: str) -> dict:
     """Two result files hold the same multiset of rows (count, and sums of 64-bit row hashes and of
     ``n``, ``ts·n``: one scan each) and slidewise's rows are in output order (instant, then ``a``)."""
@@ -144,30 +151,44 @@ def check_answers(slidewise_out: str, duck_out: str) -> dict:
 
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
-    cols = ", ".join(f'CAST({c} AS BIGINT)' for c in ('"S.a"', "n", "ts", "sign"))   # hashes depend on types
+    cols = ", ".join(f'CAST({c} AS BIGINT)' for c in ('"S.a"', "n", "ts", "sign"))  # hashes depend on types
     sums = f"count(*), sum(hash({cols})), sum(n), sum(ts * n)"
     mine = con.sql(f"SELECT {sums} FROM read_parquet('{slidewise_out}')").fetchall()[0]
     peer = con.sql(f"SELECT {sums} FROM read_parquet('{duck_out}')").fetchall()[0]
     table = pq.read_table(slidewise_out, columns=["ts", "S.a"])
     ts, key = table.column("ts").to_numpy(), table.column("S.a").to_numpy()
     ordered = bool(np.all((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (key[1:] > key[:-1]))))
-    return {"rows": int(mine[0]), "peer_rows": int(peer[0]), "row_hash_sum": str(mine[1]),
-            "peer_row_hash_sum": str(peer[1]), "ordered": ordered, "equal": tuple(mine) == tuple(peer)}
+    return {
+        "rows": int(mine[0]),
+        "peer_rows": int(peer[0]),
+        "row_hash_sum": str(mine[1]),
+        "peer_row_hash_sum": str(peer[1]),
+        "ordered": ordered,
+        "equal": tuple(mine) == tuple(peer),
+    }
 
 
 # ---------------------------------------------------------------- the bench
 
-def run_aggregation_bench(tuples: int | None = None, out_dir: str | Path = "bench-results", *,
-                          peers: bool = True, rounds: int = 1, plan_tuples: int = 20_000, spark: bool = False,
-                          spark_files: int = 20, window_tuples: int | None = None) -> dict:
+
+def run_aggregation_bench(
+    tuples: int | None = None,
+    out_dir: str | Path = "bench-results",
+    *,
+    peers: bool = True,
+    rounds: int = 1,
+    plan_tuples: int = 20_000,
+    spark: bool = False,
+    spark_files: int = 20,
+    window_tuples: int | None = None,
+) -> dict:
     """WA as the module doc says; ``spark``: also slidewise on the Spark engine and Spark's ``window()``
     (:mod:`slidewise.bench.aggregation_spark`: input as ``spark_files`` files, ``window()`` on the first
     ``window_tuples`` tuples only if given)."""
     from slidewise.runtime.generate import generate, write_streams
 
     n = int(tuples or 1_000_000)
-    report: dict = {"workload": {"name": "WA", "tuples": n, "distinct": DISTINCT, "rate": 1, "query": QUERY},
-                    "machine": machine_info(), "rounds": []}
+    report: dict = {"workload": {"name": "WA", "tuples": n, "distinct": DISTINCT, "rate": 1, "query": QUERY}, "machine": machine_info(), "rounds": []}
     with tempfile.TemporaryDirectory(prefix="slidewise-agg-") as tmp:
         path = write_streams(generate([1], DISTINCT, n, seed=0), tmp, "parquet", names=["S"])[0]
         mine, plain = str(Path(tmp) / "results.parquet"), str(path)
@@ -176,20 +197,19 @@ def run_aggregation_bench(tuples: int | None = None, out_dir: str | Path = "benc
             entry["slidewise"] = _isolated(slidewise_child, {"input": plain, "out": mine})
             if peers:
                 for form in FORMS:
-                    entry[form] = _isolated(duckdb_child, {"input": plain, "form": form, "count": r == 0,
-                                                           "out": str(Path(tmp) / f"duck-{form.replace(' ', '-')}.parquet")})
+                    entry[form] = _isolated(
+                        duckdb_child, {"input": plain, "form": form, "count": r == 0, "out": str(Path(tmp) / f"duck-{form.replace(' ', '-')}.parquet")}
+                    )
             entry["slidewise_compute"] = _isolated(slidewise_child, {"input": plain})
             report["rounds"].append(entry)
         if peers:
-            report["checks"] = {form: check_answers(mine, str(Path(tmp) / f"duck-{form.replace(' ', '-')}.parquet"))
-                                for form in FORMS}
+            report["checks"] = {form: check_answers(mine, str(Path(tmp) / f"duck-{form.replace(' ', '-')}.parquet")) for form in FORMS}
         if spark:
             import pandas as pd
 
             from slidewise.bench.aggregation_spark import run_spark_systems
 
-            report["spark"] = run_spark_systems(pd.read_parquet(plain), mine, Path(tmp), files=spark_files,
-                                                window_tuples=window_tuples)
+            report["spark"] = run_spark_systems(pd.read_parquet(plain), mine, Path(tmp), files=spark_files, window_tuples=window_tuples)
         if plan_tuples:
             m = min(n, plan_tuples)
             got = _isolated(plan_child, {"input": plain, "tuples": m})
@@ -214,9 +234,11 @@ def summarize(report: dict) -> dict:
         xs = [r[system][key] for r in rounds if system in r and key in r[system]]
         return min(xs) if xs else None
 
-    rows = {"slidewise engine (--out parquet)": best("slidewise", "seconds"),
-            "slidewise whole process": best("slidewise", "process_s"),
-            "slidewise engine, no output": best("slidewise_compute", "seconds")}
+    rows = {
+        "slidewise engine (--out parquet)": best("slidewise", "seconds"),
+        "slidewise whole process": best("slidewise", "process_s"),
+        "slidewise engine, no output": best("slidewise_compute", "seconds"),
+    }
     duck = {}
     for form, label in FORMS.items():
         if best(form, "seconds") is not None:
@@ -226,10 +248,12 @@ def summarize(report: dict) -> dict:
             if best(form, "count_s") is not None:
                 rows[f"{label}: count only"] = best(form, "count_s")
     table = {k: {"seconds": round(v, 3), "tuples_per_second": round(n / v)} for k, v in rows.items() if v}
-    cpu = {"slidewise engine (--out parquet)": best("slidewise", "cpu_s"),
-           "slidewise whole process": best("slidewise", "process_cpu_s"),
-           **{f"{label}: COPY to parquet": best(form, "cpu_s") for form, label in FORMS.items()},
-           **{f"{label}: whole process": best(form, "process_cpu_s") for form, label in FORMS.items()}}
+    cpu = {
+        "slidewise engine (--out parquet)": best("slidewise", "cpu_s"),
+        "slidewise whole process": best("slidewise", "process_cpu_s"),
+        **{f"{label}: COPY to parquet": best(form, "cpu_s") for form, label in FORMS.items()},
+        **{f"{label}: whole process": best(form, "process_cpu_s") for form, label in FORMS.items()},
+    }
     for k, v in cpu.items():
         if v and k in table:
             table[k]["cpu_s"] = round(v, 3)
@@ -243,33 +267,35 @@ def summarize(report: dict) -> dict:
         mine = rows["slidewise engine (--out parquet)"]
         out["ratio engine (best of rounds)"] = round(duck[form] / mine, 2)
         out["ratio whole process (best of rounds)"] = round(best(form, "process_s") / rows["slidewise whole process"], 2)
-        out["ratio engine per round (back to back)"] = [round(r[form]["seconds"] / r["slidewise"]["seconds"], 2)
-                                                        for r in rounds]
-        out["ratio whole process per round"] = [round(r[form]["process_s"] / r["slidewise"]["process_s"], 2)
-                                                for r in rounds]
+        out["ratio engine per round (back to back)"] = [round(r[form]["seconds"] / r["slidewise"]["seconds"], 2) for r in rounds]
+        out["ratio whole process per round"] = [round(r[form]["process_s"] / r["slidewise"]["process_s"], 2) for r in rounds]
         out["ratio CPU time per round"] = [round(r[form]["cpu_s"] / r["slidewise"]["cpu_s"], 2) for r in rounds]
-        out["ratio whole-process CPU time per round"] = [round(r[form]["process_cpu_s"] / r["slidewise"]["process_cpu_s"], 2)
-                                                         for r in rounds]
+        out["ratio whole-process CPU time per round"] = [round(r[form]["process_cpu_s"] / r["slidewise"]["process_cpu_s"], 2) for r in rounds]
         out["answers equal"] = all(c["equal"] for c in report.get("checks", {}).values())
         out["slidewise rows in output order"] = all(c["ordered"] for c in report.get("checks", {}).values())
     return out
 
 
 def print_summary(summary: dict) -> None:
-    print(f"WA: {summary['tuples']:,} tuples, {summary['results']:,} result rows; "
-          f"{QUERY}")
+    print(f"WA: {summary['tuples']:,} tuples, {summary['results']:,} result rows; {QUERY}")
     print(f"  {'system':<48} {'seconds':>9} {'tuples/s':>12} {'CPU s':>7}")
     for name, row in summary["table"].items():
         cpu = f"{row['cpu_s']:>7.2f}" if "cpu_s" in row else ""
         print(f"  {name:<48} {row['seconds']:>9.2f} {row['tuples_per_second']:>12,} {cpu}")
     if "per-tuple plan" in summary:
         p = summary["per-tuple plan"]
-        print(f"  {'slidewise per-tuple plan (' + format(p['tuples'], ',') + ' tuples)':<48} {'':>9} "
-              f"{p['tuples_per_second']:>12,}")
-    for key in ("best DuckDB form", "ratio engine (best of rounds)", "ratio whole process (best of rounds)",
-                "ratio engine per round (back to back)", "ratio whole process per round",
-                "ratio CPU time per round", "ratio whole-process CPU time per round", "answers equal",
-                "slidewise rows in output order"):
+        print(f"  {'slidewise per-tuple plan (' + format(p['tuples'], ',') + ' tuples)':<48} {'':>9} {p['tuples_per_second']:>12,}")
+    for key in (
+        "best DuckDB form",
+        "ratio engine (best of rounds)",
+        "ratio whole process (best of rounds)",
+        "ratio engine per round (back to back)",
+        "ratio whole process per round",
+        "ratio CPU time per round",
+        "ratio whole-process CPU time per round",
+        "answers equal",
+        "slidewise rows in output order",
+    ):
         if key in summary:
             print(f"  {key}: {summary[key]}")
     if "spark" in summary:
@@ -288,6 +314,5 @@ def plot(report: dict, path: Path) -> Path:
     ax.barh(names[::-1], values[::-1], color=colors[::-1])
     ax.set_xlabel("input tuples per second (higher is better)")
     s = report["summary"]
-    ax.set_title(f"WA: {s['tuples']:,} tuples, RANGE {LENGTH} SLIDE {SLIDE}, {DISTINCT} groups; "
-                 f"answers equal: {s.get('answers equal', 'not checked')}", fontsize=9)
+    ax.set_title(f"WA: {s['tuples']:,} tuples, RANGE {LENGTH} SLIDE {SLIDE}, {DISTINCT} groups; answers equal: {s.get('answers equal', 'not checked')}", fontsize=9)
     return save_png(fig, path)

@@ -73,6 +73,7 @@ def state_peaks(progress: list[dict]) -> dict:
 
 # ---------------------------------------------------------------- children (fresh processes)
 
+
 def slidewise_spark_child(spec: dict, send) -> dict:
     from slidewise.spark.plan_runner import start_plan_spark
     from slidewise.spark.session import get_session
@@ -81,14 +82,19 @@ def slidewise_spark_child(spec: dict, send) -> dict:
     session = get_session("local[2]", CONF)
     session_s = time.perf_counter() - t
     t = time.perf_counter()
-    run = start_plan_spark(QUERY, {"S": spec["input"]}, spark=session, out=spec["out"], collect=False, once=True,
-                           max_files_per_trigger=1, checkpoint=spec["checkpoint"])
+    run = start_plan_spark(QUERY, {"S": spec["input"]}, spark=session, out=spec["out"], collect=False, once=True, max_files_per_trigger=1, checkpoint=spec["checkpoint"])
     run.wait()
     res = run.result()
     seconds = time.perf_counter() - t
-    return {"seconds": seconds, "session_s": session_s, "results": res.stats["results"],
-            "path": res.stats.get("path"), "micro_batches": res.stats["micro_batches"],
-            "pane_cells_peak": res.stats["state_tuples_peak"], **state_peaks(run.progress)}
+    return {
+        "seconds": seconds,
+        "session_s": session_s,
+        "results": res.stats["results"],
+        "path": res.stats.get("path"),
+        "micro_batches": res.stats["micro_batches"],
+        "pane_cells_peak": res.stats["state_tuples_peak"],
+        **state_peaks(run.progress),
+    }
 
 
 def window_child(spec: dict, send) -> dict:
@@ -102,14 +108,15 @@ def window_child(spec: dict, send) -> dict:
     session = get_session("local[2]", CONF)
     session_s = time.perf_counter() - t
     t = time.perf_counter()
-    src = (session.readStream.schema("ts BIGINT, a BIGINT").option("maxFilesPerTrigger", 1)
-           .parquet(spec["input"]))
-    counts = (src.withColumn("et", F.timestamp_seconds(F.col("ts") + OFFSET)).withWatermark("et", "0 seconds")
-              .groupBy(F.window("et", f"{LENGTH + 1} seconds", f"{SLIDE} seconds", "1 second"), "a").count())
-    rows = counts.select("a", F.col("count").alias("n"),
-                         (F.unix_seconds(F.col("window.end")) - 1 - OFFSET).alias("ts"))
-    query = (rows.writeStream.format("parquet").outputMode("append").option("path", spec["out"])
-             .option("checkpointLocation", spec["checkpoint"]).start())
+    src = session.readStream.schema("ts BIGINT, a BIGINT").option("maxFilesPerTrigger", 1).parquet(spec["input"])
+    counts = (
+        src.withColumn("et", F.timestamp_seconds(F.col("ts") + OFFSET))
+        .withWatermark("et", "0 seconds")
+        .groupBy(F.window("et", f"{LENGTH + 1} seconds", f"{SLIDE} seconds", "1 second"), "a")
+        .count()
+    )
+    rows = counts.select("a", F.col("count").alias("n"), (F.unix_seconds(F.col("window.end")) - 1 - OFFSET).alias("ts"))
+    query = rows.writeStream.format("parquet").outputMode("append").option("path", spec["out"]).option("checkpointLocation", spec["checkpoint"]).start()
     query.processAllAvailable()
     progress = [json.loads(p.json) for p in query.recentProgress]
     query.stop()
@@ -119,6 +126,7 @@ def window_child(spec: dict, send) -> dict:
 
 # ---------------------------------------------------------------- checks
 
+
 def multiset(relation: str, upper: int | None = None) -> tuple:
     """``(rows, sum of row hashes, sum of n, sum of ts·n)`` of ``relation`` (SQL with columns a, n, ts):
     rows of real groups (``a >= 0``) of the windows ``ts <= upper``."""
@@ -127,12 +135,14 @@ def multiset(relation: str, upper: int | None = None) -> tuple:
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
     where = "a >= 0" + (f" AND ts <= {upper}" if upper is not None else "")
-    return tuple(con.sql(f"SELECT count(*), sum(hash(CAST(a AS BIGINT), CAST(n AS BIGINT), CAST(ts AS BIGINT))), "
-                         f"sum(n), sum(ts * n) FROM ({relation}) WHERE {where}").fetchall()[0])
+    return tuple(
+        con.sql(f"SELECT count(*), sum(hash(CAST(a AS BIGINT), CAST(n AS BIGINT), CAST(ts AS BIGINT))), sum(n), sum(ts * n) FROM ({relation}) WHERE {where}").fetchall()[
+            0
+        ]
+    )
 
 
-def run_spark_systems(frame, local_out: str, tmp: Path, *, files: int = 20, window_tuples: int | None = None,
-                      isolate: bool = True) -> dict:
+def run_spark_systems(frame, local_out: str, tmp: Path, *, files: int = 20, window_tuples: int | None = None, isolate: bool = True) -> dict:
     """Both Spark systems on ``frame`` (WA's tuples); their results and the answer checks against the
     local engine's result file ``local_out``. ``window_tuples``: the window() peer reads only the first
     that many tuples (as many per file), compared over the windows those determine (``τ`` before the
@@ -148,10 +158,8 @@ def run_spark_systems(frame, local_out: str, tmp: Path, *, files: int = 20, wind
     write_files(frame, data, files)
     write_files(frame.iloc[:m], peer, max(1, round(files * m / n)), sentinels=True)
     out: dict = {"files": files}
-    out["slidewise-spark"] = call(slidewise_spark_child, {
-        "input": str(data), "out": str(tmp / "spark-out.parquet"), "checkpoint": str(tmp / "ck-slidewise")})
-    out["spark-window"] = call(window_child, {
-        "input": str(peer), "out": str(tmp / "window-out"), "checkpoint": str(tmp / "ck-window")})
+    out["slidewise-spark"] = call(slidewise_spark_child, {"input": str(data), "out": str(tmp / "spark-out.parquet"), "checkpoint": str(tmp / "ck-slidewise")})
+    out["spark-window"] = call(window_child, {"input": str(peer), "out": str(tmp / "window-out"), "checkpoint": str(tmp / "ck-window")})
     out["slidewise-spark"]["tuples"], out["spark-window"]["tuples"] = n, m
     last = -(-int(frame["ts"].max()) // SLIDE) * SLIDE if m == n else int(frame["ts"].iloc[m]) - 1
     local = f"""SELECT "S.a" AS a, n, ts FROM read_parquet('{local_out}')"""
@@ -159,12 +167,15 @@ def run_spark_systems(frame, local_out: str, tmp: Path, *, files: int = 20, wind
     window_rows = f"SELECT a, n, ts FROM read_parquet('{tmp / 'window-out'}/*.parquet')"
     window, window_all, mine = multiset(window_rows, last), multiset(window_rows), multiset(local, last)
     scope = "all windows" if m == n else f"the first {m:,} tuples"
-    out["checks"] = {"local rows": int(multiset(local)[0]), "slidewise on Spark equals local": spark == multiset(local),
-                     "Spark window() equals local": window == mine,
-                     "Spark window() compared over": f"{scope}: windows ts <= {last} ({int(mine[0]):,} rows; both "
-                                                     "emit these; window() input ends with two watermark-advancing "
-                                                     "sentinel tuples)",
-                     "Spark window() rows not compared": int(window_all[0] - window[0])}
+    out["checks"] = {
+        "local rows": int(multiset(local)[0]),
+        "slidewise on Spark equals local": spark == multiset(local),
+        "Spark window() equals local": window == mine,
+        "Spark window() compared over": f"{scope}: windows ts <= {last} ({int(mine[0]):,} rows; both "
+        "emit these; window() input ends with two watermark-advancing "
+        "sentinel tuples)",
+        "Spark window() rows not compared": int(window_all[0] - window[0]),
+    }
     out["slidewise-spark"]["rows"] = int(spark[0])
     out["spark-window"]["rows"] = int(window_all[0])
     return out
@@ -175,25 +186,33 @@ def summarize_spark(spark: dict, n: int) -> dict:
     table = {}
     for key, label in SPARK_SYSTEMS.items():
         r = spark[key]
-        table[label] = {"tuples": r["tuples"], "seconds": round(r["seconds"], 3),
-                        "tuples_per_second": round(r["tuples"] / r["seconds"]), "micro_batches": r["micro_batches"],
-                        "state_rows_peak": r["state_rows_peak"], "state_bytes_peak": r["state_bytes_peak"]}
+        table[label] = {
+            "tuples": r["tuples"],
+            "seconds": round(r["seconds"], 3),
+            "tuples_per_second": round(r["tuples"] / r["seconds"]),
+            "micro_batches": r["micro_batches"],
+            "state_rows_peak": r["state_rows_peak"],
+            "state_bytes_peak": r["state_bytes_peak"],
+        }
     mine, peer = (table[label] for label in SPARK_SYSTEMS.values())
-    out = {"table": table,
-           "ratio of tuples/s, slidewise on Spark / Spark window()": round(mine["tuples_per_second"] / peer["tuples_per_second"], 2),
-           "slidewise pane cells peak (sum over buckets)": spark["slidewise-spark"]["pane_cells_peak"],
-           "checks": spark["checks"]}
+    out = {
+        "table": table,
+        "ratio of tuples/s, slidewise on Spark / Spark window()": round(mine["tuples_per_second"] / peer["tuples_per_second"], 2),
+        "slidewise pane cells peak (sum over buckets)": spark["slidewise-spark"]["pane_cells_peak"],
+        "checks": spark["checks"],
+    }
     if peer["tuples"] < n:
         out[f"Spark window() seconds for {n:,} tuples at its rate (extrapolated)"] = round(n / peer["tuples_per_second"])
     return out
 
 
 def print_spark(summary: dict) -> None:
-    print(f"  Spark (local[2]): {'system':<34} {'tuples':>10} {'seconds':>9} {'tuples/s':>10} {'batches':>8} "
-          f"{'state rows':>11} {'state MB':>9}")
+    print(f"  Spark (local[2]): {'system':<34} {'tuples':>10} {'seconds':>9} {'tuples/s':>10} {'batches':>8} {'state rows':>11} {'state MB':>9}")
     for name, row in summary["table"].items():
-        print(f"  {'':<18}{name:<34} {row['tuples']:>10,} {row['seconds']:>9.2f} {row['tuples_per_second']:>10,} "
-              f"{row['micro_batches']:>8} {row['state_rows_peak']:>11,} {row['state_bytes_peak'] / 1e6:>9.1f}")
+        print(
+            f"  {'':<18}{name:<34} {row['tuples']:>10,} {row['seconds']:>9.2f} {row['tuples_per_second']:>10,} "
+            f"{row['micro_batches']:>8} {row['state_rows_peak']:>11,} {row['state_bytes_peak'] / 1e6:>9.1f}"
+        )
     for key, value in summary.items():
         if key not in ("table", "checks"):
             print(f"  {key}: {value}")

@@ -34,24 +34,57 @@ from pathlib import Path
 from slidewise.bench.common import machine_info, pyplot, save_png, write_json
 
 SCENARIOS: dict[str, dict] = {
-    "fig5": {"title": "Fig. 5: CPU limit (λa=800, λb=200, A=100, B=200, σ=0.01, μ=100)",
-             "rates": (800, 200), "distinct": 100, "rows": (100, 200), "cpu_budget": 100,
-             "memory_budget": None, "seconds": 120,
-             "strategies": [("MaxA", "max:A", "optimal"), ("MaxB", "max:B", "optimal"),
-                            ("prop. rates", "rates", "optimal"), ("prop. windows", "windows", "optimal"),
-                            ("equal", "equal", "optimal"), ("chosen", "optimal", "optimal")]},
-    "fig6": {"title": "Fig. 6: memory limit (λa=10, λb=50, M=1000, σ=0.005)",
-             "rates": (10, 50), "distinct": 200, "rows": (1000, 1000), "cpu_budget": None,
-             "memory_budget": 1000, "seconds": 1200,
-             "strategies": [("MaxA", "optimal", "max:A"), ("MaxB", "optimal", "max:B"),
-                            ("prop. rates", "optimal", "rates"), ("inv. prop.", "optimal", "inverse"),
-                            ("equal", "optimal", "equal"), ("chosen", "optimal", "optimal")]},
-    "fig7": {"title": "Fig. 7: CPU and memory limits (μ=10, M=100, σ=0.01; λa=λb=25)",
-             "rates": (25, 25), "distinct": 100, "rows": (100, 100), "cpu_budget": 10,
-             "memory_budget": 100, "seconds": 1200,
-             "strategies": [("MaxA/Maxλb", "max:B", "max:A"), ("MaxB/Maxλa", "max:A", "max:B"),
-                            ("MaxA/Maxλa", "max:A", "max:A"), ("MaxB/Maxλb", "max:B", "max:B"),
-                            ("equal", "equal", "equal"), ("chosen", "optimal", "optimal")]},
+    "fig5": {
+        "title": "Fig. 5: CPU limit (λa=800, λb=200, A=100, B=200, σ=0.01, μ=100)",
+        "rates": (800, 200),
+        "distinct": 100,
+        "rows": (100, 200),
+        "cpu_budget": 100,
+        "memory_budget": None,
+        "seconds": 120,
+        "strategies": [
+            ("MaxA", "max:A", "optimal"),
+            ("MaxB", "max:B", "optimal"),
+            ("prop. rates", "rates", "optimal"),
+            ("prop. windows", "windows", "optimal"),
+            ("equal", "equal", "optimal"),
+            ("chosen", "optimal", "optimal"),
+        ],
+    },
+    "fig6": {
+        "title": "Fig. 6: memory limit (λa=10, λb=50, M=1000, σ=0.005)",
+        "rates": (10, 50),
+        "distinct": 200,
+        "rows": (1000, 1000),
+        "cpu_budget": None,
+        "memory_budget": 1000,
+        "seconds": 1200,
+        "strategies": [
+            ("MaxA", "optimal", "max:A"),
+            ("MaxB", "optimal", "max:B"),
+            ("prop. rates", "optimal", "rates"),
+            ("inv. prop.", "optimal", "inverse"),
+            ("equal", "optimal", "equal"),
+            ("chosen", "optimal", "optimal"),
+        ],
+    },
+    "fig7": {
+        "title": "Fig. 7: CPU and memory limits (μ=10, M=100, σ=0.01; λa=λb=25)",
+        "rates": (25, 25),
+        "distinct": 100,
+        "rows": (100, 100),
+        "cpu_budget": 10,
+        "memory_budget": 100,
+        "seconds": 1200,
+        "strategies": [
+            ("MaxA/Maxλb", "max:B", "max:A"),
+            ("MaxB/Maxλa", "max:A", "max:B"),
+            ("MaxA/Maxλa", "max:A", "max:A"),
+            ("MaxB/Maxλb", "max:B", "max:B"),
+            ("equal", "equal", "equal"),
+            ("chosen", "optimal", "optimal"),
+        ],
+    },
 }
 
 
@@ -60,7 +93,7 @@ def _run(sc: dict, streams, cpu: str, memory: str, mode: str, seed: int) -> dict
     from slidewise.runtime.overload import OverloadOptions
 
     speed = float(sum(sc["rates"]))
-    query = (f"SELECT * FROM A [ROWS {sc['rows'][0]}], B [ROWS {sc['rows'][1]}] WHERE A.a = B.a")
+    query = f"SELECT * FROM A [ROWS {sc['rows'][0]}], B [ROWS {sc['rows'][1]}] WHERE A.a = B.a"
     horizon = sc["seconds"] * speed
     half = horizon / 2
     late = [0]
@@ -69,30 +102,40 @@ def _run(sc: dict, streams, cpu: str, memory: str, mode: str, seed: int) -> dict
         late[0] += int((df["ts"] >= half).sum())
 
     started = time.perf_counter()
-    r = slidewise.run(query, {"A": streams[0], "B": streams[1]}, out=count,
-                      overload=OverloadOptions(cpu_budget=sc["cpu_budget"], memory_budget=sc["memory_budget"],
-                                               speed=speed, shed=mode, cpu=cpu, memory=memory, seed=seed))
+    r = slidewise.run(
+        query,
+        {"A": streams[0], "B": streams[1]},
+        out=count,
+        overload=OverloadOptions(cpu_budget=sc["cpu_budget"], memory_budget=sc["memory_budget"], speed=speed, shed=mode, cpu=cpu, memory=memory, seed=seed),
+    )
     sh = r.stats["shedding"]
     alloc = sh["allocation"]
-    return {"cpu": cpu, "memory": memory, "mode": mode,
-            "measured_output_rate": round(late[0] / (sc["seconds"] / 2), 3),
-            "whole_run_output_rate": sh["measured_output_rate"],
-            "predicted_output_rate": alloc["predicted_output_rate"],
-            "predicted_exact_rate": alloc["predicted_exact_rate"],
-            "sigma_estimate": sh["sigma"], "results": r.stats["results"],
-            "effective_rate": alloc["effective_rate"], "window": alloc["window"],
-            "kept": sh["kept"], "shed": sh["shed"], "window_sampled_out": sh["window_sampled_out"],
-            "notes": alloc["notes"], "seconds": round(time.perf_counter() - started, 3)}
+    return {
+        "cpu": cpu,
+        "memory": memory,
+        "mode": mode,
+        "measured_output_rate": round(late[0] / (sc["seconds"] / 2), 3),
+        "whole_run_output_rate": sh["measured_output_rate"],
+        "predicted_output_rate": alloc["predicted_output_rate"],
+        "predicted_exact_rate": alloc["predicted_exact_rate"],
+        "sigma_estimate": sh["sigma"],
+        "results": r.stats["results"],
+        "effective_rate": alloc["effective_rate"],
+        "window": alloc["window"],
+        "kept": sh["kept"],
+        "shed": sh["shed"],
+        "window_sampled_out": sh["window_sampled_out"],
+        "notes": alloc["notes"],
+        "seconds": round(time.perf_counter() - started, 3),
+    }
 
 
-def run_allocation_bench(out_dir: str | Path = "bench-results", *, scale: float = 1.0, seed: int = 0,
-                         scenarios: list[str] | None = None) -> dict:
+def run_allocation_bench(out_dir: str | Path = "bench-results", *, scale: float = 1.0, seed: int = 0, scenarios: list[str] | None = None) -> dict:
     """Run the scenarios (``scale`` shortens the runs, e.g. 0.05 for a smoke test); write JSON + PNG."""
     from slidewise.runtime.generate import generate
 
     out_dir = Path(out_dir)
-    report = {"experiment": "allocation", "paper": "Kang, Naughton & Viglas, ICDE 2003, §5.2, Figs. 5-7",
-              "machine": machine_info(), "scale": scale, "scenarios": {}}
+    report = {"experiment": "allocation", "paper": "Kang, Naughton & Viglas, ICDE 2003, §5.2, Figs. 5-7", "machine": machine_info(), "scale": scale, "scenarios": {}}
     summary = {}
     for name in scenarios or list(SCENARIOS):
         sc = dict(SCENARIOS[name])
@@ -103,19 +146,19 @@ def run_allocation_bench(out_dir: str | Path = "bench-results", *, scale: float 
         runs = {}
         for label, cpu, memory in sc["strategies"]:
             runs[label] = {mode: _run(sc, streams, cpu, memory, mode, seed) for mode in modes}
-        report["scenarios"][name] = {"title": sc["title"], "settings": {k: v for k, v in sc.items()
-                                                                        if k not in ("strategies", "title")},
-                                     "tuples": n, "runs": runs}
+        report["scenarios"][name] = {"title": sc["title"], "settings": {k: v for k, v in sc.items() if k not in ("strategies", "title")}, "tuples": n, "runs": runs}
         chosen, equal = runs["chosen"], runs["equal"]
-        summary[name] = {mode: {"chosen": chosen[mode]["measured_output_rate"],
-                                "equal": equal[mode]["measured_output_rate"],
-                                "predicted_chosen": chosen[mode]["predicted_output_rate"],
-                                "predicted_equal": equal[mode]["predicted_output_rate"],
-                                "ratio": round(chosen[mode]["measured_output_rate"]
-                                               / max(equal[mode]["measured_output_rate"], 1e-9), 3),
-                                "chosen_beats_equal": chosen[mode]["measured_output_rate"]
-                                > equal[mode]["measured_output_rate"]}
-                         for mode in modes}
+        summary[name] = {
+            mode: {
+                "chosen": chosen[mode]["measured_output_rate"],
+                "equal": equal[mode]["measured_output_rate"],
+                "predicted_chosen": chosen[mode]["predicted_output_rate"],
+                "predicted_equal": equal[mode]["predicted_output_rate"],
+                "ratio": round(chosen[mode]["measured_output_rate"] / max(equal[mode]["measured_output_rate"], 1e-9), 3),
+                "chosen_beats_equal": chosen[mode]["measured_output_rate"] > equal[mode]["measured_output_rate"],
+            }
+            for mode in modes
+        }
     report["summary"] = summary
     out_dir.mkdir(parents=True, exist_ok=True)
     report["files"] = {"json": str(out_dir / "allocation.json"), "png": str(out_dir / "allocation.png")}
@@ -132,9 +175,11 @@ def plot(report: dict, path: str | Path) -> Path:
     for ax, name in zip(axes[0], names):
         sc = report["scenarios"][name]
         labels = list(sc["runs"])
-        series = [("measured, probe shedding", "probe", "measured_output_rate", "#4c72b0"),
-                  ("measured, drop shedding", "drop", "measured_output_rate", "#55a868"),
-                  ("model (probe)", "probe", "predicted_output_rate", "#c0c0c0")]
+        series = [
+            ("measured, probe shedding", "probe", "measured_output_rate", "#4c72b0"),
+            ("measured, drop shedding", "drop", "measured_output_rate", "#55a868"),
+            ("model (probe)", "probe", "predicted_output_rate", "#c0c0c0"),
+        ]
         series = [s for s in series if all(s[1] in sc["runs"][lb] for lb in labels)]
         width = 0.8 / len(series)
         for k, (legend, mode, key, colour) in enumerate(series):
@@ -146,7 +191,6 @@ def plot(report: dict, path: str | Path) -> Path:
         ax.set_title(sc["title"], fontsize=9)
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
     m = report["machine"]
-    fig.suptitle(f"slidewise bench allocation — Kang et al. §5.2 (scale {report['scale']}); "
-                 f"{m.get('cpu_model', m.get('machine', ''))}", fontsize=10)
+    fig.suptitle(f"slidewise bench allocation — Kang et al. §5.2 (scale {report['scale']}); {m.get('cpu_model', m.get('machine', ''))}", fontsize=10)
     fig.tight_layout()
     return save_png(fig, path)

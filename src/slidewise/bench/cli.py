@@ -28,6 +28,7 @@ def _say(message: str) -> None:
 
 # ---------------------------------------------------------------- summary ----
 
+
 def _cell(value) -> str:
     if isinstance(value, float):
         return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
@@ -70,6 +71,7 @@ def print_table(title: str, summary: dict, console=None) -> None:
 
 # ---------------------------------------------------------------- experiments ----
 
+
 def _joins(args) -> int:
     from slidewise.bench.joins import print_summary, run_joins_bench
 
@@ -77,8 +79,7 @@ def _joins(args) -> int:
     _positive(args.tuples, "--tuples")
     algos = args.algorithms.split(",") if args.algorithms else None
     kw = {} if args.time_budget is None else {"time_budget_s": args.time_budget}
-    report = run_joins_bench(workload=args.workload, tuples=args.tuples, algorithms=algos,
-                             out_dir=args.out, peers=not args.no_peers, **kw)
+    report = run_joins_bench(workload=args.workload, tuples=args.tuples, algorithms=algos, out_dir=args.out, peers=not args.no_peers, **kw)
     print_summary(report.get("summary", {}))
     return 0
 
@@ -91,9 +92,14 @@ def _aggregation(args) -> int:
     _positive(args.spark_window_tuples, "--spark-window-tuples")
     if args.spark or args.spark_window_tuples:
         require_extra("spark", "slidewise bench aggregation --spark")
-    report = run_aggregation_bench(tuples=args.tuples, out_dir=args.out, peers=not args.no_peers,
-                                   rounds=args.rounds or 1, spark=args.spark or bool(args.spark_window_tuples),
-                                   window_tuples=args.spark_window_tuples)
+    report = run_aggregation_bench(
+        tuples=args.tuples,
+        out_dir=args.out,
+        peers=not args.no_peers,
+        rounds=args.rounds or 1,
+        spark=args.spark or bool(args.spark_window_tuples),
+        window_tuples=args.spark_window_tuples,
+    )
     print_summary(report["summary"])
     return 0
 
@@ -111,8 +117,7 @@ def _sharing(args) -> int:
 
     counts = COUNTS if args.queries is None else tuple(_positive_ints(args.queries, "--queries"))
     _positive(args.tuples, "--tuples")
-    print_table("slidewise bench sharing", summary(run_sharing_bench(tuples=args.tuples or 200_000, counts=counts,
-                                                                     out_dir=args.out)))
+    print_table("slidewise bench sharing", summary(run_sharing_bench(tuples=args.tuples or 200_000, counts=counts, out_dir=args.out)))
     return 0
 
 
@@ -124,8 +129,7 @@ def _synopses(args) -> int:
     _positive(args.rounds, "--rounds")
     if args.max_b < 2:
         raise OptionError(f"--max-b must be at least 2, got {args.max_b}", hint="e.g. --max-b 64")
-    print_summary(run_synopses_bench(args.out, max_b=args.max_b, windows=args.windows, groups=args.groups,
-                                     rounds=args.rounds))
+    print_summary(run_synopses_bench(args.out, max_b=args.max_b, windows=args.windows, groups=args.groups, rounds=args.rounds))
     return 0
 
 
@@ -164,8 +168,7 @@ def _ordering(args, parts: tuple[str, ...] | None = None) -> int:
     kw: dict = {} if parts is None else {"parts": parts}
     if args.rounds is not None:
         kw["table8_rounds"] = args.rounds
-    report = run_ordering_bench(out_dir=args.out, scale=1.0 if args.tuples is None else args.tuples / 1000,
-                                progress=_say, **kw)
+    report = run_ordering_bench(out_dir=args.out, scale=1.0 if args.tuples is None else args.tuples / 1000, progress=_say, **kw)
     print_table("slidewise bench " + ("ordering" if parts is None else "table8"), report["summary"])
     return 0
 
@@ -176,11 +179,16 @@ def _update_patterns(args) -> int:
     _positive(args.time_budget, "--time-budget", "e.g. --time-budget 10")
     _positive(args.rounds, "--rounds", "runs per measurement, e.g. --rounds 3")
     _positive(args.scale, "--scale", "e.g. --scale 0.1 for a short run")
-    report = run_update_patterns_bench(args.out, scale=args.scale, source=args.source, zeek_dir=args.zeek_dir,
-                                       budget_s=args.time_budget if args.time_budget is not None else 10.0,
-                                       progress=_say, repeats=args.rounds or 1)
-    summary = {k: ({kk: vv for kk, vv in v.items() if kk != "speedup_vs_nt_per_window"}
-                   if isinstance(v, dict) else v) for k, v in report["summary"].items()}
+    report = run_update_patterns_bench(
+        args.out,
+        scale=args.scale,
+        source=args.source,
+        zeek_dir=args.zeek_dir,
+        budget_s=args.time_budget if args.time_budget is not None else 10.0,
+        progress=_say,
+        repeats=args.rounds or 1,
+    )
+    summary = {k: ({kk: vv for kk, vv in v.items() if kk != "speedup_vs_nt_per_window"} if isinstance(v, dict) else v) for k, v in report["summary"].items()}
     print_table("slidewise bench update-patterns", summary)
     return 1 if report["mismatches"] else 0
 
@@ -198,6 +206,7 @@ def _spark(args) -> int:
 
 # ---------------------------------------------------------------- parser ----
 
+
 def _experiment(sub, name: str, run: Callable, help: str, description: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help, description=description)
     p.add_argument("--out", default=OUT_DEFAULT, metavar="DIR", help=f"output directory (default {OUT_DEFAULT})")
@@ -207,86 +216,112 @@ def _experiment(sub, name: str, run: Callable, help: str, description: str) -> a
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``slidewise bench`` parser: a subcommand per experiment."""
-    p = argparse.ArgumentParser(prog="slidewise bench",
-                                description="Run an experiment; writes JSON (and a PNG plot) to --out and "
-                                            "prints a summary table.")
+    p = argparse.ArgumentParser(prog="slidewise bench", description="Run an experiment; writes JSON (and a PNG plot) to --out and prints a summary table.")
     sub = p.add_subparsers(dest="experiment", required=True, metavar="EXPERIMENT")
 
-    j = _experiment(sub, "joins", _joins, "join algorithms vs DuckDB on workloads W2 and W4",
-                    "Join algorithms on W2 and W4 against DuckDB, with memory scaling checks; joins.json/.png.")
+    j = _experiment(
+        sub,
+        "joins",
+        _joins,
+        "join algorithms vs DuckDB on workloads W2 and W4",
+        "Join algorithms on W2 and W4 against DuckDB, with memory scaling checks; joins.json/.png.",
+    )
     j.add_argument("--workload", default="all", choices=["W2", "W4", "all"], help="workload (default all)")
     j.add_argument("--tuples", type=int, help="override the number of input tuples")
     j.add_argument("--algorithms", help="comma-separated subset of algorithms")
-    j.add_argument("--time-budget", type=float, metavar="SECONDS",
-                   help="seconds of processing per algorithm run; the reference always runs the whole "
-                        "input (default 6)")
+    j.add_argument("--time-budget", type=float, metavar="SECONDS", help="seconds of processing per algorithm run; the reference always runs the whole input (default 6)")
     j.add_argument("--no-peers", action="store_true", help="skip the DuckDB peer (and with it the result checks)")
 
-    a = _experiment(sub, "aggregation", _aggregation, "periodic sliding GROUP BY vs DuckDB (WA)",
-                    "The pane path on workload WA against DuckDB; aggregation.json/.png.")
+    a = _experiment(sub, "aggregation", _aggregation, "periodic sliding GROUP BY vs DuckDB (WA)", "The pane path on workload WA against DuckDB; aggregation.json/.png.")
     a.add_argument("--tuples", type=int, help="input tuples (default 1,000,000)")
     a.add_argument("--rounds", type=int, metavar="N", help="back-to-back rounds of slidewise and DuckDB (default 1)")
     a.add_argument("--no-peers", action="store_true", help="skip the DuckDB peer (and with it the result checks)")
-    a.add_argument("--spark", action="store_true",
-                   help="also slidewise on the Spark engine and Spark's own window() aggregation")
-    a.add_argument("--spark-window-tuples", type=int, metavar="N",
-                   help="Spark's window() reads only the first N tuples (it runs at a few thousand tuples/s "
-                        "or less); implies --spark")
+    a.add_argument("--spark", action="store_true", help="also slidewise on the Spark engine and Spark's own window() aggregation")
+    a.add_argument(
+        "--spark-window-tuples",
+        type=int,
+        metavar="N",
+        help="Spark's window() reads only the first N tuples (it runs at a few thousand tuples/s or less); implies --spark",
+    )
 
-    f = _experiment(sub, "frequent", _frequent, "Golab's thesis Fig. 6.3: frequent items, Algorithm 6",
-                    "Algorithm 6 against the exact baseline and Misra-Gries on the Zeek sample and a Zipf "
-                    "stream; frequent.json/.png.")
+    f = _experiment(
+        sub,
+        "frequent",
+        _frequent,
+        "Golab's thesis Fig. 6.3: frequent items, Algorithm 6",
+        "Algorithm 6 against the exact baseline and Misra-Gries on the Zeek sample and a Zipf stream; frequent.json/.png.",
+    )
     f.add_argument("--tuples", type=int, help="tuples of the throughput run (default 1,000,000)")
 
-    sh = _experiment(sub, "sharing", _sharing, "many periodic queries: shared synopses vs one by one",
-                     "N queries of Golab's thesis §8.5 shape (aggregates of bandwidth per source, destination, "
-                     "pair, protocol, port) run shared and one by one, answers compared; sharing.json.")
+    sh = _experiment(
+        sub,
+        "sharing",
+        _sharing,
+        "many periodic queries: shared synopses vs one by one",
+        "N queries of Golab's thesis §8.5 shape (aggregates of bandwidth per source, destination, "
+        "pair, protocol, port) run shared and one by one, answers compared; sharing.json.",
+    )
     sh.add_argument("--queries", metavar="N,N,...", help="numbers of queries (default 40,80,160,240)")
     sh.add_argument("--tuples", type=int, help="input tuples (default 200,000)")
 
-    sy = _experiment(sub, "synopses", _synopses, "Golab's thesis §2.3.4: synopsis space and probes against b",
-                     "Running, interval and basic interval synopses for b = 2, 4, ... panes per window: "
-                     "partials kept, partials probed and time per answer; synopses.json/.png.")
+    sy = _experiment(
+        sub,
+        "synopses",
+        _synopses,
+        "Golab's thesis §2.3.4: synopsis space and probes against b",
+        "Running, interval and basic interval synopses for b = 2, 4, ... panes per window: partials kept, partials probed and time per answer; synopses.json/.png.",
+    )
     sy.add_argument("--max-b", type=int, default=1024, metavar="B", help="b runs over the powers of two up to B (default 1024)")
     sy.add_argument("--windows", type=int, default=256, help="windows answered per b (default 256)")
     sy.add_argument("--groups", type=int, default=16, help="groups per pane (default 16)")
     sy.add_argument("--rounds", type=int, default=3, metavar="N", help="timing rounds, best kept (default 3)")
 
-    s = _experiment(sub, "asymmetric", _asymmetric, "Kang et al.: NLJ/hash/B+tree/T-tree per direction",
-                    "Asymmetric join combinations (Kang, Naughton & Viglas, ICDE 2003); asymmetric.json/.png.")
+    s = _experiment(
+        sub,
+        "asymmetric",
+        _asymmetric,
+        "Kang et al.: NLJ/hash/B+tree/T-tree per direction",
+        "Asymmetric join combinations (Kang, Naughton & Viglas, ICDE 2003); asymmetric.json/.png.",
+    )
     s.add_argument("--profile", metavar="PATH", help="cost profile to use (default: calibrate first)")
     s.add_argument("--no-table3", action="store_true", help="skip the Table 3 measurements")
 
-    al = _experiment(sub, "allocation", _allocation, "Kang et al.: memory allocation under overload",
-                     "Bucket allocation strategies under overload (ICDE 2003 §5.2); allocation.json/.png.")
+    al = _experiment(
+        sub,
+        "allocation",
+        _allocation,
+        "Kang et al.: memory allocation under overload",
+        "Bucket allocation strategies under overload (ICDE 2003 §5.2); allocation.json/.png.",
+    )
     al.add_argument("--scale", type=float, default=1.0, help="multiplies the run lengths (default 1)")
 
     for name, parts, help, desc in (
-            ("ordering", None, "join-order cost model vs measurements (~13 min)",
-             "Golab & Özsu's join ordering: Table 8, Fig. 4, predicted vs measured, heuristics; ordering.json/.png."),
-            ("table8", ("table8",), "only Golab & Özsu Table 8 (5-15 minutes)",
-             "Golab & Özsu Table 8 alone (near ties get up to 28 rounds); ordering-table8.json.")):
+        (
+            "ordering",
+            None,
+            "join-order cost model vs measurements (~13 min)",
+            "Golab & Özsu's join ordering: Table 8, Fig. 4, predicted vs measured, heuristics; ordering.json/.png.",
+        ),
+        ("table8", ("table8",), "only Golab & Özsu Table 8 (5-15 minutes)", "Golab & Özsu Table 8 alone (near ties get up to 28 rounds); ordering-table8.json."),
+    ):
         o = _experiment(sub, name, lambda args, parts=parts: _ordering(args, parts), help, desc)
         o.add_argument("--tuples", type=int, help="tuples per measured run (default 1000)")
         o.add_argument("--rounds", type=int, metavar="N", help="timing rounds of Table 8 (default 7)")
 
-    u = _experiment(sub, "update-patterns", _update_patterns, "Golab's thesis §3.6: NT vs DIRECT vs UPA",
-                    "Queries 1-4 of Golab's thesis §3.6 under each strategy; update_patterns.json/.png. "
-                    "Exit status 1 if two strategies disagree on a result count.")
-    u.add_argument("--scale", type=float, default=1.0,
-                   help="multiplies window sizes and the measured span (default 1)")
-    u.add_argument("--source", default="both", choices=["zeek", "generated", "both"],
-                   help="real Zeek logs, generated IP-like links, or both (default)")
-    u.add_argument("--zeek-dir", metavar="DIR",
-                   help="directory of Zeek logs as CSV for --source zeek/both "
-                        "(default: the bundled 3-minute WRCCDC 2018 sample)")
+    u = _experiment(
+        sub,
+        "update-patterns",
+        _update_patterns,
+        "Golab's thesis §3.6: NT vs DIRECT vs UPA",
+        "Queries 1-4 of Golab's thesis §3.6 under each strategy; update_patterns.json/.png. Exit status 1 if two strategies disagree on a result count.",
+    )
+    u.add_argument("--scale", type=float, default=1.0, help="multiplies window sizes and the measured span (default 1)")
+    u.add_argument("--source", default="both", choices=["zeek", "generated", "both"], help="real Zeek logs, generated IP-like links, or both (default)")
+    u.add_argument("--zeek-dir", metavar="DIR", help="directory of Zeek logs as CSV for --source zeek/both (default: the bundled 3-minute WRCCDC 2018 sample)")
     u.add_argument("--rounds", type=int, metavar="N", help="runs per measurement, least CPU time kept (default 1)")
-    u.add_argument("--time-budget", type=float, metavar="SECONDS",
-                   help="predicted CPU seconds per series and window above which larger windows are skipped "
-                        "(default 10)")
+    u.add_argument("--time-budget", type=float, metavar="SECONDS", help="predicted CPU seconds per series and window above which larger windows are skipped (default 10)")
 
-    k = _experiment(sub, "spark", _spark, "slidewise on Spark vs Spark's own joins",
-                    "slidewise's Spark engine against Spark's stream-stream joins; spark.json/.png.")
+    k = _experiment(sub, "spark", _spark, "slidewise on Spark vs Spark's own joins", "slidewise's Spark engine against Spark's stream-stream joins; spark.json/.png.")
     k.add_argument("--workload", default="all", help="W2, W4, a comma-separated list, or all (default)")
     k.add_argument("--tuples", type=int, help="override the number of input tuples (at least 100)")
     return p

@@ -37,6 +37,7 @@ Send = Callable[[str, Any], None]
 
 # ---------------------------------------------------------------- memory ----
 
+
 def _proc_status_kb(field: str) -> int | None:
     try:
         with open("/proc/self/status") as fh:
@@ -52,6 +53,7 @@ def current_rss_mb() -> float:
     if kb is not None:
         return kb / 1024
     import psutil
+
     return psutil.Process().memory_info().rss / MB
 
 
@@ -73,9 +75,11 @@ def release_free_memory() -> None:
     is silently reused by the measured run, hiding part of its peak.
     """
     import gc
+
     gc.collect()
     try:
         import ctypes
+
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
@@ -116,6 +120,7 @@ class PeakMemory:
 
     def _sample(self) -> None:
         import psutil
+
         proc = psutil.Process()
         while not self._stop.wait(self.sample_interval):
             self._sampled = max(self._sampled, proc.memory_info().rss / MB)
@@ -134,16 +139,20 @@ class PeakMemory:
         return max(0.0, self.peak_mb - self.baseline_mb)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"peak_rss_mb": round(self.peak_above_baseline_mb, 2),
-                "baseline_rss_mb": round(self.baseline_mb, 2),
-                "peak_rss_total_mb": round(self.peak_mb, 2),
-                "memory_method": self.method}
+        return {
+            "peak_rss_mb": round(self.peak_above_baseline_mb, 2),
+            "baseline_rss_mb": round(self.baseline_mb, 2),
+            "peak_rss_total_mb": round(self.peak_mb, 2),
+            "memory_method": self.method,
+        }
 
 
 # ------------------------------------------------------------ subprocess ----
 
+
 def _child_entry(target: Callable[[dict, Send], dict], spec: dict, conn) -> None:
     """Body of the spawned child: run ``target(spec, send)`` and pipe back the result."""
+
     def send(kind: str, payload: Any) -> None:
         conn.send((kind, payload))
 
@@ -155,9 +164,7 @@ def _child_entry(target: Callable[[dict, Send], dict], spec: dict, conn) -> None
         conn.close()
 
 
-def run_isolated(target: Callable[[dict, Send], dict], spec: dict, *,
-                 on_message: Callable[[str, Any], None] | None = None,
-                 timeout: float | None = None) -> dict:
+def run_isolated(target: Callable[[dict, Send], dict], spec: dict, *, on_message: Callable[[str, Any], None] | None = None, timeout: float | None = None) -> dict:
     """Run ``target(spec, send)`` in a fresh spawned interpreter and return its dict.
 
     ``target`` must be a module-level function (it is imported by name in the
@@ -202,10 +209,11 @@ def run_isolated(target: Callable[[dict, Send], dict], spec: dict, *,
 
 # ------------------------------------------------------------------ misc ----
 
+
 def nice_round(n: float, digits: int = 2) -> int:
     """Round down to ``digits`` significant digits (23456 -> 23000), at least 1."""
     n = int(n)
-    if n < 10 ** digits:
+    if n < 10**digits:
         return max(n, 1)
     scale = 10 ** (len(str(n)) - digits)
     return n // scale * scale
@@ -214,6 +222,7 @@ def nice_round(n: float, digits: int = 2) -> int:
 def save_png(fig, path: str | Path) -> Path:
     """Write a matplotlib figure (Agg) to ``path`` and close it."""
     import matplotlib.pyplot as plt
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
@@ -224,16 +233,20 @@ def save_png(fig, path: str | Path) -> Path:
 def pyplot():
     """``matplotlib.pyplot`` on the Agg backend (no display needed)."""
     import matplotlib
+
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
+
     return plt
 
 
 # --------------------------------------------------------- streams on disk ----
 
+
 def save_streams(path: str | Path, streams: list[dict]) -> Path:
     """Write generated streams (one dict of equal-length arrays per stream) to an ``.npz``."""
     import numpy as np
+
     arrays = {f"s{i}.{k}": np.asarray(v) for i, s in enumerate(streams) for k, v in s.items()}
     arrays["n_streams"] = np.array(len(streams))
     path = Path(path)
@@ -250,10 +263,10 @@ def load_streams(path: str | Path, n_tuples: int | None = None) -> list[dict]:
     ordered by ``pos``.
     """
     import numpy as np
+
     with np.load(path) as data:
         n = int(data["n_streams"])
-        streams = [{k.split(".", 1)[1]: data[k] for k in data.files if k.startswith(f"s{i}.")}
-                   for i in range(n)]
+        streams = [{k.split(".", 1)[1]: data[k] for k in data.files if k.startswith(f"s{i}.")} for i in range(n)]
     for s in streams:
         if len(s["ts"]) and np.any(np.diff(s["ts"]) < 0):
             order = np.argsort(s["ts"], kind="stable")
@@ -269,7 +282,7 @@ def load_streams(path: str | Path, n_tuples: int | None = None) -> list[dict]:
     out = []
     for s in streams:
         m = len(s["ts"])
-        p = pos[start:start + m]
+        p = pos[start : start + m]
         start += m
         keep = p < n_tuples if n_tuples is not None else slice(None)
         d = {k: np.ascontiguousarray(v[keep]).astype(np.int64, copy=False) for k, v in s.items()}

@@ -41,8 +41,7 @@ class Arrivals:
             b = min(a + chunk, hi)
             sid = self.sid[a:b]
             pos = np.arange(a, b, dtype=np.int64)
-            out.append([StreamBatch(i, pos[sid == i], self.ts[a:b][sid == i], {"a": self.attr[a:b][sid == i]})
-                        for i in range(self.n)])
+            out.append([StreamBatch(i, pos[sid == i], self.ts[a:b][sid == i], {"a": self.attr[a:b][sid == i]}) for i in range(self.n)])
         return out
 
     def at(self, ts: int) -> int:
@@ -116,8 +115,7 @@ def _probe(seq: list[int], scanned: list[int], count: list[dict], x) -> int:
     return c
 
 
-def count_lazy(arr: Arrivals, windows, orders, tau: int, buckets: int | None = None, *,
-               grouped: bool = True) -> dict:
+def count_lazy(arr: Arrivals, windows, orders, tau: int, buckets: int | None = None, *, grouped: bool = True) -> dict:
     """Comparisons that lazy ``lazy`` (``grouped``) or ``hash-lazy`` counts, per arrival and order.
 
     The lazy counterpart of :func:`count_eager` (no-restore semantics, time
@@ -175,7 +173,7 @@ def count_lazy(arr: Arrivals, windows, orders, tau: int, buckets: int | None = N
         lo = p
         while p < total and ts[p] <= now:
             p += 1
-        booked = min(p, total - 1)     # the arrival that triggers this evaluation
+        booked = min(p, total - 1)  # the arrival that triggers this evaluation
         purge(now)
         if grouped:
             new = [[] for _ in range(n)]
@@ -214,8 +212,7 @@ def count_lazy(arr: Arrivals, windows, orders, tau: int, buckets: int | None = N
     return {tuple(o): out[k] for k, o in enumerate(orders)}
 
 
-def count_comparisons(arr: Arrivals, windows, orders, algorithm: str, tau: int | None,
-                      buckets: int | None) -> dict:
+def count_comparisons(arr: Arrivals, windows, orders, algorithm: str, tau: int | None, buckets: int | None) -> dict:
     """Per arrival and order, the comparisons of one Table 8 configuration (exact re-count)."""
     if algorithm in ("nlj", "hash"):
         return count_eager(arr, windows, orders, buckets)

@@ -53,7 +53,7 @@ def _run(q: FrequentQuery, items: np.ndarray, kind: str) -> tuple[list, Frequent
     run = FrequentRun(q, out.append, kind=kind)
     ts = np.arange(len(items), dtype=np.int64)
     for i in range(0, len(items), CHUNK):
-        run.add(ts[i:i + CHUNK], {"a": items[i:i + CHUNK]})
+        run.add(ts[i : i + CHUNK], {"a": items[i : i + CHUNK]})
     run.finish()
     return out, run
 
@@ -91,9 +91,16 @@ def accuracy(items: np.ndarray, n: int, b: int, k: int, kind: str = "topk", true
         overs.append(len(over))
         found += len(got)
         errors.extend((counts[i] - f) / counts[i] for i, f in got.items())
-    return {"k": k, "b": b, "delta": float(np.mean(deltas)), "over": float(np.mean(overs)),
-            "recall": found / sum(overs) if sum(overs) else None, "space": approx.counters.peak_bytes // 16,
-            "rel_error": float(np.mean(errors)) if errors else 0.0, "evaluations": len(deltas)}
+    return {
+        "k": k,
+        "b": b,
+        "delta": float(np.mean(deltas)),
+        "over": float(np.mean(overs)),
+        "recall": found / sum(overs) if sum(overs) else None,
+        "space": approx.counters.peak_bytes // 16,
+        "rel_error": float(np.mean(errors)) if errors else 0.0,
+        "evaluations": len(deltas),
+    }
 
 
 def datasets(zipf_tuples: int = 100_000, seed: int = 0) -> dict[str, tuple[np.ndarray, int]]:
@@ -125,15 +132,13 @@ def throughput(tuples: int = 1_000_000, window: int = 100_000, slide: int = 1000
         started = time.perf_counter()
         _, run = _run(q, items, kind)
         seconds = time.perf_counter() - started
-        res[kind] = {"seconds": round(seconds, 4), "tuples_per_s": round(tuples / seconds),
-                     "state_bytes_peak": run.counters.peak_bytes, "evaluations": run.evaluations}
+        res[kind] = {"seconds": round(seconds, 4), "tuples_per_s": round(tuples / seconds), "state_bytes_peak": run.counters.peak_bytes, "evaluations": run.evaluations}
     res["memory_ratio"] = res["topk"]["state_bytes_peak"] / max(res["exact"]["state_bytes_peak"], 1)
     res["speedup"] = res["exact"]["seconds"] / max(res["topk"]["seconds"], 1e-9)
     return res
 
 
-def run_frequent_bench(out_dir: str | Path = "bench-results", *, tuples: int | None = None, zipf_tuples: int = 100_000,
-                       ks=KS, bs=BS, progress=None) -> dict:
+def run_frequent_bench(out_dir: str | Path = "bench-results", *, tuples: int | None = None, zipf_tuples: int = 100_000, ks=KS, bs=BS, progress=None) -> dict:
     """Both experiments; writes ``frequent.json`` and ``frequent.png`` into ``out_dir``."""
     report: dict = {"machine": machine_info(), "ks": list(ks), "bs": list(bs), "accuracy": {}, "misra_gries": {}}
     for name, (items, n) in datasets(zipf_tuples).items():
@@ -162,18 +167,21 @@ MEASURES = ("delta", "over", "recall", "space", "rel_error")
 
 def summary(report: dict) -> dict:
     """The summary table's sections: per data set and b, each measure at k = 1, 5, 10; then the throughput."""
+
     def num(v) -> str:
         return "-" if v is None else f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
 
     out: dict = {}
     for name, d in report["accuracy"].items():
         out[name] = {"tuples": d["tuples"], "window": d["window"]} | {
-            f"b {r['b']}, k {r['k']}": ", ".join(f"{m} {num(r[m])}" for m in MEASURES)
-            for r in d["rows"] if r["k"] in (1, 5, 10)}
+            f"b {r['b']}, k {r['k']}": ", ".join(f"{m} {num(r[m])}" for m in MEASURES) for r in d["rows"] if r["k"] in (1, 5, 10)
+        }
     t = report["throughput"]
-    out["throughput"] = {"Zipf tuples": t["tuples"], "window": f"[ROWS {t['window']} SLIDE {t['slide']}]", "k": t["k"]} | {
-        kind: f"{t[kind]['tuples_per_s']:,} tuples/s, {t[kind]['seconds']:.3f} s, state {t[kind]['state_bytes_peak']:,} B"
-        for kind in ("topk", "exact")} | {"memory ratio": f"{t['memory_ratio']:.4f}", "speedup": f"{t['speedup']:.2f}x"}
+    out["throughput"] = (
+        {"Zipf tuples": t["tuples"], "window": f"[ROWS {t['window']} SLIDE {t['slide']}]", "k": t["k"]}
+        | {kind: f"{t[kind]['tuples_per_s']:,} tuples/s, {t[kind]['seconds']:.3f} s, state {t[kind]['state_bytes_peak']:,} B" for kind in ("topk", "exact")}
+        | {"memory ratio": f"{t['memory_ratio']:.4f}", "speedup": f"{t['speedup']:.2f}x"}
+    )
     return out
 
 
@@ -195,7 +203,10 @@ def plot(report: dict, path: Path) -> Path:
                 ax.set_yscale("log")
     axes[0][0].legend(fontsize=7)
     t = report["throughput"]
-    fig.suptitle(f"Algorithm 6 (Golab's thesis Fig. 6.3); {t['tuples']:,} Zipf tuples: top-k {t['topk']['tuples_per_s']:,}/s, "
-                 f"exact {t['exact']['tuples_per_s']:,}/s, memory ratio {t['memory_ratio']:.3f}", fontsize=9)
+    fig.suptitle(
+        f"Algorithm 6 (Golab's thesis Fig. 6.3); {t['tuples']:,} Zipf tuples: top-k {t['topk']['tuples_per_s']:,}/s, "
+        f"exact {t['exact']['tuples_per_s']:,}/s, memory ratio {t['memory_ratio']:.3f}",
+        fontsize=9,
+    )
     fig.tight_layout()
     return save_png(fig, path)

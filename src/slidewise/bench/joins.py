@@ -48,6 +48,7 @@ MEMORY_TUPLES = (1_000_000, 10_000_000)
 def _generate(rates, distinct, n_tuples, *, seed=0):
     """The paper's generator (kept behind a name so tests can substitute it)."""
     from slidewise.runtime.generate import generate
+
     return generate(list(rates), list(distinct), n_tuples, seed=seed)
 
 
@@ -77,26 +78,30 @@ def algorithm_child(spec: dict, send) -> dict:
     gc.collect()
 
     mem = PeakMemory().start()
-    passes = [_one_pass(cls(query), wl, streams, spec["chunk_rows"], spec["budget_s"],
-                        spec["pilot_rows"], send)]
+    passes = [_one_pass(cls(query), wl, streams, spec["chunk_rows"], spec["budget_s"], spec["pilot_rows"], send)]
     if not spec["budget_s"]:
-        while (sum(p["seconds"] for p in passes) < MIN_MEASURE_S and len(passes) < MAX_REPEATS):
-            passes.append(_one_pass(cls(query), wl, streams, spec["chunk_rows"], None, 0,
-                                    lambda *_: None))
+        while sum(p["seconds"] for p in passes) < MIN_MEASURE_S and len(passes) < MAX_REPEATS:
+            passes.append(_one_pass(cls(query), wl, streams, spec["chunk_rows"], None, 0, lambda *_: None))
     mem.stop()
     median = sorted(passes, key=lambda p: p["seconds"])[(len(passes) - 1) // 2]
     busy = median["seconds"]
     out = passes[0]
     n = out["tuples"]
-    out.update({"seconds": round(busy, 4), "cpu_seconds": median["cpu_seconds"],
-                "passes": len(passes), "seconds_all": [round(p["seconds"], 4) for p in passes],
-                "tuples_per_s": n / busy if busy else None,
-                "results_per_s": out["results"] / busy if busy else None, **mem.as_dict()})
+    out.update(
+        {
+            "seconds": round(busy, 4),
+            "cpu_seconds": median["cpu_seconds"],
+            "passes": len(passes),
+            "seconds_all": [round(p["seconds"], 4) for p in passes],
+            "tuples_per_s": n / busy if busy else None,
+            "results_per_s": out["results"] / busy if busy else None,
+            **mem.as_dict(),
+        }
+    )
     return out
 
 
-def _one_pass(op, wl: Workload, streams: list[dict], chunk_rows: int, budget: float | None,
-              pilot_rows: int, send) -> dict:
+def _one_pass(op, wl: Workload, streams: list[dict], chunk_rows: int, budget: float | None, pilot_rows: int, send) -> dict:
     import numpy as np
 
     from slidewise.model.batch import StreamBatch
@@ -127,8 +132,7 @@ def _one_pass(op, wl: Workload, streams: list[dict], chunk_rows: int, budget: fl
         for i, s in enumerate(streams):
             lo = cursor[i]
             hi = int(np.searchsorted(s["pos"], end))
-            chunk.append(StreamBatch(i, s["pos"][lo:hi], s["ts"][lo:hi],
-                                     {c: s[c][lo:hi] for c in COLUMNS}))
+            chunk.append(StreamBatch(i, s["pos"][lo:hi], s["ts"][lo:hi], {c: s[c][lo:hi] for c in COLUMNS}))
             cursor[i] = hi
         t0, c0 = time.perf_counter(), time.process_time()
         res = op.process(chunk)
@@ -160,17 +164,23 @@ def _one_pass(op, wl: Workload, streams: list[dict], chunk_rows: int, budget: fl
     if warm is not None and start > warm[0]:
         steady = (op.comparisons - warm[1]) / (start - warm[0])
     return {
-        "tuples": start, "input_tuples": n_total, "truncated": start < n_total,
-        "truncated_reason": reason, "seconds": busy, "cpu_seconds": round(cpu, 4),
+        "tuples": start,
+        "input_tuples": n_total,
+        "truncated": start < n_total,
+        "truncated_reason": reason,
+        "seconds": busy,
+        "cpu_seconds": round(cpu, 4),
         "results": results,
         "comparisons": int(op.comparisons),
         "comparisons_per_tuple": op.comparisons / start if start else None,
         "comparisons_per_tuple_steady": steady,
-        "state_tuples_end": int(state_end), "member_pos_sums": sums,
+        "state_tuples_end": int(state_end),
+        "member_pos_sums": sums,
     }
 
 
 # ------------------------------------------------------------ the parent ----
+
 
 def _variant(cls, wl: Workload, slide: int) -> tuple[dict | None, str | None]:
     """How to run ``cls`` on ``wl``: eager, or with ``SLIDE slide`` (restore or not)."""
@@ -189,11 +199,9 @@ def _variant(cls, wl: Workload, slide: int) -> tuple[dict | None, str | None]:
             continue
         summary = getattr(cls, "summary", "")
         if d is None:
-            return {"label": cls.name, "summary": summary, "semantics": "eager", "slide": None,
-                    "restore": False}, None
+            return {"label": cls.name, "summary": summary, "semantics": "eager", "slide": None, "restore": False}, None
         sem = "lazy, restore" if restore else "lazy, no restore"
-        return {"label": f"{cls.name} (SLIDE {d}{', restore' if restore else ''})",
-                "summary": summary, "semantics": sem, "slide": d, "restore": restore}, None
+        return {"label": f"{cls.name} (SLIDE {d}{', restore' if restore else ''})", "summary": summary, "semantics": sem, "slide": d, "restore": restore}, None
     return None, errors[0] if errors else "not applicable"
 
 
@@ -205,9 +213,10 @@ class _Runner:
         if enabled:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-            self.progress = Progress(TextColumn("[bold]{task.description:<34}"), BarColumn(),
-                                     MofNCompleteColumn(), TimeElapsedColumn(),
-                                     console=Console(stderr=True), transient=False)
+
+            self.progress = Progress(
+                TextColumn("[bold]{task.description:<34}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=False
+            )
 
     def __enter__(self) -> _Runner:
         if self.progress:
@@ -237,8 +246,7 @@ class _Runner:
         out = run_isolated(target, spec, on_message=on_message, timeout=timeout)
         if task is not None:
             t = self.progress.tasks[task]
-            self.progress.update(task, completed=t.total if "error" not in out else t.completed,
-                                 description=description + (" [red]failed" if "error" in out else ""))
+            self.progress.update(task, completed=t.total if "error" not in out else t.completed, description=description + (" [red]failed" if "error" in out else ""))
         out.setdefault("wall_s", round(time.perf_counter() - t0, 2))
         return out
 
@@ -249,13 +257,13 @@ def _select_workloads(workload: str) -> list[str]:
     names = [w.strip().upper() for w in workload.split(",") if w.strip()]
     unknown = [w for w in names if w not in WORKLOADS]
     if unknown or not names:
-        raise PlanError(f"unknown join workload {', '.join(unknown) or repr(workload)}",
-                        hint=f"choose one of: all, {', '.join(WORKLOADS)}")
+        raise PlanError(f"unknown join workload {', '.join(unknown) or repr(workload)}", hint=f"choose one of: all, {', '.join(WORKLOADS)}")
     return names
 
 
 def _select_algorithms(requested: list[str] | None) -> list[str]:
     from slidewise.operators.joins import algorithms as registry
+
     known = list(registry())
     if requested is None:
         names = known
@@ -263,8 +271,7 @@ def _select_algorithms(requested: list[str] | None) -> list[str]:
         names = [a for a in dict.fromkeys(requested) if a.lower() != "duckdb"]
         unknown = [a for a in names if a not in known and ":" not in a]
         if unknown:
-            raise PlanError(f"unknown join algorithm {', '.join(unknown)}",
-                            hint=f"choose from: {', '.join(known)}, duckdb")
+            raise PlanError(f"unknown join algorithm {', '.join(unknown)}", hint=f"choose from: {', '.join(known)}, duckdb")
     return sorted(names, key=lambda a: (a != REFERENCE, known.index(a) if a in known else len(known)))
 
 
@@ -276,13 +283,22 @@ def _compare(entry: dict, expected: dict | None) -> None:
     entry["checksums_match"] = entry["member_pos_sums"] == expected["member_pos_sums"]
 
 
-def run_joins_bench(workload: str = "all", tuples: int | None = None,
-                    algorithms: list[str] | None = None, out_dir: str = "bench-results",
-                    chunk_rows: int = DEFAULT_CHUNK_ROWS, progress: bool = True, *,
-                    time_budget_s: float = 6.0, slide: int = 10, seed: int = 0,
-                    peers: bool = True, memory_check: bool = True,
-                    memory_tuples: tuple[int, int] | None = None,
-                    engine_memory_check: bool = True) -> dict:
+def run_joins_bench(
+    workload: str = "all",
+    tuples: int | None = None,
+    algorithms: list[str] | None = None,
+    out_dir: str = "bench-results",
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    progress: bool = True,
+    *,
+    time_budget_s: float = 6.0,
+    slide: int = 10,
+    seed: int = 0,
+    peers: bool = True,
+    memory_check: bool = True,
+    memory_tuples: tuple[int, int] | None = None,
+    engine_memory_check: bool = True,
+) -> dict:
     """Run the join benchmark; write ``joins.json`` and ``joins.png`` to ``out_dir``.
 
     ``tuples`` overrides every workload's input size; ``algorithms`` restricts
@@ -302,8 +318,7 @@ def run_joins_bench(workload: str = "all", tuples: int | None = None,
     wl_names = _select_workloads(workload)
     algo_names = _select_algorithms(algorithms)
     if time_budget_s <= 0:
-        raise PlanError(f"the time budget must be positive, got {time_budget_s:g} s",
-                        hint="e.g. --time-budget 6")
+        raise PlanError(f"the time budget must be positive, got {time_budget_s:g} s", hint="e.g. --time-budget 6")
     if memory_tuples is None:
         memory_tuples = MEMORY_TUPLES if tuples is None else (tuples, 10 * tuples)
     out = Path(out_dir)
@@ -312,32 +327,31 @@ def run_joins_bench(workload: str = "all", tuples: int | None = None,
         "bench": "joins",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine_info(),
-        "settings": {"chunk_rows": chunk_rows, "time_budget_s": time_budget_s, "lazy_slide": slide,
-                     "seed": seed, "reference": REFERENCE, "default_algorithm": DEFAULT,
-                     "peers": peers, "memory_tuples": list(memory_tuples) if memory_check else None,
-                     "timing": "seconds = time inside process()/finish() only; the input is "
-                               "loaded and chunk views are sliced outside the clock; "
-                               "cpu_seconds = CPU time of the same region and pass: well below "
-                               "seconds means the run waited for a shared CPU",
-                     "memory": "peak RSS above the RSS right after the input is loaded, in a "
-                               "fresh spawned process per run",
-                     "comparisons": "attribute comparisons as each operator counts them (columnar: "
-                                    "key comparisons of its binary searches); steady = after "
-                                    "the windows first fill",
-                     "truncation": "every algorithm but the reference runs on a prefix of the "
-                                   "input sized by time_budget_s ('tuples' says how many)"},
+        "settings": {
+            "chunk_rows": chunk_rows,
+            "time_budget_s": time_budget_s,
+            "lazy_slide": slide,
+            "seed": seed,
+            "reference": REFERENCE,
+            "default_algorithm": DEFAULT,
+            "peers": peers,
+            "memory_tuples": list(memory_tuples) if memory_check else None,
+            "timing": "seconds = time inside process()/finish() only; the input is "
+            "loaded and chunk views are sliced outside the clock; "
+            "cpu_seconds = CPU time of the same region and pass: well below "
+            "seconds means the run waited for a shared CPU",
+            "memory": "peak RSS above the RSS right after the input is loaded, in a fresh spawned process per run",
+            "comparisons": "attribute comparisons as each operator counts them (columnar: key comparisons of its binary searches); steady = after the windows first fill",
+            "truncation": "every algorithm but the reference runs on a prefix of the input sized by time_budget_s ('tuples' says how many)",
+        },
         "workloads": {},
     }
     with tempfile.TemporaryDirectory(prefix="slidewise-bench-") as tmp, _Runner(progress) as runner:
         for wname in wl_names:
             wl = WORKLOADS[wname] if tuples is None else replace(WORKLOADS[wname], tuples=tuples)
-            report["workloads"][wname] = _bench_workload(wl, algo_names, Path(tmp), runner,
-                                                         chunk_rows, time_budget_s, slide, seed,
-                                                         peers, peer_mod)
+            report["workloads"][wname] = _bench_workload(wl, algo_names, Path(tmp), runner, chunk_rows, time_budget_s, slide, seed, peers, peer_mod)
         if memory_check:
-            report.update(memory_mod.memory_scaling(WORKLOADS["W2"], tuple(memory_tuples), Path(tmp),
-                                                    runner, chunk_rows, seed,
-                                                    engine=engine_memory_check))
+            report.update(memory_mod.memory_scaling(WORKLOADS["W2"], tuple(memory_tuples), Path(tmp), runner, chunk_rows, seed, engine=engine_memory_check))
     if hasattr(os, "getloadavg"):
         report["machine"]["load_average_1min_at_end"] = round(os.getloadavg()[0], 2)
     report["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
@@ -359,9 +373,9 @@ def _check_key(e: dict) -> tuple[int, int | None]:
     return e["tuples"], e["slide"] if e["semantics"] == "lazy, no restore" else None
 
 
-def _bench_workload(wl: Workload, algo_names: list[str], tmp: Path, runner: _Runner,
-                    chunk_rows: int, budget: float, slide: int, seed: int, peers: bool,
-                    peer_mod) -> dict:
+def _bench_workload(
+    wl: Workload, algo_names: list[str], tmp: Path, runner: _Runner, chunk_rows: int, budget: float, slide: int, seed: int, peers: bool, peer_mod
+) -> dict:
     data = _generate(wl.rates, wl.distinct, wl.tuples, seed=seed)
     path = save_streams(tmp / f"{wl.name}-{wl.tuples}.npz", data)
     del data
@@ -374,26 +388,31 @@ def _bench_workload(wl: Workload, algo_names: list[str], tmp: Path, runner: _Run
             runner.note(f"{wl.name}: {name} skipped: {why}")
             continue
         ref = name == REFERENCE
-        spec = _spec(wl, path, algorithm=name, slide=variant["slide"], restore=variant["restore"],
-                     chunk_rows=chunk_rows, budget_s=None if ref else budget,
-                     pilot_rows=max(2000, 3 * wl.warmup))
-        res = runner.run(f"{wl.name} {variant['label']}", algorithm_child, spec, wl.tuples,
-                         timeout=None if ref else max(120.0, 10 * budget))
+        spec = _spec(
+            wl,
+            path,
+            algorithm=name,
+            slide=variant["slide"],
+            restore=variant["restore"],
+            chunk_rows=chunk_rows,
+            budget_s=None if ref else budget,
+            pilot_rows=max(2000, 3 * wl.warmup),
+        )
+        res = runner.run(f"{wl.name} {variant['label']}", algorithm_child, spec, wl.tuples, timeout=None if ref else max(120.0, 10 * budget))
         entries[name] = {**variant, **res}
 
     result: dict[str, Any] = {
         "description": wl.description,
-        "streams": [{"name": a, "rate": r, "range": t, "distinct": v}
-                    for a, r, t, v in zip(wl.aliases, wl.rates, wl.windows, wl.distinct)],
-        "tuples": wl.tuples, "query": wl.query().text, "algorithms": entries,
+        "streams": [{"name": a, "rate": r, "range": t, "distinct": v} for a, r, t, v in zip(wl.aliases, wl.rates, wl.windows, wl.distinct)],
+        "tuples": wl.tuples,
+        "query": wl.query().text,
+        "algorithms": entries,
     }
     if not peers:
         return result
-    checks = sorted({_check_key(e) for e in entries.values() if "results" in e},
-                    key=lambda c: (c[0], c[1] or 0))
+    checks = sorted({_check_key(e) for e in entries.values() if "results" in e}, key=lambda c: (c[0], c[1] or 0))
     spec = _spec(wl, path, aliases=wl.aliases, windows=list(wl.windows), checks=checks)
-    duck = runner.run(f"{wl.name} DuckDB (band, bucketed)", peer_mod.duckdb_child, spec,
-                      2 * len(peer_mod.FORMS) + 1, timeout=1800)
+    duck = runner.run(f"{wl.name} DuckDB (band, bucketed)", peer_mod.duckdb_child, spec, 2 * len(peer_mod.FORMS) + 1, timeout=1800)
     result["duckdb"] = duck
     _verify(result, duck, peer_mod)
     return result
@@ -417,10 +436,8 @@ def _verify(result: dict, duck: dict, peer_mod) -> None:
     sums = {tuple([f["results"], *f["member_pos_sums"]]) for f in forms.values()}
     if forms:
         duck["forms_agree"] = len(sums) == 1
-    checked = [e["counts_match"] and e["checksums_match"] for e in entries.values()
-               if "counts_match" in e]
-    checked += [f["counts_match"] and f["checksums_match"] for f in forms.values()
-                if f.get("counts_match") is not None]
+    checked = [e["counts_match"] and e["checksums_match"] for e in entries.values() if "counts_match" in e]
+    checked += [f["counts_match"] and f["checksums_match"] for f in forms.values() if f.get("counts_match") is not None]
     result["all_results_verified"] = bool(checked) and all(checked) and duck.get("forms_agree", False)
     if not ref.get("tuples_per_s"):
         return
@@ -440,7 +457,7 @@ def _verify(result: dict, duck: dict, peer_mod) -> None:
     result["speedup_definition"] = (
         f"{REFERENCE} tuples/s / DuckDB tuples/s, DuckDB with 1 thread materialising the result "
         "rows (count_only: SELECT count(*) and checksums); DuckDB load time excluded "
-        "(duckdb.load_s). speedup_vs_duckdb: " + peer_mod.FORMS["band"]
-        + "; speedup_vs_duckdb_bucketed: " + peer_mod.FORMS["bucketed"] + "; *_cpu: the same "
+        "(duckdb.load_s). speedup_vs_duckdb: " + peer_mod.FORMS["band"] + "; speedup_vs_duckdb_bucketed: " + peer_mod.FORMS["bucketed"] + "; *_cpu: the same "
         "ratio in CPU seconds (DuckDB's / the reference's), less sensitive to a shared, loaded "
-        "machine")
+        "machine"
+    )

@@ -36,11 +36,10 @@ class PartitionedHashStore(HashStore):
     def __init__(self, key=None, partitions: int = 10):
         super().__init__(key)
         if partitions < 1:
-            raise PlanError(f"a hash table needs at least one partition, got {partitions}",
-                            hint="e.g. 10 (the thesis's setting)")
+            raise PlanError(f"a hash table needs at least one partition, got {partitions}", hint="e.g. 10 (the thesis's setting)")
         self.partitions = partitions
         self._buckets: list[list] = [[] for _ in range(partitions)]
-        self.index_get = self._get   # a bound method, not a lambda: operator state is pickled
+        self.index_get = self._get  # a bound method, not a lambda: operator state is pickled
 
     def _get(self, k):
         """As the index's ``dict.get``: the rows of key ``k`` or None."""
@@ -83,8 +82,7 @@ class PartitionedHashStore(HashStore):
 def thesis_hash_tables(partitions: int = 10) -> Iterator[None]:
     """Within the block, NT operators keep :class:`PartitionedHashStore` state of ``partitions`` buckets."""
     if partitions < 1:
-        raise PlanError(f"a hash table needs at least one partition, got {partitions}",
-                        hint="e.g. 10 (the thesis's setting)")
+        raise PlanError(f"a hash table needs at least one partition, got {partitions}", hint="e.g. 10 (the thesis's setting)")
     core = Context.store
 
     def store(ctx: Context, pattern, key=None, *, lookups: bool = True):

@@ -70,8 +70,7 @@ from slidewise.plan.query import Equality, JoinQuery, StreamRef, WindowSpec
 __all__ = ["CHUNK", "Feed", "make_feed", "measure_rate", "reorder", "run_ordering_bench"]
 
 TABLE5 = dict(rates=(10, 1, 1, 3), windows=(100, 100, 200, 100), distinct=(500, 50, 40, 5))
-TABLE8_CONFIGS = (("nlj", None, None), ("lazy", 5, None), ("lazy", 10, None),
-                  ("hash", None, 5), ("hash-lazy", 5, 5), ("hash-lazy", 10, 5))
+TABLE8_CONFIGS = (("nlj", None, None), ("lazy", 5, None), ("lazy", 10, None), ("hash", None, 5), ("hash-lazy", 5, 5), ("hash-lazy", 10, 5))
 FIG4A_TAUS = (1, 2, 4, 6, 10, 15, 20, 30, 40, 50)
 #: why the measured Fig. 4a curves rise with τ where the paper's fall (reported in the JSON)
 FIG4A_NOTE = (
@@ -83,7 +82,8 @@ FIG4A_NOTE = (
     "whatever tau is (lazy_windows='operators', the planner's model, predicted_cost, flat or falling in "
     "tau); larger tau "
     "then only batches more work per evaluation (one probe per distinct new value, fewer "
-    "per-evaluation overheads), so the rate rises. Both predictions are in the JSON per point.")
+    "per-evaluation overheads), so the rate rises. Both predictions are in the JSON per point."
+)
 FIG4B_AVERAGES = (2, 4, 6, 8, 10, 12, 14, 16)
 FIG4B_STRATEGIES = ("equal", "slow=1", "slow=5", "slow=10", "model")
 
@@ -96,8 +96,7 @@ def _query(windows, slide=None) -> JoinQuery:
 
 
 def _stats(rates, windows, distinct) -> Statistics:
-    return Statistics(tuple(StreamStats(f"S{i + 1}", float(r), float(w), False, {"a": float(v)})
-                            for i, (r, w, v) in enumerate(zip(rates, windows, distinct))))
+    return Statistics(tuple(StreamStats(f"S{i + 1}", float(r), float(w), False, {"a": float(v)}) for i, (r, w, v) in enumerate(zip(rates, windows, distinct))))
 
 
 def _names(order) -> str:
@@ -109,17 +108,16 @@ class Feed:
     """Generated streams cut into chunks of consecutive global positions."""
 
     chunks: list[list[StreamBatch]]
-    ends: list[int]          # global position after each chunk
-    last_ts: list[int]       # greatest ts in each chunk
-    per_unit: float          # tuples per time unit (Σλ)
+    ends: list[int]  # global position after each chunk
+    last_ts: list[int]  # greatest ts in each chunk
+    per_unit: float  # tuples per time unit (Σλ)
 
     def index(self, tuples: int) -> int:
         """Number of chunks that cover the first ``tuples`` positions."""
         return int(np.searchsorted(self.ends, tuples, side="left")) + 1
 
 
-def make_feed(rates, distinct, n_tuples: int, *, seed: int = 0, absolute: bool = True,
-              chunk: int = CHUNK) -> Feed:
+def make_feed(rates, distinct, n_tuples: int, *, seed: int = 0, absolute: bool = True, chunk: int = CHUNK) -> Feed:
     """The paper's streams (:func:`~slidewise.bench.exact_counts.make_arrivals`) cut into chunks;
     ``absolute``: ts = loop index // Σλ, so stream i has λ_i tuples per time unit."""
     arr = make_arrivals(rates, distinct, n_tuples, seed=seed, absolute=absolute)
@@ -154,7 +152,7 @@ def _transplant(src, dst) -> None:
 
 def _warm(name: str, query: JoinQuery, feed: Feed, warmup: int, order, options: dict):
     op = get_algorithm(name)(query, order=list(order), **options)
-    for chunk in feed.chunks[:feed.index(warmup)]:
+    for chunk in feed.chunks[: feed.index(warmup)]:
         op.process(chunk)
     return op, feed.index(warmup)
 
@@ -178,9 +176,13 @@ def measure_rate(warm, start: int, feed: Feed, order, tuples: int) -> dict:
         gc.enable()
     fed = feed.ends[end - 1] - feed.ends[start - 1]
     span = max(1, feed.last_ts[end - 1] - feed.last_ts[start - 1])
-    return {"tuples": fed, "cpu_seconds": round(cpu, 4), "wall_seconds": round(wall, 4),
-            "rate": round(fed / cpu, 1) if cpu > 0 else None,
-            "comparisons_per_time_unit": round((op.comparisons - c0) / span, 2)}
+    return {
+        "tuples": fed,
+        "cpu_seconds": round(cpu, 4),
+        "wall_seconds": round(wall, 4),
+        "rate": round(fed / cpu, 1) if cpu > 0 else None,
+        "comparisons_per_time_unit": round((op.comparisons - c0) / span, 2),
+    }
 
 
 def _period(tau, per_unit: float, minimum: int, scale: float) -> int:
@@ -223,12 +225,12 @@ def _measure_many(jobs: list[tuple], rounds: int, seed: int, progress) -> dict:
 
 # ------------------------------------------------------------------ (b) ----
 
+
 def fig4a(scale: float, rounds: int, seed: int, progress) -> dict:
     rates, windows, distinct = (1, 1, 1, 1), (100,) * 4, (50,) * 4
     stats = _stats(rates, windows, distinct)
     feed = make_feed(rates, distinct, 60_000, seed=seed)
-    series = {"NLJ": ("lazy", None), "HASH2": ("hash-lazy", 2), "HASH10": ("hash-lazy", 10),
-              "HASH30": ("hash-lazy", 30)}
+    series = {"NLJ": ("lazy", None), "HASH2": ("hash-lazy", 2), "HASH10": ("hash-lazy", 10), "HASH30": ("hash-lazy", 30)}
     jobs, predicted = [], {}
     for label, (name, b) in series.items():
         for tau in FIG4A_TAUS:
@@ -236,18 +238,18 @@ def fig4a(scale: float, rounds: int, seed: int, progress) -> dict:
             order = (0, 1, 2, 3)
             predicted[(label, tau)] = {
                 "predicted_cost": round(model_for(query, stats, name, b).cost(order).total, 2),
-                "predicted_cost_paper": round(model_for(query, stats, name, b, lazy_windows="paper")
-                                              .cost(order).total, 2)}
+                "predicted_cost_paper": round(model_for(query, stats, name, b, lazy_windows="paper").cost(order).total, 2),
+            }
             warmup = int((max(windows) + tau + 2) * sum(rates))
             warm, start = _warm(name, query, feed, warmup, order, {"buckets": b} if b else {})
             n = max(_period(tau, feed.per_unit, 1200, scale), _period(tau, feed.per_unit, 8 * tau * 4, 1))
             jobs.append(((label, tau), warm, start, feed, order, n))
     measured = _measure_many(jobs, rounds, seed, lambda m: progress(f"fig4a: {m}"))
-    return {label: {str(tau): {**predicted[(label, tau)], **measured[(label, tau)]} for tau in FIG4A_TAUS}
-            for label in series}
+    return {label: {str(tau): {**predicted[(label, tau)], **measured[(label, tau)]} for tau in FIG4A_TAUS} for label in series}
 
 
 # ------------------------------------------------------------------ (c) ----
+
 
 def fig4b(scale: float, rounds: int, seed: int, progress) -> dict:
     rates, windows, distinct, tau = (1, 1, 1, 50), (100,) * 4, (50,) * 4, 5
@@ -270,15 +272,14 @@ def fig4b(scale: float, rounds: int, seed: int, progress) -> dict:
             warm = get_algorithm("hash-lazy")(query, order=list(found.order), buckets=counts)
             _transplant(filled, warm)
             key = (strategy, avg)
-            info[key] = {"buckets": counts, "order": _names(found.order),
-                         "predicted_cost": round(found.cost.total, 2)}
+            info[key] = {"buckets": counts, "order": _names(found.order), "predicted_cost": round(found.cost.total, 2)}
             jobs.append((key, warm, start, feed, found.order, _period(tau, feed.per_unit, 2000, scale)))
     measured = _measure_many(jobs, rounds, seed, lambda m: progress(f"fig4b: {m}"))
-    return {s: {str(a): {**info[(s, a)], **measured[(s, a)]} for a in FIG4B_AVERAGES if (s, a) in info}
-            for s in FIG4B_STRATEGIES}
+    return {s: {str(a): {**info[(s, a)], **measured[(s, a)]} for a in FIG4B_AVERAGES if (s, a) in info} for s in FIG4B_STRATEGIES}
 
 
 # ------------------------------------------------------------------ (d) ----
+
 
 def predicted_vs_measured(cases: int, seed: int, progress) -> list[dict]:
     """Random 3-6-way equi-joins, one tuple per time unit; steady-state comparisons per time unit."""
@@ -297,7 +298,7 @@ def predicted_vs_measured(cases: int, seed: int, progress) -> list[dict]:
         model = model_for(query, stats, name, buckets)
         order = tuple(int(x) for x in rng.permutation(n)) if rng.random() < 0.5 else exact_search(model).order
         predicted = model.cost(order).total
-        if predicted > 1500:         # keep every run short: at most ~1500 comparisons per tuple
+        if predicted > 1500:  # keep every run short: at most ~1500 comparisons per tuple
             continue
         warmup = max(windows) + 20
         # about 2M comparisons per case (clumpy costs need many tuples when they are rare)
@@ -309,22 +310,33 @@ def predicted_vs_measured(cases: int, seed: int, progress) -> list[dict]:
             op.process(chunk)
         span = feed.last_ts[-1] - feed.last_ts[start - 1]
         measured = (op.comparisons - c0) / span
-        out.append({"n": n, "algorithm": name, "buckets": buckets, "rates": rates, "windows": windows,
-                    "distinct": distinct, "order": _names(order), "predicted": round(predicted, 3),
-                    "measured": round(measured, 3), "ratio": round(measured / predicted, 4)})
+        out.append(
+            {
+                "n": n,
+                "algorithm": name,
+                "buckets": buckets,
+                "rates": rates,
+                "windows": windows,
+                "distinct": distinct,
+                "order": _names(order),
+                "predicted": round(predicted, 3),
+                "measured": round(measured, 3),
+                "ratio": round(measured / predicted, 4),
+            }
+        )
         progress(f"predicted vs measured: {len(out)}/{cases}")
     return out
 
 
 # ------------------------------------------------------------------ (e) ----
 
+
 def heuristic_distribution(cases: int, seed: int, max_n: int = 8) -> dict:
     """Heuristic cost / exact optimum on random statistics (two generators of statistics)."""
     rng = np.random.default_rng(seed)
 
     def broad(n):
-        return (np.exp(rng.uniform(0, np.log(100), n)), rng.choice([50, 100, 200], n),
-                np.round(np.exp(rng.uniform(np.log(2), np.log(1000), n))))
+        return (np.exp(rng.uniform(0, np.log(100), n)), rng.choice([50, 100, 200], n), np.round(np.exp(rng.uniform(np.log(2), np.log(1000), n))))
 
     def paper_like(n):
         rates = np.ones(n)
@@ -346,14 +358,17 @@ def heuristic_distribution(cases: int, seed: int, max_n: int = 8) -> dict:
         summary = {}
         for key in ("refined", "papers_candidates_only"):
             x = np.asarray(res[key])
-            summary[key] = {"within_1.25x": round(float(np.mean(x <= 1.25)), 4),
-                            "optimal": round(float(np.mean(x <= 1 + 1e-9)), 4),
-                            "quantiles": {q: round(float(np.percentile(x, q)), 4) for q in (50, 90, 95, 99, 100)}}
+            summary[key] = {
+                "within_1.25x": round(float(np.mean(x <= 1.25)), 4),
+                "optimal": round(float(np.mean(x <= 1 + 1e-9)), 4),
+                "quantiles": {q: round(float(np.percentile(x, q)), 4) for q in (50, 90, 95, 99, 100)},
+            }
         out[label] = {"cases": cases, "n_range": [3, max_n], **summary, "ratios": res}
     return out
 
 
 # --------------------------------------------------------------- driver ----
+
 
 def _plot(report: dict, path: Path) -> Path:
     plt = pyplot()
@@ -425,26 +440,37 @@ def _plot(report: dict, path: Path) -> Path:
     return save_png(fig, path)
 
 
-def run_ordering_bench(out_dir: str = "bench-results", *, scale: float = 1.0, rounds: int = 3,
-                       table8_rounds: int | None = None, seed: int = 0, cases: int = 24,
-                       heuristic_cases: int = 200, max_n: int = 8,
-                       parts: tuple[str, ...] = ("table8", "fig4a", "fig4b", "predicted", "heuristic"),
-                       progress=None) -> dict:
+def run_ordering_bench(
+    out_dir: str = "bench-results",
+    *,
+    scale: float = 1.0,
+    rounds: int = 3,
+    table8_rounds: int | None = None,
+    seed: int = 0,
+    cases: int = 24,
+    heuristic_cases: int = 200,
+    max_n: int = 8,
+    parts: tuple[str, ...] = ("table8", "fig4a", "fig4b", "predicted", "heuristic"),
+    progress=None,
+) -> dict:
     """Run the ordering experiments; write ``ordering.json`` and ``ordering.png`` to ``out_dir``."""
     from slidewise.bench.table8 import TABLE8_ROUNDS, table8
 
     table8_rounds = TABLE8_ROUNDS if table8_rounds is None else table8_rounds
     say = progress or (lambda m: None)
     started = time.perf_counter()
-    report: dict = {"machine": machine_info(), "settings": {"scale": scale, "rounds": rounds,
-                                                            "table8_rounds": table8_rounds,
-                                                            "seed": seed, "chunk": CHUNK, "parts": list(parts)}}
+    report: dict = {
+        "machine": machine_info(),
+        "settings": {"scale": scale, "rounds": rounds, "table8_rounds": table8_rounds, "seed": seed, "chunk": CHUNK, "parts": list(parts)},
+    }
     timings = report["settings"]["seconds"] = {}
-    steps = (("table8", "table8", lambda: table8(scale, table8_rounds, seed, say)),
-             ("fig4a", "fig4a", lambda: fig4a(scale, rounds, seed, say)),
-             ("fig4b", "fig4b", lambda: fig4b(scale, rounds, seed, say)),
-             ("predicted", "predicted_vs_measured", lambda: predicted_vs_measured(cases, seed, say)),
-             ("heuristic", "heuristic", lambda: heuristic_distribution(heuristic_cases, seed, max_n)))
+    steps = (
+        ("table8", "table8", lambda: table8(scale, table8_rounds, seed, say)),
+        ("fig4a", "fig4a", lambda: fig4a(scale, rounds, seed, say)),
+        ("fig4b", "fig4b", lambda: fig4b(scale, rounds, seed, say)),
+        ("predicted", "predicted_vs_measured", lambda: predicted_vs_measured(cases, seed, say)),
+        ("heuristic", "heuristic", lambda: heuristic_distribution(heuristic_cases, seed, max_n)),
+    )
     for part, key, run in steps:
         if part in parts:
             t0 = time.perf_counter()
@@ -467,40 +493,56 @@ def summarize(report: dict) -> dict:
     s: dict = {}
     if "table8" in report:
         t8 = report["table8"]["configurations"]
-        keys = ("best_plan", "worst_plan", "heuristic_plan", "max_rate_best_plan", "max_rate_worst_plan",
-                "best_over_worst", "predicted_worst_over_best", "measured_fastest_plan",
-                "measured_fastest_by", "fastest_by_max_rate", "rounds", "near_ties", "heuristic_rank_measured",
-                "heuristic_rate_over_fastest", "heuristic_is_measured_best",
-                "heuristic_distinguishably_beaten_by", "heuristic_rank_by_measured_comparisons",
-                "heuristic_rank_by_long_run_comparisons", "measured_over_predicted_comparisons_heuristic",
-                "fewest_comparisons_plan", "fewest_long_run_comparisons_plan",
-                "rank_correlation_rate", "correlation_time_per_tuple_comparisons")
+        keys = (
+            "best_plan",
+            "worst_plan",
+            "heuristic_plan",
+            "max_rate_best_plan",
+            "max_rate_worst_plan",
+            "best_over_worst",
+            "predicted_worst_over_best",
+            "measured_fastest_plan",
+            "measured_fastest_by",
+            "fastest_by_max_rate",
+            "rounds",
+            "near_ties",
+            "heuristic_rank_measured",
+            "heuristic_rate_over_fastest",
+            "heuristic_is_measured_best",
+            "heuristic_distinguishably_beaten_by",
+            "heuristic_rank_by_measured_comparisons",
+            "heuristic_rank_by_long_run_comparisons",
+            "measured_over_predicted_comparisons_heuristic",
+            "fewest_comparisons_plan",
+            "fewest_long_run_comparisons_plan",
+            "rank_correlation_rate",
+            "correlation_time_per_tuple_comparisons",
+        )
         s["table8"] = {k: {f: v[f] for f in keys} for k, v in t8.items()}
         nlj = [v for v in t8.values() if v["algorithm"] in ("nlj", "lazy")]
         s["nlj_best_over_worst_above_2"] = all(v["best_over_worst"] > 2 for v in nlj)
         s["heuristic_measured_best"] = sum(v["heuristic_is_measured_best"] for v in t8.values())
-        s["heuristic_distinguishably_beaten"] = sum(bool(v["heuristic_distinguishably_beaten_by"])
-                                                    for v in t8.values())
-        s["heuristic_fewest_measured_comparisons"] = sum(
-            v["heuristic_rank_by_measured_comparisons"] == 1 for v in t8.values())
+        s["heuristic_distinguishably_beaten"] = sum(bool(v["heuristic_distinguishably_beaten_by"]) for v in t8.values())
+        s["heuristic_fewest_measured_comparisons"] = sum(v["heuristic_rank_by_measured_comparisons"] == 1 for v in t8.values())
         s["configurations"] = len(t8)
-        s["table8_sample"] = {k: {f: v for f, v in c["sample"].items() if f != "piece_starts"}
-                              for k, c in t8.items()}
+        s["table8_sample"] = {k: {f: v for f, v in c["sample"].items() if f != "piece_starts"} for k, c in t8.items()}
         s["table8_convergence_gap_best_two"] = {
-            label: {"model": c["model_gap_best_two"], **{str(r["span"]): r["gap_best_two"] for r in c["spans"]}}
-            for label, c in report["table8"]["convergence"].items()}
+            label: {"model": c["model_gap_best_two"], **{str(r["span"]): r["gap_best_two"] for r in c["spans"]}} for label, c in report["table8"]["convergence"].items()
+        }
     if "fig4a" in report:
         s["fig4a_best_tau"] = {k: max(v, key=lambda t: v[t]["rate"]) for k, v in report["fig4a"].items()}
         s["fig4a_note"] = FIG4A_NOTE
     if "fig4b" in report:
-        s["fig4b_best"] = {k: max(((a, p["rate"]) for a, p in v.items()), key=lambda e: e[1])
-                           for k, v in report["fig4b"].items()}
+        s["fig4b_best"] = {k: max(((a, p["rate"]) for a, p in v.items()), key=lambda e: e[1]) for k, v in report["fig4b"].items()}
     if "predicted_vs_measured" in report:
         r = np.asarray([p["ratio"] for p in report["predicted_vs_measured"]])
-        s["measured_over_predicted"] = {"cases": len(r), "min": round(float(r.min()), 4),
-                                        "median": round(float(np.median(r)), 4), "max": round(float(r.max()), 4),
-                                        "within_15pct": round(float(np.mean(np.abs(r - 1) <= 0.15)), 4)}
+        s["measured_over_predicted"] = {
+            "cases": len(r),
+            "min": round(float(r.min()), 4),
+            "median": round(float(np.median(r)), 4),
+            "max": round(float(r.max()), 4),
+            "within_15pct": round(float(np.mean(np.abs(r - 1) <= 0.15)), 4),
+        }
     if "heuristic" in report:
-        s["heuristic"] = {k: {key: v[key] for key in ("refined", "papers_candidates_only")}
-                          for k, v in report["heuristic"].items()}
+        s["heuristic"] = {k: {key: v[key] for key in ("refined", "papers_candidates_only")} for k, v in report["heuristic"].items()}
     return s

@@ -95,9 +95,7 @@ def join_from(aliases: list[str], windows: list[int], attr: str = "a", form: str
             ai, ti = _q(aliases[i]), windows[i]
             conds.append(f"{ak}.ts + {tk} >= {ai}.ts")
             conds.append(f"{ai}.ts + {ti} >= {ak}.ts")
-        src = ak if form == "band" else (
-            f"(SELECT {ak}.*, {ak}.ts // {b} + _o.d AS _nb "
-            f"FROM {ak}, (VALUES (-1), (0), (1)) AS _o(d)) AS {ak}")
+        src = ak if form == "band" else (f"(SELECT {ak}.*, {ak}.ts // {b} + _o.d AS _nb FROM {ak}, (VALUES (-1), (0), (1)) AS _o(d)) AS {ak}")
         sql += f" JOIN {src} ON " + " AND ".join(conds)
     return sql
 
@@ -111,9 +109,11 @@ def _origin_exprs(aliases: list[str], windows: list[int]) -> tuple[str, str, str
     q = [_q(a) for a in aliases]
     if len(q) == 1:
         return f"{q[0]}.pos", f"{q[0]}.ts", f"{q[0]}.ts + {windows[0]}"
-    return (f"greatest({', '.join(f'{a}.pos' for a in q)})",
-            f"greatest({', '.join(f'{a}.ts' for a in q)})",
-            f"least({', '.join(f'{a}.ts + {t}' for a, t in zip(q, windows))})")
+    return (
+        f"greatest({', '.join(f'{a}.pos' for a in q)})",
+        f"greatest({', '.join(f'{a}.ts' for a in q)})",
+        f"least({', '.join(f'{a}.ts + {t}' for a, t in zip(q, windows))})",
+    )
 
 
 def count_sql(aliases: list[str], windows: list[int], form: str = "band") -> str:
@@ -121,8 +121,7 @@ def count_sql(aliases: list[str], windows: list[int], form: str = "band") -> str
     return f"SELECT count(*), {sums} FROM {join_from(aliases, windows, form=form)}"
 
 
-def materialize_sql(aliases: list[str], windows: list[int], columns=("ts", "a", "x"),
-                    form: str = "band") -> str:
+def materialize_sql(aliases: list[str], windows: list[int], columns=("ts", "a", "x"), form: str = "band") -> str:
     _, ots, exp = _origin_exprs(aliases, windows)
     cols = [f"{_q(a)}.pos AS {_q(a + '.pos')}" for a in aliases]
     cols += [f"{ots} AS ts", f"{exp} AS exp"]
@@ -130,21 +129,21 @@ def materialize_sql(aliases: list[str], windows: list[int], columns=("ts", "a", 
     return f"SELECT {', '.join(cols)} FROM {join_from(aliases, windows, form=form)}"
 
 
-def verify_sql(aliases: list[str], windows: list[int],
-               checks: list[tuple[int, int | None]], form: str = "band") -> str:
+def verify_sql(aliases: list[str], windows: list[int], checks: list[tuple[int, int | None]], form: str = "band") -> str:
     """Counts and position sums of the results with origin ``pos < n`` (and, for a
     lazy no-restore interval ``D``, without the short-lived ones: ``exp >= ceil(ts/D)*D``)."""
     opos, ots, exp = _origin_exprs(aliases, windows)
-    inner = (f"SELECT {opos} AS opos, {ots} AS ots, {exp} AS oexp, "
-             + ", ".join(f"{_q(a)}.pos AS p{i}" for i, a in enumerate(aliases))
-             + f" FROM {join_from(aliases, windows, form=form)}")
+    inner = (
+        f"SELECT {opos} AS opos, {ots} AS ots, {exp} AS oexp, "
+        + ", ".join(f"{_q(a)}.pos AS p{i}" for i, a in enumerate(aliases))
+        + f" FROM {join_from(aliases, windows, form=form)}"
+    )
     aggs = []
     for n, d in checks:
         cond = f"opos < {int(n)}"
         if d:
             d = int(d)
-            cond += (f" AND oexp >= (CASE WHEN ots >= 0 THEN (ots + {d - 1}) // {d} "
-                     f"ELSE -((-ots) // {d}) END) * {d}")
+            cond += f" AND oexp >= (CASE WHEN ots >= 0 THEN (ots + {d - 1}) // {d} ELSE -((-ots) // {d}) END) * {d}"
         aggs.append(f"count(*) FILTER (WHERE {cond})")
         aggs += [f"coalesce(sum(p{i}) FILTER (WHERE {cond}), 0)" for i in range(len(aliases))]
     return f"SELECT {', '.join(aggs)} FROM ({inner})"
@@ -155,14 +154,12 @@ def _plan_joins(con, sql: str) -> list[str]:
     return re.findall(r"─ ([A-Za-z_ ]*(?:JOIN|PRODUCT)[A-Za-z_ ]*?) ─", plan, re.IGNORECASE)
 
 
-def _time_form(con, aliases: list[str], windows: list[int], form: str, threads: int,
-               n_total: int) -> tuple[dict, tuple]:
+def _time_form(con, aliases: list[str], windows: list[int], form: str, threads: int, n_total: int) -> tuple[dict, tuple]:
     con.execute(f"SET threads = {threads}")
     mem = PeakMemory().start()
     count_times, mat_times, cpu_times = [], [], []
     counted, rows = None, 0
-    while not count_times or (sum(count_times) + sum(mat_times) < MIN_MEASURE_S
-                              and len(count_times) < MAX_REPEATS):
+    while not count_times or (sum(count_times) + sum(mat_times) < MIN_MEASURE_S and len(count_times) < MAX_REPEATS):
         t0 = time.perf_counter()
         counted = con.execute(count_sql(aliases, windows, form)).fetchall()[0]
         count_times.append(time.perf_counter() - t0)
@@ -172,11 +169,18 @@ def _time_form(con, aliases: list[str], windows: list[int], form: str, threads: 
         cpu_times.append(time.process_time() - c0)
     mem.stop()
     mat_s, count_s = _median(mat_times), _median(count_times)
-    run = {"threads": threads, "seconds": round(mat_s, 4),
-           "cpu_seconds": round(_median(cpu_times), 4), "tuples_per_s": n_total / mat_s,
-           "results": rows, "results_per_s": rows / mat_s,
-           "count_s": round(count_s, 4), "count_tuples_per_s": n_total / count_s,
-           "passes": len(mat_times), **mem.as_dict()}
+    run = {
+        "threads": threads,
+        "seconds": round(mat_s, 4),
+        "cpu_seconds": round(_median(cpu_times), 4),
+        "tuples_per_s": n_total / mat_s,
+        "results": rows,
+        "results_per_s": rows / mat_s,
+        "count_s": round(count_s, 4),
+        "count_tuples_per_s": n_total / count_s,
+        "passes": len(mat_times),
+        **mem.as_dict(),
+    }
     return run, counted
 
 
@@ -207,16 +211,19 @@ def duckdb_child(spec: dict, send) -> dict:
     del streams
     gc.collect()
 
-    out: dict = {"engine": f"duckdb {duckdb.__version__}", "tuples": n_total,
-                 "load_s": round(load_s, 4),
-                 "load": "numpy -> Arrow -> CREATE TABLE, excluded from the timings",
-                 "default_threads": default_threads, "bucket_width": bucket_width(windows),
-                 "forms": {}}
+    out: dict = {
+        "engine": f"duckdb {duckdb.__version__}",
+        "tuples": n_total,
+        "load_s": round(load_s, 4),
+        "load": "numpy -> Arrow -> CREATE TABLE, excluded from the timings",
+        "default_threads": default_threads,
+        "bucket_width": bucket_width(windows),
+        "forms": {},
+    }
     threads_list = list(dict.fromkeys(spec.get("threads") or [1, default_threads]))
     done = 0
     for form in forms:
-        entry: dict = {"label": FORMS[form], "sql": count_sql(aliases, windows, form),
-                       "runs": {}}
+        entry: dict = {"label": FORMS[form], "sql": count_sql(aliases, windows, form), "runs": {}}
         entry["plan_joins"] = _plan_joins(con, entry["sql"])
         counted = None
         for threads in threads_list:
@@ -227,8 +234,7 @@ def duckdb_child(spec: dict, send) -> dict:
         entry["results"] = int(counted[0])
         entry["member_pos_sums"] = [int(v or 0) for v in counted[1:]]
         first = entry["runs"][f"threads_{threads_list[0]}"]
-        entry.update({k: first.get(k) for k in ("threads", "seconds", "tuples_per_s", "results_per_s",
-                                                 "count_tuples_per_s", "peak_rss_mb")})
+        entry.update({k: first.get(k) for k in ("threads", "seconds", "tuples_per_s", "results_per_s", "count_tuples_per_s", "peak_rss_mb")})
         out["forms"][form] = entry
     checks = [tuple(c) for c in spec.get("checks", [])]
     if checks:
@@ -237,8 +243,6 @@ def duckdb_child(spec: dict, send) -> dict:
         row = con.execute(verify_sql(aliases, windows, checks, form)).fetchall()[0]
         k = len(aliases) + 1
         out["checks_form"] = FORMS[form]
-        out["checks"] = [{"check": list(c), "results": int(row[j * k]),
-                          "member_pos_sums": [int(v) for v in row[j * k + 1:(j + 1) * k]]}
-                         for j, c in enumerate(checks)]
+        out["checks"] = [{"check": list(c), "results": int(row[j * k]), "member_pos_sums": [int(v) for v in row[j * k + 1 : (j + 1) * k]]} for j, c in enumerate(checks)]
     send("progress", done + 1)
     return out

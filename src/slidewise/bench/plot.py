@@ -15,8 +15,7 @@ from pathlib import Path
 from slidewise.bench.common import pyplot, save_png
 from slidewise.bench.workloads import REFERENCE
 
-COLOURS = {"eager": "#4c72b0", "lazy": "#55a868", "reference": "#c44e52",
-           "peer": "#8c8c8c", "peer2": "#5a5a5a"}
+COLOURS = {"eager": "#4c72b0", "lazy": "#55a868", "reference": "#c44e52", "peer": "#8c8c8c", "peer2": "#5a5a5a"}
 
 
 def fmt(v: float) -> str:
@@ -33,28 +32,22 @@ def _throughput_bars(w: dict) -> list[tuple[str, float, str, bool, str]]:
     for e in w["algorithms"].values():
         if not e.get("tuples_per_s"):
             continue
-        kind = ("reference" if e["label"] == REFERENCE
-                else "lazy" if e.get("semantics", "").startswith("lazy") else "eager")
+        kind = "reference" if e["label"] == REFERENCE else "lazy" if e.get("semantics", "").startswith("lazy") else "eager"
         note = f"{e['tuples']:,} t" if e.get("truncated") else ""
         bars.append((e["label"], e["tuples_per_s"], COLOURS[kind], bool(e.get("truncated")), note))
     for key, form in ((w.get("duckdb") or {}).get("forms") or {}).items():
         colour = COLOURS["peer2" if key == "bucketed" else "peer"]
         for run in form.get("runs", {}).values():
-            bars.append((f"{form['label']} ({run['threads']} thr)", run["tuples_per_s"], colour,
-                         False, ""))
+            bars.append((f"{form['label']} ({run['threads']} thr)", run["tuples_per_s"], colour, False, ""))
     return bars
 
 
 def _title(wname: str, w: dict) -> str:
     title = textwrap.fill(f"{wname}: {w['description']}", 70) + f"\n{w['tuples']:,} tuples"
-    ratios = [f"{name} {w[key]:.2f}x" for key, name in
-              (("speedup_vs_duckdb", "band"), ("speedup_vs_duckdb_bucketed", "bucketed"))
-              if w.get(key)]
+    ratios = [f"{name} {w[key]:.2f}x" for key, name in (("speedup_vs_duckdb", "band"), ("speedup_vs_duckdb_bucketed", "bucketed")) if w.get(key)]
     if ratios:
         title += f"; {REFERENCE} / DuckDB (1 thr): " + ", ".join(ratios)
-    cpu = [f"{name} {w[key]:.2f}x" for key, name in
-           (("speedup_vs_duckdb_cpu", "band"), ("speedup_vs_duckdb_bucketed_cpu", "bucketed"))
-           if w.get(key)]
+    cpu = [f"{name} {w[key]:.2f}x" for key, name in (("speedup_vs_duckdb_cpu", "band"), ("speedup_vs_duckdb_bucketed_cpu", "bucketed")) if w.get(key)]
     if cpu:
         title += "\nthe same by CPU time: " + ", ".join(cpu)
     return title
@@ -71,9 +64,11 @@ def _footer(report: dict) -> str:
     for key, what in (("memory_scaling", "operator"), ("memory_scaling_engine", "engine")):
         ms = report.get(key) or {}
         if ms.get("ratio") is not None:
-            parts.append(f"{what} {ms['small']['peak_rss_mb']:.0f} MB at {ms['small']['tuples']:,} vs "
-                         f"{ms['large']['peak_rss_mb']:.0f} MB at {ms['large']['tuples']:,} tuples "
-                         f"(x{ms['ratio']:.2f})")
+            parts.append(
+                f"{what} {ms['small']['peak_rss_mb']:.0f} MB at {ms['small']['tuples']:,} vs "
+                f"{ms['large']['peak_rss_mb']:.0f} MB at {ms['large']['tuples']:,} tuples "
+                f"(x{ms['ratio']:.2f})"
+            )
     if parts:
         foot += "\npeak RSS above baseline: " + "; ".join(parts)
     return foot
@@ -84,8 +79,7 @@ def plot_joins(report: dict, path: str | Path) -> Path:
     plt = pyplot()
     wls = report["workloads"]
     ncol = max(1, len(wls))
-    fig, axes = plt.subplots(2, ncol, figsize=(6.5 * ncol, 9.5), squeeze=False,
-                             gridspec_kw={"height_ratios": [3, 2]})
+    fig, axes = plt.subplots(2, ncol, figsize=(6.5 * ncol, 9.5), squeeze=False, gridspec_kw={"height_ratios": [3, 2]})
     for col, (wname, w) in enumerate(wls.items()):
         bars = _throughput_bars(w)
         ax = axes[0][col]
@@ -94,8 +88,7 @@ def plot_joins(report: dict, path: str | Path) -> Path:
         for y, b in zip(ys, bars):
             if b[3]:
                 ax.barh([y], [b[1]], color="none", edgecolor="black", hatch="//", linewidth=0)
-            ax.text(b[1] * 1.08, y, fmt(b[1]) + (f"  ({b[4]})" if b[4] else ""),
-                    va="center", fontsize=8)
+            ax.text(b[1] * 1.08, y, fmt(b[1]) + (f"  ({b[4]})" if b[4] else ""), va="center", fontsize=8)
         ax.set_xscale("log")
         ax.set_yticks(ys, [b[0] for b in bars], fontsize=9)
         ax.invert_yaxis()
@@ -105,8 +98,11 @@ def plot_joins(report: dict, path: str | Path) -> Path:
         ax.set_title(_title(wname, w), fontsize=10)
         ax.grid(axis="x", which="major", alpha=0.3)
 
-        comp = [(e["label"], e.get("comparisons_per_tuple_steady") or e.get("comparisons_per_tuple"))
-                for e in w["algorithms"].values() if e.get("comparisons_per_tuple") is not None]
+        comp = [
+            (e["label"], e.get("comparisons_per_tuple_steady") or e.get("comparisons_per_tuple"))
+            for e in w["algorithms"].values()
+            if e.get("comparisons_per_tuple") is not None
+        ]
         ax2 = axes[1][col]
         ys2 = list(range(len(comp)))
         vals = [max(v, 1e-3) for _, v in comp]
@@ -120,12 +116,10 @@ def plot_joins(report: dict, path: str | Path) -> Path:
             ax2.set_xlim(min(vals) / 3, max(vals) * 30)
         ax2.set_xlabel("attribute comparisons per input tuple (steady state, log)")
         ax2.grid(axis="x", which="major", alpha=0.3)
-    labels = {"eager": "eager", "lazy": "lazy (SLIDE)", "reference": f"{REFERENCE} (reference)",
-              "peer": "DuckDB band join", "peer2": "DuckDB bucketed band join"}
+    labels = {"eager": "eager", "lazy": "lazy (SLIDE)", "reference": f"{REFERENCE} (reference)", "peer": "DuckDB band join", "peer2": "DuckDB bucketed band join"}
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLOURS[k]) for k in labels]
     handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch="//"))
-    fig.legend(handles, [*labels.values(), "prefix of the input (time budget)"],
-               loc="lower center", ncol=6, fontsize=9, frameon=False)
+    fig.legend(handles, [*labels.values(), "prefix of the input (time budget)"], loc="lower center", ncol=6, fontsize=9, frameon=False)
     fig.suptitle("slidewise bench joins", fontsize=13, fontweight="bold")
     fig.text(0.5, 0.04, _footer(report), ha="center", fontsize=8, color="#555555")
     fig.tight_layout(rect=(0, 0.07, 1, 0.97))

@@ -36,10 +36,16 @@ COUNTS = (40, 80, 160, 240)
 def stream(tuples: int, seed: int = 0) -> pd.DataFrame:
     """Flows, 10 per time unit: 200 sources and destinations (skewed), 3 protocols, 20 ports."""
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"ts": np.arange(tuples, dtype=np.int64) // 10,
-                         "src": np.minimum(rng.zipf(1.3, tuples), 200).astype(np.int64),
-                         "dst": rng.integers(0, 200, tuples), "proto": rng.integers(0, 3, tuples),
-                         "port": rng.integers(0, 20, tuples), "bytes": rng.integers(40, 1500, tuples)})
+    return pd.DataFrame(
+        {
+            "ts": np.arange(tuples, dtype=np.int64) // 10,
+            "src": np.minimum(rng.zipf(1.3, tuples), 200).astype(np.int64),
+            "dst": rng.integers(0, 200, tuples),
+            "proto": rng.integers(0, 3, tuples),
+            "port": rng.integers(0, 20, tuples),
+            "bytes": rng.integers(40, 1500, tuples),
+        }
+    )
 
 
 def queries(n: int, seed: int = 1) -> dict[str, str]:
@@ -52,8 +58,7 @@ def queries(n: int, seed: int = 1) -> dict[str, str]:
         size = int(rng.choice(np.arange(20, 101, 5)))
         slide = int(rng.integers(1, size // 2 + 1))
         cols = ", ".join(f"L.{k}" for k in keys)
-        out[f"q{i:03d}"] = (f"SELECT RSTREAM({cols}, {agg} AS v) FROM L [RANGE {size - 1} SLIDE {slide}] "
-                            f"GROUP BY {cols}")
+        out[f"q{i:03d}"] = f"SELECT RSTREAM({cols}, {agg} AS v) FROM L [RANGE {size - 1} SLIDE {slide}] GROUP BY {cols}"
     return out
 
 
@@ -67,8 +72,7 @@ def _timed(qs: dict, frame: pd.DataFrame, shared: bool):
 
 def _rows(frame: pd.DataFrame) -> tuple:
     """Columns and rows, nulls (None, NaN) as None, numbers as Python numbers."""
-    return tuple(frame.columns), [tuple(None if v is None or v != v else v for v in r)
-                                  for r in frame.astype(object).itertuples(index=False, name=None)]
+    return tuple(frame.columns), [tuple(None if v is None or v != v else v for v in r) for r in frame.astype(object).itertuples(index=False, name=None)]
 
 
 def run_sharing_bench(tuples: int = 200_000, counts=COUNTS, out_dir: str | Path = "bench-results") -> dict:
@@ -80,13 +84,22 @@ def run_sharing_bench(tuples: int = 200_000, counts=COUNTS, out_dir: str | Path 
         alone, alone_s, alone_cpu = _timed(qs, frame, shared=False)
         shared, shared_s, shared_cpu = _timed(qs, frame, shared=True)
         same = all(_rows(alone.results[q].results) == _rows(shared.results[q].results) for q in qs)
-        points.append({"queries": n, "alone_s": round(alone_s, 3), "shared_s": round(shared_s, 3),
-                       "alone_cpu_s": round(alone_cpu, 3), "shared_cpu_s": round(shared_cpu, 3),
-                       "speedup": round(alone_s / shared_s, 2),
-                       "alone_throughput": round(tuples * n / alone_s), "shared_throughput": round(tuples * n / shared_s),
-                       "synopses": len(shared.stats["shared"]), "identical": same,
-                       "results": sum(r.stats["results"] for r in shared.results.values()),
-                       "memory_saved_bytes": sum(g["memory_saved_bytes"] for g in shared.stats["shared"])})
+        points.append(
+            {
+                "queries": n,
+                "alone_s": round(alone_s, 3),
+                "shared_s": round(shared_s, 3),
+                "alone_cpu_s": round(alone_cpu, 3),
+                "shared_cpu_s": round(shared_cpu, 3),
+                "speedup": round(alone_s / shared_s, 2),
+                "alone_throughput": round(tuples * n / alone_s),
+                "shared_throughput": round(tuples * n / shared_s),
+                "synopses": len(shared.stats["shared"]),
+                "identical": same,
+                "results": sum(r.stats["results"] for r in shared.results.values()),
+                "memory_saved_bytes": sum(g["memory_saved_bytes"] for g in shared.stats["shared"]),
+            }
+        )
     report = {"benchmark": "sharing", "tuples": tuples, "machine": machine_info(), "points": points}
     write_json(Path(out_dir) / "sharing.json", report)
     return report
@@ -97,7 +110,12 @@ def summary(report: dict) -> dict:
     out: dict = {"tuples": report["tuples"]}
     for p in report["points"]:
         out[f"{p['queries']} queries"] = {
-            "synopses": p["synopses"], "alone s": f"{p['alone_s']:.2f}", "shared s": f"{p['shared_s']:.2f}",
-            "speedup": f"{p['speedup']:.1f}x", "alone tuples x queries/s": p["alone_throughput"],
-            "shared tuples x queries/s": p["shared_throughput"], "identical": p["identical"]}
+            "synopses": p["synopses"],
+            "alone s": f"{p['alone_s']:.2f}",
+            "shared s": f"{p['shared_s']:.2f}",
+            "speedup": f"{p['speedup']:.1f}x",
+            "alone tuples x queries/s": p["alone_throughput"],
+            "shared tuples x queries/s": p["shared_throughput"],
+            "identical": p["identical"],
+        }
     return out

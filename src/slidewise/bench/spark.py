@@ -60,6 +60,7 @@ ENGINES = {"slidewise": "slidewise on Spark", "spark-join": "Spark stream-stream
 
 # ------------------------------------------------------------------ inputs
 
+
 def write_workload(wl: Workload, tuples: int, slices: int, out_dir: Path, seed: int = 0) -> dict[str, str]:
     """Generate ``wl`` and write each stream as ``out_dir/S<i>/part-<k>.csv`` (``slices`` time slices).
 
@@ -92,14 +93,13 @@ def expected_results(wl: Workload, sources: dict[str, str]) -> dict:
     res = run(wl.query(), sources, collect=True)
     frame = res.results
     at_zero = int((frame[[f"{a}.ts" for a in wl.aliases]] == 0).any(axis=1).sum())
-    return {"results": int(res.stats["results"]), "results_with_ts0_member": at_zero,
-            "local_seconds": round(time.perf_counter() - t0, 3)}
+    return {"results": int(res.stats["results"]), "results_with_ts0_member": at_zero, "local_seconds": round(time.perf_counter() - t0, 3)}
 
 
 # ------------------------------------------------------------ the engines
 
-def spark_join_frame(spark, wl: Workload, sources: dict[str, str], *, shift_ms: int = 1,
-                     max_files: int | None = 1):
+
+def spark_join_frame(spark, wl: Workload, sources: dict[str, str], *, shift_ms: int = 1, max_files: int | None = 1):
     """Spark's own stream-stream join of ``wl`` over the CSV directories (chained for n > 2)."""
     from pyspark.sql import functions as F
 
@@ -108,9 +108,9 @@ def spark_join_frame(spark, wl: Workload, sources: dict[str, str], *, shift_ms: 
         if max_files:
             reader = reader.option("maxFilesPerTrigger", int(max_files))
         df = reader.csv(sources[wl.aliases[i]])
-        return (df.select(F.timestamp_millis(F.col("ts") + F.lit(shift_ms)).alias(f"t{i}"),
-                          F.col("ts").alias(f"ts{i}"), F.col("a").alias(f"a{i}"), F.col("x").alias(f"x{i}"))
-                .withWatermark(f"t{i}", "0 seconds"))
+        return df.select(
+            F.timestamp_millis(F.col("ts") + F.lit(shift_ms)).alias(f"t{i}"), F.col("ts").alias(f"ts{i}"), F.col("a").alias(f"a{i}"), F.col("x").alias(f"x{i}")
+        ).withWatermark(f"t{i}", "0 seconds")
 
     T = wl.windows
     joined = stream(0)
@@ -130,8 +130,7 @@ def spark_join_frame(spark, wl: Workload, sources: dict[str, str], *, shift_ms: 
     return joined
 
 
-def run_spark_join(spark, wl: Workload, sources: dict[str, str], *, shift_ms: int = 1,
-                   max_files: int | None = 1) -> dict:
+def run_spark_join(spark, wl: Workload, sources: dict[str, str], *, shift_ms: int = 1, max_files: int | None = 1) -> dict:
     """Run Spark's stream-stream join available-now; count results per micro-batch; progress."""
     counts: list[int] = []
 
@@ -141,9 +140,13 @@ def run_spark_join(spark, wl: Workload, sources: dict[str, str], *, shift_ms: in
     work = Path(tempfile.mkdtemp(prefix="slidewise-bench-sparkjoin-"))
     try:
         t0 = time.perf_counter()
-        q = (spark_join_frame(spark, wl, sources, shift_ms=shift_ms, max_files=max_files)
-             .writeStream.foreachBatch(count).option("checkpointLocation", str(work / "chk"))
-             .trigger(availableNow=True).start())
+        q = (
+            spark_join_frame(spark, wl, sources, shift_ms=shift_ms, max_files=max_files)
+            .writeStream.foreachBatch(count)
+            .option("checkpointLocation", str(work / "chk"))
+            .trigger(availableNow=True)
+            .start()
+        )
         q.awaitTermination()
         wall = time.perf_counter() - t0
         progress = [json.loads(p.json) for p in q.recentProgress]
@@ -157,8 +160,7 @@ def run_slidewise(spark, wl: Workload, sources: dict[str, str], *, max_files: in
     from slidewise.spark.join_runner import start_spark
 
     t0 = time.perf_counter()
-    run = start_spark(wl.query(), sources, spark=spark, once=True, collect=False,
-                      max_files_per_trigger=max_files)
+    run = start_spark(wl.query(), sources, spark=spark, once=True, collect=False, max_files_per_trigger=max_files)
     try:
         run.wait()
     finally:
@@ -166,8 +168,9 @@ def run_slidewise(spark, wl: Workload, sources: dict[str, str], *, max_files: in
     wall = time.perf_counter() - t0
     stats = run.result().stats
     out = {"results": int(stats["results"]), "wall_s": wall, **progress_summary(run.progress)}
-    out.update({"state_tuples_peak": stats.get("state_tuples_peak"), "buckets": stats.get("buckets"),
-                "algorithm": stats.get("algorithm"), "rejects": stats.get("rejects")})
+    out.update(
+        {"state_tuples_peak": stats.get("state_tuples_peak"), "buckets": stats.get("buckets"), "algorithm": stats.get("algorithm"), "rejects": stats.get("rejects")}
+    )
     return out
 
 
@@ -176,13 +179,16 @@ def progress_summary(progress: list[dict]) -> dict:
     batches = []
     for p in progress:
         ops = p.get("stateOperators") or []
-        batches.append({
-            "batch": p.get("batchId"), "input_rows": int(p.get("numInputRows") or 0),
-            "ms": int((p.get("durationMs") or {}).get("triggerExecution") or 0),
-            "state_rows": sum(int(o.get("numRowsTotal") or 0) for o in ops),
-            "state_bytes": sum(int(o.get("memoryUsedBytes") or 0) for o in ops),
-            "state_rows_per_operator": [int(o.get("numRowsTotal") or 0) for o in ops],
-        })
+        batches.append(
+            {
+                "batch": p.get("batchId"),
+                "input_rows": int(p.get("numInputRows") or 0),
+                "ms": int((p.get("durationMs") or {}).get("triggerExecution") or 0),
+                "state_rows": sum(int(o.get("numRowsTotal") or 0) for o in ops),
+                "state_bytes": sum(int(o.get("memoryUsedBytes") or 0) for o in ops),
+                "state_rows_per_operator": [int(o.get("numRowsTotal") or 0) for o in ops],
+            }
+        )
     return {
         "busy_s": sum(b["ms"] for b in batches) / 1000,
         "micro_batches": len(batches),
@@ -207,6 +213,7 @@ def measure_engine(spark, engine: str, runs: list[dict], send=None) -> dict:
 
     ``runs``: ``{"workload": asdict(Workload), "sources": ..., "warmup": sources or None}``.
     """
+
     def once(wl: Workload, srcs: dict) -> dict:
         if engine == "slidewise":
             return run_slidewise(spark, wl, srcs)
@@ -236,10 +243,22 @@ def measure_engine(spark, engine: str, runs: list[dict], send=None) -> dict:
 
 # ------------------------------------------------------------------ driver
 
-def run_spark_bench(workload: str = "all", tuples: int | None = None, out_dir: str = "bench-results", *,
-                    slices: int = 6, seed: int = 0, engines: list[str] | None = None,
-                    isolate: bool = True, spark=None, warmup: bool = True, master: str = "local[2]",
-                    timeout: float | None = 1800, progress: bool = True) -> dict:
+
+def run_spark_bench(
+    workload: str = "all",
+    tuples: int | None = None,
+    out_dir: str = "bench-results",
+    *,
+    slices: int = 6,
+    seed: int = 0,
+    engines: list[str] | None = None,
+    isolate: bool = True,
+    spark=None,
+    warmup: bool = True,
+    master: str = "local[2]",
+    timeout: float | None = 1800,
+    progress: bool = True,
+) -> dict:
     """Run the bench; write ``spark.json`` and ``spark.png`` to ``out_dir``; return the report.
 
     Each engine runs every workload in one fresh process (one JVM per engine);
@@ -248,19 +267,26 @@ def run_spark_bench(workload: str = "all", tuples: int | None = None, out_dir: s
     names = list(WORKLOADS) if workload.lower() == "all" else [w.strip().upper() for w in workload.split(",")]
     unknown = [w for w in names if w not in WORKLOADS]
     if unknown or not names:
-        raise PlanError(f"unknown workload {', '.join(unknown) or workload!r}",
-                        hint=f"choose all or some of {', '.join(WORKLOADS)}")
+        raise PlanError(f"unknown workload {', '.join(unknown) or workload!r}", hint=f"choose all or some of {', '.join(WORKLOADS)}")
     engines = engines or list(ENGINES)
     out = Path(out_dir)
     work = Path(tempfile.mkdtemp(prefix="slidewise-bench-spark-"))
     report: dict[str, Any] = {
-        "bench": "spark", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_info(),
-        "settings": {"slices": slices, "max_files_per_trigger": 1, "trigger": "available-now",
-                     "master": master if isolate else spark.sparkContext.master, "seed": seed,
-                     "isolated": isolate, "warmup": "a 2,000-tuple run per workload first" if warmup else None,
-                     "spark_join_event_time": "timestamp_millis(ts + 1)", "watermark_delay": "0 seconds",
-                     "tuples_per_s": "input tuples / wall seconds from query start to its end; "
-                                     "tuples_per_busy_s: over the sum of Spark's triggerExecution times"},
+        "bench": "spark",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": machine_info(),
+        "settings": {
+            "slices": slices,
+            "max_files_per_trigger": 1,
+            "trigger": "available-now",
+            "master": master if isolate else spark.sparkContext.master,
+            "seed": seed,
+            "isolated": isolate,
+            "warmup": "a 2,000-tuple run per workload first" if warmup else None,
+            "spark_join_event_time": "timestamp_millis(ts + 1)",
+            "watermark_delay": "0 seconds",
+            "tuples_per_s": "input tuples / wall seconds from query start to its end; tuples_per_busy_s: over the sum of Spark's triggerExecution times",
+        },
         "workloads": {},
     }
     try:
@@ -268,17 +294,19 @@ def run_spark_bench(workload: str = "all", tuples: int | None = None, out_dir: s
         for name in names:
             wl = replace(WORKLOADS[name], tuples=tuples or DEFAULT_TUPLES[name])
             sources = write_workload(wl, wl.tuples, slices, work / name, seed)
-            warm = write_workload(wl, min(2000, wl.tuples), 1, work / f"{name}-warmup", seed + 1) \
-                if warmup else None
-            report["workloads"][name] = {"description": wl.description, "tuples": wl.tuples,
-                                         "query": wl.query().text, "expected": expected_results(wl, sources),
-                                         "engines": {}}
+            warm = write_workload(wl, min(2000, wl.tuples), 1, work / f"{name}-warmup", seed + 1) if warmup else None
+            report["workloads"][name] = {
+                "description": wl.description,
+                "tuples": wl.tuples,
+                "query": wl.query().text,
+                "expected": expected_results(wl, sources),
+                "engines": {},
+            }
             runs.append({"workload": asdict(wl), "sources": sources, "warmup": warm})
         for engine in engines:
             _note(progress, f"{ENGINES[engine]}: {', '.join(names)} ...")
             if isolate:
-                got = run_isolated(engine_child, {"engine": engine, "runs": runs, "master": master},
-                                   timeout=timeout)
+                got = run_isolated(engine_child, {"engine": engine, "runs": runs, "master": master}, timeout=timeout)
             else:
                 got = measure_engine(spark, engine, runs)
             for name in names:
@@ -296,9 +324,10 @@ def run_spark_bench(workload: str = "all", tuples: int | None = None, out_dir: s
     report["machine"]["load_average_1min_end"] = round(os.getloadavg()[0], 2)
     for e in report["workloads"].values():
         e["ratios"] = _ratios(e["engines"])
-    report["summary"] = {w: {"expected_results": e["expected"]["results"], **e["ratios"],
-                             **{f"{k}_results": v.get("results") for k, v in e["engines"].items()}}
-                         for w, e in report["workloads"].items()}
+    report["summary"] = {
+        w: {"expected_results": e["expected"]["results"], **e["ratios"], **{f"{k}_results": v.get("results") for k, v in e["engines"].items()}}
+        for w, e in report["workloads"].items()
+    }
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "spark.json", report)
     plot_spark(report, out / "spark.png")
@@ -327,8 +356,7 @@ def _explain(res: dict, expected: dict) -> str:
     """Why a count differs from the local engine's (= the oracle's)."""
     lost = expected["results"] - res["results"]
     if lost > 0 and lost == expected["results_with_ts0_member"] and "rejects" not in res:
-        return (f"{lost} results with a member at ts = 0 missing: Spark drops rows whose event time "
-                f"is not above the first micro-batch's watermark (0)")
+        return f"{lost} results with a member at ts = 0 missing: Spark drops rows whose event time is not above the first micro-batch's watermark (0)"
     text = f"{-lost:+d} results against the local engine / oracle"
     if res.get("rejects"):
         text += f"; the engine rejected {res['rejects']:,} input rows"
@@ -339,18 +367,22 @@ def _line(res: dict) -> str:
     if "error" in res:
         return f"failed: {res['error']}"
     rate = res.get("tuples_per_s") or 0
-    return (f"{res['results']:,} results ({'ok' if res.get('counts_match') else 'MISMATCH'}), "
-            f"{rate:,.0f} tuples/s, {res['micro_batches']} batches, peak state {res['peak_state_rows']:,} rows / "
-            f"{res['peak_state_bytes'] / 1e6:.1f} MB")
+    return (
+        f"{res['results']:,} results ({'ok' if res.get('counts_match') else 'MISMATCH'}), "
+        f"{rate:,.0f} tuples/s, {res['micro_batches']} batches, peak state {res['peak_state_rows']:,} rows / "
+        f"{res['peak_state_bytes'] / 1e6:.1f} MB"
+    )
 
 
 def _note(enabled: bool, text: str) -> None:
     if enabled:
         import sys
+
         print(text, file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------ plot
+
 
 def plot_spark(report: dict, path: str | Path) -> Path:
     """Three panels: tuples/s, peak state (log), state store rows per micro-batch."""
@@ -378,13 +410,16 @@ def plot_spark(report: dict, path: str | Path) -> Path:
     for k, e in enumerate(ENGINES):
         for w, ok in enumerate(get(e, "counts_match")):
             if ok is False:
-                axes[0].annotate("result count\n≠ oracle", (w + (k - 0.5) * 0.38, 0), ha="center",
-                                 va="bottom", fontsize=7, color="white", fontweight="bold")
-    bars(axes[1], [("slidewise: state store rows (one per bucket)", colours["slidewise"],
-                    get("slidewise", "peak_state_rows")),
-                   ("slidewise: tuples held in state", colours["tuples"], get("slidewise", "state_tuples_peak")),
-                   ("Spark join: state store rows (tuples, intermediate results)", colours["spark-join"],
-                    get("spark-join", "peak_state_rows"))], 0.27)
+                axes[0].annotate("result count\n≠ oracle", (w + (k - 0.5) * 0.38, 0), ha="center", va="bottom", fontsize=7, color="white", fontweight="bold")
+    bars(
+        axes[1],
+        [
+            ("slidewise: state store rows (one per bucket)", colours["slidewise"], get("slidewise", "peak_state_rows")),
+            ("slidewise: tuples held in state", colours["tuples"], get("slidewise", "state_tuples_peak")),
+            ("Spark join: state store rows (tuples, intermediate results)", colours["spark-join"], get("spark-join", "peak_state_rows")),
+        ],
+        0.27,
+    )
     axes[1].set_yscale("log")
     tallest = max([v for e in ENGINES for v in get(e, "peak_state_rows") if v] or [1])
     axes[1].set_ylim(top=tallest * 30)
@@ -394,16 +429,18 @@ def plot_spark(report: dict, path: str | Path) -> Path:
         for engine, e in report["workloads"][name]["engines"].items():
             rows = [b["state_rows"] for b in e.get("batches", [])]
             if rows:
-                ax.plot(range(len(rows)), rows, marker="o", color=colours[engine],
-                        linestyle="-" if name == wls[0] else "--", label=f"{name} {ENGINES[engine]}")
+                ax.plot(range(len(rows)), rows, marker="o", color=colours[engine], linestyle="-" if name == wls[0] else "--", label=f"{name} {ENGINES[engine]}")
     ax.set_yscale("symlog")
     ax.set_xlabel("micro-batch")
     ax.set_title("state store rows after each micro-batch")
     ax.legend(fontsize=7)
     m = report["machine"]
-    fig.suptitle(f"slidewise on Spark vs Spark stream-stream join — {m.get('cpu_count')} CPUs "
-                 f"(load {m.get('load_average_1min')} .. {m.get('load_average_1min_end')}), "
-                 f"{report['settings']['slices']} files per stream, "
-                 "one per micro-batch", fontsize=10)
+    fig.suptitle(
+        f"slidewise on Spark vs Spark stream-stream join — {m.get('cpu_count')} CPUs "
+        f"(load {m.get('load_average_1min')} .. {m.get('load_average_1min_end')}), "
+        f"{report['settings']['slices']} files per stream, "
+        "one per micro-batch",
+        fontsize=10,
+    )
     fig.tight_layout()
     return save_png(fig, path)

@@ -35,8 +35,7 @@ def summarize(report: dict) -> dict:
         algos = w.get("algorithms", {})
         ref = algos.get(REFERENCE, {})
         forms = (w.get("duckdb") or {}).get("forms", {})
-        rated = [(n, e["label"], e["tuples_per_s"], e["tuples"]) for n, e in algos.items()
-                 if n != REFERENCE and e.get("tuples_per_s")]
+        rated = [(n, e["label"], e["tuples_per_s"], e["tuples"]) for n, e in algos.items() if n != REFERENCE and e.get("tuples_per_s")]
         fastest = max(rated, key=lambda r: r[2], default=None)
         slowest = min(rated, key=lambda r: r[2], default=None)
         hash_, nlj = algos.get("hash", {}).get("tuples_per_s"), algos.get("nlj", {}).get("tuples_per_s")
@@ -57,8 +56,7 @@ def summarize(report: dict) -> dict:
             "hash_vs_nlj": _round(hash_ / nlj) if hash_ and nlj else None,
             "all_counts_match": verified,
         }
-    for key, name in (("memory_scaling", "memory_ratio_operator"),
-                      ("memory_scaling_engine", "memory_ratio_engine")):
+    for key, name in (("memory_scaling", "memory_ratio_operator"), ("memory_scaling_engine", "memory_ratio_engine")):
         ms = report.get(key)
         if ms is None:
             continue
@@ -67,7 +65,8 @@ def summarize(report: dict) -> dict:
         out[name.replace("ratio", "peaks_mb")] = {
             "tuples": [small.get("tuples"), large.get("tuples")],
             "peak_rss_mb": [small.get("peak_rss_mb"), large.get("peak_rss_mb")],
-            "ok": ms.get("ok")}
+            "ok": ms.get("ok"),
+        }
     m = report.get("machine", {})
     out["load_average_1min"] = [m.get("load_average_1min"), m.get("load_average_1min_at_end")]
     out["bench_wall_s"] = report.get("bench_wall_s")
@@ -98,9 +97,14 @@ def print_summary(summary: dict, console=None) -> None:
     console = console or Console(stderr=True)
     ref = summary.get("reference", "columnar")
     wls = summary.get("workloads", {})
-    table = Table(title="slidewise bench joins",
-                  caption=f"input tuples/s; (x) = {ref} / DuckDB, 1 thread",
-                  title_justify="left", caption_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(
+        title="slidewise bench joins",
+        caption=f"input tuples/s; (x) = {ref} / DuckDB, 1 thread",
+        title_justify="left",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
     table.add_column("")
     for name, w in wls.items():
         table.add_column(f"{name} ({w.get('tuples') or 0:,} t)")
@@ -109,8 +113,7 @@ def print_summary(summary: dict, console=None) -> None:
         return "-" if not a else f"{a['algorithm']} {_rate(a['tuples_per_s'])}"
 
     def duck(w, form: str, suffix: str) -> str:
-        return (f"{_rate(w.get(f'duckdb_{form}_tuples_per_s'))} "
-                f"({_times(w.get(f'speedup_vs_duckdb{suffix}'))})")
+        return f"{_rate(w.get(f'duckdb_{form}_tuples_per_s'))} ({_times(w.get(f'speedup_vs_duckdb{suffix}'))})"
 
     def cpu(w) -> str:
         vals = [w.get("speedup_vs_duckdb_cpu"), w.get("speedup_vs_duckdb_bucketed_cpu")]
@@ -139,13 +142,13 @@ def print_summary(summary: dict, console=None) -> None:
         n = peaks.get("tuples") or [None, None]
         mb = [_rate(v) for v in peaks.get("peak_rss_mb") or [None, None]]
         ok = peaks.get("ok")
-        console.print(f"memory, {what}: peak {mb[0]} MB at {_rate(n[0])} tuples, {mb[1]} MB at "
-                      f"{_rate(n[1])}: {_times(summary[key])}"
-                      + ("" if ok is None else " [green]ok" if ok else " [red](>= 1.5x)"))
+        console.print(
+            f"memory, {what}: peak {mb[0]} MB at {_rate(n[0])} tuples, {mb[1]} MB at "
+            f"{_rate(n[1])}: {_times(summary[key])}" + ("" if ok is None else " [green]ok" if ok else " [red](>= 1.5x)")
+        )
     load = [v for v in summary.get("load_average_1min") or [] if v is not None]
     if load:
         wall = summary.get("bench_wall_s")
-        console.print(f"load average {' -> '.join(map(str, load))}"
-                      + (f", {wall:.0f} s in all" if wall else ""))
+        console.print(f"load average {' -> '.join(map(str, load))}" + (f", {wall:.0f} s in all" if wall else ""))
     for kind, path in (summary.get("files") or {}).items():
         console.print(f"{kind.upper():<4} {path}", soft_wrap=True)

@@ -77,11 +77,11 @@ def _stored(name: str, acc, partials: tuple, b: int) -> tuple:
     """What ``name`` keeps for one window of ``b`` panes."""
     window = tuple(x[:b] for x in partials)
     if name == "running":
-        return acc.prefix(window)                       # b + 1 running intervals (the first empty)
+        return acc.prefix(window)  # b + 1 running intervals (the first empty)
     if name == "interval":
-        levels = interval.levels(acc, window)           # b + b/2 + ... + 1 = 2b − 1 intervals
+        levels = interval.levels(acc, window)  # b + b/2 + ... + 1 = 2b − 1 intervals
         return tuple(np.concatenate([lv[i] for lv in levels]) for i in range(len(window)))
-    return window                                       # the b panes
+    return window  # the b panes
 
 
 def _expected(name: str, partials: tuple, b: int) -> np.ndarray:
@@ -99,7 +99,7 @@ def measure(name: str, b: int, windows: int, groups: int, rounds: int, rng) -> d
     fn = SYNOPSES[name]
     memo: dict = {}
     t = time.perf_counter()
-    state = fn(acc, partials, lo, hi, memo)             # builds (and memoizes) the synopsis
+    state = fn(acc, partials, lo, hi, memo)  # builds (and memoizes) the synopsis
     build = time.perf_counter() - t
     best = math.inf
     for _ in range(max(1, rounds)):
@@ -107,27 +107,38 @@ def measure(name: str, b: int, windows: int, groups: int, rounds: int, rng) -> d
         fn(acc, partials, lo, hi, memo)
         best = min(best, time.perf_counter() - t)
     per_window = []
-    for k in range(windows):                             # probes of each window alone
+    for k in range(windows):  # probes of each window alone
         counting = Counting(acc)
-        fn(counting, partials, lo[k:k + 1], hi[k:k + 1], memo)
+        fn(counting, partials, lo[k : k + 1], hi[k : k + 1], memo)
         per_window.append(counting.probes)
     probes = np.asarray(per_window)
-    return {"b": b, "cells": int(stored[0].size), "bytes": int(sum(x.nbytes for x in stored)),
-            "probes_mean": round(float(probes.mean()), 3), "probes_max": int(probes.max()),
-            "us_per_answer": round(best / (windows * groups) * 1e6, 4),
-            "build_us_per_answer": round((build + best) / (windows * groups) * 1e6, 4),
-            "correct": bool(np.array_equal(state[0], _expected(name, partials, b)))}
+    return {
+        "b": b,
+        "cells": int(stored[0].size),
+        "bytes": int(sum(x.nbytes for x in stored)),
+        "probes_mean": round(float(probes.mean()), 3),
+        "probes_max": int(probes.max()),
+        "us_per_answer": round(best / (windows * groups) * 1e6, 4),
+        "build_us_per_answer": round((build + best) / (windows * groups) * 1e6, 4),
+        "correct": bool(np.array_equal(state[0], _expected(name, partials, b))),
+    }
 
 
-def run_synopses_bench(out_dir: str | Path = "bench-results", *, max_b: int = 1024, windows: int = 256,
-                       groups: int = 16, rounds: int = 3, seed: int = 0) -> dict:
+def run_synopses_bench(out_dir: str | Path = "bench-results", *, max_b: int = 1024, windows: int = 256, groups: int = 16, rounds: int = 3, seed: int = 0) -> dict:
     """Every synopsis for b = 2, 4, ... ``max_b``; writes ``synopses.json`` and ``synopses.png``."""
     rng = np.random.default_rng(seed)
-    bs = [2 ** i for i in range(1, int(math.log2(max_b)) + 1)]
+    bs = [2**i for i in range(1, int(math.log2(max_b)) + 1)]
     points = {name: [measure(name, b, windows, groups, rounds, rng) for b in bs] for name in SYNOPSES}
-    report = {"benchmark": "synopses", "windows": windows, "groups": groups, "rounds": rounds,
-              "aggregate": AGGREGATE, "machine": machine_info(), "points": points,
-              "summary": summarize(points)}
+    report = {
+        "benchmark": "synopses",
+        "windows": windows,
+        "groups": groups,
+        "rounds": rounds,
+        "aggregate": AGGREGATE,
+        "machine": machine_info(),
+        "points": points,
+        "summary": summarize(points),
+    }
     out = Path(out_dir)
     write_json(out / "synopses.json", report)
     plot(report, out / "synopses.png")
@@ -137,19 +148,25 @@ def run_synopses_bench(out_dir: str | Path = "bench-results", *, max_b: int = 10
 def summarize(points: dict) -> dict:
     """The thesis's claims as measured: probes against log2 b and b, space of basic interval / interval."""
     inter, basic, run = points["interval"], points["basic interval"], points["running"]
-    return {"interval probes / log2 b (mean, max)": [round(max(p["probes_mean"] / math.log2(p["b"]) for p in inter), 2),
-                                                    round(max(p["probes_max"] / math.log2(p["b"]) for p in inter), 2)],
-            "basic interval probes / b": round(max(p["probes_mean"] / p["b"] for p in basic), 2),
-            "running probes (every b)": sorted({p["probes_max"] for p in run}),
-            "basic interval / interval space": [round(p["cells"] / q["cells"], 3) for p, q in zip(basic, inter)],
-            "answers correct": all(p["correct"] for pts in points.values() for p in pts)}
+    return {
+        "interval probes / log2 b (mean, max)": [
+            round(max(p["probes_mean"] / math.log2(p["b"]) for p in inter), 2),
+            round(max(p["probes_max"] / math.log2(p["b"]) for p in inter), 2),
+        ],
+        "basic interval probes / b": round(max(p["probes_mean"] / p["b"] for p in basic), 2),
+        "running probes (every b)": sorted({p["probes_max"] for p in run}),
+        "basic interval / interval space": [round(p["cells"] / q["cells"], 3) for p, q in zip(basic, inter)],
+        "answers correct": all(p["correct"] for pts in points.values() for p in pts),
+    }
 
 
 def print_summary(report: dict) -> None:
     """One row per b: probes, cells and microseconds per answer of each synopsis."""
     names = list(report["points"])
-    print(f"{report['windows']} windows x {report['groups']} groups per b; probes = partials merged per answer "
-          f"(mean); cells = partials kept per window; us = microseconds per answer and group")
+    print(
+        f"{report['windows']} windows x {report['groups']} groups per b; probes = partials merged per answer "
+        f"(mean); cells = partials kept per window; us = microseconds per answer and group"
+    )
     print(f"{'b':>6} " + " ".join(f"{n + ' (' + AGGREGATE[n] + ')':>32}" for n in names))
     print(f"{'':>6} " + " ".join(f"{'probes':>10}{'cells':>10}{'us':>12}" for _ in names))
     for i, b in enumerate(p["b"] for p in report["points"][names[0]]):
@@ -166,8 +183,7 @@ def plot(report: dict, path: Path) -> Path:
         b = [p["b"] for p in pts]
         for ax, key in zip(axes, ("probes_mean", "cells", "us_per_answer")):
             ax.plot(b, [p[key] for p in pts], marker="o", label=f"{name} ({AGGREGATE[name]})")
-    for ax, label in zip(axes, ("probes (partials merged) per answer", "cells kept per window",
-                                "microseconds per answer and group")):
+    for ax, label in zip(axes, ("probes (partials merged) per answer", "cells kept per window", "microseconds per answer and group")):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("b (panes per window)")
@@ -175,6 +191,5 @@ def plot(report: dict, path: Path) -> Path:
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
-    fig.suptitle(f"Golab's thesis §2.3.4 synopses: {report['windows']} windows x {report['groups']} groups per b",
-                 fontsize=10)
+    fig.suptitle(f"Golab's thesis §2.3.4 synopses: {report['windows']} windows x {report['groups']} groups per b", fontsize=10)
     return save_png(fig, path)

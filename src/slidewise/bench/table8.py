@@ -182,7 +182,7 @@ def _copy(op):
 @dataclass
 class Piece:
     t0: int
-    warm: object      # operator with the windows as of t0 (any order)
+    warm: object  # operator with the windows as of t0 (any order)
     chunks: list
     tuples: int
 
@@ -199,8 +199,7 @@ def _make_pieces(name, query, options, arr: Arrivals, starts, warm_units: int, o
     return out
 
 
-def time_orders(pieces: list[Piece], orders, rounds: int, seed: int, progress,
-                light: dict | None = None) -> dict:
+def time_orders(pieces: list[Piece], orders, rounds: int, seed: int, progress, light: dict | None = None) -> dict:
     """CPU seconds and counted comparisons of every order on every piece, ``rounds`` times.
 
     Round-robin at the finest grain: within a round, piece by piece, every
@@ -219,7 +218,7 @@ def time_orders(pieces: list[Piece], orders, rounds: int, seed: int, progress,
     comps = {o: np.full(k, np.nan) for o in orders}
     rng = random.Random(seed)
     gc.collect()
-    gc.freeze()          # the warmed pieces: keep them out of every collection while timing
+    gc.freeze()  # the warmed pieces: keep them out of every collection while timing
     try:
         _time_rounds(pieces, orders, rounds, rng, light, cpu, wall, comps, progress)
     finally:
@@ -280,14 +279,19 @@ def _rates(m: dict, pieces: list[Piece]) -> dict:
     rows = done[:, cols].all(1)
     per_round = [tuples / float(cpu[r, cols].sum()) for r in np.flatnonzero(rows)]
     t_med = float(np.nansum(np.nanmedian(cpu[:, cols], axis=0)))
-    return {"tuples": int(tuples), "pieces": int(cols.sum()), "rounds": len(per_round),
-            "rate": round(tuples / t_min, 1), "rate_median": round(float(np.median(per_round)), 1),
-            "rate_piece_medians": round(tuples / t_med, 1),
-            "cpu_seconds": [[None if np.isnan(x) else round(float(x), 5) for x in row] for row in cpu],
-            "round_rates": [round(x, 1) for x in per_round],
-            "rate_spread": round((max(per_round) - min(per_round)) / (2 * float(np.median(per_round))), 4),
-            "cpu_seconds_min_sum": round(t_min, 4),
-            "wall_seconds_median": round(float(np.median(np.nansum(m["wall"][:, cols], 1)[rows])), 4)}
+    return {
+        "tuples": int(tuples),
+        "pieces": int(cols.sum()),
+        "rounds": len(per_round),
+        "rate": round(tuples / t_min, 1),
+        "rate_median": round(float(np.median(per_round)), 1),
+        "rate_piece_medians": round(tuples / t_med, 1),
+        "cpu_seconds": [[None if np.isnan(x) else round(float(x), 5) for x in row] for row in cpu],
+        "round_rates": [round(x, 1) for x in per_round],
+        "rate_spread": round((max(per_round) - min(per_round)) / (2 * float(np.median(per_round))), 4),
+        "cpu_seconds_min_sum": round(t_min, 4),
+        "wall_seconds_median": round(float(np.median(np.nansum(m["wall"][:, cols], 1)[rows])), 4),
+    }
 
 
 def _paired(h: dict, o: dict, pieces_used: np.ndarray) -> dict:
@@ -306,11 +310,15 @@ def _paired(h: dict, o: dict, pieces_used: np.ndarray) -> dict:
     p_value = sign_test(faster, int(np.sum(ratios != 1)))
     lo_h, hi_h, lo_o, hi_o = th.min(), np.median(th), to.min(), np.median(to)
     separate = bool(hi_h < lo_o or hi_o < lo_h)
-    return {"time_ratio": round(ratio_min, 4), "median_round_ratio": round(float(np.median(ratios)), 4),
-            "round_ratios": [round(float(x), 4) for x in ratios],
-            "heuristic_faster_rounds": faster, "rounds": int(len(ratios)),
-            "sign_test_p": round(p_value, 5),
-            "distinguishable": p_value < SIGN_TEST_P and separate}
+    return {
+        "time_ratio": round(ratio_min, 4),
+        "median_round_ratio": round(float(np.median(ratios)), 4),
+        "round_ratios": [round(float(x), 4) for x in ratios],
+        "heuristic_faster_rounds": faster,
+        "rounds": int(len(ratios)),
+        "sign_test_p": round(p_value, 5),
+        "distinguishable": p_value < SIGN_TEST_P and separate,
+    }
 
 
 def _round_times(a: dict, b: dict, pieces_used: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -351,7 +359,7 @@ def sign_test(k: int, n: int) -> float:
     if n == 0:
         return 1.0
     m = max(k, n - k)
-    tail = sum(math.comb(n, i) for i in range(m, n + 1)) / 2.0 ** n
+    tail = sum(math.comb(n, i) for i in range(m, n + 1)) / 2.0**n
     return min(1.0, 2 * tail)
 
 
@@ -399,13 +407,16 @@ def convergence(arr: Arrivals, windows, warm_units: int, configs: dict, spans=CO
             if hi >= len(arr.ts):
                 break
             per = {o: float(counts[o][start:hi].sum()) / span for o in counts}
-            rows.append({"span": span,
-                         "per_time_unit": {_names(o): round(per[o], 1) for o in ranked},
-                         "measured_over_model": {_names(o): round(per[o] / predicted[o], 4) for o in ranked},
-                         "gap_best_two": round(per[b] / per[a] - 1, 4),
-                         "model_order_of_all": sorted(ranked, key=per.get) == ranked})
-        out[label] = {"model_gap_best_two": round(predicted[b] / predicted[a] - 1, 4),
-                      "best_two": [_names(a), _names(b)], "spans": rows}
+            rows.append(
+                {
+                    "span": span,
+                    "per_time_unit": {_names(o): round(per[o], 1) for o in ranked},
+                    "measured_over_model": {_names(o): round(per[o] / predicted[o], 4) for o in ranked},
+                    "gap_best_two": round(per[b] / per[a] - 1, 4),
+                    "model_order_of_all": sorted(ranked, key=per.get) == ranked,
+                }
+            )
+        out[label] = {"model_gap_best_two": round(predicted[b] / predicted[a] - 1, 4), "best_two": [_names(a), _names(b)], "spans": rows}
     return out
 
 
@@ -421,13 +432,12 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
     starts = _pieces(warm_units, warm_units + units, POOL_SPACING)
     first, last = arr.at(warm_units), arr.at(warm_units + units)
     k = min(max(4, int(round(PIECES * max(scale, 0.1)))), len(starts))
-    out: dict = {"long_run_units": units, "piece_units": PIECE_UNITS, "pool": len(starts),
-                 "convergence": {}, "configurations": {}}
+    out: dict = {"long_run_units": units, "piece_units": PIECE_UNITS, "pool": len(starts), "convergence": {}, "configurations": {}}
     for cfg in TABLE8_CONFIGS:
         name, tau, buckets = cfg
         label = name + (f", tau={tau}" if tau else "") + (f", b={buckets}" if buckets else "")
         query = _query(windows, slide=tau)
-        model = model_for(query, stats, name, buckets)          # the planner's model
+        model = model_for(query, stats, name, buckets)  # the planner's model
         paper_model = model_for(query, stats, name, buckets, lazy_windows="paper")
         exact, heur, paper = exact_search(model), heuristic_search(model), heuristic_search(model, refine=False)
         predicted = dict(exact.alternatives)
@@ -439,9 +449,7 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
         progress(f"table8 {label}: counting comparisons over {units} time units")
         counts = count_comparisons(arr, windows, orders, name, tau, buckets)
         long_run = {o: float(counts[o][first:last].sum()) / units for o in orders}
-        out["convergence"][label] = convergence(
-            arr, windows, warm_units, {label: ({o: counts[o] for o in contenders},
-                                               {o: predicted[o] for o in contenders})})[label]
+        out["convergence"][label] = convergence(arr, windows, warm_units, {label: ({o: counts[o] for o in contenders}, {o: predicted[o] for o in contenders})})[label]
         # (2) the balanced sample: pieces whose counts of the contenders match the long run's
         aux = np.column_stack([_per_piece(arr, counts[o], starts) / PIECE_UNITS for o in contenders])
         chosen, deviation = balanced_sample(aux, np.asarray([long_run[o] for o in contenders]), k, seed)
@@ -450,20 +458,20 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
         options = {"buckets": buckets} if buckets else {}
         pieces = _make_pieces(name, query, options, arr, sample, warm_units, best_o)
         light = {worst_o: (min(WORST_ROUNDS, rounds), min(WORST_PIECES, len(pieces)))}
-        runs = time_orders(pieces, orders, rounds, seed, lambda m, label=label: progress(f"table8 {label}: {m}"),
-                           light)
+        runs = time_orders(pieces, orders, rounds, seed, lambda m, label=label: progress(f"table8 {label}: {m}"), light)
         h = heur.order
         all_pieces = np.arange(len(pieces))
         runs, done, tied = settle_near_ties(
-            runs, rounds, lambda r: near_ties(r, h, [o for o in contenders if o != h], all_pieces),
-            lambda done: time_orders(pieces, contenders, rounds, seed + done,
-                                     lambda m, label=label: progress(f"table8 {label} (more): {m}")),
-            lambda tied, label=label: progress(f"table8 {label}: near tie with "
-                                               f"{', '.join(_names(o) for o in tied)}: {rounds} more rounds"))
+            runs,
+            rounds,
+            lambda r: near_ties(r, h, [o for o in contenders if o != h], all_pieces),
+            lambda done: time_orders(pieces, contenders, rounds, seed + done, lambda m, label=label: progress(f"table8 {label} (more): {m}")),
+            lambda tied, label=label: progress(f"table8 {label}: near tie with {', '.join(_names(o) for o in tied)}: {rounds} more rounds"),
+        )
         rate = {o: _rates(runs[o], pieces) for o in orders}
         span = PIECE_UNITS * len(pieces)
         comps = {o: float(np.nansum(runs[o]["comparisons"])) / span for o in contenders}
-        full = contenders                                      # timed on every piece, every round
+        full = contenders  # timed on every piece, every round
         by_rate = sorted(full, key=lambda o: rate[o]["rate"], reverse=True)
         by_comps = sorted(full, key=comps.get)
         by_long = sorted(full, key=long_run.get)
@@ -474,14 +482,24 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
         best_worst = _paired(runs[worst_o], runs[best_o], worst_cols)["time_ratio"]
         beaten_by = [n for n, v in vs.items() if v["time_ratio"] < 1 and v["distinguishable"]]
         out["configurations"][label] = {
-            "algorithm": name, "tau": tau, "buckets": buckets, "rounds": done,
+            "algorithm": name,
+            "tau": tau,
+            "buckets": buckets,
+            "rounds": done,
             "near_ties": [_names(o) for o in tied],
             "model": {"lazy_windows": model.lazy_windows, "order_dependent_windows": model.ordered},
-            "sample": {"pieces": len(sample), "piece_starts": sample, "balanced_on": [_names(o) for o in contenders],
-                       "max_relative_deviation_from_long_run": round(deviation, 5)},
-            "best_plan": _names(best_o), "worst_plan": _names(worst_o),
-            "heuristic_plan": _names(h), "paper_heuristic_plan": _names(paper.order),
-            "max_rate_best_plan": rate[best_o]["rate"], "max_rate_worst_plan": rate[worst_o]["rate"],
+            "sample": {
+                "pieces": len(sample),
+                "piece_starts": sample,
+                "balanced_on": [_names(o) for o in contenders],
+                "max_relative_deviation_from_long_run": round(deviation, 5),
+            },
+            "best_plan": _names(best_o),
+            "worst_plan": _names(worst_o),
+            "heuristic_plan": _names(h),
+            "paper_heuristic_plan": _names(paper.order),
+            "max_rate_best_plan": rate[best_o]["rate"],
+            "max_rate_worst_plan": rate[worst_o]["rate"],
             "best_over_worst": round(1 / best_worst, 2) if best_worst else None,
             "predicted_worst_over_best": round(predicted[worst_o] / predicted[best_o], 2),
             "measured_fastest_plan": _names(fastest),
@@ -498,19 +516,26 @@ def table8(scale: float, rounds: int, seed: int, progress) -> dict:
             "long_run_over_predicted_comparisons_heuristic": round(long_run[h] / predicted[h], 4),
             "fewest_comparisons_plan": _names(by_comps[0]),
             "fewest_long_run_comparisons_plan": _names(by_long[0]),
-            "rank_correlation_rate": round(_spearman([-predicted[o] for o in full],
-                                                     [rate[o]["rate"] for o in full]), 3),
-            "correlation_time_per_tuple_comparisons": round(float(np.corrcoef(
-                [1 / rate[o]["rate"] for o in orders],
-                [float(np.nansum(runs[o]["comparisons"][:rate[o]["pieces"]])) / rate[o]["tuples"]
-                 for o in orders])[0, 1]), 4),
-            "orders": {_names(o): {"predicted_cost": round(predicted[o], 2),
-                                   "predicted_cost_paper": round(paper_model.cost(o).total, 2),
-                                   "predicted_partial_results": round(model.partial_results(o), 2),
-                                   "long_run_comparisons_per_time_unit": round(long_run[o], 1),
-                                   "comparisons_per_time_unit": round(float(np.nansum(runs[o]["comparisons"]))
-                                                                      / (PIECE_UNITS * rate[o]["pieces"]), 1),
-                                   **rate[o]} for o in orders},
+            "rank_correlation_rate": round(_spearman([-predicted[o] for o in full], [rate[o]["rate"] for o in full]), 3),
+            "correlation_time_per_tuple_comparisons": round(
+                float(
+                    np.corrcoef(
+                        [1 / rate[o]["rate"] for o in orders], [float(np.nansum(runs[o]["comparisons"][: rate[o]["pieces"]])) / rate[o]["tuples"] for o in orders]
+                    )[0, 1]
+                ),
+                4,
+            ),
+            "orders": {
+                _names(o): {
+                    "predicted_cost": round(predicted[o], 2),
+                    "predicted_cost_paper": round(paper_model.cost(o).total, 2),
+                    "predicted_partial_results": round(model.partial_results(o), 2),
+                    "long_run_comparisons_per_time_unit": round(long_run[o], 1),
+                    "comparisons_per_time_unit": round(float(np.nansum(runs[o]["comparisons"])) / (PIECE_UNITS * rate[o]["pieces"]), 1),
+                    **rate[o],
+                }
+                for o in orders
+            },
         }
     return out
 

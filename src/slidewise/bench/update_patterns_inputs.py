@@ -56,13 +56,15 @@ def zeek_dir(path: str | Path | None = None) -> Path:
         return sample_dir()
     d = Path(path)
     if not d.is_dir():
-        raise SourceError("the Zeek log directory does not exist" if not d.exists()
-                          else "--zeek-dir must be a directory", location=str(d),
-                          hint="point --zeek-dir at a directory of Zeek logs as CSV (dns.csv, ssl.csv, ...), "
-                               "or leave it out to use the bundled sample")
+        raise SourceError(
+            "the Zeek log directory does not exist" if not d.exists() else "--zeek-dir must be a directory",
+            location=str(d),
+            hint="point --zeek-dir at a directory of Zeek logs as CSV (dns.csv, ssl.csv, ...), or leave it out to use the bundled sample",
+        )
     if not _log_files(d):
-        raise SourceError("no Zeek log with ts, orig_h and resp_h columns", location=str(d),
-                          hint="point --zeek-dir at a directory of Zeek logs as CSV (dns.csv, ssl.csv, ...)")
+        raise SourceError(
+            "no Zeek log with ts, orig_h and resp_h columns", location=str(d), hint="point --zeek-dir at a directory of Zeek logs as CSV (dns.csv, ssl.csv, ...)"
+        )
     return d.resolve()
 
 
@@ -81,8 +83,7 @@ def _log_files(d: Path) -> list[Path]:
     return out
 
 
-def load_links(data_dir: str | Path | None = None, n_links: int = 3
-               ) -> tuple[dict[str, pd.DataFrame], dict[str, np.ndarray], dict]:
+def load_links(data_dir: str | Path | None = None, n_links: int = 3) -> tuple[dict[str, pd.DataFrame], dict[str, np.ndarray], dict]:
     """``({"Link1": df, ...}, {"Link1": arrival_ms, ...}, info)``; dfs have ``ts, src, dst, protocol``."""
     d = zeek_dir(data_dir)
     key = (str(d), n_links)
@@ -92,24 +93,24 @@ def load_links(data_dir: str | Path | None = None, n_links: int = 3
     for f in _log_files(d):
         df = pd.read_csv(f, usecols=["ts", "orig_h", "resp_h"], dtype={"orig_h": str, "resp_h": str}).dropna()
         ts = np.round(df["ts"].to_numpy(np.float64) * 1000).astype(np.int64)
-        frames.append(pd.DataFrame({"arrival": np.maximum.accumulate(ts), "log": f.stem, "ts": ts,
-                                    "src": df["orig_h"].to_numpy(), "dst": df["resp_h"].to_numpy()}))
-    trace = pd.concat(frames, ignore_index=True)   # logs in name order, rows in file order
+        frames.append(pd.DataFrame({"arrival": np.maximum.accumulate(ts), "log": f.stem, "ts": ts, "src": df["orig_h"].to_numpy(), "dst": df["resp_h"].to_numpy()}))
+    trace = pd.concat(frames, ignore_index=True)  # logs in name order, rows in file order
     trace = trace.sort_values("arrival", kind="stable").reset_index(drop=True)
     link = np.fromiter((zlib.crc32(x.encode()) % n_links for x in trace["dst"]), np.int64, len(trace))
-    links, arrival, info = {}, {}, {"data_dir": str(d), "sample": d == sample_dir().resolve(),
-                                    "rows": int(len(trace)), "logs": sorted(set(trace["log"])), "per_link": {}}
+    links, arrival, info = {}, {}, {"data_dir": str(d), "sample": d == sample_dir().resolve(), "rows": int(len(trace)), "logs": sorted(set(trace["log"])), "per_link": {}}
     for i in range(n_links):
         part = trace[link == i]
         name = f"Link{i + 1}"
-        links[name] = pd.DataFrame({"ts": part["ts"].to_numpy(), "src": part["src"].to_numpy(object),
-                                    "dst": part["dst"].to_numpy(object),
-                                    "protocol": part["log"].to_numpy(object)})
+        links[name] = pd.DataFrame(
+            {"ts": part["ts"].to_numpy(), "src": part["src"].to_numpy(object), "dst": part["dst"].to_numpy(object), "protocol": part["log"].to_numpy(object)}
+        )
         arrival[name] = part["arrival"].to_numpy()
         ts = links[name]["ts"].to_numpy()
-        info["per_link"][name] = {"rows": int(len(part)),
-                                  "max_lateness_ms": int((np.maximum.accumulate(ts) - ts).max()) if len(ts) else 0,
-                                  "top_protocols": part["log"].value_counts().head(4).to_dict()}
+        info["per_link"][name] = {
+            "rows": int(len(part)),
+            "max_lateness_ms": int((np.maximum.accumulate(ts) - ts).max()) if len(ts) else 0,
+            "top_protocols": part["log"].value_counts().head(4).to_dict(),
+        }
     _CACHE[key] = (links, arrival, info)
     return _CACHE[key]
 
@@ -135,8 +136,7 @@ class Inputs:
     info: dict
 
     def prefix(self, names, until: int) -> dict[str, pd.DataFrame]:
-        return {n: self.links[n].iloc[:int(np.searchsorted(self.arrival[n], until, side="left"))]
-                for n in names}
+        return {n: self.links[n].iloc[: int(np.searchsorted(self.arrival[n], until, side="left"))] for n in names}
 
 
 def generated_inputs(scale: float = 1.0, *, seed: int = 0) -> Inputs:
@@ -148,9 +148,18 @@ def generated_inputs(scale: float = 1.0, *, seed: int = 0) -> Inputs:
     n = max(windows) + span + 1
     raw = generate_links(3, n, sources=2000, destinations=200, zipf=1.0, seed=seed)
     links = {f"Link{i + 1}": pd.DataFrame(r) for i, r in enumerate(raw)}
-    return Inputs("generated", links, {k: v["ts"].to_numpy() for k, v in links.items()}, 0, windows, span,
-                  0, {"selective": "ftp", "unselective": "telnet"}, "time units (1 tuple per link each)",
-                  {"links": 3, "sources": 2000, "destinations_per_link": 200, "zipf": 1.0, "seed": seed})
+    return Inputs(
+        "generated",
+        links,
+        {k: v["ts"].to_numpy() for k, v in links.items()},
+        0,
+        windows,
+        span,
+        0,
+        {"selective": "ftp", "unselective": "telnet"},
+        "time units (1 tuple per link each)",
+        {"links": 3, "sources": 2000, "destinations_per_link": 200, "zipf": 1.0, "seed": seed},
+    )
 
 
 def zeek_inputs(scale: float = 1.0, data_dir: str | Path | None = None) -> Inputs:
@@ -175,5 +184,4 @@ def zeek_inputs(scale: float = 1.0, data_dir: str | Path | None = None) -> Input
             late = max(late, int((np.maximum.accumulate(ts) - ts).max()))
     info = dict(info, lateness_needed_ms=late)
     unselective = "rdp" if "rdp" in info["logs"] else "ssl"
-    return Inputs("zeek", links, arrival, start, windows, span, late + 1,
-                  {"selective": "dns", "unselective": unselective}, "ms", info)
+    return Inputs("zeek", links, arrival, start, windows, span, late + 1, {"selective": "dns", "unselective": unselective}, "ms", info)

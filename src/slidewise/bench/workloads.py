@@ -45,14 +45,18 @@ class Workload:
 
     def query(self, slide: int | None = None, restore: bool = False) -> JoinQuery:
         """The equi-join on ``a`` over ``[RANGE T_i (SLIDE slide)]`` windows."""
-        refs = tuple(StreamRef(a, a, WindowSpec("range", t, slide=slide))
-                     for a, t in zip(self.aliases, self.windows))
-        eqs = tuple(Equality(Col(0, "a", self.aliases[0]), Col(i, "a", a))
-                    for i, a in enumerate(self.aliases) if i)
+        refs = tuple(StreamRef(a, a, WindowSpec("range", t, slide=slide)) for a, t in zip(self.aliases, self.windows))
+        eqs = tuple(Equality(Col(0, "a", self.aliases[0]), Col(i, "a", a)) for i, a in enumerate(self.aliases) if i)
         q = JoinQuery(refs, eqs, restore=restore)
-        return replace(q, text=("ISTREAM_RESTORE" if slide and restore else "ISTREAM")
-                       + " (SELECT * FROM " + ", ".join(f"{r.alias} {r.window}" for r in refs)
-                       + " WHERE " + " AND ".join(str(e) for e in eqs) + ")")
+        return replace(
+            q,
+            text=("ISTREAM_RESTORE" if slide and restore else "ISTREAM")
+            + " (SELECT * FROM "
+            + ", ".join(f"{r.alias} {r.window}" for r in refs)
+            + " WHERE "
+            + " AND ".join(str(e) for e in eqs)
+            + ")",
+        )
 
     @classmethod
     def from_dict(cls, d: dict) -> Workload:
@@ -61,11 +65,15 @@ class Workload:
 
 
 WORKLOADS: dict[str, Workload] = {
-    "W2": Workload("W2", "2 streams, rates 1:1, RANGE 1000 each, 1000 distinct values",
-                   (1, 1), (1000, 1000), (1000, 1000), 1_000_000),
-    "W4": Workload("W4", "Golab & Özsu Table 5: 4 streams, rates 10,1,1,3, RANGE 100,100,200,100, "
-                   "distinct values 500,50,40,5", (10, 1, 1, 3), (100, 100, 200, 100),
-                   (500, 50, 40, 5), 200_000),
+    "W2": Workload("W2", "2 streams, rates 1:1, RANGE 1000 each, 1000 distinct values", (1, 1), (1000, 1000), (1000, 1000), 1_000_000),
+    "W4": Workload(
+        "W4",
+        "Golab & Özsu Table 5: 4 streams, rates 10,1,1,3, RANGE 100,100,200,100, distinct values 500,50,40,5",
+        (10, 1, 1, 3),
+        (100, 100, 200, 100),
+        (500, 50, 40, 5),
+        200_000,
+    ),
 }
 
 
@@ -73,7 +81,9 @@ def resolve_algorithm(name: str):
     """A registry name, or ``package.module:Class`` for an out-of-tree operator."""
     if ":" in name:
         import importlib
+
         module, cls = name.split(":", 1)
         return getattr(importlib.import_module(module), cls)
     from slidewise.operators.joins import get_algorithm
+
     return get_algorithm(name)

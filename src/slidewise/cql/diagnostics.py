@@ -34,22 +34,40 @@ _WORDS = {
 }
 # Punctuation, in the order it is listed.
 _PUNCT = {
-    "COMMA": ",", "SEMICOLON": ";", "LPAR": "(", "RPAR": ")", "LSQB": "[", "RSQB": "]",
-    "DOT": ".", "STAR": "*", "PLUS": "+", "MINUS": "-", "SLASH": "/", "PERCENT": "%",
+    "COMMA": ",",
+    "SEMICOLON": ";",
+    "LPAR": "(",
+    "RPAR": ")",
+    "LSQB": "[",
+    "RSQB": "]",
+    "DOT": ".",
+    "STAR": "*",
+    "PLUS": "+",
+    "MINUS": "-",
+    "SLASH": "/",
+    "PERCENT": "%",
 }
-_OUTPUTS = {"ISTREAM", "RSTREAM", "DSTREAM", "ISTREAM_RESTORE", "RSTREAM_RESTORE", "OUTPUT_CALL",
-            "WSTREAM", "WSTREAM_RESTORE", "P_OUTPUT_CALL"}  # the last three: full dialect only
+_OUTPUTS = {
+    "ISTREAM",
+    "RSTREAM",
+    "DSTREAM",
+    "ISTREAM_RESTORE",
+    "RSTREAM_RESTORE",
+    "OUTPUT_CALL",
+    "WSTREAM",
+    "WSTREAM_RESTORE",
+    "P_OUTPUT_CALL",
+}  # the last three: full dialect only
 _EXPR_START = {"LPAR", "MINUS", "NAME", "NUMBER", "STRING"}
 RESERVED = {"SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "AS"}  # see NAME in grammar.lark
 # SQL words of other systems that CQL spells differently -> (message, the CQL way)
 _FOREIGN = {
-    "over": ("window functions (OVER ...) are not supported",
-             "put the window on the stream and aggregate per group: "
-             "SELECT S.k, SUM(S.a) FROM S [RANGE 5 SECONDS] GROUP BY S.k"),
-    "order": ("ORDER BY is not supported: results come in timestamp order",
-              "drop ORDER BY (TOPK(S.x, k) keeps the k most frequent values)"),
-    "limit": ("LIMIT is not supported: a continuous query has no last row",
-              "drop LIMIT; [ROWS n] keeps the n most recent tuples of a stream"),
+    "over": (
+        "window functions (OVER ...) are not supported",
+        "put the window on the stream and aggregate per group: SELECT S.k, SUM(S.a) FROM S [RANGE 5 SECONDS] GROUP BY S.k",
+    ),
+    "order": ("ORDER BY is not supported: results come in timestamp order", "drop ORDER BY (TOPK(S.x, k) keeps the k most frequent values)"),
+    "limit": ("LIMIT is not supported: a continuous query has no last row", "drop LIMIT; [ROWS n] keeps the n most recent tuples of a stream"),
 }
 _MAX_SHOWN = 30  # characters of an offending token quoted in a message
 
@@ -58,7 +76,7 @@ def excerpt(text: str, line: int, column: int) -> str:
     """Source line ``line`` (1-based) and a caret under ``column`` (1-based)."""
     lines = text.splitlines() or [""]
     src = lines[line - 1] if 0 < line <= len(lines) else ""
-    before = printable(src[: max(column - 1, 0)])   # escaped control characters widen the line
+    before = printable(src[: max(column - 1, 0)])  # escaped control characters widen the line
     pad = "".join("\t" if ch == "\t" else " " for ch in before)
     pad += " " * max(column - 1 - len(src), 0)
     return f"{printable(src)}\n{pad}^"
@@ -86,10 +104,9 @@ def _expected_items(names: Iterable[str]) -> list[str]:
     if "SLIDE" in names and "NAME" in names:
         names.discard("NAME")
         groups.append("a time unit")
-    names.discard("OUTER")   # LEFT OUTER JOIN: only to name it in an error
+    names.discard("OUTER")  # LEFT OUTER JOIN: only to name it in an error
     names.discard("ALIAS" if "AS" in names else "")
-    keywords = sorted(n for n in names if n.isupper() and n not in _WORDS and n not in _PUNCT
-                      and not n.startswith(("$", "_")))
+    keywords = sorted(n for n in names if n.isupper() and n not in _WORDS and n not in _PUNCT and not n.startswith(("$", "_")))
     words = [_WORDS[n] for n in sorted(names) if n in _WORDS]
     punct = [f"'{_PUNCT[n]}'" for n in _PUNCT if n in names]
     tail = ["end of query"] if "$END" in names else []
@@ -142,8 +159,7 @@ def from_lark(text: str, exc: LarkError, accepts: Iterable[str] | None = None) -
         if tok.type == "$END":
             if tok.end_line is None:  # no token at all: only blanks and comments
                 return empty_query(text)
-            return query_error(text, "unexpected end of query", tok.end_line, tok.end_column,
-                               _expected_hint(expected))
+            return query_error(text, "unexpected end of query", tok.end_line, tok.end_column, _expected_hint(expected))
         foreign = _FOREIGN.get(tok.value.lower())
         if foreign is not None:
             return query_error(text, foreign[0], tok.line, tok.column, foreign[1])
@@ -151,15 +167,20 @@ def from_lark(text: str, exc: LarkError, accepts: Iterable[str] | None = None) -
         before = text.splitlines()[tok.line - 1][: tok.column - 1].rstrip() if tok.line else ""
         words = before.split()
         if tok.value == "[" and words and words[-1].isidentifier() and "ALIAS" not in expected:
-            word = words[-1]   # "FROM S1 [RANGE 5] S2 [RANGE 5]": S2 was read as S1's alias
-            return query_error(text, f"unexpected {_shown(word)}", tok.line, len(before) - len(word) + 1,
-                               "is a ',' missing before it? a window follows its stream's name, "
-                               "then the alias: FROM S [RANGE 5] s")
+            word = words[-1]  # "FROM S1 [RANGE 5] S2 [RANGE 5]": S2 was read as S1's alias
+            return query_error(
+                text,
+                f"unexpected {_shown(word)}",
+                tok.line,
+                len(before) - len(word) + 1,
+                "is a ',' missing before it? a window follows its stream's name, then the alias: FROM S [RANGE 5] s",
+            )
         alias = _misspelt_keyword_alias(before, expected)
-        if alias is not None:   # "FROM S WHER S.a = 1": WHER was read as an alias without AS
+        if alias is not None:  # "FROM S WHER S.a = 1": WHER was read as an alias without AS
             word, keyword = alias
-            return query_error(text, f"unexpected {_shown(word)}", tok.line, len(before) - len(word) + 1,
-                               f"did you mean {keyword}? a word right after a FROM item is read as its alias")
+            return query_error(
+                text, f"unexpected {_shown(word)}", tok.line, len(before) - len(word) + 1, f"did you mean {keyword}? a word right after a FROM item is read as its alias"
+            )
         if tok.value == "=" and before.endswith("="):
             hint = "compare with a single '=', e.g. S1.a = S2.a"
         elif tok.type in RESERVED and "NAME" in expected:
@@ -168,8 +189,7 @@ def from_lark(text: str, exc: LarkError, accepts: Iterable[str] | None = None) -
     if isinstance(exc, UnexpectedCharacters):
         char = exc.char
         if char == "'":
-            return query_error(text, "unterminated string literal", exc.line, exc.column,
-                               "close it with a single quote, e.g. 'text'")
+            return query_error(text, "unterminated string literal", exc.line, exc.column, "close it with a single quote, e.g. 'text'")
         if char == '"':
             hint = "string literals use single quotes, e.g. 'text'"
         elif char == "!":
@@ -179,13 +199,11 @@ def from_lark(text: str, exc: LarkError, accepts: Iterable[str] | None = None) -
         return query_error(text, f"unexpected character {char!r}", exc.line, exc.column, hint)
     if isinstance(exc, UnexpectedEOF):
         lines = text.splitlines() or [""]
-        return query_error(text, "unexpected end of query", len(lines), len(lines[-1]) + 1,
-                           _expected_hint(exc.expected))
+        return query_error(text, "unexpected end of query", len(lines), len(lines[-1]) + 1, _expected_hint(exc.expected))
     first = str(exc).strip().splitlines()
     return QueryError(f"cannot parse query: {first[0] if first else type(exc).__name__}")
 
 
 def empty_query(text: str) -> QueryError:
     """The error for a query of only blanks and comments."""
-    return QueryError("empty query", line=1, column=1, excerpt=excerpt(text, 1, 1) if text.strip() else None,
-                      hint="write e.g. SELECT * FROM S1 [RANGE 10]")
+    return QueryError("empty query", line=1, column=1, excerpt=excerpt(text, 1, 1) if text.strip() else None, hint="write e.g. SELECT * FROM S1 [RANGE 10]")

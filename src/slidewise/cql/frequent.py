@@ -45,8 +45,9 @@ def build_frequent(text: str, tree: Tree, call: Tree, tables: frozenset[str] = f
     select_list = head.children[2]
     items = select_list.children if select_list.data == "select_items" else []
     if len(items) != 1 or items[0].data != "item_expr" or items[0].children[0] is not call:
-        raise pb.error(name_tok, "FREQUENT(...) must be the whole select list",
-                       hint="it returns its own columns: the item, frequency, threshold and guaranteed; " + _USAGE)
+        raise pb.error(
+            name_tok, "FREQUENT(...) must be the whole select list", hint="it returns its own columns: the item, frequency, threshold and guaranteed; " + _USAGE
+        )
     if head.children[1] is not None or group_by is not None or having is not None:
         raise pb.error(name_tok, "FREQUENT(...) takes no DISTINCT, GROUP BY or HAVING", hint=_USAGE)
     slide = _rows_slide(pb, refs)
@@ -55,8 +56,11 @@ def build_frequent(text: str, tree: Tree, call: Tree, tables: frozenset[str] = f
     item, k, exact = _arguments(pb, call, plan.aliases)
     out = plan.root
     if out.kind != "rstream" or out.restore:
-        raise pb.error(name_tok, f"FREQUENT answers with RSTREAM, not {out.kind.upper()}",
-                       hint="its answer is the window's frequent items at each evaluation: write SELECT RSTREAM FREQUENT(...)")
+        raise pb.error(
+            name_tok,
+            f"FREQUENT answers with RSTREAM, not {out.kind.upper()}",
+            hint="its answer is the window's frequent items at each evaluation: write SELECT RSTREAM FREQUENT(...)",
+        )
     node = out.child
     scan = node.child if isinstance(node, Select) else node
     if not isinstance(scan, Scan) or scan.kind != "stream":
@@ -64,8 +68,7 @@ def build_frequent(text: str, tree: Tree, call: Tree, tables: frozenset[str] = f
     w = scan.window
     assert w is not None
     if w.kind not in ("range", "rows") or w.partition_by or w.internal or w.size < 1:
-        raise pb.error(refs, f"FREQUENT needs a sliding time or count window, got {w}",
-                       hint=_USAGE)
+        raise pb.error(refs, f"FREQUENT needs a sliding time or count window, got {w}", hint=_USAGE)
     slide = out.slide if w.kind == "range" else slide
     if not slide:
         raise pb.error(refs, "FREQUENT needs a SLIDE: its answer is refreshed every SLIDE", hint=_USAGE)
@@ -99,18 +102,17 @@ def _arguments(pb: PlanBuilder, call: Tree, aliases: tuple[str, ...]) -> tuple[s
         raise pb.error(col.children[0], f"unknown alias {str(col.children[0])!r}", hint=f"FROM lists {', '.join(aliases)}")
     item = str(col.children[-1])
     if item in (*OUTPUT_COLUMNS, "ts", "sign"):
-        raise pb.error(col, f"FREQUENT of column {item!r}: the answer has a column of that name",
-                       hint="count an attribute other than ts, sign, frequency, threshold or guaranteed")
+        raise pb.error(
+            col, f"FREQUENT of column {item!r}: the answer has a column of that name", hint="count an attribute other than ts, sign, frequency, threshold or guaranteed"
+        )
     if k_node.data != "number" or not str(k_node.children[0]).isdigit() or int(str(k_node.children[0])) < 1:
-        raise pb.error(k_node, "FREQUENT's k must be a whole number of at least 1",
-                       hint="the number of items kept per sub-window, e.g. FREQUENT(S.src, 5)")
+        raise pb.error(k_node, "FREQUENT's k must be a whole number of at least 1", hint="the number of items kept per sub-window, e.g. FREQUENT(S.src, 5)")
     exact = False
     for a in named:
         key, _arrow, value = a.children
         word = str(value.children[0]).lower() if value.data in ("bare", "number") else ""
         if str(key).lower() != "exact" or word not in ("true", "false", "1", "0"):
-            raise pb.error(key, f"unknown FREQUENT option {key} => ...",
-                           hint="the one option is exact => true (exact counts over the whole window) or false")
+            raise pb.error(key, f"unknown FREQUENT option {key} => ...", hint="the one option is exact => true (exact counts over the whole window) or false")
         exact = word in ("true", "1")
     return item, int(str(k_node.children[0])), exact
 
@@ -120,8 +122,13 @@ def _not_fifo(plan) -> str:
     from slidewise.plan.patterns import annotate
 
     pattern = annotate(plan.root)[plan.root.child]
-    what = {Pattern.MONO: "monotonic (tuples never expire)", Pattern.WKS: "a FIFO input that is not one stream",
-            Pattern.WK: "weak non-monotonic (tuples expire out of arrival order)",
-            Pattern.STR: "strict non-monotonic (tuples are deleted by negative tuples)"}.get(pattern, str(pattern))
-    return (f"FREQUENT needs one stream whose window expires tuples in arrival order; this input is {what}: "
-            "Algorithm 6 (Golab's thesis ch. 6) drops whole sub-windows in FIFO order")
+    what = {
+        Pattern.MONO: "monotonic (tuples never expire)",
+        Pattern.WKS: "a FIFO input that is not one stream",
+        Pattern.WK: "weak non-monotonic (tuples expire out of arrival order)",
+        Pattern.STR: "strict non-monotonic (tuples are deleted by negative tuples)",
+    }.get(pattern, str(pattern))
+    return (
+        f"FREQUENT needs one stream whose window expires tuples in arrival order; this input is {what}: "
+        "Algorithm 6 (Golab's thesis ch. 6) drops whole sub-windows in FIFO order"
+    )

@@ -33,27 +33,31 @@ AGG_FORMS = ("agg_star", "agg_distinct", "agg_distinct_star")
 class Grouping:
     """SELECT items, aggregates, GROUP BY and HAVING (a mixin of the plan builder)."""
 
-    _having: tuple | None = None   # (aggregates, SELECT aliases) while HAVING is read
+    _having: tuple | None = None  # (aggregates, SELECT aliases) while HAVING is read
 
     def projection(self, node: Node, head: Head, group_by: Tree | None, having: Tree | None = None) -> Node:
         items = self.select_items(head.select_list)
         self.context = "GROUP BY"
         aliased = {it.alias: it.expr for _, it in items or () if isinstance(it, SelectItem) and it.alias}
-        keys = [aliased[str(k.children[0])] if k.data == "bare" and str(k.children[0]) in aliased
-                else self.value(k, "GROUP BY") for k in (group_by.children if group_by is not None else ())]
+        keys = [
+            aliased[str(k.children[0])] if k.data == "bare" and str(k.children[0]) in aliased else self.value(k, "GROUP BY")
+            for k in (group_by.children if group_by is not None else ())
+        ]
         self.context = "SELECT"
         if items is None:
             if group_by is not None:
-                raise self.error(group_by, "SELECT * with GROUP BY: each group gives one row, which has no single "
-                                 "value of the other columns", hint="list the group keys and aggregates instead of *")
+                raise self.error(
+                    group_by,
+                    "SELECT * with GROUP BY: each group gives one row, which has no single value of the other columns",
+                    hint="list the group keys and aggregates instead of *",
+                )
         elif group_by is not None or any(isinstance(it, AggCall) for _, it in items):
             node = self.aggregate(node, items, keys, having)
             having = None
         else:
             node = Project(node, tuple(it for _, it in items))
         if having is not None:
-            raise self.error(having, "HAVING without GROUP BY or aggregates: it filters groups",
-                             hint="filter rows with WHERE, or add GROUP BY and aggregates")
+            raise self.error(having, "HAVING without GROUP BY or aggregates: it filters groups", hint="filter rows with WHERE, or add GROUP BY and aggregates")
         if head.distinct is not None:
             node = Distinct(node)
         return node
@@ -72,16 +76,14 @@ class Grouping:
                 entry = self.agg_call(expr, alias) if self.is_aggregate(expr) else SelectItem(self.expr(expr), alias)
             if entry.name in seen:
                 shown, base = (entry.expr, entry.name) if isinstance(entry, SelectItem) else (entry.name, entry.func)
-                raise self.error(item, f"output column {entry.name!r} appears twice in SELECT",
-                                 hint=f"rename one with AS, e.g. {shown} AS {_fresh(base, seen)}")
+                raise self.error(item, f"output column {entry.name!r} appears twice in SELECT", hint=f"rename one with AS, e.g. {shown} AS {_fresh(base, seen)}")
             seen.add(entry.name)
             items.append((item, entry))
         return items
 
     @staticmethod
     def is_aggregate(tree: Tree) -> bool:
-        return tree.data in AGG_FORMS or (
-            tree.data == "func" and str(tree.children[0]).lower() in AGG_FUNCS)
+        return tree.data in AGG_FORMS or (tree.data == "func" and str(tree.children[0]).lower() in AGG_FUNCS)
 
     def agg_call(self, tree: Tree, alias: str | None) -> AggCall:
         name_tok = tree.children[0]
@@ -89,15 +91,18 @@ class Grouping:
         if func not in AGG_FUNCS:
             if func not in FUNCTIONS:
                 raise self.unknown_function(name_tok)
-            raise self.error(name_tok, f"{func.upper()} is not an aggregate: it takes neither * nor DISTINCT",
-                             hint=f"aggregates: {', '.join(f.upper() for f in AGG_FUNCS)}")
+            raise self.error(
+                name_tok, f"{func.upper()} is not an aggregate: it takes neither * nor DISTINCT", hint=f"aggregates: {', '.join(f.upper() for f in AGG_FUNCS)}"
+            )
         if tree.data == "agg_distinct_star":
-            raise self.error(name_tok, f"{func.upper()}(DISTINCT *) is not defined: DISTINCT needs a value to compare",
-                             hint=f"write COUNT(*) to count rows, or {func.upper()}(DISTINCT S.x) for distinct values of S.x")
+            raise self.error(
+                name_tok,
+                f"{func.upper()}(DISTINCT *) is not defined: DISTINCT needs a value to compare",
+                hint=f"write COUNT(*) to count rows, or {func.upper()}(DISTINCT S.x) for distinct values of S.x",
+            )
         if tree.data == "agg_star":
             if func != "count":
-                raise self.error(name_tok, f"{func.upper()}(*) is not defined: only COUNT(*) counts rows",
-                                 hint=f"write COUNT(*) or {func.upper()}(S.x)")
+                raise self.error(name_tok, f"{func.upper()}(*) is not defined: only COUNT(*) counts rows", hint=f"write COUNT(*) or {func.upper()}(S.x)")
             return AggCall("count", None, False, alias, pos=_pos(name_tok))
         args = [tree.children[2]] if tree.data == "agg_distinct" else [a for a in tree.children[1:] if a is not None]
         if func == "topk":
@@ -105,8 +110,7 @@ class Grouping:
         arity = 2 if func == "quantile" else 1
         if len(args) != arity:
             example = f"{func.upper()}(S.x, 0.9)" if arity == 2 else f"{func.upper()}(S.x)"
-            raise self.error(name_tok, f"{func.upper()} takes {arity} argument{'s' if arity > 1 else ''}, got {len(args)}",
-                             hint=f"write e.g. {example}")
+            raise self.error(name_tok, f"{func.upper()} takes {arity} argument{'s' if arity > 1 else ''}, got {len(args)}", hint=f"write e.g. {example}")
         self.context = "aggregate"
         arg = self.value(args[0], func.upper())
         self.context = "SELECT"
@@ -117,19 +121,21 @@ class Grouping:
         """The literal fraction p of ``QUANTILE(x, p)``, 0 <= p <= 1."""
         e = self.expr(node)
         if not isinstance(e, Lit) or isinstance(e.value, bool) or not isinstance(e.value, (int, float)):
-            raise self.error(node, f"QUANTILE's fraction must be a number literal, got {e}",
-                             hint="write a constant between 0 and 1, e.g. QUANTILE(S.x, 0.9); "
-                                  "one query per fraction if it varies")
+            raise self.error(
+                node,
+                f"QUANTILE's fraction must be a number literal, got {e}",
+                hint="write a constant between 0 and 1, e.g. QUANTILE(S.x, 0.9); one query per fraction if it varies",
+            )
         if not 0 <= e.value <= 1:
-            raise self.error(node, f"QUANTILE's fraction {e.value:g} is outside [0, 1]",
-                             hint="p = 0 is the minimum, 0.5 the median, 1 the maximum, e.g. QUANTILE(S.x, 0.95)")
+            raise self.error(
+                node, f"QUANTILE's fraction {e.value:g} is outside [0, 1]", hint="p = 0 is the minimum, 0.5 the median, 1 the maximum, e.g. QUANTILE(S.x, 0.95)"
+            )
         return float(e.value)
 
     def topk_call(self, name_tok, args: list[Tree], distinct: bool, alias: str | None) -> AggCall:
         """``TOPK(k, x)``: the k most frequent values of x (k a whole-number literal)."""
         if distinct or len(args) != 2:
-            raise self.error(name_tok, "TOPK takes k and a column: TOPK(k, S.x)",
-                             hint="write e.g. TOPK(3, S.src) for the 3 most frequent values of S.src")
+            raise self.error(name_tok, "TOPK takes k and a column: TOPK(k, S.x)", hint="write e.g. TOPK(3, S.src) for the 3 most frequent values of S.src")
         k = args[0]
         if k.data != "number" or not str(k.children[0]).isdigit() or int(str(k.children[0])) < 1:
             raise self.error(k, "TOPK's k must be a whole number of at least 1", hint="write e.g. TOPK(3, S.src)")
@@ -138,8 +144,7 @@ class Grouping:
         self.context = "SELECT"
         return AggCall("topk", arg, False, alias, pos=_pos(name_tok), param=int(str(k.children[0])))
 
-    def aggregate(self, node: Node, items: list[tuple[Tree, SelectItem | AggCall]], keys: list[Expr],
-                  having: Tree | None = None) -> Node:
+    def aggregate(self, node: Node, items: list[tuple[Tree, SelectItem | AggCall]], keys: list[Expr], having: Tree | None = None) -> Node:
         keyed: list[SelectItem] = []
         for k in dict.fromkeys(keys):
             alias = next((it.alias for _, it in items if isinstance(it, SelectItem) and it.expr == k), None)
@@ -147,13 +152,15 @@ class Grouping:
         for tree, it in items:
             if isinstance(it, SelectItem) and it.expr not in keys:
                 groups = "each group" if keys else "the one group of a query with aggregates and no GROUP BY"
-                raise self.error(tree, f"{it.name} is neither aggregated nor in GROUP BY: {groups} gives one row, "
-                                 f"which has no single value of {it.expr}",
-                                 hint=f"add {it.expr} to GROUP BY or aggregate it, e.g. MAX({it.expr})")
+                raise self.error(
+                    tree,
+                    f"{it.name} is neither aggregated nor in GROUP BY: {groups} gives one row, which has no single value of {it.expr}",
+                    hint=f"add {it.expr} to GROUP BY or aggregate it, e.g. MAX({it.expr})",
+                )
         aggs = [it for _, it in items if isinstance(it, AggCall)]
         predicate = None
         if having is not None:
-            predicate = self.having(having, items, keyed, aggs)   # may add aggregates HAVING alone reads
+            predicate = self.having(having, items, keyed, aggs)  # may add aggregates HAVING alone reads
         agg = Aggregate(node, tuple(keyed), tuple(aggs))
         top = agg if predicate is None else Select(agg, predicate)
         wanted = [it.name for _, it in items]
@@ -183,9 +190,11 @@ class Grouping:
             if isinstance(e, Col):
                 if e.stream < 0:
                     return e
-                raise self.error(tree, f"HAVING reads {e}, which is neither a GROUP BY key nor aggregated: "
-                                 "a group has no single value of it",
-                                 hint=f"add {e} to GROUP BY or aggregate it, e.g. MAX({e})")
+                raise self.error(
+                    tree,
+                    f"HAVING reads {e}, which is neither a GROUP BY key nor aggregated: a group has no single value of it",
+                    hint=f"add {e} to GROUP BY or aggregate it, e.g. MAX({e})",
+                )
             if isinstance(e, (BinOp, Cmp)):
                 return replace(e, left=rebase(e.left), right=rebase(e.right))
             if isinstance(e, (And, Or)):

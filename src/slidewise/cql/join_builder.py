@@ -25,21 +25,26 @@ from slidewise.plan.query import Equality, JoinQuery, SelectItem, StreamRef, Win
 # time units a window size may carry, in milliseconds (lower-case keys); Golab's thesis writes "6 sec"
 UNITS = {**UNIT_MS, "sec": 1000, "secs": 1000}
 
-INT64_MAX = 2 ** 63 - 1
+INT64_MAX = 2**63 - 1
 MAX_WINDOW = MAX_DURATION  # the length of [UNBOUNDED]; larger sizes would overflow ts + T
 
 _AGGREGATES = frozenset(AGG_FUNCS)
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
 _OUTPUTS = {  # output keyword -> (JoinQuery.output, JoinQuery.restore)
-    "istream": ("istream", False), "rstream": ("rstream", False), "dstream": ("dstream", False),
-    "istream_restore": ("istream", True), "rstream_restore": ("rstream", True),
+    "istream": ("istream", False),
+    "rstream": ("rstream", False),
+    "dstream": ("dstream", False),
+    "istream_restore": ("istream", True),
+    "rstream_restore": ("rstream", True),
 }
 _CONDITIONS = (Cmp, And, Or, Not, Like)
 #: windowing functions of other systems -> the CQL way
-_FOREIGN_WINDOWS = {"tumble": "[RANGE 5 SECONDS SLIDE 5 SECONDS] after the stream name",
-                    "hop": "[RANGE 10 SECONDS SLIDE 5 SECONDS] after the stream name",
-                    "session": "a RANGE or ROWS window after the stream name (sessions are not supported)",
-                    "window": "[RANGE 5 SECONDS SLIDE 5 SECONDS] after the stream name"}
+_FOREIGN_WINDOWS = {
+    "tumble": "[RANGE 5 SECONDS SLIDE 5 SECONDS] after the stream name",
+    "hop": "[RANGE 10 SECONDS SLIDE 5 SECONDS] after the stream name",
+    "session": "a RANGE or ROWS window after the stream name (sessions are not supported)",
+    "window": "[RANGE 5 SECONDS SLIDE 5 SECONDS] after the stream name",
+}
 
 
 def _pos(node: Tree | Token) -> tuple[int, int]:
@@ -75,7 +80,7 @@ class Builder:
     def __init__(self, text: str):
         self.text = text
         self.refs: list[StreamRef] = []
-        self.on: list[Tree] = []   # the conditions of JOIN ... ON, WHERE conjuncts
+        self.on: list[Tree] = []  # the conditions of JOIN ... ON, WHERE conjuncts
 
     # -- helpers -----------------------------------------------------------
     def error(self, node: Tree | Token, message: str, hint: str | None = None) -> QueryError:
@@ -97,9 +102,9 @@ class Builder:
         select = self.select(select_list)
         equalities, filters = self.where(where)
         try:
-            return JoinQuery(streams=tuple(self.refs), equalities=tuple(equalities),
-                             filters=tuple(filters), select=select, output=output,
-                             restore=restore, text=self.text)
+            return JoinQuery(
+                streams=tuple(self.refs), equalities=tuple(equalities), filters=tuple(filters), select=select, output=output, restore=restore, text=self.text
+            )
         except PlanError as e:  # a check of JoinQuery this module does not anticipate
             raise QueryError(e.message, hint=e.hint) from None
 
@@ -110,8 +115,7 @@ class Builder:
             output_tree, select_list = head.children
             inner = output_tree.children[0] if output_tree is not None else None
         if outer is not None and inner is not None:
-            raise self.error(inner, "output operator given twice",
-                             hint="write either ISTREAM(SELECT ...) or SELECT ISTREAM ...")
+            raise self.error(inner, "output operator given twice", hint="write either ISTREAM(SELECT ...) or SELECT ISTREAM ...")
         tok = inner if inner is not None else outer
         if tok is None:
             return "istream", False, select_list
@@ -147,15 +151,16 @@ class Builder:
             kind, _outer, join_tok, ref, cond = item.children
             if kind is not None and str(kind).lower() != "inner":
                 word = str(kind).upper()
-                raise self.error(kind, f"{word} JOIN is not supported: slidewise joins are inner joins",
-                                 hint="write FROM A [RANGE t] a JOIN B [RANGE t] b ON a.k = b.k "
-                                      "(or FROM A a, B b WHERE a.k = b.k); rows without a partner are not produced")
+                raise self.error(
+                    kind,
+                    f"{word} JOIN is not supported: slidewise joins are inner joins",
+                    hint="write FROM A [RANGE t] a JOIN B [RANGE t] b ON a.k = b.k (or FROM A a, B b WHERE a.k = b.k); rows without a partner are not produced",
+                )
             refs.append(ref)
             self.on.append(cond)
         return refs
 
-    def window(self, node: Tree | None, internal: bool, name_tok: Token,
-               alias: str) -> tuple[WindowSpec, Token | None]:
+    def window(self, node: Tree | None, internal: bool, name_tok: Token, alias: str) -> tuple[WindowSpec, Token | None]:
         if node is None:
             return WindowSpec("unbounded", internal=internal), None
         body, internal_in = node.children
@@ -190,20 +195,21 @@ class Builder:
         if second is None:
             return str(first)
         if str(first) not in (alias, str(name_tok)):
-            raise self.error(first, f"PARTITION BY names stream {str(first)!r} inside the window of {alias!r}",
-                             hint=f"partition by an attribute of this stream, e.g. PARTITION BY {second}")
+            raise self.error(
+                first,
+                f"PARTITION BY names stream {str(first)!r} inside the window of {alias!r}",
+                hint=f"partition by an attribute of this stream, e.g. PARTITION BY {second}",
+            )
         return str(second)
 
     def size(self, node: Tree, counting: bool) -> int:
-        if node.data == "interval_size":   # INTERVAL '5' SECOND, INTERVAL 5 MINUTES
+        if node.data == "interval_size":  # INTERVAL '5' SECOND, INTERVAL 5 MINUTES
             interval_tok, num_tok, unit_tok = node.children
             if counting:
-                raise self.error(interval_tok, "ROWS counts tuples and takes no INTERVAL",
-                                 hint="write [ROWS 50], or [RANGE INTERVAL '5' SECOND] for a time window")
+                raise self.error(interval_tok, "ROWS counts tuples and takes no INTERVAL", hint="write [ROWS 50], or [RANGE INTERVAL '5' SECOND] for a time window")
             text = str(num_tok).strip("'").strip()
             if not re.fullmatch(r"\d+(\.\d+)?", text):
-                raise self.error(num_tok, f"INTERVAL needs a number, got {num_tok}",
-                                 hint="write e.g. INTERVAL '5' SECOND or INTERVAL 5 MINUTES")
+                raise self.error(num_tok, f"INTERVAL needs a number, got {num_tok}", hint="write e.g. INTERVAL '5' SECOND or INTERVAL 5 MINUTES")
             num_tok = Token("NUMBER", text, line=num_tok.line, column=num_tok.column)
         else:
             num_tok, unit_tok = node.children
@@ -213,24 +219,18 @@ class Builder:
         if unit_tok is not None:
             unit = str(unit_tok)
             if counting:
-                raise self.error(unit_tok, "ROWS counts tuples and takes no time unit",
-                                 hint=f"write [ROWS {num_tok}], or [RANGE {num_tok} {unit}] for a time window")
+                raise self.error(unit_tok, "ROWS counts tuples and takes no time unit", hint=f"write [ROWS {num_tok}], or [RANGE {num_tok} {unit}] for a time window")
             if unit.lower() not in UNITS:
-                raise self.error(unit_tok, f"unknown time unit {unit!r}",
-                                 hint="use ms, s, min, h or d, or no unit for the source's own timestamp units")
+                raise self.error(unit_tok, f"unknown time unit {unit!r}", hint="use ms, s, min, h or d, or no unit for the source's own timestamp units")
             value = value * UNITS[unit.lower()]
             if value != int(value):
-                raise self.error(num_tok, f"{num_tok} {unit} is not a whole number of milliseconds",
-                                 hint="timestamps are integer milliseconds")
+                raise self.error(num_tok, f"{num_tok} {unit} is not a whole number of milliseconds", hint="timestamps are integer milliseconds")
         elif value != int(value):
             if counting:
-                raise self.error(num_tok, f"ROWS needs a whole number of tuples, got {num_tok}",
-                                 hint="write e.g. [ROWS 50]")
-            raise self.error(num_tok, f"window size must be a whole number, got {num_tok}",
-                             hint="timestamps are integers; use a smaller unit, e.g. [RANGE 1500 ms]")
+                raise self.error(num_tok, f"ROWS needs a whole number of tuples, got {num_tok}", hint="write e.g. [ROWS 50]")
+            raise self.error(num_tok, f"window size must be a whole number, got {num_tok}", hint="timestamps are integers; use a smaller unit, e.g. [RANGE 1500 ms]")
         if abs(value) >= MAX_WINDOW:
-            raise self.error(num_tok, f"window size {num_tok} is too large",
-                             hint="use [UNBOUNDED] for a window that never expires")
+            raise self.error(num_tok, f"window size {num_tok} is too large", hint="use [UNBOUNDED] for a window that never expires")
         return int(value)
 
     # -- SELECT ------------------------------------------------------------
@@ -247,8 +247,9 @@ class Builder:
                 expr_node, alias_tok = item.children
                 entry = SelectItem(self.expr(expr_node), str(alias_tok) if alias_tok is not None else None)
             if entry.name in seen:
-                raise self.error(item, f"output column {entry.name!r} appears twice in SELECT",
-                                 hint=f"rename one with AS, e.g. {entry.expr} AS {_fresh(entry.name, seen)}")
+                raise self.error(
+                    item, f"output column {entry.name!r} appears twice in SELECT", hint=f"rename one with AS, e.g. {entry.expr} AS {_fresh(entry.name, seen)}"
+                )
             seen.add(entry.name)
             items.append(entry)
         return tuple(items)
@@ -261,8 +262,7 @@ class Builder:
         equalities: list[Equality] = []
         filters: list[Expr] = []
         for c in (i for cond in conds for i in (cond.items if isinstance(cond, And) else (cond,))):
-            if (isinstance(c, Cmp) and c.op == "=" and isinstance(c.left, Col)
-                    and isinstance(c.right, Col) and c.left.stream != c.right.stream):
+            if isinstance(c, Cmp) and c.op == "=" and isinstance(c.left, Col) and isinstance(c.right, Col) and c.left.stream != c.right.stream:
                 equalities.append(Equality(c.left, c.right))
             else:
                 filters.append(c)
@@ -272,15 +272,13 @@ class Builder:
     def condition(self, node: Tree, context: str) -> Expr:
         e = self.expr(node)
         if not isinstance(e, _CONDITIONS):
-            raise self.error(node, f"{context} expects a condition, got the value {e}",
-                             hint=f"compare it, e.g. {e} = 1")
+            raise self.error(node, f"{context} expects a condition, got the value {e}", hint=f"compare it, e.g. {e} = 1")
         return e
 
     def value(self, node: Tree, context: str) -> Expr:
         e = self.expr(node)
         if isinstance(e, _CONDITIONS):
-            raise self.error(node, f"{context} expects a value, got the condition {e}",
-                             hint="combine conditions with AND, OR and NOT")
+            raise self.error(node, f"{context} expects a value, got the condition {e}", hint="combine conditions with AND, OR and NOT")
         return e
 
     def expr(self, node: Tree) -> Expr:
@@ -296,8 +294,7 @@ class Builder:
         if kind == "number":
             value = _number(ch[0])
             if isinstance(value, int) and value > INT64_MAX:
-                raise self.error(ch[0], f"integer {ch[0]} is out of range",
-                                 hint=f"integers are 64-bit (up to {INT64_MAX}); write a float, e.g. {float(value):g}")
+                raise self.error(ch[0], f"integer {ch[0]} is out of range", hint=f"integers are 64-bit (up to {INT64_MAX}); write a float, e.g. {float(value):g}")
             return Lit(value)
         if kind == "string":
             return Lit(str(ch[0])[1:-1].replace("''", "'"))
@@ -316,12 +313,12 @@ class Builder:
         if kind == "cmp":
             op = "!=" if str(ch[1]) == "<>" else str(ch[1])
             return Cmp(op, self.value(ch[0], f"'{ch[1]}'"), self.value(ch[2], f"'{ch[1]}'"))
-        if kind in ("between", "not_between"):   # a BETWEEN lo AND hi: lo <= a AND a <= hi
+        if kind in ("between", "not_between"):  # a BETWEEN lo AND hi: lo <= a AND a <= hi
             word = "BETWEEN" if kind == "between" else "NOT BETWEEN"
             a, lo, hi = (self.value(c, word) for c in (ch[0], ch[2], ch[3]))
             inside = And((Cmp(">=", a, lo, pos=_pos(ch[1])), Cmp("<=", a, hi, pos=_pos(ch[1]))))
             return inside if kind == "between" else Not(inside)
-        if kind in ("in_", "not_in"):   # a IN (x, y): a = x OR a = y
+        if kind in ("in_", "not_in"):  # a IN (x, y): a = x OR a = y
             word = "IN" if kind == "in_" else "NOT IN"
             a = self.value(ch[0], word)
             equal = [Cmp("=", a, self.value(c, word), pos=_pos(ch[1])) for c in ch[2:]]
@@ -331,7 +328,7 @@ class Builder:
             word = "LIKE" if kind == "like" else "NOT LIKE"
             pattern = Like(self.value(ch[0], word), str(ch[-1])[1:-1].replace("''", "'"), pos=_pos(ch[1]))
             return pattern if kind == "like" else Not(pattern)
-        if kind == "case":   # CASE WHEN c THEN v ... [ELSE d] END: Func('case', (c, v, ..., [d]))
+        if kind == "case":  # CASE WHEN c THEN v ... [ELSE d] END: Func('case', (c, v, ..., [d]))
             args: list[Expr] = []
             parts = ch[1:]
             while parts and isinstance(parts[0], Token) and parts[0].type == "WHEN":
@@ -360,46 +357,44 @@ class Builder:
         if name not in FUNCTIONS:
             available = ", ".join(sorted(f.upper() for f in FUNCTIONS))
             if name in _AGGREGATES:
-                raise self.error(name_tok, f"aggregate {name.upper()} is not supported in a select–project–join query",
-                                 hint=f"available functions: {available}")
+                raise self.error(name_tok, f"aggregate {name.upper()} is not supported in a select–project–join query", hint=f"available functions: {available}")
             raise self.unknown_function(name_tok)
         fewest, most = FUNCTIONS[name]
         if not fewest <= len(args) <= most:
             arity = str(fewest) if fewest == most else f"{fewest} to {most}"
             plural = "" if most == 1 else "s"
-            example = {"substr": "SUBSTR(S1.name, 1, 3)", "round": "ROUND(S1.x, 2)",
-                       "coalesce": "COALESCE(S1.x, 0)"}.get(name, f"{name.upper()}(S1.x - S2.x)")
-            raise self.error(name_tok, f"{name.upper()} takes {arity} argument{plural}, got {len(args)}",
-                             hint=f"write e.g. {example}")
+            example = {"substr": "SUBSTR(S1.name, 1, 3)", "round": "ROUND(S1.x, 2)", "coalesce": "COALESCE(S1.x, 0)"}.get(name, f"{name.upper()}(S1.x - S2.x)")
+            raise self.error(name_tok, f"{name.upper()} takes {arity} argument{plural}, got {len(args)}", hint=f"write e.g. {example}")
         return Func(name, tuple(self.value(a, name.upper()) for a in args))
 
     def unknown_function(self, name_tok: Token) -> QueryError:
         """The error for a call of a function slidewise does not know, listing the ones it does."""
         name = str(name_tok).lower()
         if name in _FOREIGN_WINDOWS:
-            return self.error(name_tok, f"{name.upper()}(...) is not supported: in CQL a window belongs to its stream",
-                              hint=f"write {_FOREIGN_WINDOWS[name]}, e.g. FROM S [RANGE 5 SECONDS SLIDE 5 SECONDS] s "
-                                   "... GROUP BY s.k")
-        return self.error(name_tok, f"unknown function {str(name_tok)!r}",
-                          hint=f"functions: {', '.join(sorted(f.upper() for f in FUNCTIONS))}, CAST(x AS type); "
-                               f"aggregates: {', '.join(f.upper() for f in AGG_FUNCS)}")
+            return self.error(
+                name_tok,
+                f"{name.upper()}(...) is not supported: in CQL a window belongs to its stream",
+                hint=f"write {_FOREIGN_WINDOWS[name]}, e.g. FROM S [RANGE 5 SECONDS SLIDE 5 SECONDS] s ... GROUP BY s.k",
+            )
+        return self.error(
+            name_tok,
+            f"unknown function {str(name_tok)!r}",
+            hint=f"functions: {', '.join(sorted(f.upper() for f in FUNCTIONS))}, CAST(x AS type); aggregates: {', '.join(f.upper() for f in AGG_FUNCS)}",
+        )
 
     def cast(self, name_tok: Token, arg: Tree, type_tok: Token) -> Func:
         """``CAST(expr AS type)``: ``Func('cast', (expr, Lit(kind)))``."""
         if str(name_tok).lower() != "cast":
-            raise self.error(name_tok, f"{str(name_tok).upper()} takes no AS; only CAST does",
-                             hint="write CAST(expr AS INT), CAST(expr AS DOUBLE) or CAST(expr AS TEXT)")
+            raise self.error(name_tok, f"{str(name_tok).upper()} takes no AS; only CAST does", hint="write CAST(expr AS INT), CAST(expr AS DOUBLE) or CAST(expr AS TEXT)")
         kind = CAST_TYPES.get(str(type_tok).lower())
         if kind is None:
-            raise self.error(type_tok, f"unknown type {str(type_tok)!r} in CAST",
-                             hint=f"use one of {', '.join(t.upper() for t in CAST_TYPES)}")
+            raise self.error(type_tok, f"unknown type {str(type_tok)!r} in CAST", hint=f"use one of {', '.join(t.upper() for t in CAST_TYPES)}")
         return Func("cast", (self.value(arg, "CAST"), Lit(kind)))
 
     def column(self, qual: Token | None, attr_tok: Token | None, attr: str) -> Col:
         if qual is None:
             if len(self.refs) != 1:
-                raise self.error(attr_tok, f"unqualified column {attr!r} in a query over {len(self.refs)} streams",
-                                 hint=f"qualify it, e.g. {self.refs[0].alias}.{attr}")
+                raise self.error(attr_tok, f"unqualified column {attr!r} in a query over {len(self.refs)} streams", hint=f"qualify it, e.g. {self.refs[0].alias}.{attr}")
             return Col(0, attr, self.refs[0].alias)
         alias = str(qual)
         if alias in self.aliases:

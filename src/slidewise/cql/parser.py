@@ -36,8 +36,7 @@ FULL_MARKER = "// ---- full dialect"
 def _compile(text: str, start: str) -> Lark:
     """The LALR parser of ``text``, loaded from the user's cache when built before (lark checks the file's
     grammar and options hash; building takes about 0.2 s of every run)."""
-    return Lark(text, parser="lalr", lexer="contextual", start=start,
-                propagate_positions=True, maybe_placeholders=True, cache=_cache_file(text, start) or False)
+    return Lark(text, parser="lalr", lexer="contextual", start=start, propagate_positions=True, maybe_placeholders=True, cache=_cache_file(text, start) or False)
 
 
 def _cache_file(text: str, start: str) -> str | None:
@@ -51,7 +50,7 @@ def _cache_file(text: str, start: str) -> str | None:
         root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "slidewise"
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = root.stat()
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:   # pickles load only from a directory no one else writes
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:  # pickles load only from a directory no one else writes
             return None
     except (OSError, RuntimeError, AttributeError):
         return None
@@ -92,8 +91,7 @@ def _guard_depth(build: Callable[[], object]):
     try:
         return build()
     except RecursionError:
-        raise QueryError("query is nested too deeply",
-                         hint="simplify the expression or split it into several conditions") from None
+        raise QueryError("query is nested too deeply", hint="simplify the expression or split it into several conditions") from None
 
 
 def parse(text: str) -> JoinQuery:
@@ -125,9 +123,13 @@ def _general_query_error(text: str, spj_error: QueryError) -> QueryError:
     except QueryError as e:  # a general query, but a wrong one: say what is wrong
         return e
     feature, (line, column) = features[0]
-    return query_error(text, f"this query uses {feature}, which needs a general logical plan, "
-                       "not a select–project–join query", line, column,
-                       hint="use slidewise.cql.parse_plan(text) or parse_any(text) (the command line does)")
+    return query_error(
+        text,
+        f"this query uses {feature}, which needs a general logical plan, not a select–project–join query",
+        line,
+        column,
+        hint="use slidewise.cql.parse_plan(text) or parse_any(text) (the command line does)",
+    )
 
 
 def parse_plan(text: str, tables: Iterable[str] = frozenset()) -> Plan:
@@ -250,7 +252,7 @@ def _load(query, parse_text: Callable[[str], object]):
     try:
         return parse_text(query)
     except QueryError as e:
-        if one_word and ("/" in word or os.path.exists(word)):   # a path given as query text
+        if one_word and ("/" in word or os.path.exists(word)):  # a path given as query text
             e.hint = f"{word!r} is read as query text, not as a file; {FILE_HINT}"
         raise
 
@@ -262,19 +264,18 @@ def _load_file(path: str, parse_text: Callable[[str], object]):
         raise SourceError(f"query file {what}: {path}", hint="pass an existing file or the query text itself")
     try:
         if os.path.getsize(path) > MAX_QUERY_BYTES:
-            raise SourceError(f"query file {path} is larger than {MAX_QUERY_BYTES >> 20} MiB",
-                              hint="is it really a query? pass a CQL text file")
+            raise SourceError(f"query file {path} is larger than {MAX_QUERY_BYTES >> 20} MiB", hint="is it really a query? pass a CQL text file")
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise SourceError(f"cannot read query file {path}: {e}",
-                          hint="pass a readable UTF-8 text file or the query text itself") from None
+        raise SourceError(f"cannot read query file {path}: {e}", hint="pass a readable UTF-8 text file or the query text itself") from None
     try:
         return parse_text(text)
     except QueryError as e:
         if not path.lower().endswith(QUERY_SUFFIX):
             where = f" at line {e.line}, column {e.column}" if e.line is not None else ""
-            raise QueryError(f"query file {path} does not hold a valid query (error{where}; its text is "
-                             f"not shown because the file is not named *{QUERY_SUFFIX})",
-                             hint="check the path given to --query-file") from None
+            raise QueryError(
+                f"query file {path} does not hold a valid query (error{where}; its text is not shown because the file is not named *{QUERY_SUFFIX})",
+                hint="check the path given to --query-file",
+            ) from None
         e.location = f"query file {path}" + (f", line {e.line}, column {e.column}" if e.line is not None else "")
         raise

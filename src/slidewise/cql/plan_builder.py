@@ -93,13 +93,13 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
     def __init__(self, text: str, tables: frozenset[str] = frozenset()):
         super().__init__(text)
         self.tables = tables
-        self.names: list[str] = []          # Plan.aliases, in text order
-        self.inside: dict[str, str] = {}    # alias -> the subquery alias it is nested in
+        self.names: list[str] = []  # Plan.aliases, in text order
+        self.inside: dict[str, str] = {}  # alias -> the subquery alias it is nested in
         self.slides: list[tuple[int, Token]] = []
         self.window_at: dict[Node, Tree] = {}
         self.scope = Scope([])
         self.context = "SELECT"
-        self._having: tuple | None = None   # (aggregates, SELECT aliases) while HAVING is read
+        self._having: tuple | None = None  # (aggregates, SELECT aliases) while HAVING is read
 
     # -- query -------------------------------------------------------------
     def build(self, tree: Tree) -> Plan:
@@ -123,8 +123,11 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
         op_tok = tree.children[1]
         a, b = arity(left), arity(right)
         if a is not None and b is not None and a != b:
-            raise self.error(op_tok, f"{str(op_tok).upper()} inputs have different numbers of columns: {a} and {b}",
-                             hint="its sides are matched column by column: select as many columns on both sides")
+            raise self.error(
+                op_tok,
+                f"{str(op_tok).upper()} inputs have different numbers of columns: {a} and {b}",
+                hint="its sides are matched column by column: select as many columns on both sides",
+            )
         if tree.data == "union":
             node = Union((*(left.inputs if isinstance(left, Union) else (left,)), right))
         else:
@@ -142,9 +145,11 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
             if outer is not None:
                 if group_by is not None or having is not None:
                     clause = "GROUP BY" if group_by is not None else "HAVING"
-                    raise self.error(group_by if group_by is not None else having,
-                                     f"{clause} in a NOT EXISTS subquery",
-                                     hint=f"NOT EXISTS only asks whether a matching row exists; drop {clause}")
+                    raise self.error(
+                        group_by if group_by is not None else having,
+                        f"{clause} in a NOT EXISTS subquery",
+                        hint=f"NOT EXISTS only asks whether a matching row exists; drop {clause}",
+                    )
                 return node, [head], pairs
             node = self.projection(node, head, group_by, having)
         finally:
@@ -164,62 +169,69 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
         head.tok = tok
         head.kind, head.restore = output_name(tok)
         if head.kind == "wstream" and head.restore:
-            raise self.error(tok, "WSTREAM has no restore form: a window over the output is not compatible "
-                             "with periodic re-evaluation (Golab's thesis §3.4)",
-                             hint="use ISTREAM_RESTORE or RSTREAM_RESTORE, or WSTREAM(...)[ROWS n] without restore")
+            raise self.error(
+                tok,
+                "WSTREAM has no restore form: a window over the output is not compatible with periodic re-evaluation (Golab's thesis §3.4)",
+                hint="use ISTREAM_RESTORE or RSTREAM_RESTORE, or WSTREAM(...)[ROWS n] without restore",
+            )
         if head.kind == "wstream":
             if window is None:
-                raise self.error(tok, "WSTREAM needs a window over the output stream",
-                                 hint="write SELECT WSTREAM(*)[ROWS 10] or WSTREAM(*)[RANGE 60 s]")
+                raise self.error(tok, "WSTREAM needs a window over the output stream", hint="write SELECT WSTREAM(*)[ROWS 10] or WSTREAM(*)[RANGE 60 s]")
             spec, _ = self.window(window, False, tok, "WSTREAM")
             if spec.kind not in ("rows", "range") or spec.slide or spec.partition_by or spec.internal:
-                raise self.error(window, f"WSTREAM takes [ROWS n] or [RANGE t], got {spec}"
-                                 + (" INTERNAL" if spec.internal else ""),
-                                 hint="the output window is a plain count or time window, e.g. [ROWS 10]")
+                raise self.error(
+                    window,
+                    f"WSTREAM takes [ROWS n] or [RANGE t], got {spec}" + (" INTERNAL" if spec.internal else ""),
+                    hint="the output window is a plain count or time window, e.g. [ROWS 10]",
+                )
             head.window = spec
         elif window is not None:
-            raise self.error(window, f"only WSTREAM takes a window after its select list, not {head.kind.upper()}",
-                             hint="write SELECT WSTREAM(*)[ROWS 10] FROM ...")
+            raise self.error(window, f"only WSTREAM takes a window after its select list, not {head.kind.upper()}", hint="write SELECT WSTREAM(*)[ROWS 10] FROM ...")
         return head
 
     def output(self, heads: list[Head], call: Token | None) -> Head:
         given = [h for h in heads if h.tok is not None]
         if call is not None:
             if given:
-                raise self.error(given[0].tok, "output operator given twice",
-                                 hint="write either ISTREAM(SELECT ...) or SELECT ISTREAM ...")
+                raise self.error(given[0].tok, "output operator given twice", hint="write either ISTREAM(SELECT ...) or SELECT ISTREAM ...")
             head = Head(tok=call)
             head.kind, head.restore = output_name(call)
             if head.kind == "wstream":
-                raise self.error(call, "WSTREAM needs a window after its select list",
-                                 hint="write SELECT WSTREAM(*)[ROWS 10] FROM ...")
+                raise self.error(call, "WSTREAM needs a window after its select list", hint="write SELECT WSTREAM(*)[ROWS 10] FROM ...")
             return head
         for other in given[1:]:
             if (other.kind, other.restore, other.window) != (given[0].kind, given[0].restore, given[0].window):
-                raise self.error(other.tok, "the SELECTs of this UNION/EXCEPT give different output operators",
-                                 hint="the output operator applies to the whole query: name it once, in the first SELECT")
+                raise self.error(
+                    other.tok,
+                    "the SELECTs of this UNION/EXCEPT give different output operators",
+                    hint="the output operator applies to the whole query: name it once, in the first SELECT",
+                )
         return given[0] if given else Head()
 
     def subquery_heads(self, heads: list[Head]) -> None:
         for h in heads:
             if h.tok is not None and (h.kind in ("dstream", "wstream") or h.restore):
-                raise self.error(h.tok, f"{str(h.tok).rstrip('( ').upper()} inside a subquery: an output operator "
-                                 "turns the whole query's answer into a stream",
-                                 hint="write it in the outermost SELECT; a subquery's answer is a relation")
+                raise self.error(
+                    h.tok,
+                    f"{str(h.tok).rstrip('( ').upper()} inside a subquery: an output operator turns the whole query's answer into a stream",
+                    hint="write it in the outermost SELECT; a subquery's answer is a relation",
+                )
 
     # -- FROM ----------------------------------------------------------------
     def register(self, alias: str, tok: Token) -> int:
         if alias in self.names:
-            raise self.error(tok, f"alias {alias!r} names two inputs of the query",
-                             hint="every input of the whole query, subqueries and UNION branches included, "
-                                  f"needs its own alias: rename one with AS, e.g. {alias} AS {alias}_2")
+            raise self.error(
+                tok,
+                f"alias {alias!r} names two inputs of the query",
+                hint=f"every input of the whole query, subqueries and UNION branches included, needs its own alias: rename one with AS, e.g. {alias} AS {alias}_2",
+            )
         self.names.append(alias)
         return len(self.names) - 1
 
     def from_clause(self, ref_list: Tree) -> list[Input]:
         inputs: list[Input] = []
         refs = self.join_refs(ref_list)
-        on = self.on   # a subquery in FROM has its own
+        on = self.on  # a subquery in FROM has its own
         for ref in refs:
             if ref.data == "subquery_ref":
                 node, tok = self.subquery_ref(ref)
@@ -237,8 +249,9 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
         if table or name in self.tables:
             if window is not None or internal is not None:
                 what = f"TABLE {name} is a retroactive relation" if table else f"{name} is a table (a relation)"
-                raise self.error(window if window is not None else internal, f"{what} and takes no window",
-                                 hint="a table's rows stay until deleted; put windows on streams only")
+                raise self.error(
+                    window if window is not None else internal, f"{what} and takes no window", hint="a table's rows stay until deleted; put windows on streams only"
+                )
             return Scan(alias, name, None, "table" if table else "nrr"), alias_tok or name_tok
         spec, slide_tok = self.window(window, internal is not None, name_tok, alias)
         scan = Scan(alias, name, spec)
@@ -265,8 +278,7 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
         self.note_window(node, window, internal, spec, slide_tok)
         return node, alias_tok
 
-    def note_window(self, node: Node, where: Tree | Token, internal_after: Tree | None, spec: WindowSpec,
-                    slide_tok: Token | None) -> None:
+    def note_window(self, node: Node, where: Tree | Token, internal_after: Tree | None, spec: WindowSpec, slide_tok: Token | None) -> None:
         """Remember where a window is (its INTERNAL keyword if any) for later errors, and its SLIDE."""
         internal = where.children[1] if isinstance(where, Tree) and where.children[1] is not None else internal_after
         self.window_at[node] = internal.children[0] if internal is not None else where
@@ -314,9 +326,12 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
             sides = {e.left.stream in own: e.left, e.right.stream in own: e.right}
             if len(sides) == 2:
                 return sides[False], sides[True]
-        raise self.error(tree, f"NOT EXISTS subquery condition {e} mixes the outer query in",
-                         hint="a NOT EXISTS subquery refers to the outer query only through equalities "
-                              "inner.x = outer.y; move other conditions on the outer inputs to the outer WHERE")
+        raise self.error(
+            tree,
+            f"NOT EXISTS subquery condition {e} mixes the outer query in",
+            hint="a NOT EXISTS subquery refers to the outer query only through equalities "
+            "inner.x = outer.y; move other conditions on the outer inputs to the outer WHERE",
+        )
 
     def join(self, conds: list[Expr]) -> Node:
         inputs = self.scope.inputs
@@ -329,21 +344,18 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
                 constant.append(e)
             elif len(used) == 1:
                 per_leaf[used.pop()].append(e)
-            elif (isinstance(e, Cmp) and e.op == "=" and isinstance(e.left, Col) and isinstance(e.right, Col)
-                  and position[e.left.stream] != position[e.right.stream]):
+            elif isinstance(e, Cmp) and e.op == "=" and isinstance(e.left, Col) and isinstance(e.right, Col) and position[e.left.stream] != position[e.right.stream]:
                 equalities.append((e.left, e.right))
             else:
                 filters.append(e)
-        leaves = [Select(inp.node, _conjunction(per_leaf[k])) if per_leaf[k] else inp.node
-                  for k, inp in enumerate(inputs)]
+        leaves = [Select(inp.node, _conjunction(per_leaf[k])) if per_leaf[k] else inp.node for k, inp in enumerate(inputs)]
         node = leaves[0] if len(leaves) == 1 else Join(tuple(leaves), tuple(equalities), tuple(filters))
         return Select(node, _conjunction(constant)) if constant else node
 
     def not_exists(self, left: Node, tree: Tree) -> Negation:
         exists_tok, query = tree.children
         if query.data != "query":
-            raise self.error(exists_tok, "a NOT EXISTS subquery must be a single SELECT",
-                             hint="write one NOT EXISTS per SELECT, joined with AND")
+            raise self.error(exists_tok, "a NOT EXISTS subquery must be a single SELECT", hint="write one NOT EXISTS per SELECT, joined with AND")
         right, heads, pairs = self.core(query.children[0], outer=self.scope)
         self.subquery_heads(heads)
         return Negation(left, right, pairs, "anti")
@@ -351,22 +363,24 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
     # -- expressions -------------------------------------------------------------
     def expr(self, node: Tree) -> Expr:
         if self._having is not None:
-            if self.is_aggregate(node) and self.context != "aggregate":   # nested: misplaced below
+            if self.is_aggregate(node) and self.context != "aggregate":  # nested: misplaced below
                 return self.having_aggregate(node)
             if node.data == "bare" and str(node.children[0]) in self._having[1]:
                 return Col(-1, self._having[1][str(node.children[0])], "")
         if node.data in AGG_FORMS:
             raise self.misplaced_aggregate(node.children[0])
         if node.data == "exists":
-            raise self.error(node.children[0], "EXISTS can only be used as NOT EXISTS (...), a conjunct of WHERE",
-                             hint="write WHERE ... AND NOT EXISTS (SELECT ...); for EXISTS, join the streams instead")
+            raise self.error(
+                node.children[0],
+                "EXISTS can only be used as NOT EXISTS (...), a conjunct of WHERE",
+                hint="write WHERE ... AND NOT EXISTS (SELECT ...); for EXISTS, join the streams instead",
+            )
         return super().expr(node)
 
     def function(self, name_tok: Token, args: list[Tree]):
         named = next((a for a in args if a.data == "named_arg"), None)
         if named is not None:
-            raise self.error(named, f"{str(name_tok).upper()} takes no named arguments",
-                             hint="only FREQUENT does: FREQUENT(S.x, 5, exact => true)")
+            raise self.error(named, f"{str(name_tok).upper()} takes no named arguments", hint="only FREQUENT does: FREQUENT(S.x, 5, exact => true)")
         if str(name_tok).lower() in AGG_FUNCS:
             raise self.misplaced_aggregate(name_tok)
         return super().function(name_tok, args)
@@ -378,8 +392,7 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
                 only = scope.inputs[0]
                 return Col(only.index, attr, only.alias)
             candidates = " or ".join(f"{i.alias}.{attr}" for i in scope.inputs)
-            raise self.error(attr_tok, f"unqualified column {attr!r} in a query over {len(scope.inputs)} inputs",
-                             hint=f"qualify it: {candidates}")
+            raise self.error(attr_tok, f"unqualified column {attr!r} in a query over {len(scope.inputs)} inputs", hint=f"qualify it: {candidates}")
         alias = str(qual)
         for s in (scope, scope.outer):
             found = s.find(alias) if s is not None else None
@@ -392,8 +405,7 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
         if alias in self.inside:
             hint = f"{alias} is inside subquery {self.inside[alias]}; refer to its columns as {self.inside[alias]}.{attr}"
         else:
-            renamed = [i.alias for s in (scope, scope.outer) if s for i in s.inputs
-                       if isinstance(i.node, Scan) and i.node.source == alias]
+            renamed = [i.alias for s in (scope, scope.outer) if s for i in s.inputs if isinstance(i.node, Scan) and i.node.source == alias]
             close = difflib.get_close_matches(alias, visible, n=1, cutoff=0.6)
             if renamed:
                 hint = f"{alias} is called {' or '.join(renamed)} here; write {renamed[0]}.{attr}"

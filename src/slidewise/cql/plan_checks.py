@@ -50,41 +50,54 @@ class PlanChecks:
     def misplaced_aggregate(self, name_tok: Token):
         name = str(name_tok).upper()
         if self.context == "WHERE":
-            return self.error(name_tok, f"aggregate {name} in WHERE: WHERE keeps or drops single rows "
-                              "before any group exists",
-                              hint="aggregate in a subquery and filter outside it: SELECT * FROM "
-                                   "(SELECT COUNT(*) AS n FROM S [RANGE 10]) AS X WHERE X.n > 5")
+            return self.error(
+                name_tok,
+                f"aggregate {name} in WHERE: WHERE keeps or drops single rows before any group exists",
+                hint="aggregate in a subquery and filter outside it: SELECT * FROM (SELECT COUNT(*) AS n FROM S [RANGE 10]) AS X WHERE X.n > 5",
+            )
         if self.context == "GROUP BY":
-            return self.error(name_tok, f"aggregate {name} in GROUP BY: groups are formed before aggregates exist",
-                              hint="group by columns or expressions of columns")
+            return self.error(name_tok, f"aggregate {name} in GROUP BY: groups are formed before aggregates exist", hint="group by columns or expressions of columns")
         if self.context == "aggregate":
-            return self.error(name_tok, f"aggregate {name} inside another aggregate",
-                              hint="aggregate in a subquery, then aggregate its output in the outer query")
-        return self.error(name_tok, f"aggregate {name} inside an expression: only a whole select item may be an aggregate",
-                          hint=f"select {name}(...) AS a name and compute with it in an outer query")
+            return self.error(name_tok, f"aggregate {name} inside another aggregate", hint="aggregate in a subquery, then aggregate its output in the outer query")
+        return self.error(
+            name_tok,
+            f"aggregate {name} inside an expression: only a whole select item may be an aggregate",
+            hint=f"select {name}(...) AS a name and compute with it in an outer query",
+        )
 
     def check_windowable(self, child: Node, window: Tree) -> None:
         """A window over a subquery's output needs an append-only (monotonic) output (§3.3.3)."""
         nodes = [child, *_below(child)]
         for n in nodes:
             if isinstance(n, Distinct):
-                raise self.error(window, "a window over DISTINCT's output would hold duplicates or expired rows "
-                                 "(Golab's thesis §3.3.3)", hint="drop the window on the subquery, or DISTINCT inside it")
+                raise self.error(
+                    window,
+                    "a window over DISTINCT's output would hold duplicates or expired rows (Golab's thesis §3.3.3)",
+                    hint="drop the window on the subquery, or DISTINCT inside it",
+                )
             if isinstance(n, Negation):
-                raise self.error(window, f"a window over the output of {_op_name(n)} would hold rows that no longer "
-                                 "satisfy it (Golab's thesis §3.3.3)", hint="drop the window on the subquery")
+                raise self.error(
+                    window,
+                    f"a window over the output of {_op_name(n)} would hold rows that no longer satisfy it (Golab's thesis §3.3.3)",
+                    hint="drop the window on the subquery",
+                )
         for n in nodes:
             if isinstance(n, Scan) and n.kind == "table":
-                raise self.error(window, f"a window over a subquery's output needs an append-only output, but "
-                                 f"TABLE {n.source} in it is retroactive: its updates change earlier results "
-                                 "(Golab's thesis §3.3.3)", hint=f"use {n.source} as a non-retroactive table "
-                                                           "(without TABLE), or drop the window")
+                raise self.error(
+                    window,
+                    f"a window over a subquery's output needs an append-only output, but "
+                    f"TABLE {n.source} in it is retroactive: its updates change earlier results "
+                    "(Golab's thesis §3.3.3)",
+                    hint=f"use {n.source} as a non-retroactive table (without TABLE), or drop the window",
+                )
             w = n.window if isinstance(n, (Scan, Subquery)) else None
             if w is not None and not w.internal and w.kind != "unbounded":
-                raise self.error(window, f"a window over a subquery's output needs an append-only output, but "
-                                 f"{n.alias}{w} in it is an external window whose results expire (Golab's thesis §3.3.3)",
-                                 hint=f"make the subquery's windows INTERNAL, e.g. {n.alias} "
-                                      f"{str(w)[:-1]} INTERNAL], or drop the window")
+                raise self.error(
+                    window,
+                    f"a window over a subquery's output needs an append-only output, but "
+                    f"{n.alias}{w} in it is an external window whose results expire (Golab's thesis §3.3.3)",
+                    hint=f"make the subquery's windows INTERNAL, e.g. {n.alias} {str(w)[:-1]} INTERNAL], or drop the window",
+                )
 
     def check_internal(self, root: Node) -> None:
         """INTERNAL windows under DISTINCT or negation violate their semantics (§3.3.2)."""
@@ -93,11 +106,13 @@ class PlanChecks:
                 for leaf in _below(n):
                     w = leaf.window if isinstance(leaf, (Scan, Subquery)) else None
                     if w is not None and w.internal:
-                        raise self.error(self.window_at[leaf], f"INTERNAL window on {leaf.alias} under "
-                                         f"{_op_name(n)}: forcing duplicate elimination or negation into "
-                                         "monotonic form violates their semantics (Golab's thesis §3.3.2)",
-                                         hint=f"drop INTERNAL; the results of {_op_name(n)} must expire as "
-                                              "its windows slide")
+                        raise self.error(
+                            self.window_at[leaf],
+                            f"INTERNAL window on {leaf.alias} under "
+                            f"{_op_name(n)}: forcing duplicate elimination or negation into "
+                            "monotonic form violates their semantics (Golab's thesis §3.3.2)",
+                            hint=f"drop INTERNAL; the results of {_op_name(n)} must expire as its windows slide",
+                        )
             if isinstance(n, Subquery) and n.window is not None:
                 self.check_internal(n.child)
 
@@ -105,6 +120,8 @@ class PlanChecks:
         """WSTREAM windows an append-only output; DISTINCT and negation do not give one (§3.3.3)."""
         for n in [root, *_below(root)]:
             if isinstance(n, (Distinct, Negation)):
-                raise self.error(tok, f"WSTREAM over the output of {_op_name(n)} would hold duplicates or rows "
-                                 "that no longer satisfy it (Golab's thesis §3.3.3)",
-                                 hint="use RSTREAM or ISTREAM for this query")
+                raise self.error(
+                    tok,
+                    f"WSTREAM over the output of {_op_name(n)} would hold duplicates or rows that no longer satisfy it (Golab's thesis §3.3.3)",
+                    hint="use RSTREAM or ISTREAM for this query",
+                )

@@ -36,11 +36,11 @@ class NamedQuery:
 
     index: int
     name: str
-    text: str          # the query text padded with the blanked file before it (positions are the file's)
-    query: object      # a JoinQuery or a Plan
-    line: int          # where the name starts
+    text: str  # the query text padded with the blanked file before it (positions are the file's)
+    query: object  # a JoinQuery or a Plan
+    line: int  # where the name starts
     column: int
-    where: str = "query"   # the file, for errors
+    where: str = "query"  # the file, for errors
 
 
 def located(error: SlidewiseError, index: int, name: str | None, where: str = "query") -> SlidewiseError:
@@ -49,7 +49,7 @@ def located(error: SlidewiseError, index: int, name: str | None, where: str = "q
     label = f"query {index}" + (f" ({name})" if name else "")
     error.message = f"{label}: {error.message}"
     if error.location and error.location.startswith("query line") and where != "query":
-        error.location = where + error.location[len("query"):]
+        error.location = where + error.location[len("query") :]
     return error
 
 
@@ -60,7 +60,7 @@ def _statements(text: str):
         tok = m.group()
         if tok == ";":
             if meaningful:
-                parts.append((start, text[start:m.start()]))
+                parts.append((start, text[start : m.start()]))
             start, meaningful = m.end(), False
         elif not tok.startswith("--") and tok.strip():
             meaningful = True
@@ -79,21 +79,30 @@ def parse_queries(text: str, where: str = "query", tables=frozenset()) -> list[N
     out: list[NamedQuery] = []
     names: dict[str, int] = {}
     for i, (start, stmt) in enumerate(_statements(text), 1):
-        body = re.sub(r"^(\s|--[^\n]*)*", "", stmt)      # comments before the name
+        body = re.sub(r"^(\s|--[^\n]*)*", "", stmt)  # comments before the name
         at = start + len(stmt) - len(body)
         line, column = _line_col(text, at)
         m = _NAME.match(body)
         if m is None:
-            raise located(QueryError("a statement must start with its name and a colon",
-                                     line=line, column=column,
-                                     hint="write name: SELECT ...; with a name of letters, digits and _"), i, None, where)
+            raise located(
+                QueryError(
+                    "a statement must start with its name and a colon", line=line, column=column, hint="write name: SELECT ...; with a name of letters, digits and _"
+                ),
+                i,
+                None,
+                where,
+            )
         name = m.group(1)
         if name in names:
-            raise located(QueryError(f"the name {name!r} is used twice (first by query {names[name]})",
-                                     line=line, column=column, hint="give every query its own name"), i, name, where)
+            raise located(
+                QueryError(f"the name {name!r} is used twice (first by query {names[name]})", line=line, column=column, hint="give every query its own name"),
+                i,
+                name,
+                where,
+            )
         names[name] = i
         offset = at + m.end()
-        padded = re.sub(r"[^\n]", " ", text[:offset]) + text[offset:start + len(stmt)]
+        padded = re.sub(r"[^\n]", " ", text[:offset]) + text[offset : start + len(stmt)]
         try:
             query = parse_any(padded, tables)
         except SlidewiseError as e:
@@ -108,12 +117,10 @@ def load_queries(path: str | os.PathLike, tables=frozenset()) -> list[NamedQuery
     """The named queries of the file ``path``."""
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise SourceError(f"query file {'is not a regular file' if os.path.exists(path) else 'not found'}: {path}",
-                          hint="pass a file of statements name: SELECT ...;")
+        raise SourceError(f"query file {'is not a regular file' if os.path.exists(path) else 'not found'}: {path}", hint="pass a file of statements name: SELECT ...;")
     try:
         if os.path.getsize(path) > MAX_QUERY_BYTES:
-            raise SourceError(f"query file {path} is larger than {MAX_QUERY_BYTES >> 20} MiB",
-                              hint="is it really a query file?")
+            raise SourceError(f"query file {path} is larger than {MAX_QUERY_BYTES >> 20} MiB", hint="is it really a query file?")
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SourceError(f"cannot read query file {path}: {e}", hint="pass a readable UTF-8 text file") from None

@@ -25,8 +25,11 @@ __all__ = ["has_window_clause", "parse_wjoin"]
 # the clause: from the first WINDOW/DWINDOW keyword followed by "(" or "=" up to WHERE (or the next clause), ";" or the end
 _START = re.compile(r"(?<![.\w])(d?window)\s*(?=[(=])", re.I)
 _END = re.compile(r"\b(?:where|group|having|order|limit)\b|;|$", re.I)
-_ITEM = re.compile(r"\s*(?P<kw>d?window)\s*(?:\(\s*(?P<a>[a-z_]\w*)\s*,\s*(?P<b>[a-z_]\w*)\s*\))?\s*=\s*"
-                   r"(?P<neg>-\s*)?(?P<num>\d+)\s*(?P<unit>(?!and\b|where\b)[a-z]+)?\s*", re.I)
+_ITEM = re.compile(
+    r"\s*(?P<kw>d?window)\s*(?:\(\s*(?P<a>[a-z_]\w*)\s*,\s*(?P<b>[a-z_]\w*)\s*\))?\s*=\s*"
+    r"(?P<neg>-\s*)?(?P<num>\d+)\s*(?P<unit>(?!and\b|where\b)[a-z]+)?\s*",
+    re.I,
+)
 _AND = re.compile(r"and\b", re.I)
 _USAGE = "write e.g. FROM A, B WINDOW(A, B) = 10 AND DWINDOW(B, C) = 5 WHERE ..., or WINDOW = 10 for every pair"
 
@@ -68,8 +71,8 @@ def parse_wjoin(text: str) -> WJoinQuery:
             raise _error(text, pos, "expected AND or WHERE after a window constraint")
         pos = a.end()
     try:
-        join = parse(text[:start.start()] + " " * (end - start.start()) + text[end:])
-    except QueryError as e:   # the same location, shown in the text as written
+        join = parse(text[: start.start()] + " " * (end - start.start()) + text[end:])
+    except QueryError as e:  # the same location, shown in the text as written
         if e.line is None or e.column is None:
             raise
         raise query_error(text, e.message, e.line, e.column, e.hint) from None
@@ -79,32 +82,29 @@ def parse_wjoin(text: str) -> WJoinQuery:
         w = int(m["num"])
         if m["unit"]:
             if m["unit"].lower() not in UNITS:
-                raise _error(text, m.start("unit"), f"unknown time unit {m['unit']!r}",
-                             hint="use ms, s, min, h or d, or no unit for the source's own timestamp units")
+                raise _error(text, m.start("unit"), f"unknown time unit {m['unit']!r}", hint="use ms, s, min, h or d, or no unit for the source's own timestamp units")
             w *= UNITS[m["unit"].lower()]
         if m["neg"]:
             raise _error(text, m.start("neg"), f"negative window -{m['num']}", hint="a window is a distance >= 0")
         directed = m["kw"].lower() == "dwindow"
         if m["a"] is None:
             if directed:
-                raise _error(text, m.start("kw"), "DWINDOW needs its two streams",
-                             hint="write DWINDOW(A, B) = w: A's tuple first, B's at most w later")
+                raise _error(text, m.start("kw"), "DWINDOW needs its two streams", hint="write DWINDOW(A, B) = w: A's tuple first, B's at most w later")
             constraints += [WindowConstraint(i, j, w) for i in range(join.n) for j in range(i + 1, join.n)]
             continue
         ends = []
         for g in ("a", "b"):
             if m[g].lower() not in aliases:
-                raise _error(text, m.start(g), f"unknown stream {m[g]!r} in a window constraint",
-                             hint=f"name a stream of FROM: {', '.join(join.aliases)}")
+                raise _error(text, m.start(g), f"unknown stream {m[g]!r} in a window constraint", hint=f"name a stream of FROM: {', '.join(join.aliases)}")
             ends.append(aliases.index(m[g].lower()))
         if ends[0] == ends[1]:
-            raise _error(text, m.start("b"), f"window constraint between {m['a']} and itself",
-                         hint="a constraint names two different streams of FROM")
+            raise _error(text, m.start("b"), f"window constraint between {m['a']} and itself", hint="a constraint names two different streams of FROM")
         constraints.append(WindowConstraint(ends[0], ends[1], w, directed))
     for s in join.streams:
         if s.window.kind != "unbounded":
-            raise QueryError(f"stream {s.alias} has its own window {s.window} in a W-join",
-                             hint="a W-join's windows are its WINDOW constraints; drop the [ ... ] after the stream")
+            raise QueryError(
+                f"stream {s.alias} has its own window {s.window} in a W-join", hint="a W-join's windows are its WINDOW constraints; drop the [ ... ] after the stream"
+            )
     try:
         return WJoinQuery(join, tuple(constraints))
     except QueryError as e:

@@ -33,8 +33,7 @@ def _why(e: Exception) -> str:
 
 
 def _client_error(uri: KafkaURI, e: Exception, what: str):
-    return SourceError(f"cannot {what} Kafka at {','.join(uri.servers)}: {_why(e)}",
-                       location=uri.text, hint="check the broker address and that it is running")
+    return SourceError(f"cannot {what} Kafka at {','.join(uri.servers)}: {_why(e)}", location=uri.text, hint="check the broker address and that it is running")
 
 
 def consumer(uri: KafkaURI):
@@ -43,8 +42,7 @@ def consumer(uri: KafkaURI):
     from kafka.errors import KafkaError
 
     try:
-        c = KafkaConsumer(bootstrap_servers=uri.servers, group_id=None, enable_auto_commit=False,
-                          auto_offset_reset="earliest")
+        c = KafkaConsumer(bootstrap_servers=uri.servers, group_id=None, enable_auto_commit=False, auto_offset_reset="earliest")
         parts = c.partitions_for_topic(uri.topic)
     except KafkaError as e:
         raise _client_error(uri, e, "read from") from None
@@ -94,8 +92,9 @@ def read(c, uri: KafkaURI, start: dict[int, int], end: dict[int, int]) -> list[t
         if got:
             deadline = time.monotonic() + _STALL_SECONDS
         elif time.monotonic() > deadline:
-            raise SourceError(f"topic {uri.topic!r} stopped returning messages before its end offsets {end}",
-                              location=uri.text, hint="check the broker; rerun to continue")
+            raise SourceError(
+                f"topic {uri.topic!r} stopped returning messages before its end offsets {end}", location=uri.text, hint="check the broker; rerun to continue"
+            )
     c.resume(*c.paused())
     return out
 
@@ -186,8 +185,9 @@ class TopicWriter:
                 n += 1
             self.producer.flush()
         except KafkaError as e:
-            raise OptionError(f"writing to Kafka failed: {_why(e)}", location=self.uri.text,
-                              hint="check the broker; rerun the same command to write what is missing") from None
+            raise OptionError(
+                f"writing to Kafka failed: {_why(e)}", location=self.uri.text, hint="check the broker; rerun the same command to write what is missing"
+            ) from None
         self.sent += n
         return n
 

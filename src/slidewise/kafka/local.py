@@ -51,10 +51,10 @@ def run_local(run, query, sources: dict, *, out=None, **options):
             options.setdefault("collect", False)
         try:
             return run(query, given, out=writer if writer is not None else out, **options)
-        except SlidewiseError as e:   # name the topic, not its temporary file
+        except SlidewiseError as e:  # name the topic, not its temporary file
             for name, spec in sources.items():
                 if is_kafka(spec) and e.location and e.location.startswith(given[name]):
-                    e.location = spec + e.location[len(given[name]):]
+                    e.location = spec + e.location[len(given[name]) :]
             raise
     finally:
         if writer is not None:

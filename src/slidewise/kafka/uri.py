@@ -44,8 +44,7 @@ class KafkaURI:
         opts = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
         unknown = [k for k in opts if k not in _OPTIONS]
         if unknown:
-            raise OptionError(f"unknown Kafka option {unknown[0]!r} in {text!r}",
-                              hint=f"options: {', '.join(_OPTIONS)}")
+            raise OptionError(f"unknown Kafka option {unknown[0]!r} in {text!r}", hint=f"options: {', '.join(_OPTIONS)}")
         fmt = opts.get("format", "json").lower()
         if fmt == "avro":
             raise OptionError(f"format=avro is not supported yet ({text})", hint="use format=json or format=csv")
@@ -53,8 +52,7 @@ class KafkaURI:
             raise OptionError(f"unknown Kafka value format {fmt!r} in {text!r}", hint="use format=json or format=csv")
         columns = [c.strip() for c in opts.get("columns", "").split(",") if c.strip()]
         if fmt == "csv" and not columns:
-            raise OptionError(f"format=csv needs the field names: {text}",
-                              hint="add &columns=ts,a,b (CSV messages carry no header)")
+            raise OptionError(f"format=csv needs the field names: {text}", hint="add &columns=ts,a,b (CSV messages carry no header)")
         parts = opts.get("partitions", "1")
         if not parts.isdigit() or int(parts) < 1:
             raise OptionError(f"partitions must be a positive integer in {text!r}")

@@ -55,13 +55,11 @@ class StreamBatch:
     @classmethod
     def empty(cls, stream: int, columns: dict[str, np.dtype] | list[str]) -> StreamBatch:
         names = columns.items() if isinstance(columns, dict) else ((c, np.int64) for c in columns)
-        return cls(stream, np.empty(0, np.int64), np.empty(0, np.int64),
-                   {c: np.empty(0, dt) for c, dt in names})
+        return cls(stream, np.empty(0, np.int64), np.empty(0, np.int64), {c: np.empty(0, dt) for c, dt in names})
 
     def take(self, idx: np.ndarray | slice) -> StreamBatch:
         assert self.sign is not None  # set by __post_init__
-        return StreamBatch(self.stream, self.pos[idx], self.ts[idx],
-                           {k: v[idx] for k, v in self.cols.items()}, self.sign[idx])
+        return StreamBatch(self.stream, self.pos[idx], self.ts[idx], {k: v[idx] for k, v in self.cols.items()}, self.sign[idx])
 
     def tuples(self) -> list[Tup]:
         """The batch as :class:`Tup` objects (attribute values as Python scalars)."""
@@ -69,9 +67,7 @@ class StreamBatch:
         names = list(self.cols)
         columns = [self.cols[n].tolist() for n in names]
         rows = zip(*columns) if columns else ((),) * len(self)
-        return [Tup(self.stream, p, t, s, dict(zip(names, vals)))
-                for p, t, s, vals in zip(self.pos.tolist(), self.ts.tolist(),
-                                         self.sign.tolist(), rows)]
+        return [Tup(self.stream, p, t, s, dict(zip(names, vals))) for p, t, s, vals in zip(self.pos.tolist(), self.ts.tolist(), self.sign.tolist(), rows)]
 
 
 @dataclass(slots=True)
@@ -117,8 +113,7 @@ class ResultBatch:
 
     @classmethod
     def empty(cls, n_streams: int) -> ResultBatch:
-        return cls(np.empty((0, n_streams), np.int64), np.empty(0, np.int64),
-                   np.empty(0, np.int64), np.empty(0, np.int8), {})
+        return cls(np.empty((0, n_streams), np.int64), np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int8), {})
 
     @classmethod
     def concat(cls, parts: list[ResultBatch], n_streams: int) -> ResultBatch:
@@ -128,13 +123,14 @@ class ResultBatch:
         if len(parts) == 1:
             return parts[0]
         names = list(parts[0].cols)
-        return cls(np.concatenate([p.members for p in parts]),
-                   np.concatenate([p.ts for p in parts]),
-                   np.concatenate([p.exp for p in parts]),
-                   np.concatenate([p.sign for p in parts]),
-                   {n: np.concatenate([p.cols[n] for p in parts]) for n in names})
+        return cls(
+            np.concatenate([p.members for p in parts]),
+            np.concatenate([p.ts for p in parts]),
+            np.concatenate([p.exp for p in parts]),
+            np.concatenate([p.sign for p in parts]),
+            {n: np.concatenate([p.cols[n] for p in parts]) for n in names},
+        )
 
     def keys(self) -> list[tuple[tuple[int, ...], int, int, int]]:
         """``(members, ts, exp, sign)`` per result: the identity compared with the oracle."""
-        return [(tuple(m), t, e, s) for m, t, e, s in
-                zip(self.members.tolist(), self.ts.tolist(), self.exp.tolist(), self.sign.tolist())]
+        return [(tuple(m), t, e, s) for m, t, e, s in zip(self.members.tolist(), self.ts.tolist(), self.exp.tolist(), self.sign.tolist())]

@@ -64,8 +64,8 @@ class AggregateRows(Incremental):
             else:
                 kind = {"count": _COUNT, "sum": _SUM, "avg": _AVG}.get(a.func, _MINMAX)
             self.specs.append((kind, a.func, arg, a.param))
-        self.groups: dict = {}    # group key -> [rows, state per aggregate]
-        self.results: dict = {}   # group key -> current output values
+        self.groups: dict = {}  # group key -> [rows, state per aggregate]
+        self.results: dict = {}  # group key -> current output values
         inp = ctx.inputs[0] if ctx.inputs else Pattern.WKS
         self.input = None if ctx.strategy == "nt" else ctx.store(inp)
 
@@ -73,8 +73,7 @@ class AggregateRows(Incremental):
         return tuple([f(vals) for f in self.keyfns])
 
     def _fresh(self):
-        return [0] + [0 if kind in (_STAR, _COUNT) else [0, 0] if kind in (_SUM, _AVG)
-                      else [] if kind in (_MINMAX, _QUANTILE) else {} for kind, *_ in self.specs]
+        return [0] + [0 if kind in (_STAR, _COUNT) else [0, 0] if kind in (_SUM, _AVG) else [] if kind in (_MINMAX, _QUANTILE) else {} for kind, *_ in self.specs]
 
     def _apply(self, vals, sign, touched) -> None:
         gk = self._group_key(vals)
@@ -128,7 +127,7 @@ class AggregateRows(Incremental):
             elif kind == _MINMAX:
                 out.append((s[0] if func == "min" else s[-1]) if s else None)
             elif kind == _TOPK:
-                ranked = sorted(s.items(), key=lambda vc: (-vc[1], vc[0]))[:int(p or 1)]
+                ranked = sorted(s.items(), key=lambda vc: (-vc[1], vc[0]))[: int(p or 1)]
                 out.append(",".join(str(v) for v, _ in ranked) if ranked else None)
             elif kind == _QUANTILE:
                 out.append(of_sorted(s, p))

@@ -77,8 +77,7 @@ class DeltaJoin(Incremental):
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
         if len(node.inputs) != 2:
-            raise PlanError(f"DeltaJoin joins two inputs, got {len(node.inputs)}",
-                            hint="build n-ary joins with plan_ops.build_join_chain")
+            raise PlanError(f"DeltaJoin joins two inputs, got {len(node.inputs)}", hint="build n-ary joins with plan_ops.build_join_chain")
         li, ri, extra = equality_positions(node, ctx.aliases)
         filters = tuple(node.filters) + tuple(extra)
         self.filter = None
@@ -88,8 +87,7 @@ class DeltaJoin(Incremental):
         self.keys = (key_function(li), key_function(ri))
         self.keyed = bool(li)
         pats = tuple(ctx.inputs) + (Pattern.WKS,) * (2 - len(ctx.inputs))
-        self.states = (ctx.store(pats[0], self.keys[0]),
-                       ctx.store(pats[1], self.keys[1]))
+        self.states = (ctx.store(pats[0], self.keys[0]), ctx.store(pats[1], self.keys[1]))
 
     def push(self, side, rows, now):
         out: list = []

@@ -109,9 +109,10 @@ class DeltaStar(Incremental):
     def __init__(self, node, ctx):
         super().__init__(node, ctx)
         if ctx.strategy == "nt" or (ctx.inputs and ctx.inputs[0] == Pattern.STR):
-            raise PlanError("δ* distinct needs input without premature deletions (Golab's thesis §3.5.2)",
-                            hint="use the strict (counting) or naive distinct for strict non-monotonic "
-                                 "input or the NT strategy")
+            raise PlanError(
+                "δ* distinct needs input without premature deletions (Golab's thesis §3.5.2)",
+                hint="use the strict (counting) or naive distinct for strict non-monotonic input or the NT strategy",
+            )
         inp = ctx.inputs[0] if ctx.inputs else Pattern.WKS
         self.output = ctx.store(max(Pattern.WK, inp))
         self.aux: dict = {}
@@ -120,13 +121,11 @@ class DeltaStar(Incremental):
         """O(1) per row: one hash probe of the output, at most one auxiliary update."""
         out: list = []
         output, aux = self.output, self.aux
-        lookup = output.index_get   # the hash index: value -> its output row(s)
+        lookup = output.index_get  # the hash index: value -> its output row(s)
         for row in rows:
             v, _, exp, sign = row
             if sign < 0:
-                raise ExecutionError("δ* distinct received a negative tuple",
-                                     hint="its input must not be strict non-monotonic; "
-                                          "plan the strict distinct instead")
+                raise ExecutionError("δ* distinct received a negative tuple", hint="its input must not be strict non-monotonic; plan the strict distinct instead")
             current = lookup(v)
             if not current:
                 o = (v, now, exp, 1)
@@ -173,7 +172,7 @@ class DeltaStar(Incremental):
                 prev, e = e, event()
 
         e, prev = event(), lo - 1
-        for t, rows in (inputs[0][1] if inputs else ()):
+        for t, rows in inputs[0][1] if inputs else ():
             e, prev = expirations_before(t, e, prev)
             grp = []
             if e <= t:

@@ -133,6 +133,7 @@ class Context:
     def store(self, pattern: Pattern, key=None, *, lookups: bool = True):
         """The state store for an input of ``pattern`` (:func:`slidewise.operators.state.stores.make_store`)."""
         from slidewise.operators.state.stores import make_store
+
         return make_store(self.strategy, pattern, key, self.partitions, lookups=lookups)
 
 

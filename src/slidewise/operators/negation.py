@@ -57,7 +57,7 @@ class NegationRows(Incremental):
                 try:
                     li.append(column_index(a, lschema, ctx.aliases))
                     ri.append(column_index(b, rschema, ctx.aliases))
-                except PlanError:   # written right = left
+                except PlanError:  # written right = left
                     li.append(column_index(b, lschema, ctx.aliases))
                     ri.append(column_index(a, rschema, ctx.aliases))
             lkey, rkey = _key_function(li), _key_function(ri)
@@ -67,7 +67,7 @@ class NegationRows(Incremental):
         self.left = ctx.store(pats[0], lkey)
         self.right = None if ctx.strategy == "nt" else ctx.store(pats[1], rkey)
         self.rcount: dict = {}
-        self.shown: dict = {}   # except: value -> sorted exps of the copies in the answer
+        self.shown: dict = {}  # except: value -> sorted exps of the copies in the answer
 
     # -- right side ------------------------------------------------------------------------
 
@@ -173,8 +173,7 @@ class NegationRows(Incremental):
         return out
 
     def next_event(self):
-        times = [t for t in (self.left.next_expiry(),
-                             None if self.right is None else self.right.next_expiry()) if t is not None]
+        times = [t for t in (self.left.next_expiry(), None if self.right is None else self.right.next_expiry()) if t is not None]
         return min(times) + 1 if times else None
 
     def state_size(self):

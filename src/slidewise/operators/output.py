@@ -88,7 +88,7 @@ class AnswerTracker:
     def __init__(self, ctx: Context, pattern):
         self.store = answer_store(ctx, pattern)
         self.delta: dict = {}
-        self.at: int | None = None     # the instant ``delta`` belongs to
+        self.at: int | None = None  # the instant ``delta`` belongs to
 
     def begin(self, now: int) -> None:
         self.at = now
@@ -137,7 +137,7 @@ class AnswerTracker:
         return len(self.store)
 
 
-_EMPTY: Counter = Counter()   # never modified: callers only read a taken change
+_EMPTY: Counter = Counter()  # never modified: callers only read a taken change
 
 
 class OutputWindow:
@@ -149,11 +149,9 @@ class OutputWindow:
         if spec.kind == "rows" and spec.partition_by:
             names = [c.rsplit(".", 1)[-1] for c in schema]
             if spec.partition_by not in names and spec.partition_by not in schema:
-                raise PlanError(f"WSTREAM window: no column {spec.partition_by!r} to partition by",
-                                hint=f"the output columns are: {', '.join(schema)}")
-            self.key_index = list(schema).index(spec.partition_by) if spec.partition_by in schema \
-                else names.index(spec.partition_by)
-        self.rows: deque = deque()     # (ts, vals) in insertion order
+                raise PlanError(f"WSTREAM window: no column {spec.partition_by!r} to partition by", hint=f"the output columns are: {', '.join(schema)}")
+            self.key_index = list(schema).index(spec.partition_by) if spec.partition_by in schema else names.index(spec.partition_by)
+        self.rows: deque = deque()  # (ts, vals) in insertion order
         self.parts: dict = {}
 
     def advance(self, now: int, inserted: list[tuple]) -> tuple[Counter, Counter]:
@@ -293,7 +291,7 @@ def _plain_rows(kind: str, delta: dict, now: int) -> list[tuple]:
     if not delta:
         return []
     if len(delta) == 1:
-        (v, m), = delta.items()
+        ((v, m),) = delta.items()
         if m > 0 and kind != "dstream":
             return [(v, now, 1)] * m
         if m < 0 and kind != "istream":
@@ -313,7 +311,7 @@ def _plain_rows(kind: str, delta: dict, now: int) -> list[tuple]:
 
 def _rows(counts: Counter, now: int, sign: int) -> list[tuple]:
     if len(counts) == 1:
-        (v, m), = counts.items()
+        ((v, m),) = counts.items()
         return [(v, now, sign)] * m if m > 0 else []
     return [(v, now, sign) for v in _sorted_rows(counts)]
 
@@ -330,17 +328,16 @@ class MixedJoin(Incremental):
     name = "mixed-internal-join"
     expire_every_instant = True
 
-    def __init__(self, node: Node, ctx: Context, inner: Incremental, kept: dict[int, tuple[int, int]],
-                 kept_patterns: dict[int, object], result_pattern):
+    def __init__(self, node: Node, ctx: Context, inner: Incremental, kept: dict[int, tuple[int, int]], kept_patterns: dict[int, object], result_pattern):
         super().__init__(node, ctx)
-        self.inner, self.kept = inner, kept                 # side -> (start, end) of its columns
+        self.inner, self.kept = inner, kept  # side -> (start, end) of its columns
         self.inputs = {j: AnswerTracker(ctx, p) for j, p in kept_patterns.items()}
         self.present = {j: Counter() for j in kept}
         self.results = AnswerTracker(ctx, result_pattern)
-        self.acc: Counter = Counter()                       # accumulated insertions (before this instant)
-        self.now_pos: Counter = Counter()                   # this instant's net insertions so far
-        self.running: Counter = Counter()                   # this instant's net change so far
-        self.by_part = {j: {} for j in kept}                # part -> set of accumulated rows
+        self.acc: Counter = Counter()  # accumulated insertions (before this instant)
+        self.now_pos: Counter = Counter()  # this instant's net insertions so far
+        self.running: Counter = Counter()  # this instant's net change so far
+        self.by_part = {j: {} for j in kept}  # part -> set of accumulated rows
         self.visible: Counter = Counter()
 
     def expire(self, now: int) -> list[Row]:
@@ -392,11 +389,9 @@ class MixedJoin(Incremental):
         return out
 
     def next_event(self) -> int | None:
-        events = [self.inner.next_event(), self.results.next_event(),
-                  *(t.next_event() for t in self.inputs.values())]
+        events = [self.inner.next_event(), self.results.next_event(), *(t.next_event() for t in self.inputs.values())]
         events = [e for e in events if e is not None]
         return min(events) if events else None
 
     def state_size(self) -> int:
-        return (self.inner.state_size() + len(self.results) + sum(len(t) for t in self.inputs.values())
-                + len(self.acc))
+        return self.inner.state_size() + len(self.results) + sum(len(t) for t in self.inputs.values()) + len(self.acc)

@@ -89,15 +89,15 @@ def build(node: Node, ctx: Context) -> Incremental:
         if len(node.inputs) == 2:
             return _binary_join(node, ctx)
         return build_join_chain(node, ctx)
-    raise PlanError(f"{type(node).__name__} nodes are built by the executor, not by plan_ops",
-                    hint="scans and subqueries: operators/window_scan.py; output: operators/output.py")
+    raise PlanError(
+        f"{type(node).__name__} nodes are built by the executor, not by plan_ops", hint="scans and subqueries: operators/window_scan.py; output: operators/output.py"
+    )
 
 
 def _binary_join(node: Join, ctx: Context) -> Incremental:
     kinds = [relation_kind(i) for i in node.inputs]
     if kinds[0] and kinds[1]:
-        raise PlanError("a join of two relations is not a stream query",
-                        hint="join each relation with a stream window")
+        raise PlanError("a join of two relations is not a stream query", hint="join each relation with a stream window")
     if kinds[0] or kinds[1]:
         return RelationJoin(node, ctx)
     return DeltaJoin(node, ctx)

@@ -31,8 +31,7 @@ def output_columns(query: JoinQuery, results: ResultBatch) -> dict[str, np.ndarr
                 out.update({k: v for k, v in results.cols.items() if k.startswith(prefix)})
                 continue
             value = evaluate(item.expr, get)
-            out[item.name] = np.broadcast_to(np.asarray(value), (len(results),)).copy() \
-                if np.ndim(value) == 0 else value
+            out[item.name] = np.broadcast_to(np.asarray(value), (len(results),)).copy() if np.ndim(value) == 0 else value
     out["ts"] = results.ts
     out["exp"] = results.exp
     out["sign"] = results.sign
@@ -44,11 +43,9 @@ def output_names(query: JoinQuery, schemas: list[list[str]]) -> list[str]:
     aliases = query.aliases
     names: list[str] = []
     star = [Col(i, "*", a) for i, a in enumerate(aliases)] if query.select is None else None
-    for item in star or [i.expr if isinstance(i.expr, Col) and i.expr.attr == "*" else i
-                         for i in query.select]:
+    for item in star or [i.expr if isinstance(i.expr, Col) and i.expr.attr == "*" else i for i in query.select]:
         if isinstance(item, Col):
-            names += [f"{aliases[item.stream]}.ts"] + [f"{aliases[item.stream]}.{c}"
-                                                        for c in schemas[item.stream]]
+            names += [f"{aliases[item.stream]}.ts"] + [f"{aliases[item.stream]}.{c}" for c in schemas[item.stream]]
         else:
             names.append(item.name)
     return names + ["ts", "exp", "sign"]
@@ -101,15 +98,14 @@ class ProjectRows(Incremental):
             if len(pos) == 1:
                 i = pos[0]
                 return [(t, [((v[i],), ts, exp, sign) for v, ts, exp, sign in rows]) for t, rows in groups]
-            return [(t, [(tuple([v[i] for i in pos]), ts, exp, sign) for v, ts, exp, sign in rows])
-                    for t, rows in groups]
+            return [(t, [(tuple([v[i] for i in pos]), ts, exp, sign) for v, ts, exp, sign in rows]) for t, rows in groups]
         fns = self.fns
-        return [(t, [(tuple([f(v) for f in fns]), ts, exp, sign) for v, ts, exp, sign in rows])
-                for t, rows in groups]
+        return [(t, [(tuple([f(v) for f in fns]), ts, exp, sign) for v, ts, exp, sign in rows]) for t, rows in groups]
 
 
 def _getter(i):
     def get(vals):
         return vals[i]
+
     get.position = i
     return get

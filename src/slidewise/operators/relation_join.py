@@ -56,8 +56,7 @@ class RelationJoin(Incremental):
         side = ctx.options.get("table_side")
         if side is None:
             if kinds[0] is None and kinds[1] is None:
-                raise PlanError("relation join without a relation input",
-                                hint="join windows with DeltaJoin")
+                raise PlanError("relation join without a relation input", hint="join windows with DeltaJoin")
             side = 1 if kinds[1] is not None else 0
         self.table_side = side
         self.kind = ctx.options.get("relation") or kinds[side] or "nrr"
@@ -75,14 +74,12 @@ class RelationJoin(Incremental):
         self.tkey, self.skey = key_function(tidx), key_function(sidx)
         pats = tuple(ctx.inputs) + (Pattern.WKS,) * (2 - len(ctx.inputs))
         stream_pattern = pats[1 - side]
-        self.table: dict = {}     # primary key -> vals
-        self.index: dict = {}     # join key -> {primary key: vals}
+        self.table: dict = {}  # primary key -> vals
+        self.index: dict = {}  # join key -> {primary key: vals}
         self.deleted: set = set()
-        self.window = ctx.store(stream_pattern, self.skey) \
-            if self.kind == "table" else None
-        self.memo = {} if self.kind == "nrr" and (ctx.strategy == "nt" or stream_pattern == Pattern.STR) \
-            else None
-        self._now, self._now_rows = None, []   # NRR: stream rows of the current instant
+        self.window = ctx.store(stream_pattern, self.skey) if self.kind == "table" else None
+        self.memo = {} if self.kind == "nrr" and (ctx.strategy == "nt" or stream_pattern == Pattern.STR) else None
+        self._now, self._now_rows = None, []  # NRR: stream rows of the current instant
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -147,8 +144,8 @@ class RelationJoin(Incremental):
                 if nrr and pk in self.deleted:
                     raise ExecutionError(
                         f"NRR key reused: {self.alias} key {pk!r} was deleted and is inserted again at {now}",
-                        hint="non-retroactive relations ban key reuse (Golab's thesis §3.3.1): give the row a new "
-                             "key, or declare the relation retroactive with TABLE")
+                        hint="non-retroactive relations ban key reuse (Golab's thesis §3.3.1): give the row a new key, or declare the relation retroactive with TABLE",
+                    )
                 self._insert(v, now, out)
             else:
                 if nrr and pk in self.table:
@@ -211,4 +208,3 @@ class RelationJoin(Incremental):
     def state_size(self):
         memo = 0 if self.memo is None else sum(len(c) for c in self.memo.values())
         return len(self.table) + (len(self.window) if self.window is not None else 0) + memo
-

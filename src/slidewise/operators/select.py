@@ -26,11 +26,9 @@ class Select(JoinOperator):
     @classmethod
     def check(cls, query: JoinQuery) -> None:
         if query.n != 1:
-            raise PlanError("the select operator serves one-stream queries",
-                            hint="use a join algorithm for several streams")
+            raise PlanError("the select operator serves one-stream queries", hint="use a join algorithm for several streams")
         if query.slide:
-            raise PlanError("SLIDE on a one-stream selection is not supported yet",
-                            hint="drop SLIDE: a selection's answer does not depend on evaluation times")
+            raise PlanError("SLIDE on a one-stream selection is not supported yet", hint="drop SLIDE: a selection's answer does not depend on evaluation times")
 
     def process(self, chunk: list[StreamBatch]) -> ResultBatch:
         batch = chunk[0]
@@ -71,8 +69,7 @@ def column_index(col: Col, schema: tuple[str, ...], aliases: tuple[str, ...]) ->
     try:
         return schema.index(name)
     except ValueError:
-        raise PlanError(f"column {name} is not an input of this operator",
-                        hint=f"available columns: {', '.join(schema)}") from None
+        raise PlanError(f"column {name} is not an input of this operator", hint=f"available columns: {', '.join(schema)}") from None
 
 
 def row_function(expr, schema: tuple[str, ...], aliases: tuple[str, ...]):
@@ -102,15 +99,17 @@ def row_function(expr, schema: tuple[str, ...], aliases: tuple[str, ...]):
             def compare_lit(vals):
                 a = left(vals)
                 return None if a is None or a != a else fn(a, c)
+
             return compare_lit
 
         def compare(vals):
             a, b = left(vals), right(vals)
             return None if a is None or b is None or a != a or b != b else fn(a, b)
+
         return compare
     if isinstance(expr, (And, Or)):
         parts = [row_function(i, schema, aliases) for i in expr.items]
-        decisive = not isinstance(expr, And)   # the value that settles the connective
+        decisive = not isinstance(expr, And)  # the value that settles the connective
 
         def connective(vals):
             out = not decisive
@@ -121,6 +120,7 @@ def row_function(expr, schema: tuple[str, ...], aliases: tuple[str, ...]):
                 elif bool(v) == decisive:
                     return decisive
             return out
+
         return connective
     if isinstance(expr, Not):
         inner = row_function(expr.item, schema, aliases)
@@ -128,6 +128,7 @@ def row_function(expr, schema: tuple[str, ...], aliases: tuple[str, ...]):
         def negation(vals):
             v = inner(vals)
             return None if v is None else not v
+
         return negation
     if isinstance(expr, Like):
         item, pattern = row_function(expr.item, schema, aliases), expr.pattern
@@ -163,7 +164,7 @@ class SelectRows(Incremental):
         """Stateless: every group filtered in one pass (empty groups dropped)."""
         test = self.test
         out = []
-        for t, rows in (inputs[0][1] if inputs else ()):
+        for t, rows in inputs[0][1] if inputs else ():
             kept = [r for r in rows if test(r[0])]
             if kept:
                 out.append((t, kept))

@@ -48,8 +48,7 @@ class WindowScan(Incremental):
 
     name = "window"
 
-    def __init__(self, node: Node, ctx: Context, spec: WindowSpec | None = None,
-                 schema: tuple[str, ...] | None = None):
+    def __init__(self, node: Node, ctx: Context, spec: WindowSpec | None = None, schema: tuple[str, ...] | None = None):
         super().__init__(node, ctx)
         self.spec = spec if spec is not None else node.window
         if self.spec is None:
@@ -64,14 +63,13 @@ class WindowScan(Incremental):
             wanted = self.spec.partition_by
             matches = [i for i, c in enumerate(schema) if c == wanted or c.rsplit(".", 1)[-1] == wanted]
             if not matches:
-                raise PlanError(f"PARTITION BY {wanted}: no such column in {node.label()}",
-                                hint=f"the columns are: {', '.join(schema)}")
+                raise PlanError(f"PARTITION BY {wanted}: no such column in {node.label()}", hint=f"the columns are: {', '.join(schema)}")
             self.key_index = matches[0]
-        self._fifo: deque = deque()           # nt: (expiry instant, vals); count: vals
-        self._parts: dict = {}                # partitioned count windows: key -> deque of vals
-        self._held = 0                        # tuples in _fifo and _parts
+        self._fifo: deque = deque()  # nt: (expiry instant, vals); count: vals
+        self._parts: dict = {}  # partitioned count windows: key -> deque of vals
+        self._held = 0  # tuples in _fifo and _parts
         self.length = self.spec.length if self.spec.kind in ("range", "now") else None
-        self.stateless = not self.count and not self.negatives   # direct/upa time windows keep nothing
+        self.stateless = not self.count and not self.negatives  # direct/upa time windows keep nothing
 
     def push(self, side: int, rows: list[Row], now: int) -> list[Row]:
         out: list[Row] = []
@@ -180,19 +178,21 @@ class TableFeeder(Incremental):
             key = vals[0]
             if sign > 0:
                 if key in self.live:
-                    raise SourceError(f"key {key!r} inserted twice at ts {now}", location=where,
-                                      hint="delete the row (op '-') before inserting a new one with its key")
+                    raise SourceError(f"key {key!r} inserted twice at ts {now}", location=where, hint="delete the row (op '-') before inserting a new one with its key")
                 if key in self.deleted and self.node.kind == "nrr":
-                    raise SourceError(f"key {key!r} reused at ts {now} after it was deleted", location=where,
-                                      hint="a non-retroactive relation cannot reuse a deleted key: "
-                                           "results joined with the old row remain valid; use a new key")
+                    raise SourceError(
+                        f"key {key!r} reused at ts {now} after it was deleted",
+                        location=where,
+                        hint="a non-retroactive relation cannot reuse a deleted key: results joined with the old row remain valid; use a new key",
+                    )
                 self.live[key] = vals
                 out.append((vals, now, NO_EXP, 1))
             else:
                 old = self.live.pop(key, None)
                 if old is None:
-                    raise SourceError(f"delete of key {key!r} at ts {now}, which is not in the table",
-                                      location=where, hint="a delete (op '-') names the key of a live row")
+                    raise SourceError(
+                        f"delete of key {key!r} at ts {now}, which is not in the table", location=where, hint="a delete (op '-') names the key of a live row"
+                    )
                 self.deleted.add(key)
                 out.append((old, now, NO_EXP, -1))
         return out

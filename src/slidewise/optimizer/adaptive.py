@@ -83,15 +83,16 @@ class AdaptiveOptions:
     def __post_init__(self) -> None:
         if not (math.isfinite(self.factor) and self.factor > 1):
             from slidewise.errors import OptionError
-            raise OptionError(f"--adaptive needs a drift factor above 1, got {self.factor:g}",
-                              hint="e.g. --adaptive 2 (re-plan when a rate or distinct count doubles or halves)")
+
+            raise OptionError(
+                f"--adaptive needs a drift factor above 1, got {self.factor:g}", hint="e.g. --adaptive 2 (re-plan when a rate or distinct count doubles or halves)"
+            )
 
 
 def drift(old: Statistics, new: Statistics, factor: float) -> str | None:
     """The first statistic that moved by ``factor`` or more (``"S2 rate 1 -> 4.2"``), else ``None``."""
     for a, b in zip(old.streams, new.streams):
-        pairs = [("rate", a.rate, b.rate)] + [(f"distinct {k}", a.distinct[k], b.distinct[k])
-                                              for k in a.distinct if k in b.distinct]
+        pairs = [("rate", a.rate, b.rate)] + [(f"distinct {k}", a.distinct[k], b.distinct[k]) for k in a.distinct if k in b.distinct]
         for what, x, y in pairs:
             if x > 0 and y > 0 and max(x / y, y / x) >= factor:
                 return f"{b.alias} {what} {x:.4g} -> {y:.4g}"
@@ -155,8 +156,7 @@ class AdaptiveReplanner:
         stats = self.online.statistics()
         if self.baseline is None:
             # the first estimates are trusted once the longest window has been covered
-            if self.online.now is not None and self.first_ts is not None \
-                    and self.online.now - self.first_ts >= self.online.horizon:
+            if self.online.now is not None and self.first_ts is not None and self.online.now - self.first_ts >= self.online.horizon:
                 self.baseline = stats
             return
         reason = drift(self.baseline, stats, self.opt.factor)
@@ -168,19 +168,20 @@ class AdaptiveReplanner:
     def replan(self, op: JoinOperator, stats: Statistics, reason: str, first_pos: int | None = None) -> dict:
         names = self.query.aliases
         old = list(op.order)
+        kept = [names[i] for i in old]
+        event: dict[str, Any] = {"chunk": self.chunks, "before_pos": first_pos, "reason": reason, "old": kept, "new": kept, "migrated": False}
         try:
             ranked = plan_costs(self.query, stats, op, old)
         except PlanError as err:  # no cost formula for this plan: keep the order, say why
-            event: dict[str, Any] = {"chunk": self.chunks, "before_pos": first_pos, "reason": reason,
-                     "old": [names[i] for i in old], "new": [names[i] for i in old],
-                     "migrated": False, "error": err.message}
+            event["error"] = err.message
             self.events.append(event)
             return event
         cost_old = next(c for c, o in ranked if o == old) if any(o == old for _, o in ranked) else math.inf
-        event = {"chunk": self.chunks, "before_pos": first_pos, "reason": reason,
-                 "old": [names[i] for i in old], "new": [names[i] for i in old], "migrated": False,
-                 "cost_old": round(cost_old, 3), "cost_new": round(cost_old, 3),
-                 "rates": {s.alias: round(s.rate, 6) for s in stats.streams}}
+        event |= {
+            "cost_old": round(cost_old, 3),
+            "cost_new": round(cost_old, 3),
+            "rates": {s.alias: round(s.rate, 6) for s in stats.streams},
+        }
         for cost, order in ranked:
             if order == old or cost > cost_old * (1 - self.opt.min_gain):
                 break

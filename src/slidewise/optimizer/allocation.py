@@ -114,16 +114,26 @@ class Allocation:
         def per(values):
             return {n: round(float(v), 6) for n, v in zip(names, values)}
 
-        return {"strategy": self.strategy, "mode": self.mode,
-                "cpu_limited": self.cpu_limited, "memory_limited": self.memory_limited,
-                "arrival_rate": per(self.arrival), "effective_rate": per(self.rates),
-                "window": per(self.windows), "full_window": per(self.full_windows),
-                "keep_probability": per(self.keep), "window_probability": per(self.sample),
-                "sigma": self.sigma, "predicted_output_rate": round(self.output_rate, 6),
-                "predicted_exact_rate": round(self.exact_rate, 6), "notes": list(self.notes)}
+        return {
+            "strategy": self.strategy,
+            "mode": self.mode,
+            "cpu_limited": self.cpu_limited,
+            "memory_limited": self.memory_limited,
+            "arrival_rate": per(self.arrival),
+            "effective_rate": per(self.rates),
+            "window": per(self.windows),
+            "full_window": per(self.full_windows),
+            "keep_probability": per(self.keep),
+            "window_probability": per(self.sample),
+            "sigma": self.sigma,
+            "predicted_output_rate": round(self.output_rate, 6),
+            "predicted_exact_rate": round(self.exact_rate, 6),
+            "notes": list(self.notes),
+        }
 
 
 # ------------------------------------------------------------- the model ----
+
 
 def output_rate(rates: Sequence[float], windows: Sequence[float], sigma: float = 1.0) -> float:
     """``σ Σ_i λ_i Π_{j≠i} W_j`` (Kang et al. Eq. 12 for two streams: ``σ(λ_a B + λ_b A)``)."""
@@ -139,8 +149,8 @@ def output_rate(rates: Sequence[float], windows: Sequence[float], sigma: float =
 
 # ---------------------------------------------------- two-stream closed forms ----
 
-def cpu_two(la: float, lb: float, a: float, b: float, mu: float,
-            min_share: float = 0.0) -> tuple[float, float]:
+
+def cpu_two(la: float, lb: float, a: float, b: float, mu: float, min_share: float = 0.0) -> tuple[float, float]:
     """Effective rates ``(λ'_a, λ'_b)`` maximising Eq. 14 for window sizes ``a``, ``b``.
 
     ``λ'_a + λ'_b = μ`` when ``λ_a + λ_b > μ``; each stream keeps at least
@@ -160,8 +170,7 @@ def cpu_two(la: float, lb: float, a: float, b: float, mu: float,
     return xa, mu - xa
 
 
-def memory_two(la: float, lb: float, memory: float, cap_a: float, cap_b: float,
-               min_share: float = 0.0) -> tuple[float, float]:
+def memory_two(la: float, lb: float, memory: float, cap_a: float, cap_b: float, min_share: float = 0.0) -> tuple[float, float]:
     """Window sizes ``(A, B)`` maximising Eq. 16 with ``A + B = M``, ``A ≤ cap_a``, ``B ≤ cap_b``.
 
     The slower stream's window gets the memory (the faster stream probes it);
@@ -180,19 +189,18 @@ def memory_two(la: float, lb: float, memory: float, cap_a: float, cap_b: float,
     return wa, memory - wa
 
 
-def both_two(la: float, lb: float, a_full: float, b_full: float, mu: float, memory: float,
-             min_share: float = 0.0) -> tuple[float, float, float, float]:
+def both_two(la: float, lb: float, a_full: float, b_full: float, mu: float, memory: float, min_share: float = 0.0) -> tuple[float, float, float, float]:
     """``(λ'_a, λ'_b, A, B)`` maximising Eq. 17–19 (both budgets binding).
 
     ``r_o`` is bilinear, so the best pair of vertices of the rate segment and
     the window segment wins; without caps it reaches ``σ μ M``.
     """
+
     def vertices(total, hi_a, hi_b, share):
         if hi_a + hi_b <= total:
             return [(hi_a, hi_b)]
         lo_a, lo_b = min(hi_a, share * total), min(hi_b, share * total)
-        return [(min(hi_a, total - lo_b), total - min(hi_a, total - lo_b)),
-                (total - min(hi_b, total - lo_a), min(hi_b, total - lo_a))]
+        return [(min(hi_a, total - lo_b), total - min(hi_a, total - lo_b)), (total - min(hi_b, total - lo_a), min(hi_b, total - lo_a))]
 
     best = None
     for xa, xb in vertices(mu, la, lb, min_share):
@@ -205,6 +213,7 @@ def both_two(la: float, lb: float, a_full: float, b_full: float, mu: float, memo
 
 
 # ------------------------------------------------------------ n streams ----
+
 
 def split(total: float, weights: Sequence[float], lo: Sequence[float], hi: Sequence[float]) -> list[float]:
     """Water-filling: ``lo`` first, the rest of ``total`` proportional to ``weights`` up to ``hi``."""
@@ -227,9 +236,9 @@ def split(total: float, weights: Sequence[float], lo: Sequence[float], hi: Seque
     return x
 
 
-def maximize_sum(f: Callable[[list[float]], float], total: float, lo: Sequence[float],
-                 hi: Sequence[float], starts: Sequence[Sequence[float]] | None = None,
-                 sweeps: int = 60) -> list[float]:
+def maximize_sum(
+    f: Callable[[list[float]], float], total: float, lo: Sequence[float], hi: Sequence[float], starts: Sequence[Sequence[float]] | None = None, sweeps: int = 60
+) -> list[float]:
     """Maximise ``f`` over ``{Σ x = total, lo ≤ x ≤ hi}`` by exact pairwise exchanges.
 
     ``f`` must be affine in each coordinate (as :func:`output_rate` is), so it
@@ -289,12 +298,10 @@ def _stream_index(spec: str, names: Sequence[str]) -> int:
         return list(names).index(target)
     if target.isdigit() and int(target) < len(names):
         return int(target)
-    raise OptionError(f"unknown stream {target!r} in allocation strategy {spec!r}",
-                      hint=f"name one of {', '.join(names)}, e.g. max:{names[0]}")
+    raise OptionError(f"unknown stream {target!r} in allocation strategy {spec!r}", hint=f"name one of {', '.join(names)}, e.g. max:{names[0]}")
 
 
-def _fixed(strategy: str, total: float, lo: Sequence[float], hi: Sequence[float], weights: dict[str, Sequence[float]],
-           names: Sequence[str], kind: str) -> list[float]:
+def _fixed(strategy: str, total: float, lo: Sequence[float], hi: Sequence[float], weights: dict[str, Sequence[float]], names: Sequence[str], kind: str) -> list[float]:
     """A named non-optimal strategy: a water-filling split with its weights."""
     n = len(lo)
     if strategy.startswith("max:"):
@@ -309,10 +316,18 @@ def _fixed(strategy: str, total: float, lo: Sequence[float], hi: Sequence[float]
     raise OptionError(f"unknown {kind} allocation strategy {strategy!r}", hint=f"use one of {', '.join(allowed)}")
 
 
-def allocate(loads: Sequence[StreamLoad], *, cpu_budget: float | None = None,
-             memory_budget: float | None = None, min_share: float = 0.0, sigma: float = 1.0,
-             mode: str = "probe", cpu: str = "optimal", memory: str = "optimal",
-             names: Sequence[str] | None = None) -> Allocation:
+def allocate(
+    loads: Sequence[StreamLoad],
+    *,
+    cpu_budget: float | None = None,
+    memory_budget: float | None = None,
+    min_share: float = 0.0,
+    sigma: float = 1.0,
+    mode: str = "probe",
+    cpu: str = "optimal",
+    memory: str = "optimal",
+    names: Sequence[str] | None = None,
+) -> Allocation:
     """Effective rates and window sizes for ``loads`` under a CPU budget ``μ`` and/or memory ``M``.
 
     ``min_share`` (0 ≤ s ≤ 1/n): each stream keeps at least ``s·μ`` of the
@@ -326,8 +341,7 @@ def allocate(loads: Sequence[StreamLoad], *, cpu_budget: float | None = None,
     if mode not in ("probe", "drop"):
         raise OptionError(f"unknown shedding mode {mode!r}", hint="use probe or drop")
     if not 0 <= min_share <= 1.0 / n + _EPS:
-        raise OptionError(f"--min-share must be between 0 and 1/{n}, got {min_share:g}",
-                          hint="a fraction of the budget every stream keeps, e.g. 0.1")
+        raise OptionError(f"--min-share must be between 0 and 1/{n}, got {min_share:g}", hint="a fraction of the budget every stream keeps, e.g. 0.1")
     lam = [max(0.0, float(s.rate)) for s in loads]
     notes: list[str] = []
     cpu_limited = cpu_budget is not None and sum(lam) > cpu_budget + _EPS
@@ -344,8 +358,7 @@ def allocate(loads: Sequence[StreamLoad], *, cpu_budget: float | None = None,
         for i, s in enumerate(loads):
             if s.counting and x_lo[i] < min(lam[i], DROP_FLOOR * mu):
                 x_lo[i] = min(lam[i], DROP_FLOOR * mu)
-                notes.append(f"{names[i]} keeps at least {DROP_FLOOR:.0%} of μ so that its count window "
-                             "stays fed (drop mode)")
+                notes.append(f"{names[i]} keeps at least {DROP_FLOOR:.0%} of μ so that its count window stays fed (drop mode)")
 
     def windows_for(x: list[float]) -> list[float]:
         caps = mem_cap(x)
@@ -357,8 +370,7 @@ def allocate(loads: Sequence[StreamLoad], *, cpu_budget: float | None = None,
             return _fixed(memory, memory_budget, w_lo, caps, {"rates": lam, "inverse": inv}, names, "memory")
         if n == 2:  # linear in the windows: Eq. 16 with the effective rates
             return list(memory_two(x[0], x[1], memory_budget, caps[0], caps[1], min_share))
-        return maximize_sum(lambda w: output_rate(x, w), memory_budget, w_lo, caps,
-                            starts=_vertex_starts(memory_budget, w_lo, caps))
+        return maximize_sum(lambda w: output_rate(x, w), memory_budget, w_lo, caps, starts=_vertex_starts(memory_budget, w_lo, caps))
 
     def value(x: list[float]) -> float:
         return output_rate(x, windows_for(x))
@@ -366,20 +378,29 @@ def allocate(loads: Sequence[StreamLoad], *, cpu_budget: float | None = None,
     if not cpu_limited:
         rates = lam
     elif cpu != "optimal":
-        rates = _fixed(cpu, mu, x_lo, lam, {"rates": lam, "windows": [s.window() for s in loads]},
-                       names, "cpu")
+        rates = _fixed(cpu, mu, x_lo, lam, {"rates": lam, "windows": [s.window() for s in loads]}, names, "cpu")
     elif not memory_limited or memory != "optimal":
-        rates = maximize_sum(value if memory_limited else (lambda x: output_rate(x, mem_cap(x))),
-                             mu, x_lo, lam, starts=_vertex_starts(mu, x_lo, lam))
+        rates = maximize_sum(value if memory_limited else (lambda x: output_rate(x, mem_cap(x))), mu, x_lo, lam, starts=_vertex_starts(mu, x_lo, lam))
     else:
         rates = _joint(value, mu, x_lo, lam)
     windows = windows_for(list(rates))
     full = mem_cap(list(rates))
     memory_limited = memory_budget is not None and sum(full) > memory_budget + _EPS
     exact = output_rate(lam, [s.window() for s in loads], sigma)
-    return Allocation(tuple(lam), tuple(rates), tuple(windows), tuple(full), sigma,
-                      output_rate(rates, windows, sigma), exact, cpu_limited, memory_limited,
-                      f"{cpu}/{memory}", mode, tuple(notes))
+    return Allocation(
+        tuple(lam),
+        tuple(rates),
+        tuple(windows),
+        tuple(full),
+        sigma,
+        output_rate(rates, windows, sigma),
+        exact,
+        cpu_limited,
+        memory_limited,
+        f"{cpu}/{memory}",
+        mode,
+        tuple(notes),
+    )
 
 
 def _vertex_starts(total: float, lo: Sequence[float], hi: Sequence[float]) -> list[list[float]]:

@@ -154,38 +154,45 @@ class Weights:
         """Cost of one probe of ``method`` on ``window`` tuples: ``α + t·(P + κ·log2 W)``."""
         m = _method(method)
         t = search_touches(m, window, self.structure)
-        return (self.search_const.get(m, 0.0)
-                + t * (self.search[m] + self.search_log.get(m, 0.0) * _log2(window)))
+        return self.search_const.get(m, 0.0) + t * (self.search[m] + self.search_log.get(m, 0.0) * _log2(window))
 
     def update_time(self, method: str, window: float) -> float:
         """Cost of one arrival into ``window`` (insert + invalidate): ``β + t·(I + ν·log2 W)``."""
         m = _method(method)
         t = update_touches(m, window, self.structure)
-        return (self.update_const.get(m, 0.0)
-                + t * (self.update[m] + self.update_log.get(m, 0.0) * _log2(window)))
+        return self.update_const.get(m, 0.0) + t * (self.update[m] + self.update_log.get(m, 0.0) * _log2(window))
 
     def as_dict(self) -> dict:
-        return {"source": self.source, "unit": self.unit,
-                "structure": {"bucket_size": self.structure.bucket_size,
-                              "node_size": self.structure.node_size},
-                "weights": {d: {"P": self.search[d], "I": self.update[d],
-                                "P_const": self.search_const.get(d, 0.0),
-                                "I_const": self.update_const.get(d, 0.0),
-                                "P_log": self.search_log.get(d, 0.0),
-                                "I_log": self.update_log.get(d, 0.0)} for d in METHODS}}
+        return {
+            "source": self.source,
+            "unit": self.unit,
+            "structure": {"bucket_size": self.structure.bucket_size, "node_size": self.structure.node_size},
+            "weights": {
+                d: {
+                    "P": self.search[d],
+                    "I": self.update[d],
+                    "P_const": self.search_const.get(d, 0.0),
+                    "I_const": self.update_const.get(d, 0.0),
+                    "P_log": self.search_log.get(d, 0.0),
+                    "I_log": self.update_log.get(d, 0.0),
+                }
+                for d in METHODS
+            },
+        }
 
 
 #: Eq. 7 (Java on a 1.5 GHz Athlon; only their ratios carry over to another machine)
-PAPER_WEIGHTS = Weights(search={"N": 3e-4, "H": 5.5e-4, "B": 2.6e-4, "T": 2.6e-4},
-                        update={"N": 1e-4, "H": 7.8e-4, "B": 2.6e-4, "T": 2.7e-4},
-                        source="Kang et al. Eq. 7 (paper defaults)",
-                        unit="paper Eq. 7 units per touched tuple")
+PAPER_WEIGHTS = Weights(
+    search={"N": 3e-4, "H": 5.5e-4, "B": 2.6e-4, "T": 2.6e-4},
+    update={"N": 1e-4, "H": 7.8e-4, "B": 2.6e-4, "T": 2.7e-4},
+    source="Kang et al. Eq. 7 (paper defaults)",
+    unit="paper Eq. 7 units per touched tuple",
+)
 
 
 def _method(m: str) -> str:
     if m not in METHODS:
-        raise OptionError(f"unknown join method {m!r}",
-                          hint="use N (nested loops), H (hash), B (B+tree) or T (T-tree)")
+        raise OptionError(f"unknown join method {m!r}", hint="use N (nested loops), H (hash), B (B+tree) or T (T-tree)")
     return m
 
 
@@ -235,8 +242,7 @@ def update_touches(method: str, window: float, structure: Structure = Structure(
     return 2.0 * search_touches(m, window, structure)
 
 
-def direction_cost(method: str, probe_rate: float, update_rate: float, window: float,
-                   weights: Weights = PAPER_WEIGHTS) -> float:
+def direction_cost(method: str, probe_rate: float, update_rate: float, window: float, weights: Weights = PAPER_WEIGHTS) -> float:
     """Cost per unit time of one direction whose target window uses ``method`` (Eq. 2–6).
 
     ``probe_rate``: arrivals of the other stream (each probes this window);
@@ -244,34 +250,29 @@ def direction_cost(method: str, probe_rate: float, update_rate: float, window: f
     constants and window-size terms (module docstring) the per-operation
     costs are :meth:`Weights.search_time` / :meth:`Weights.update_time`.
     """
-    return (probe_rate * weights.search_time(method, window)
-            + update_rate * weights.update_time(method, window))
+    return probe_rate * weights.search_time(method, window) + update_rate * weights.update_time(method, window)
 
 
-def combination_cost(combination: str, rate_a: float, rate_b: float, window_a: float,
-                     window_b: float, weights: Weights = PAPER_WEIGHTS) -> float:
+def combination_cost(combination: str, rate_a: float, rate_b: float, window_a: float, window_b: float, weights: Weights = PAPER_WEIGHTS) -> float:
     """Cost of the combination ``XY`` (X on window A, Y on window B): C_{B→A}(X) + C_{A→B}(Y)."""
     x, y = _combination(combination)
-    return (direction_cost(x, rate_b, rate_a, window_a, weights)
-            + direction_cost(y, rate_a, rate_b, window_b, weights))
+    return direction_cost(x, rate_b, rate_a, window_a, weights) + direction_cost(y, rate_a, rate_b, window_b, weights)
 
 
 def _combination(combination: str) -> tuple[str, str]:
     if len(combination) != 2:
-        raise OptionError(f"a join combination has two letters, got {combination!r}",
-                          hint="e.g. TH: T-tree on the first window, hash on the second")
+        raise OptionError(f"a join combination has two letters, got {combination!r}", hint="e.g. TH: T-tree on the first window, hash on the second")
     return _method(combination[0]), _method(combination[1])
 
 
-def combination_costs(rate_a: float, rate_b: float, window_a: float, window_b: float,
-                      weights: Weights = PAPER_WEIGHTS,
-                      combinations: tuple[str, ...] = PAPER_COMBINATIONS) -> dict[str, float]:
+def combination_costs(
+    rate_a: float, rate_b: float, window_a: float, window_b: float, weights: Weights = PAPER_WEIGHTS, combinations: tuple[str, ...] = PAPER_COMBINATIONS
+) -> dict[str, float]:
     """Estimated cost of each combination (one row of Table 3)."""
     return {c: combination_cost(c, rate_a, rate_b, window_a, window_b, weights) for c in combinations}
 
 
-def best_method(probe_rate: float, update_rate: float, window: float,
-                weights: Weights = PAPER_WEIGHTS, methods: tuple[str, ...] = METHODS) -> str:
+def best_method(probe_rate: float, update_rate: float, window: float, weights: Weights = PAPER_WEIGHTS, methods: tuple[str, ...] = METHODS) -> str:
     """The cheapest structure for one window (ties: the earlier in ``methods``)."""
     return min(methods, key=lambda m: direction_cost(m, probe_rate, update_rate, window, weights))
 
@@ -285,10 +286,16 @@ class Choice:
     costs: dict[str, float]
 
 
-def choose(rate_a: float, rate_b: float, window_a: float, window_b: float,
-           weights: Weights = PAPER_WEIGHTS, methods: tuple[str, ...] = METHODS,
-           methods_a: tuple[str, ...] | None = None,
-           methods_b: tuple[str, ...] | None = None) -> Choice:
+def choose(
+    rate_a: float,
+    rate_b: float,
+    window_a: float,
+    window_b: float,
+    weights: Weights = PAPER_WEIGHTS,
+    methods: tuple[str, ...] = METHODS,
+    methods_a: tuple[str, ...] | None = None,
+    methods_b: tuple[str, ...] | None = None,
+) -> Choice:
     """Best combination: the best structure for each window independently (§4.2, §5.1).
 
     ``methods_a`` / ``methods_b`` restrict a window's structures (e.g. no hash
@@ -297,13 +304,11 @@ def choose(rate_a: float, rate_b: float, window_a: float, window_b: float,
     ma, mb = methods_a or methods, methods_b or methods
     x = best_method(rate_b, rate_a, window_a, weights, ma)
     y = best_method(rate_a, rate_b, window_b, weights, mb)
-    costs = combination_costs(rate_a, rate_b, window_a, window_b, weights,
-                              tuple(p + q for p in ma for q in mb))
+    costs = combination_costs(rate_a, rate_b, window_a, window_b, weights, tuple(p + q for p in ma for q in mb))
     return Choice(x + y, costs[x + y], costs)
 
 
-def crossover_ratio(m1: str, m2: str, window: float,
-                    weights: Weights = PAPER_WEIGHTS) -> float | None:
+def crossover_ratio(m1: str, m2: str, window: float, weights: Weights = PAPER_WEIGHTS) -> float | None:
     """Probe-to-update rate ratio at which ``m1`` and ``m2`` on one window cost the same.
 
     For window B this is ``λ_a / λ_b`` (Eq. 8, 11), for window A ``λ_b / λ_a``
@@ -327,16 +332,15 @@ class Crossover:
     cost: float
 
 
-def rate_crossovers(window_a: float, window_b: float, weights: Weights = PAPER_WEIGHTS,
-                    combinations: tuple[str, ...] = PAPER_COMBINATIONS) -> list[Crossover]:
+def rate_crossovers(window_a: float, window_b: float, weights: Weights = PAPER_WEIGHTS, combinations: tuple[str, ...] = PAPER_COMBINATIONS) -> list[Crossover]:
     """Flips of the cheapest of ``combinations`` as ``λ_a`` goes from 0 % to 100 % of the arrivals.
 
     With ``λ_a = f``, ``λ_b = 1 − f`` every combination's cost is linear in
     ``f``; the crossovers are the breakpoints of their lower envelope (Fig. 2).
     """
     return envelope_crossovers(
-        {c: (combination_cost(c, 0.0, 1.0, window_a, window_b, weights),
-             combination_cost(c, 1.0, 0.0, window_a, window_b, weights)) for c in combinations})
+        {c: (combination_cost(c, 0.0, 1.0, window_a, window_b, weights), combination_cost(c, 1.0, 0.0, window_a, window_b, weights)) for c in combinations}
+    )
 
 
 def envelope_crossovers(lines: dict[str, tuple[float, float]]) -> list[Crossover]:
@@ -362,7 +366,7 @@ def envelope_crossovers(lines: dict[str, tuple[float, float]]) -> list[Crossover
 
     points = {0.0, 1.0}
     for i, c in enumerate(names):
-        for d in names[i + 1:]:
+        for d in names[i + 1 :]:
             f = meet(c, d)
             if f is not None and 0 < f < 1:
                 points.add(f)
@@ -379,16 +383,15 @@ def envelope_crossovers(lines: dict[str, tuple[float, float]]) -> list[Crossover
     return out
 
 
-def window_crossover(m1: str, m2: str, probe_rate: float, update_rate: float,
-                     weights: Weights = PAPER_WEIGHTS, lo: int = 1, hi: int = 10**8) -> int | None:
+def window_crossover(m1: str, m2: str, probe_rate: float, update_rate: float, weights: Weights = PAPER_WEIGHTS, lo: int = 1, hi: int = 10**8) -> int | None:
     """Smallest window size in ``(lo, hi]`` where the cheaper of ``m1``/``m2`` differs from at ``lo``.
 
     Bisection; assumes a single flip in the range (true for N against the
     others, whose cost difference grows with the window). ``None`` if no flip.
     """
+
     def sign(w: int) -> bool:
-        return (direction_cost(m1, probe_rate, update_rate, w, weights)
-                < direction_cost(m2, probe_rate, update_rate, w, weights))
+        return direction_cost(m1, probe_rate, update_rate, w, weights) < direction_cost(m2, probe_rate, update_rate, w, weights)
 
     first = sign(lo)
     if sign(hi) == first:
@@ -403,6 +406,7 @@ def window_crossover(m1: str, m2: str, probe_rate: float, update_rate: float,
 
 
 # -- profiles -----------------------------------------------------------------------
+
 
 def default_profile_path() -> Path:
     """``$SLIDEWISE_PROFILE`` if set, else ``~/.config/slidewise/profile.json``."""
@@ -421,23 +425,26 @@ def weights_from_profile(data: dict, source: str = "profile") -> Weights:
         search = {d: float(w[d]["P"]) for d in METHODS}
         update = {d: float(w[d]["I"]) for d in METHODS}
         # version-2 terms (constants, window-size surcharges); absent in version-1 profiles
-        extra = {k: {d: float(w[d].get(k, 0.0)) for d in METHODS}
-                 for k in ("P_const", "I_const", "P_log", "I_log")}
+        extra = {k: {d: float(w[d].get(k, 0.0)) for d in METHODS} for k in ("P_const", "I_const", "P_log", "I_log")}
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise OptionError(f"{source}: not a slidewise calibration profile ({exc!r} missing or bad)",
-                          hint="re-run `slidewise calibrate` to rewrite it") from None
+        raise OptionError(f"{source}: not a slidewise calibration profile ({exc!r} missing or bad)", hint="re-run `slidewise calibrate` to rewrite it") from None
     if not all(v >= 0 and math.isfinite(v) for v in [*search.values(), *update.values()]) or not all(
-            v >= 0 and math.isfinite(v) for e in extra.values() for v in e.values()):
-        raise OptionError(f"{source}: weight factors must be non-negative numbers",
-                          hint="re-run `slidewise calibrate` to rewrite it")
-    if not all(search[d] + extra["P_const"][d] + extra["P_log"][d] > 0
-               and update[d] + extra["I_const"][d] + extra["I_log"][d] > 0 for d in METHODS):
-        raise OptionError(f"{source}: every structure needs a positive search and update cost",
-                          hint="re-run `slidewise calibrate` to rewrite it")
-    return Weights(search, update, structure, source=source,
-                   unit=data.get("unit", "seconds per touched tuple"),
-                   search_const=extra["P_const"], update_const=extra["I_const"],
-                   search_log=extra["P_log"], update_log=extra["I_log"])
+        v >= 0 and math.isfinite(v) for e in extra.values() for v in e.values()
+    ):
+        raise OptionError(f"{source}: weight factors must be non-negative numbers", hint="re-run `slidewise calibrate` to rewrite it")
+    if not all(search[d] + extra["P_const"][d] + extra["P_log"][d] > 0 and update[d] + extra["I_const"][d] + extra["I_log"][d] > 0 for d in METHODS):
+        raise OptionError(f"{source}: every structure needs a positive search and update cost", hint="re-run `slidewise calibrate` to rewrite it")
+    return Weights(
+        search,
+        update,
+        structure,
+        source=source,
+        unit=data.get("unit", "seconds per touched tuple"),
+        search_const=extra["P_const"],
+        update_const=extra["I_const"],
+        search_log=extra["P_log"],
+        update_log=extra["I_log"],
+    )
 
 
 def load_weights(path: str | Path | None = None) -> Weights:
@@ -454,6 +461,5 @@ def load_weights(path: str | Path | None = None) -> Weights:
     try:
         data = json.loads(p.read_text())
     except (OSError, ValueError) as exc:
-        raise OptionError(f"cannot read profile {p}: {exc}",
-                          hint="re-run `slidewise calibrate` or delete the file") from None
+        raise OptionError(f"cannot read profile {p}: {exc}", hint="re-run `slidewise calibrate` or delete the file") from None
     return weights_from_profile(data, source=str(p))

@@ -38,8 +38,7 @@ from slidewise.optimizer.ordering import fast_streams
 if TYPE_CHECKING:
     from slidewise.plan.physical import PhysicalPlan
 
-__all__ = ["STRATEGIES", "allocate", "allocate_buckets", "allocate_equal", "allocate_model",
-           "allocate_proportional", "allocate_slow"]
+__all__ = ["STRATEGIES", "allocate", "allocate_buckets", "allocate_equal", "allocate_model", "allocate_proportional", "allocate_slow"]
 
 STRATEGIES = ("equal", "proportional", "model", "slow=k")
 
@@ -89,8 +88,7 @@ def allocate_slow(total: int, rates: Sequence[float], hashed: Sequence[bool], pe
     return out
 
 
-def allocate_model(total: int, model: CostModel, orders: Mapping[int, Sequence[int]],
-                   fronts: dict[int, int] | None = None) -> list[int]:
+def allocate_model(total: int, model: CostModel, orders: Mapping[int, Sequence[int]], fronts: dict[int, int] | None = None) -> list[int]:
     """The counts (at most ``total`` in all) that minimise the model's cost of the plan ``orders``.
 
     The cost separates per window (:meth:`CostModel.bucket_terms`), so a
@@ -105,7 +103,7 @@ def allocate_model(total: int, model: CostModel, orders: Mapping[int, Sequence[i
     if not idx or total <= len(idx):
         return out
     _, coef = model.bucket_terms(orders, fronts)
-    cap = total - len(idx) + 1                     # most buckets one window can get
+    cap = total - len(idx) + 1  # most buckets one window can get
     v = [model.member[i][hc] if (hc := model.hash_class[i]) is not None else 1.0 for i in range(model.n)]
     best = np.full(total + 1, np.inf)
     best[0] = 0.0
@@ -114,8 +112,7 @@ def allocate_model(total: int, model: CostModel, orders: Mapping[int, Sequence[i
         values = [v[i], *coef[i]]
         integral = all(float(x).is_integer() for x in values)
         useful = min(cap, max(1, int(max(values)))) if integral else cap  # no gain beyond max(m, v)
-        f = np.array([sum(c * bucket_share(m, v[i], b) for m, c in coef[i].items())
-                      for b in range(1, useful + 1)])
+        f = np.array([sum(c * bucket_share(m, v[i], b) for m, c in coef[i].items()) for b in range(1, useful + 1)])
         f += np.arange(1, useful + 1) * 1e-12 * max(1.0, float(f.max(initial=0.0)))
         new = np.full(total + 1, np.inf)
         arg = np.zeros(total + 1, dtype=np.int64)
@@ -148,8 +145,7 @@ def allocate(strategy: str, total: int, model: CostModel, order: Sequence[int]) 
     if strategy.startswith("slow="):
         return allocate_slow(total, model.rate, hashed, int(strategy.split("=", 1)[1]))
     if strategy == "model":
-        return allocate_model(total, model, {i: model.probe_sequence(i, order) for i in range(model.n)},
-                              model.fronts(order))
+        return allocate_model(total, model, {i: model.probe_sequence(i, order) for i in range(model.n)}, model.fronts(order))
     raise ValueError(f"unknown bucket allocation strategy {strategy!r}; use one of {STRATEGIES}")
 
 
@@ -180,7 +176,9 @@ def allocate_buckets(plan: PhysicalPlan) -> PhysicalPlan:
     plan.buckets = counts
     plan = order_joins(plan)
     assert plan.search is not None
-    plan.notes.append(f"hash buckets by the model (budget {budget}, used {sum(counts)}): "
-                      + ", ".join(f"{a} {b}" for a, b in zip(query.aliases, counts))
-                      + f"; predicted {before:,.0f} -> {plan.search.cost.total:,.0f}")
+    plan.notes.append(
+        f"hash buckets by the model (budget {budget}, used {sum(counts)}): "
+        + ", ".join(f"{a} {b}" for a, b in zip(query.aliases, counts))
+        + f"; predicted {before:,.0f} -> {plan.search.cost.total:,.0f}"
+    )
     return plan

@@ -107,17 +107,16 @@ def _operator(method: str, window: int, structure: Structure) -> BinaryJoin:
     from slidewise.plan.query import Equality, JoinQuery, StreamRef, WindowSpec
 
     spec = WindowSpec("rows", window)
-    q = JoinQuery((StreamRef("S1", "S1", spec), StreamRef("S2", "S2", spec)),
-                  (Equality(Col(0, "a", "S1"), Col(1, "a", "S2")),))
-    return BinaryJoin(q, directions="N" + method, bucket_size=structure.bucket_size,
-                      node_size=structure.node_size)
+    q = JoinQuery((StreamRef("S1", "S1", spec), StreamRef("S2", "S2", spec)), (Equality(Col(0, "a", "S1"), Col(1, "a", "S2")),))
+    return BinaryJoin(q, directions="N" + method, bucket_size=structure.bucket_size, node_size=structure.node_size)
 
 
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
 
 
-def time_batches(run: Callable[[Any], object], next_batch: Callable[[int], Any], min_time: float, *, clock: str = "cpu",
-                 min_ops: int = MIN_OPS, max_ops: int = 1_000_000) -> dict:
+def time_batches(
+    run: Callable[[Any], object], next_batch: Callable[[int], Any], min_time: float, *, clock: str = "cpu", min_ops: int = MIN_OPS, max_ops: int = 1_000_000
+) -> dict:
     """Time ``run(batch)`` over batches from ``next_batch(n)`` until ``min_time`` seconds are measured.
 
     Batches start at one operation and double while a batch takes less than
@@ -146,15 +145,13 @@ def time_batches(run: Callable[[Any], object], next_batch: Callable[[int], Any],
     finally:
         if enabled:
             gc.enable()
-    return {"seconds_per_op": total / ops, "wall_seconds_per_op": total_wall / ops,
-            "operations": ops, "clock": clock}
+    return {"seconds_per_op": total / ops, "wall_seconds_per_op": total_wall / ops, "operations": ops, "clock": clock}
 
 
 class Point:
     """One calibration point: an operator preloaded once, timed in several rounds."""
 
-    def __init__(self, method: str, window: int, workload: str, structure: Structure, seed: int,
-                 clock: str) -> None:
+    def __init__(self, method: str, window: int, workload: str, structure: Structure, seed: int, clock: str) -> None:
         if workload not in ("search", "update"):
             raise ValueError(f"workload must be 'search' or 'update', got {workload!r}")
         self.method, self.window, self.workload, self.structure = method, window, workload, structure
@@ -170,14 +167,18 @@ class Point:
         op = self.op
         before = self.side.index_comparisons()
         if self.workload == "search":
+
             def run(batch):
                 for k in batch:
                     op.probe(k)
+
             stream = 0
         else:
+
             def run(batch):
                 for t in batch:
                     op.update(t)
+
             stream = 1
         timing = time_batches(run, lambda n: self.feed.take(stream, n), min_time, clock=self.clock)
         self.comparisons += self.side.index_comparisons() - before
@@ -187,20 +188,27 @@ class Point:
     def result(self) -> dict:
         import statistics
 
-        touches = (search_touches if self.workload == "search" else update_touches)(
-            self.method, self.window, self.structure)
+        touches = (search_touches if self.workload == "search" else update_touches)(self.method, self.window, self.structure)
         ops = sum(t["operations"] for t in self.timings)
         rounds = [t["seconds_per_op"] for t in self.timings]
-        return {"method": self.method, "workload": self.workload, "window": self.window,
-                "bucket_size": self.structure.bucket_size, "touches": touches,
-                "seconds_per_op": statistics.median(rounds),
-                "wall_seconds_per_op": statistics.median(t["wall_seconds_per_op"] for t in self.timings),
-                "rounds": rounds, "operations": ops, "clock": self.clock,
-                "comparisons_per_op": self.comparisons / ops if self.side.tree else None}
+        return {
+            "method": self.method,
+            "workload": self.workload,
+            "window": self.window,
+            "bucket_size": self.structure.bucket_size,
+            "touches": touches,
+            "seconds_per_op": statistics.median(rounds),
+            "wall_seconds_per_op": statistics.median(t["wall_seconds_per_op"] for t in self.timings),
+            "rounds": rounds,
+            "operations": ops,
+            "clock": self.clock,
+            "comparisons_per_op": self.comparisons / ops if self.side.tree else None,
+        }
 
 
-def measure(method: str, window: int, workload: str, *, structure: Structure = Structure(),
-            min_time: float = 0.05, seed: int = 0, clock: str = "cpu", rounds: int = 1) -> dict:
+def measure(
+    method: str, window: int, workload: str, *, structure: Structure = Structure(), min_time: float = 0.05, seed: int = 0, clock: str = "cpu", rounds: int = 1
+) -> dict:
     """One calibration point: seconds per search (``workload="search"``) or per update."""
     point = Point(method, window, workload, structure, seed, clock)
     for _ in range(rounds):
@@ -215,7 +223,7 @@ def _nnls(X, y):
     import numpy as np
 
     k = X.shape[1]
-    best, best_err = np.zeros(k), float(np.sum(y ** 2))
+    best, best_err = np.zeros(k), float(np.sum(y**2))
     for r in range(1, k + 1):
         for cols in itertools.combinations(range(k), r):
             sub = X[:, cols]
@@ -275,9 +283,18 @@ def fit_terms(points: list[dict]) -> tuple[dict[str, float], float]:
     return out, rel
 
 
-def calibrate(sizes: Sequence[int] = DEFAULT_SIZES, *, structure: Structure = Structure(), min_time: float = 0.05,
-              methods: Sequence[str] = METHODS, clock: str = "cpu", rounds: int = DEFAULT_ROUNDS, fit_mode: str = "terms",
-              seed: int = 0, progress: Callable[[Any], object] | None = None) -> dict:
+def calibrate(
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    *,
+    structure: Structure = Structure(),
+    min_time: float = 0.05,
+    methods: Sequence[str] = METHODS,
+    clock: str = "cpu",
+    rounds: int = DEFAULT_ROUNDS,
+    fit_mode: str = "terms",
+    seed: int = 0,
+    progress: Callable[[Any], object] | None = None,
+) -> dict:
     """Measure every method at every size on both workloads; return the profile dict.
 
     ``rounds`` interleaved rounds (shuffled order, median kept). ``fit_mode``: ``"terms"`` (constants and
@@ -312,20 +329,27 @@ def calibrate(sizes: Sequence[int] = DEFAULT_SIZES, *, structure: Structure = St
         else:
             s_fit, p_err = fit_terms(search)
             u_fit, i_err = fit_terms(update)
-            weights[m] = {"P": s_fit["slope"], "I": u_fit["slope"], "P_const": s_fit["const"],
-                          "I_const": u_fit["const"], "P_log": s_fit["log"], "I_log": u_fit["log"]}
+            weights[m] = {"P": s_fit["slope"], "I": u_fit["slope"], "P_const": s_fit["const"], "I_const": u_fit["const"], "P_log": s_fit["log"], "I_log": u_fit["log"]}
         quality[m] = {"P_rel_rms_error": p_err, "I_rel_rms_error": i_err}
     from slidewise.machine import machine_info
 
-    return {"version": PROFILE_VERSION, "unit": "seconds per touched tuple",
-            "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "paper": "Kang, Naughton & Viglas, ICDE 2003, §4.2 (Eq. 3-7)",
-            "model": ("seconds per op = const + touches * (slope + log * log2 W)" if fit_mode == "terms"
-                      else "seconds per op = touches * slope (Eq. 7 form)"),
-            "structure": {"bucket_size": structure.bucket_size, "node_size": structure.node_size},
-            "sizes": [int(w) for w in sizes], "min_time": min_time, "clock": clock, "rounds": rounds,
-            "fit_mode": fit_mode,
-            "weights": weights, "fit": quality, "points": points, "machine": machine_info()}
+    return {
+        "version": PROFILE_VERSION,
+        "unit": "seconds per touched tuple",
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "paper": "Kang, Naughton & Viglas, ICDE 2003, §4.2 (Eq. 3-7)",
+        "model": ("seconds per op = const + touches * (slope + log * log2 W)" if fit_mode == "terms" else "seconds per op = touches * slope (Eq. 7 form)"),
+        "structure": {"bucket_size": structure.bucket_size, "node_size": structure.node_size},
+        "sizes": [int(w) for w in sizes],
+        "min_time": min_time,
+        "clock": clock,
+        "rounds": rounds,
+        "fit_mode": fit_mode,
+        "weights": weights,
+        "fit": quality,
+        "points": points,
+        "machine": machine_info(),
+    }
 
 
 def save_profile(profile: dict, path: str | Path | None = None) -> Path:
@@ -342,19 +366,25 @@ def format_table(profile: dict) -> str:
     """The weights as a text table (µs per touched tuple, and relative to NLJ search)."""
     w, fitq = profile["weights"], profile["fit"]
     base = w.get("N", {}).get("P") or 1.0
-    lines = [f"{'method':<14}{'P_d (µs)':>10}{'I_d (µs)':>10}{'P_d/P_n':>9}{'I_d/P_n':>9}"
-             f"{'fit err P':>11}{'fit err I':>11}{'α (µs)':>9}{'β (µs)':>9}{'κ (µs)':>9}{'ν (µs)':>9}"]
+    lines = [
+        f"{'method':<14}{'P_d (µs)':>10}{'I_d (µs)':>10}{'P_d/P_n':>9}{'I_d/P_n':>9}"
+        f"{'fit err P':>11}{'fit err I':>11}{'α (µs)':>9}{'β (µs)':>9}{'κ (µs)':>9}{'ν (µs)':>9}"
+    ]
     for m in w:
-        lines.append(f"{m} {METHOD_NAMES[m]:<12}{w[m]['P'] * 1e6:>10.4f}{w[m]['I'] * 1e6:>10.4f}"
-                     f"{w[m]['P'] / base:>9.2f}{w[m]['I'] / base:>9.2f}"
-                     f"{fitq[m]['P_rel_rms_error']:>10.0%} {fitq[m]['I_rel_rms_error']:>10.0%}"
-                     f"{w[m].get('P_const', 0) * 1e6:>9.3f}{w[m].get('I_const', 0) * 1e6:>9.3f}"
-                     f"{w[m].get('P_log', 0) * 1e6:>9.4f}{w[m].get('I_log', 0) * 1e6:>9.4f}")
+        lines.append(
+            f"{m} {METHOD_NAMES[m]:<12}{w[m]['P'] * 1e6:>10.4f}{w[m]['I'] * 1e6:>10.4f}"
+            f"{w[m]['P'] / base:>9.2f}{w[m]['I'] / base:>9.2f}"
+            f"{fitq[m]['P_rel_rms_error']:>10.0%} {fitq[m]['I_rel_rms_error']:>10.0%}"
+            f"{w[m].get('P_const', 0) * 1e6:>9.3f}{w[m].get('I_const', 0) * 1e6:>9.3f}"
+            f"{w[m].get('P_log', 0) * 1e6:>9.4f}{w[m].get('I_log', 0) * 1e6:>9.4f}"
+        )
     s = profile["structure"]
     lines.append("(per op: α + touches·(P + κ·log2 W) per probe, β + touches·(I + ν·log2 W) per arrival)")
-    lines.append(f"(hash bucket size {s['bucket_size']:g}, tree node size {s['node_size']}; "
-                 f"window sizes {', '.join(map(str, profile['sizes']))}; paper Eq. 7 for comparison: "
-                 f"P = N 3e-4, H 5.5e-4, B 2.6e-4, T 2.6e-4; I = N 1e-4, H 7.8e-4, B 2.6e-4, T 2.7e-4)")
+    lines.append(
+        f"(hash bucket size {s['bucket_size']:g}, tree node size {s['node_size']}; "
+        f"window sizes {', '.join(map(str, profile['sizes']))}; paper Eq. 7 for comparison: "
+        f"P = N 3e-4, H 5.5e-4, B 2.6e-4, T 2.6e-4; I = N 1e-4, H 7.8e-4, B 2.6e-4, T 2.7e-4)"
+    )
     return "\n".join(lines)
 
 
@@ -373,8 +403,7 @@ def run_cli(args: Namespace) -> int:
         if not sizes or min(sizes) < 1:
             raise OptionError(f"bad --sizes {args.sizes!r}", hint="give window sizes, e.g. --sizes 500,2000,8000")
     if args.node_size < 3 or args.bucket_size <= 0:
-        raise OptionError("--node-size must be >= 3 and --bucket-size > 0",
-                          hint="the paper uses --node-size 100 --bucket-size 10")
+        raise OptionError("--node-size must be >= 3 and --bucket-size > 0", hint="the paper uses --node-size 100 --bucket-size 10")
     structure = Structure(args.bucket_size, args.node_size)
     min_time = getattr(args, "min_time", None)
     min_time = (0.01 if args.quick else 0.05) if min_time is None else min_time
@@ -387,11 +416,12 @@ def run_cli(args: Namespace) -> int:
         raise OptionError(f"--rounds must be at least 1, got {rounds}", hint="e.g. --rounds 3")
 
     def progress(p):
-        print(f"  {p['method']} {p['workload']:<6} W={p['window']:<6} b={p['bucket_size']:<4g} "
-              f"{p['seconds_per_op'] * 1e6:10.2f} µs/op (median of {len(p['rounds'])})", file=sys.stderr)
+        print(
+            f"  {p['method']} {p['workload']:<6} W={p['window']:<6} b={p['bucket_size']:<4g} {p['seconds_per_op'] * 1e6:10.2f} µs/op (median of {len(p['rounds'])})",
+            file=sys.stderr,
+        )
 
-    profile = calibrate(sizes, structure=structure, min_time=min_time, clock=clock, rounds=rounds,
-                        progress=progress)
+    profile = calibrate(sizes, structure=structure, min_time=min_time, clock=clock, rounds=rounds, progress=progress)
     path = save_profile(profile, args.out)
     print(format_table(profile))
     print(f"profile written to {path}", file=sys.stderr)

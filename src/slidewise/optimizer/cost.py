@@ -79,8 +79,7 @@ from slidewise.optimizer.stats import Statistics
 from slidewise.plan.expr import streams_of
 from slidewise.plan.query import JoinQuery
 
-__all__ = ["FAMILIES", "KINDS", "LAZY_WINDOWS", "THETA_SELECTIVITY", "CostModel", "PlanCost",
-           "ProbeStep", "bucket_share", "model_for", "model_kind"]
+__all__ = ["FAMILIES", "KINDS", "LAZY_WINDOWS", "THETA_SELECTIVITY", "CostModel", "PlanCost", "ProbeStep", "bucket_share", "model_for", "model_kind"]
 
 KINDS = ("eager", "lazy", "naive", "general")
 #: window sizes under lazy evaluation: ``paper`` — T+τ (Golab & Özsu App. A: expiration
@@ -137,10 +136,10 @@ class ProbeStep:
     """One loop of a probe sequence, for explain: what is scanned and what it costs."""
 
     stream: int
-    access: str          # "new tuple", "new tuples", "scan", "hash b=5"
-    partials: float      # partial results reaching this loop, per probe
-    scanned: float       # tuples scanned per partial result
-    cost: float          # comparisons per unit time spent in this loop
+    access: str  # "new tuple", "new tuples", "scan", "hash b=5"
+    partials: float  # partial results reaching this loop, per probe
+    scanned: float  # tuples scanned per partial result
+    cost: float  # comparisons per unit time spent in this loop
 
 
 @dataclass(frozen=True)
@@ -171,14 +170,22 @@ class CostModel:
     before it in the global order) and :meth:`cost` derives it from the order.
     """
 
-    def __init__(self, query: JoinQuery, stats: Statistics, *, kind: str = "eager",
-                 tau: float | None = None, buckets: Sequence[int] | None = None,
-                 grouped: bool = False, lazy_windows: str = "paper", restore: bool | None = None) -> None:
+    def __init__(
+        self,
+        query: JoinQuery,
+        stats: Statistics,
+        *,
+        kind: str = "eager",
+        tau: float | None = None,
+        buckets: Sequence[int] | None = None,
+        grouped: bool = False,
+        lazy_windows: str = "paper",
+        restore: bool | None = None,
+    ) -> None:
         if kind not in KINDS:
             raise PlanError(f"unknown cost model kind {kind!r}", hint=f"use one of {', '.join(KINDS)}")
         if kind in ("lazy", "general") and not tau:
-            raise PlanError(f"the {kind} cost model needs the re-evaluation interval τ",
-                            hint="declare [RANGE T SLIDE D] or pass tau=")
+            raise PlanError(f"the {kind} cost model needs the re-evaluation interval τ", hint="declare [RANGE T SLIDE D] or pass tau=")
         if len(stats) != query.n:
             raise PlanError(f"statistics for {len(stats)} streams, the query has {query.n}")
         self.query, self.stats, self.kind = query, stats, kind
@@ -200,8 +207,7 @@ class CostModel:
         #: ordered models: window j's tuples seen by new ``origin`` tuples when j is not
         #: in the origin's front (``base[origin][j]``), and what j's new tuples add (``ahead[j]``)
         self.ahead = [self.rate[j] * self.tau if self.ordered else 0.0 for j in range(self.n)]
-        self.base = [[self._operator_window(i, j) for j in range(self.n)] for i in range(self.n)] \
-            if self.ordered else []
+        self.base = [[self._operator_window(i, j) for j in range(self.n)] for i in range(self.n)] if self.ordered else []
         # equality classes: per stream, (class, v) for each class it belongs to
         self.classes = equality_classes(query)
         self.member: list[dict[int, float]] = [{} for _ in range(self.n)]
@@ -335,8 +341,7 @@ class CostModel:
         key = (origin, mask, j, front)
         hit = self._step.get(key)
         if hit is None:
-            hit = self._step[key] = (self.phi(mask, origin, front) * self.scan(j, mask, origin, front)
-                                     if mask else 0.0)
+            hit = self._step[key] = self.phi(mask, origin, front) * self.scan(j, mask, origin, front) if mask else 0.0
         return hit
 
     # -- per origin and per plan -------------------------------------------
@@ -401,8 +406,7 @@ class CostModel:
         other._step = {}
         return other
 
-    def bucket_terms(self, orders: Mapping[int, Sequence[int]],
-                     fronts: dict[int, int] | None = None) -> tuple[float, list[dict[float, float]]]:
+    def bucket_terms(self, orders: Mapping[int, Sequence[int]], fronts: dict[int, int] | None = None) -> tuple[float, list[dict[float, float]]]:
         """The plan's cost as ``fixed + Σ_j Σ_m coef[j][m] · bucket_share(m, v_j, b_j)``.
 
         Every loop scans one window, so the cost separates per window: this
@@ -431,26 +435,23 @@ class CostModel:
         mult = self.multiplier(origin)
         for j in seq:
             if mask == 0:
-                access = "new tuple" if j == origin and self.origin_size(origin) == 1 else \
-                    ("new tuples" if j == origin else "scan")
-                out.append(ProbeStep(j, access, 0.0, self.scan(j, 0, origin, front) if j != origin
-                                     else self.origin_size(origin), 0.0))
+                access = "new tuple" if j == origin and self.origin_size(origin) == 1 else ("new tuples" if j == origin else "scan")
+                out.append(ProbeStep(j, access, 0.0, self.scan(j, 0, origin, front) if j != origin else self.origin_size(origin), 0.0))
             else:
                 if j == origin:
                     access = "new tuples" if self.origin_size(origin) != 1 else "new tuple"
-                elif (self.hash_class[j] is not None and self.buckets[j] > 1
-                      and self.hash_class[j] in self._prefix(mask, origin)[1]):
+                elif self.hash_class[j] is not None and self.buckets[j] > 1 and self.hash_class[j] in self._prefix(mask, origin)[1]:
                     access = f"hash b={self.buckets[j]}"
                 else:
                     access = "scan"
-                out.append(ProbeStep(j, access, self.phi(mask, origin, front), self.scan(j, mask, origin, front),
-                                     mult * self.step(origin, mask, j, front)))
+                out.append(ProbeStep(j, access, self.phi(mask, origin, front), self.scan(j, mask, origin, front), mult * self.step(origin, mask, j, front)))
             mask |= 1 << j
         return out
 
 
-def model_for(query: JoinQuery, stats: Statistics, algorithm: str | type[JoinOperator],
-              buckets: int | Sequence[int] | None = None, lazy_windows: str | None = None) -> CostModel:
+def model_for(
+    query: JoinQuery, stats: Statistics, algorithm: str | type[JoinOperator], buckets: int | Sequence[int] | None = None, lazy_windows: str | None = None
+) -> CostModel:
     """The cost model of the registered algorithm ``algorithm`` for ``query`` (the planner's model).
 
     Read from the operator's facts: ``cost_family`` gives the formulas;
@@ -474,5 +475,6 @@ def model_for(query: JoinQuery, stats: Statistics, algorithm: str | type[JoinOpe
             counts = [buckets] * query.n
         else:
             counts = list(buckets)
-    return CostModel(query, stats, kind=model_kind(cls, bool(query.slide)), tau=query.slide,
-                     buckets=counts, grouped=cls.grouped, lazy_windows=lazy_windows, restore=cls.restores)
+    return CostModel(
+        query, stats, kind=model_kind(cls, bool(query.slide)), tau=query.slide, buckets=counts, grouped=cls.grouped, lazy_windows=lazy_windows, restore=cls.restores
+    )

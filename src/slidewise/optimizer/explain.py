@@ -72,8 +72,7 @@ def _probes(model: CostModel, cost: PlanCost, aliases: Sequence[str]) -> dict:
         out[aliases[origin]] = {
             "cost": model.origin_cost(origin, seq, front),
             "probes_per_time_unit": model.multiplier(origin),
-            "loops": [{"stream": aliases[s.stream], "access": s.access, "scanned": s.scanned,
-                       "partials": s.partials, "cost": s.cost} for s in steps],
+            "loops": [{"stream": aliases[s.stream], "access": s.access, "scanned": s.scanned, "partials": s.partials, "cost": s.cost} for s in steps],
         }
     return out
 
@@ -103,8 +102,7 @@ def _compare_algorithms(plan: PhysicalPlan) -> dict:
         buckets = plan.buckets if name == plan.model_algorithm else plan.options.get("buckets")
         model = model_for(query, plan.stats, cls, buckets)
         found = search(model, plan.search_method if query.n <= 8 else "heuristic", cls.order_filter(query))
-        out[name] = {"order": _order_name(query.aliases, found.order), "predicted_cost": found.cost.total,
-                     "buckets": model.buckets if model.hashed else None}
+        out[name] = {"order": _order_name(query.aliases, found.order), "predicted_cost": found.cost.total, "buckets": model.buckets if model.hashed else None}
     return out
 
 
@@ -132,65 +130,59 @@ def explain_info(plan: PhysicalPlan) -> dict:
     stats = plan.stats
     reasons = [f"algorithm {plan.algorithm.name}: {plan.reason}"]
     if plan.model_algorithm != plan.algorithm.name:
-        reasons.append(f"{plan.algorithm.name} has no per-tuple cost model; orders are priced with "
-                       f"the {plan.model_algorithm} model")
+        reasons.append(f"{plan.algorithm.name} has no per-tuple cost model; orders are priced with the {plan.model_algorithm} model")
     if stats.source == "default":
-        reasons.append(f"no --stats: uniform defaults (rate {fmt(DEFAULT_RATE)}, {fmt(DEFAULT_DISTINCT)} "
-                       f"distinct values per join attribute), so only window sizes differ")
+        reasons.append(
+            f"no --stats: uniform defaults (rate {fmt(DEFAULT_RATE)}, {fmt(DEFAULT_DISTINCT)} distinct values per join attribute), so only window sizes differ"
+        )
     reasons += [f"order: {s}" for s in search.steps] + plan.notes
     alts = search.alternatives
     if len(alts) > 1 and alts[0][1] > 0:
-        reasons.append(f"cheapest {fmt(alts[0][1])}, most expensive priced {fmt(alts[-1][1])} "
-                       f"({alts[-1][1] / alts[0][1]:.1f}x)")
-    info.update({
-        "model": {"algorithm": plan.model_algorithm, "kind": model.kind, "tau": q.slide,
-                  "unit": "comparisons per time unit"},
-        "buckets": dict(zip(aliases, plan.buckets)) if plan.buckets is not None else None,
-        "predicted_cost": search.cost.total,
-        "per_origin": {aliases[i]: c for i, c in enumerate(search.cost.per_origin)},
-        "probes": _probes(model, search.cost, aliases),
-        "search": {"method": search.method, "considered": search.considered},
-        "alternatives": _alternatives(search, aliases),
-        "alternatives_priced": len(alts),
-        "per_origin_alternatives": {aliases[i]: {_order_name(aliases, o): c for o, c in p[:5]}
-                                    for i, p in search.per_origin.items()},
-        "algorithms": _compare_algorithms(plan),
-        "stats": {"source": stats.source, "streams": stats.as_dict()},
-        "reasons": reasons,
-    })
+        reasons.append(f"cheapest {fmt(alts[0][1])}, most expensive priced {fmt(alts[-1][1])} ({alts[-1][1] / alts[0][1]:.1f}x)")
+    info.update(
+        {
+            "model": {"algorithm": plan.model_algorithm, "kind": model.kind, "tau": q.slide, "unit": "comparisons per time unit"},
+            "buckets": dict(zip(aliases, plan.buckets)) if plan.buckets is not None else None,
+            "predicted_cost": search.cost.total,
+            "per_origin": {aliases[i]: c for i, c in enumerate(search.cost.per_origin)},
+            "probes": _probes(model, search.cost, aliases),
+            "search": {"method": search.method, "considered": search.considered},
+            "alternatives": _alternatives(search, aliases),
+            "alternatives_priced": len(alts),
+            "per_origin_alternatives": {aliases[i]: {_order_name(aliases, o): c for o, c in p[:5]} for i, p in search.per_origin.items()},
+            "algorithms": _compare_algorithms(plan),
+            "stats": {"source": stats.source, "streams": stats.as_dict()},
+            "reasons": reasons,
+        }
+    )
     return info
 
 
 def _stats_lines(info: dict, query: JoinQuery) -> list[str]:
     st = info["stats"]
-    source = {"declared": "declared with --stats", "default": "uniform defaults (declare --stats)",
-              "measured": "measured", "mixed": "mixed"}.get(st["source"], st["source"])
-    lines = [f"statistics   {source}",
-             f"  {'stream':<8} {'rate':>8}  {'window':<20} {'tuples':>9}  distinct"]
+    source = {"declared": "declared with --stats", "default": "uniform defaults (declare --stats)", "measured": "measured", "mixed": "mixed"}.get(
+        st["source"], st["source"]
+    )
+    lines = [f"statistics   {source}", f"  {'stream':<8} {'rate':>8}  {'window':<20} {'tuples':>9}  distinct"]
     for ref in query.streams:
         s = st["streams"][ref.alias]
         distinct = ", ".join(f"{a}={fmt(v)}" for a, v in s["distinct"].items()) or "-"
-        lines.append(f"  {ref.alias:<8} {fmt(s['rate']):>8}  {str(ref.window):<20} "
-                     f"{fmt(s['tuples']):>9}  {distinct}")
+        lines.append(f"  {ref.alias:<8} {fmt(s['rate']):>8}  {str(ref.window):<20} {fmt(s['tuples']):>9}  {distinct}")
     return lines
 
 
 def render(info: dict, query: JoinQuery) -> str:
     """The text form of :func:`explain_info`."""
-    lines = [f"query        {info['query']}",
-             f"algorithm    {info['algorithm']}  ({info['why']})",
-             f"evaluation   {info['evaluation']}"]
+    lines = [f"query        {info['query']}", f"algorithm    {info['algorithm']}  ({info['why']})", f"evaluation   {info['evaluation']}"]
     keys = info["key_columns"]
-    lines.append("join key     " + (", ".join(f"{a}.{k}" for a, k in zip(query.aliases, keys)) if keys
-                                    else "none (predicates evaluated per combination)"))
+    lines.append("join key     " + (", ".join(f"{a}.{k}" for a, k in zip(query.aliases, keys)) if keys else "none (predicates evaluated per combination)"))
     if info.get("predicted_cost") is None:
         for origin, order in info["orders"].items():
             lines.append(f"  new {origin:<8} probes {' -> '.join(order)}")
         return "\n".join(lines) + "\n"
     lines += _stats_lines(info, query)
     model = info["model"]
-    lines.append(f"cost model   {model['algorithm']} ({model['kind']}"
-                 + (f", tau = {model['tau']}" if model["tau"] else "") + f"), {model['unit']}")
+    lines.append(f"cost model   {model['algorithm']} ({model['kind']}" + (f", tau = {model['tau']}" if model["tau"] else "") + f"), {model['unit']}")
     if info["buckets"]:
         lines.append("buckets      " + ", ".join(f"{a} {b}" for a, b in info["buckets"].items()))
     order = "one per origin (below)" if model["kind"] == "general" else ", ".join(info["join_order"])
@@ -229,18 +221,24 @@ def render(info: dict, query: JoinQuery) -> str:
 
 # --- general queries: annotated logical plans (Golab's thesis §3.5) ---------------------------------------
 
-STATE_NOTES = {"nt": "NT: every expiration is a negative tuple; state in hash tables",
-               "direct": "DIRECT: expiration by exp, state lists scanned for expired tuples",
-               "upa": "UPA: FIFO for WKS, calendar queue for WK, negative tuples only where STR"}
+STATE_NOTES = {
+    "nt": "NT: every expiration is a negative tuple; state in hash tables",
+    "direct": "DIRECT: expiration by exp, state lists scanned for expired tuples",
+    "upa": "UPA: FIFO for WKS, calendar queue for WK, negative tuples only where STR",
+}
 
 
 def _plan_node(node: Node, patterns: dict[Node, Pattern], strategy: str, partitions: int) -> dict:
     from slidewise.plan.patterns import rule_of, state_structure
 
     state = state_structure(node, tuple(patterns[c] for c in node.children), strategy, partitions)
-    return {"label": node.label(), "pattern": str(patterns[node]), "rule": rule_of(node, patterns),
-            "state": str(state),
-            "children": [_plan_node(c, patterns, strategy, partitions) for c in node.children]}
+    return {
+        "label": node.label(),
+        "pattern": str(patterns[node]),
+        "rule": rule_of(node, patterns),
+        "state": str(state),
+        "children": [_plan_node(c, patterns, strategy, partitions) for c in node.children],
+    }
 
 
 def plan_info(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", partitions: int = 10, premature: float | None = None) -> dict:
@@ -293,18 +291,19 @@ def render_plan(info: dict) -> str:
     lines = []
     if info["query"]:
         lines.append(f"query        {info['query']}")
-    lines += [f"strategy     {STATE_NOTES[info['strategy']]}"
-              + (f" ({info['partitions']} partitions)" if info["strategy"] == "upa" else ""),
-              f"pattern      {info['pattern']} (the answer); output {info['output']['operator']}: "
-              f"{info['output']['pattern']}",
-              "plan         one operator per line: [output update pattern]  state kept  (rule, Golab's thesis §3.5.1)"]
+    lines += [
+        f"strategy     {STATE_NOTES[info['strategy']]}" + (f" ({info['partitions']} partitions)" if info["strategy"] == "upa" else ""),
+        f"pattern      {info['pattern']} (the answer); output {info['output']['operator']}: {info['output']['pattern']}",
+        "plan         one operator per line: [output update pattern]  state kept  (rule, Golab's thesis §3.5.1)",
+    ]
     if info["written"] != info["chosen"]:
         lines.insert(-1, f"rewritten    {info['chosen']}  (as written: {info['written']})")
     _tree_lines(info["plan"], "", True, lines, top=True)
     alts = info["alternatives"]
     if len(alts) > 1:
-        lines.append(f"rewrites     tuples processed per time unit under {info['strategy'].upper()} "
-                     f"(premature expirations of negation {info['premature']:.0%}), as written first")
+        lines.append(
+            f"rewrites     tuples processed per time unit under {info['strategy'].upper()} (premature expirations of negation {info['premature']:.0%}), as written first"
+        )
         width = max(len(a["plan"]) for a in alts)
         for a in alts:
             mark = "  chosen" if a["plan"] == info["chosen"] else ""
@@ -313,6 +312,5 @@ def render_plan(info: dict) -> str:
     if (info.get("path") or "").startswith("frequent items"):
         lines.append(f"path         {info['path']} (over the input above)")
     elif info.get("path"):
-        lines.append(f"path         {info['path']} (the plan above runs instead if a group key is a float "
-                     "column or MIN/MAX/SUM/AVG reads text)")
+        lines.append(f"path         {info['path']} (the plan above runs instead if a group key is a float column or MIN/MAX/SUM/AVG reads text)")
     return "\n".join(lines) + "\n"

@@ -68,8 +68,19 @@ if TYPE_CHECKING:
     from slidewise.plan.physical import PhysicalPlan
     from slidewise.plan.query import JoinQuery
 
-__all__ = ["AUTO_EXACT_MAX", "EXACT_MAX", "SEARCHES", "OrderSearch", "exact_search", "fast_streams",
-           "heuristic_search", "improve", "order_joins", "search", "selectivity_order"]
+__all__ = [
+    "AUTO_EXACT_MAX",
+    "EXACT_MAX",
+    "SEARCHES",
+    "OrderSearch",
+    "exact_search",
+    "fast_streams",
+    "heuristic_search",
+    "improve",
+    "order_joins",
+    "search",
+    "selectivity_order",
+]
 
 #: largest n for which ``--search exact`` is allowed
 EXACT_MAX = 8
@@ -119,6 +130,7 @@ def _names(model: CostModel, order: Sequence[int]) -> str:
 
 
 # --------------------------------------------------------------- exact ----
+
 
 def _extension_cost(model: CostModel) -> Callable[[int, int, list[int]], float]:
     """``add(S, j, prefix)``: comparisons per unit time spent in loop j when the global prefix is S
@@ -180,9 +192,8 @@ def _ordered_extension_cost(model: CostModel) -> Callable[[int, int, list[int]],
         hit = later.get(key)
         if hit is None:
             front = mask | 1 << j
-            hit = later[key] = sum(mult[i] * model.step(i, mask | 1 << i, j, front)
-                                   for i in range(n) if not (mask >> i & 1) and i != j)
-        before = 0                           # the streams before origin i in the prefix
+            hit = later[key] = sum(mult[i] * model.step(i, mask | 1 << i, j, front) for i in range(n) if not (mask >> i & 1) and i != j)
+        before = 0  # the streams before origin i in the prefix
         for i in prefix:
             k = (i, before, mask, j)
             part = inside.get(k)
@@ -199,19 +210,16 @@ def exact_search(model: CostModel, valid: Valid = None) -> OrderSearch:
     """The cheapest plan over all n! global orders (all n·n! per-origin orders for ``general``)."""
     n = model.n
     if n > EXACT_MAX:
-        raise OptionError(f"the exact join-order search handles at most {EXACT_MAX} streams, "
-                          f"the query has {n}", hint="use --search heuristic")
+        raise OptionError(f"the exact join-order search handles at most {EXACT_MAX} streams, the query has {n}", hint="use --search heuristic")
     if model.kind == "general":
         return _exact_general(model)
     orders = _enumerate(n, _ordered_extension_cost(model) if model.ordered else _extension_cost(model))
     priced = [(o, c) for o, c in orders if valid is None or valid(o)]
     if not priced:
-        raise OptionError("no join order is valid for this algorithm",
-                          hint="choose another algorithm with --algorithm")
+        raise OptionError("no join order is valid for this algorithm", hint="choose another algorithm with --algorithm")
     priced.sort(key=lambda oc: rank(oc[1], oc[0]))
     best = priced[0][0]
-    return OrderSearch(best, model.cost(best), "exact", len(priced), priced,
-                       steps=[f"priced all {len(priced)} global orders"])
+    return OrderSearch(best, model.cost(best), "exact", len(priced), priced, steps=[f"priced all {len(priced)} global orders"])
 
 
 def _exact_general(model: CostModel) -> OrderSearch:
@@ -223,9 +231,15 @@ def _exact_general(model: CostModel) -> OrderSearch:
     orders = {i: per_origin[i][0][0] for i in range(model.n)}
     global_order = _global_for(orders)
     considered = sum(len(p) for p in per_origin.values())
-    return OrderSearch(global_order, model.cost_orders(orders), "exact", considered,
-                       [(global_order, model.cost_orders(orders).total)], per_origin,
-                       [f"priced all {considered} per-origin orders ({model.n}·{model.n}!)"])
+    return OrderSearch(
+        global_order,
+        model.cost_orders(orders),
+        "exact",
+        considered,
+        [(global_order, model.cost_orders(orders).total)],
+        per_origin,
+        [f"priced all {considered} per-origin orders ({model.n}·{model.n}!)"],
+    )
 
 
 def _global_for(orders: dict[int, Order]) -> Order:
@@ -234,6 +248,7 @@ def _global_for(orders: dict[int, Order]) -> Order:
 
 
 # ----------------------------------------------------------- heuristic ----
+
 
 def fast_streams(rates: Sequence[float]) -> list[int]:
     """Streams above the largest gap (ratio ≥ :data:`FAST_GAP`) in the sorted rates.
@@ -318,7 +333,7 @@ def improve(model: CostModel, order: Order, valid: Valid = None) -> tuple[Order,
     while improved:
         improved = False
         for i in range(model.n):
-            rest = best[:i] + best[i + 1:]
+            rest = best[:i] + best[i + 1 :]
             for p in range(model.n):
                 if p == i:
                     continue
@@ -352,15 +367,13 @@ def heuristic_search(model: CostModel, valid: Valid = None, *, refine: bool = Tr
     priced = [(o, model.cost(o).total) for o in cands if valid is None or valid(o)]
     steps = [f"selectivity order {_names(model, start)} ({model.cost(start).total:,.0f})"]
     if fast:
-        steps.append("fast stream(s) " + ", ".join(names[f] for f in fast)
-                     + " tried higher in the order, not first")
+        steps.append("fast stream(s) " + ", ".join(names[f] for f in fast) + " tried higher in the order, not first")
     if not priced:  # no candidate is valid for this algorithm: fall back to all orders
         if model.n <= EXACT_MAX:
             found = exact_search(model, valid)
             found.method = "heuristic (fell back to exact)"
             return found
-        raise OptionError("no join order found by the heuristic is valid for this algorithm",
-                          hint="choose an order with --order or another algorithm")
+        raise OptionError("no join order found by the heuristic is valid for this algorithm", hint="choose an order with --order or another algorithm")
     priced.sort(key=lambda oc: rank(oc[1], oc[0]))
     best = priced[0][0]
     steps.append(f"cheapest of {len(priced)} candidates: {_names(model, best)} ({priced[0][1]:,.0f})")
@@ -390,13 +403,19 @@ def _heuristic_general(model: CostModel) -> OrderSearch:
     orders = {i: per_origin[i][0][0] for i in range(model.n)}
     cost = model.cost_orders(orders)
     considered = sum(len(p) for p in per_origin.values())
-    return OrderSearch(_global_for(orders), cost, "heuristic", considered,
-                       [(_global_for(orders), cost.total)], per_origin,
-                       [f"per origin: origin first, selectivity order with the origin's window cut to τ, "
-                        f"fast-stream moves ({considered} orders)"])
+    return OrderSearch(
+        _global_for(orders),
+        cost,
+        "heuristic",
+        considered,
+        [(_global_for(orders), cost.total)],
+        per_origin,
+        [f"per origin: origin first, selectivity order with the origin's window cut to τ, fast-stream moves ({considered} orders)"],
+    )
 
 
 # -------------------------------------------------------------- driver ----
+
 
 def search(model: CostModel, method: str = "auto", valid: Valid = None) -> OrderSearch:
     """Run the search ``method`` (``auto``: exact for n ≤ :data:`AUTO_EXACT_MAX`, else heuristic)."""
@@ -419,13 +438,19 @@ def price_forced(model: CostModel, order: Order, reference: OrderSearch) -> Orde
     alts = reference.alternatives
     if all(o != order for o, _ in alts):
         alts = sorted(alts + [(order, cost.total)], key=lambda oc: rank(oc[1], oc[0]))
-    return OrderSearch(order, cost, "forced with --order", reference.considered, alts,
-                       reference.per_origin,
-                       [f"--order {_names(model, order)}; the model's choice would be "
-                        f"{_names(model, reference.order)} ({reference.cost.total:,.0f})"])
+    return OrderSearch(
+        order,
+        cost,
+        "forced with --order",
+        reference.considered,
+        alts,
+        reference.per_origin,
+        [f"--order {_names(model, order)}; the model's choice would be {_names(model, reference.order)} ({reference.cost.total:,.0f})"],
+    )
 
 
 # ---------------------------------------------------------------- rule ----
+
 
 def valid_orders(query: JoinQuery, algorithm: str) -> Valid:
     """Which global orders the registered ``algorithm`` can run (its ``order_filter``; ``None``: all)."""

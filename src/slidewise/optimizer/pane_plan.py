@@ -46,15 +46,15 @@ class SlidingAggregate:
 
     source: str
     alias: str
-    length: int                 # T
-    slide: int                  # D
-    keys: tuple[str, ...]       # key attributes of the stream (``ts`` allowed)
+    length: int  # T
+    slide: int  # D
+    keys: tuple[str, ...]  # key attributes of the stream (``ts`` allowed)
     key_names: tuple[str, ...]  # their output column names
     aggs: tuple[AggCall, ...]
     where: Expr | None
     having: Expr | None
-    columns: tuple[str, ...]    # the output columns in order (before ts, sign)
-    kind: str = "rstream"       # the output operator (KINDS)
+    columns: tuple[str, ...]  # the output columns in order (before ts, sign)
+    kind: str = "rstream"  # the output operator (KINDS)
 
     @property
     def pane(self) -> int:
@@ -65,7 +65,7 @@ class SlidingAggregate:
         return (self.length + 1) // self.pane
 
     def synopsis(self, agg: AggCall) -> str:
-        if agg.func in ("count", "sum", "avg", "median", "quantile", "topk"):   # DISTINCT, TOPK, quantiles: frequency counts subtract
+        if agg.func in ("count", "sum", "avg", "median", "quantile", "topk"):  # DISTINCT, TOPK, quantiles: frequency counts subtract
             return "running"
         return "basic interval" if self.panes <= BASIC_MAX_PANES else "interval"
 
@@ -73,11 +73,11 @@ class SlidingAggregate:
         """The line ``explain`` and the run stats show."""
         kinds = list(dict.fromkeys(self.synopsis(a) for a in self.aggs)) or ["running"]
         if "running" not in kinds:
-            kinds.insert(0, "running")   # COUNT(*) of every group decides which groups have a row
-        costs = ", ".join(f"{k} {kept} / {'at most ' if k == 'interval' else ''}{probes}"
-                          for k in kinds for kept, probes in [cost(k, self.panes)])
-        return (f"sliding aggregate: {' and '.join(k + ' synopsis' for k in kinds)}, pane s={self.pane}, "
-                f"b={self.panes}; partials kept per group / probed per answer: {costs}")
+            kinds.insert(0, "running")  # COUNT(*) of every group decides which groups have a row
+        costs = ", ".join(f"{k} {kept} / {'at most ' if k == 'interval' else ''}{probes}" for k in kinds for kept, probes in [cost(k, self.panes)])
+        return (
+            f"sliding aggregate: {' and '.join(k + ' synopsis' for k in kinds)}, pane s={self.pane}, b={self.panes}; partials kept per group / probed per answer: {costs}"
+        )
 
     def arguments(self) -> tuple[str, ...]:
         """The stream attributes the aggregates read."""
@@ -134,9 +134,10 @@ def match(plan: Plan) -> SlidingAggregate | None:
     if len(set(keys)) != len(keys):
         return None
     if root.kind != "rstream" and not {k.name for k in agg.keys} <= set(root.schema):
-        return None   # changes of a bag of projected rows are not changes per group
-    return SlidingAggregate(node.source, node.alias, w.size, root.slide, tuple(keys),
-                            tuple(k.name for k in agg.keys), agg.aggs, where, having, tuple(root.schema), root.kind)
+        return None  # changes of a bag of projected rows are not changes per group
+    return SlidingAggregate(
+        node.source, node.alias, w.size, root.slide, tuple(keys), tuple(k.name for k in agg.keys), agg.aggs, where, having, tuple(root.schema), root.kind
+    )
 
 
 def _simple(e: Expr, outputs: bool) -> bool:

@@ -71,12 +71,12 @@ def _pick_algorithm(query: JoinQuery, algorithm: str | None) -> tuple[type[JoinO
             reasons.append(f"{cls.name}: {e.message}")
             continue
         return cls, "first applicable of " + ", ".join(c.name for c in ranked)
-    raise PlanError("no join algorithm can evaluate this query: " + "; ".join(reasons),
-                    hint="simplify the predicates or pick one with --algorithm")
+    raise PlanError("no join algorithm can evaluate this query: " + "; ".join(reasons), hint="simplify the predicates or pick one with --algorithm")
 
 
-def choose(query: JoinQuery, algorithm: str | None = None, order: str | list[str] | None = None,
-           *, stats: StatsArg = None, search: str = "auto", **options: Any) -> PhysicalPlan:
+def choose(
+    query: JoinQuery, algorithm: str | None = None, order: str | list[str] | None = None, *, stats: StatsArg = None, search: str = "auto", **options: Any
+) -> PhysicalPlan:
     """Plan ``query``: pick the operator (``algorithm`` forces one), then run the optimizer rules.
 
     ``stats``: ``--stats`` specs (``["S1:rate=10,distinct=500", ...]``), a
@@ -89,8 +89,7 @@ def choose(query: JoinQuery, algorithm: str | None = None, order: str | list[str
     if query.n == 1:
         algorithm = algorithm or "select"
     cls, why = _pick_algorithm(query, algorithm)
-    plan = PhysicalPlan(query, cls, idx, why, options, search_method=search,
-                        forced_order=order is not None, forced_buckets="buckets" in options)
+    plan = PhysicalPlan(query, cls, idx, why, options, search_method=search, forced_order=order is not None, forced_buckets="buckets" in options)
     if query.n == 1:
         return plan
     plan.stats = resolve_statistics(query, stats)

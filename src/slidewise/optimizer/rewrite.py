@@ -55,8 +55,7 @@ from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Ou
 from slidewise.plan.patterns import annotate
 from slidewise.plan.query import WindowSpec
 
-__all__ = ["CHEAP_EXPIRATION", "PREMATURE", "Flow", "algebra", "alternatives", "choose_plan", "edge_cost", "flows",
-           "plan_cost", "plan_stats"]
+__all__ = ["CHEAP_EXPIRATION", "PREMATURE", "Flow", "algebra", "alternatives", "choose_plan", "edge_cost", "flows", "plan_cost", "plan_stats"]
 
 #: fraction of a negation's results that expire prematurely (thesis §3.6.4: about 40%)
 PREMATURE = 0.4
@@ -75,6 +74,7 @@ StatSpecs = Sequence[str] | Mapping[str, Mapping[str, float]] | None
 
 
 # --- plan text ------------------------------------------------------------------------------------
+
 
 def algebra(node: Node) -> str:
     """A one-line relational-algebra form of a plan (thesis notation)."""
@@ -100,6 +100,7 @@ def _key(node: Node) -> str:
 
 
 # --- rewrites -------------------------------------------------------------------------------------
+
 
 def _aliases(node: Node, aliases: Sequence[str]) -> set[str]:
     """Aliases whose columns a subtree outputs (without needing bound schemas)."""
@@ -136,7 +137,7 @@ def _push_down(node: Node, aliases: Sequence[str]) -> list[Node]:
     for i, inp in enumerate(join.inputs):
         if wanted and wanted <= _aliases(inp, aliases):
             pushed = replace(node, left=inp)
-            inputs = join.inputs[:i] + (pushed,) + join.inputs[i + 1:]
+            inputs = join.inputs[:i] + (pushed,) + join.inputs[i + 1 :]
             out.append(_wrap(sels, replace(join, inputs=inputs)))
     return out
 
@@ -149,7 +150,7 @@ def _pull_up(node: Node) -> list[Node]:
     for i, inp in enumerate(node.inputs):
         sels, neg = _peel(inp)
         if isinstance(neg, Negation) and neg.mode == "anti":
-            inputs = node.inputs[:i] + (_wrap(sels, neg.left),) + node.inputs[i + 1:]
+            inputs = node.inputs[:i] + (_wrap(sels, neg.left),) + node.inputs[i + 1 :]
             out.append(replace(neg, left=replace(node, inputs=inputs)))
     return out
 
@@ -174,13 +175,14 @@ def alternatives(plan: Plan) -> list[Plan]:
             for root in _one_step(p.root, p.aliases):
                 k = _key(root)
                 if k not in seen and len(seen) < MAX_ALTERNATIVES:
-                    seen[k] = replace(p, root=cast(Output, root))   # a rewrite keeps the Output root
+                    seen[k] = replace(p, root=cast(Output, root))  # a rewrite keeps the Output root
                     nxt.append(seen[k])
         frontier = nxt
     return list(seen.values())
 
 
 # --- statistics -----------------------------------------------------------------------------------
+
 
 def plan_stats(specs: StatSpecs, plan: Plan | None = None) -> dict[str, dict[str, float]]:
     """Per-alias statistics from ``["S1:rate=10,distinct=500", ...]`` or ``{"S1": {"rate": 10}}``.
@@ -198,16 +200,16 @@ def plan_stats(specs: StatSpecs, plan: Plan | None = None) -> dict[str, dict[str
         for spec in specs:
             alias, sep, body = spec.partition(":")
             if not sep or not body.strip():
-                raise OptionError(f"bad --stats {spec!r}", hint="write STREAM:field=value,..., "
-                                                                "e.g. --stats S1:rate=10,distinct=500")
+                raise OptionError(f"bad --stats {spec!r}", hint="write STREAM:field=value,..., e.g. --stats S1:rate=10,distinct=500")
             fields = out.setdefault(alias.strip(), {})
             for item in body.split(","):
                 name, _, value = item.partition("=")
                 try:
                     fields[name.strip()] = float(value)
                 except ValueError:
-                    raise OptionError(f"bad value {value.strip()!r} for {name.strip()} of {alias}",
-                                      location=f"--stats {spec}", hint="values are positive numbers") from None
+                    raise OptionError(
+                        f"bad value {value.strip()!r} for {name.strip()} of {alias}", location=f"--stats {spec}", hint="values are positive numbers"
+                    ) from None
     if plan is not None:
         known = {s.alias for s in plan.scans()} | {n.alias for n in walk(plan.root) if isinstance(n, Subquery)}
         for alias in out:
@@ -217,6 +219,7 @@ def plan_stats(specs: StatSpecs, plan: Plan | None = None) -> dict[str, dict[str
 
 
 # --- cost model -----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Flow:
@@ -272,14 +275,12 @@ class _Estimator:
     def _flow(self, node: Node, kids: list[Flow]) -> Flow:
         if isinstance(node, Scan):
             if node.is_relation:
-                return Flow(self.field(node.alias, "rate", 0.0), self.field(node.alias, "rows", DEFAULT_ROWS),
-                            1.0 if node.kind == "table" else 0.0)
+                return Flow(self.field(node.alias, "rate", 0.0), self.field(node.alias, "rows", DEFAULT_ROWS), 1.0 if node.kind == "table" else 0.0)
             rate = self.field(node.alias, "rate", DEFAULT_RATE)
             assert node.window is not None  # a stream scan has a window
             return Flow(rate, self._window(node.alias, node.window, rate), 1.0 if node.window.is_count else 0.0)
         if isinstance(node, Subquery) and node.window is not None:
-            return Flow(kids[0].rate, self._window(node.alias, node.window, kids[0].rate),
-                        1.0 if node.window.is_count else 0.0)
+            return Flow(kids[0].rate, self._window(node.alias, node.window, kids[0].rate), 1.0 if node.window.is_count else 0.0)
         if isinstance(node, Select):
             s = self.selectivity(node.predicate)
             return Flow(kids[0].rate * s, kids[0].size * s, kids[0].premature)
@@ -299,8 +300,7 @@ class _Estimator:
             share = live / kids[0].size if kids[0].size else 1.0
             return Flow(kids[0].rate * share, live, max(self.premature, kids[0].premature))
         if isinstance(node, Aggregate):
-            groups = math.prod(self.distinct(k.expr) if isinstance(k.expr, Col) else DEFAULT_DISTINCT
-                               for k in node.keys) if node.keys else 1.0
+            groups = math.prod(self.distinct(k.expr) if isinstance(k.expr, Col) else DEFAULT_DISTINCT for k in node.keys) if node.keys else 1.0
             return Flow(kids[0].rate, min(groups, max(kids[0].size, 1.0)), 0.0)
         return kids[0]  # Project, Subquery without window, Output
 
@@ -328,8 +328,7 @@ def edge_cost(flow: Flow, pattern: Pattern, strategy: str, partitions: int = 10)
     return min(2 * r, calendar)
 
 
-def plan_cost(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", premature: float = PREMATURE,
-              partitions: int = 10) -> tuple[float, dict[Node, float]]:
+def plan_cost(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", premature: float = PREMATURE, partitions: int = 10) -> tuple[float, dict[Node, float]]:
     """Total tuples processed per time unit, and each operator's share (the edges it consumes)."""
     if strategy not in STRATEGIES:
         raise OptionError(f"unknown strategy {strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
@@ -341,8 +340,7 @@ def plan_cost(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", premat
     return sum(per_node.values()), per_node
 
 
-def choose_plan(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", premature: float = PREMATURE,
-                partitions: int = 10) -> tuple[Plan, dict[str, Any]]:
+def choose_plan(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", premature: float = PREMATURE, partitions: int = 10) -> tuple[Plan, dict[str, Any]]:
     """The cheapest of :func:`alternatives` under ``strategy``, and a report of the costs and why."""
     stats = plan_stats(stats, plan)
     priced = []
@@ -362,11 +360,12 @@ def choose_plan(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", prem
         report["why"] = "no rewriting applies"
     else:
         worst = max(c for c, _ in priced)
-        pattern_note = {"upa": "strict edges carry negative tuples, weak and weakest ones expire by time",
-                        "nt": "every edge carries a negative tuple per expiration, so the relational order decides",
-                        "direct": "edges expire by scanning state; only premature deletions are negative tuples"}
-        report["why"] = (f"cheapest of {len(priced)} plans under {strategy.upper()} "
-                         f"({best_cost:.3g} vs up to {worst:.3g} tuples per time unit): {pattern_note[strategy]}")
+        pattern_note = {
+            "upa": "strict edges carry negative tuples, weak and weakest ones expire by time",
+            "nt": "every edge carries a negative tuple per expiration, so the relational order decides",
+            "direct": "edges expire by scanning state; only premature deletions are negative tuples",
+        }
+        report["why"] = f"cheapest of {len(priced)} plans under {strategy.upper()} ({best_cost:.3g} vs up to {worst:.3g} tuples per time unit): {pattern_note[strategy]}"
         if strategy != "nt":
             relational = min(priced, key=lambda x: plan_cost(x[1], stats, "nt", premature, partitions)[0])[1]
             if relational is not best:

@@ -99,12 +99,14 @@ def _predicate(a: SlidingAggregate, b: SlidingAggregate) -> str | None:
     ta, tb = split_where(a)[0], split_where(b)[0]
     if ta == tb or coverable(a) and coverable(b):
         return None
-    return ("their WHERE conditions differ beyond conjuncts on the group keys, and not every aggregate is "
-            "COUNT, SUM, AVG, MIN or MAX (whose partials a cover of the predicates can share)")
+    return (
+        "their WHERE conditions differ beyond conjuncts on the group keys, and not every aggregate is "
+        "COUNT, SUM, AVG, MIN or MAX (whose partials a cover of the predicates can share)"
+    )
 
 
 def _aggregates(a: SlidingAggregate, b: SlidingAggregate) -> str | None:
-    return None   # every aggregate of the pane path has pane partials (match() admits registry aggregates only)
+    return None  # every aggregate of the pane path has pane partials (match() admits registry aggregates only)
 
 
 #: the sharing rules: name -> test of two queries (None: the rule holds, else the reason it does not)
@@ -131,7 +133,7 @@ class Member:
     name: str
     spec: SlidingAggregate
     group_filter: Expr | None
-    residual: Expr | None = None   # its conjuncts on tuples beyond the synopsis's common ones (a region test)
+    residual: Expr | None = None  # its conjuncts on tuples beyond the synopsis's common ones (a region test)
 
 
 @dataclass
@@ -142,7 +144,7 @@ class Group:
     keys: tuple[str, ...]
     where: frozenset[Expr]
     members: list[Member] = field(default_factory=list)
-    covered: bool = False   # members' predicates may differ (coverable aggregates): regions of a cover
+    covered: bool = False  # members' predicates may differ (coverable aggregates): regions of a cover
 
     def regions(self) -> list[Expr]:
         """The distinct residual predicates of the members (bit ``j`` of a tuple's region: the ``j``-th holds)."""
@@ -158,9 +160,13 @@ class Group:
 
     def describe(self) -> str:
         where = self.predicate()
-        return (f"{self.source}" + (f" WHERE {where}" if where is not None else "")
-                + (f" GROUP BY {', '.join(self.keys)}" if self.keys else "") + f", pane s={self.pane}"
-                + (f", regions of {len(self.regions())} predicates" if self.covered else ""))
+        return (
+            f"{self.source}"
+            + (f" WHERE {where}" if where is not None else "")
+            + (f" GROUP BY {', '.join(self.keys)}" if self.keys else "")
+            + f", pane s={self.pane}"
+            + (f", regions of {len(self.regions())} predicates" if self.covered else "")
+        )
 
 
 def share(specs: dict[str, SlidingAggregate]) -> list[Group]:
@@ -169,7 +175,7 @@ def share(specs: dict[str, SlidingAggregate]) -> list[Group]:
     conjuncts, or, if it and every member are :func:`coverable`, whose distinct predicates stay at most
     :data:`MAX_COVER` with its own (a cover; the group keeps their common conjuncts)."""
     groups: dict[tuple, list[Group]] = {}
-    wheres: dict[str, frozenset[Expr]] = {}   # each query's conjuncts on tuples
+    wheres: dict[str, frozenset[Expr]] = {}  # each query's conjuncts on tuples
     for name, spec in specs.items():
         tuples, on_keys = split_where(spec)
         wheres[name] = tuples
@@ -177,8 +183,8 @@ def share(specs: dict[str, SlidingAggregate]) -> list[Group]:
 
         def fits(g: Group) -> bool:
             ws = {wheres[m.name] for m in g.members} | {tuples}
-            return len(ws) == 1 or len(ws) <= MAX_COVER and all(coverable(m.spec) for m in g.members) \
-                and coverable(spec)
+            return len(ws) == 1 or len(ws) <= MAX_COVER and all(coverable(m.spec) for m in g.members) and coverable(spec)
+
         g = next((c for c in cands if fits(c)), None)
         if g is None:
             g = Group(spec.source, spec.keys, tuples)
@@ -213,8 +219,7 @@ class ThesisRule:
 
 def _aggs(g: Group) -> list[tuple[Member, str, tuple | None]]:
     """Each member's aggregates as (member, function, (attribute, the member's residual predicate))."""
-    return [(m, a.func, None if a.arg is None else (getattr(a.arg, "attr", None), m.residual)) for m in g.members
-            for a in m.spec.aggs]
+    return [(m, a.func, None if a.arg is None else (getattr(a.arg, "attr", None), m.residual)) for m in g.members for a in m.spec.aggs]
 
 
 def _synopses(g: Group, kinds: tuple[str, ...]) -> int:
@@ -226,8 +231,7 @@ def _ss2(g: Group) -> bool:
     """AVG(x) of one member and SUM(x) of another (over the same region set) read the same (sum, count)
     partials."""
     avg = {(id(m), x) for m, f, x in _aggs(g) if f == "avg"}
-    return any(f == "sum" and x is not None and any(x == y and id(m) != i for i, y in avg)
-               for m, f, x in _aggs(g))
+    return any(f == "sum" and x is not None and any(x == y and id(m) != i for i, y in avg) for m, f, x in _aggs(g))
 
 
 def _cs3(g: Group) -> bool:
@@ -242,32 +246,53 @@ def _cs3(g: Group) -> bool:
 _JOINS = "aggregates over joins do not take the pane path (no generalized BIJ, IJ or RJ join synopses)"
 
 #: Golab's thesis (§8.3.1–8.3.3, §8.4.3): the sharing rules by name, in the thesis's order
-THESIS_RULES: dict[str, ThesisRule] = {r.name: r for r in [
-    ThesisRule("SS1", "8.3.1", "one synopsis (panes of width s) for queries whose aggregates need the same data "
-               "per pane, over windows of n·s for any n",
-               holds=lambda g: len(g.members) > 1),
-    ThesisRule("SS2", "8.3.1", "AVG from the aligned sums and counts that SUM keeps", holds=_ss2),
-    ThesisRule("SS3", "8.3.2", "a generalized join synopsis for aggregates over joins of different windows",
-               not_applied=_JOINS),
-    ThesisRule("SS4", "8.3.3", "a query reads the synopses that cover its predicate (disjoint cover, or "
-               "disjoint supercover with subtraction for SUM/COUNT)", holds=lambda g: g.covered),
-    ThesisRule("CS1", "8.3.1", "queries sharing a running or interval synopsis computed together (the prefix "
-               "merges / dyadic intervals probed once per block)",
-               holds=lambda g: _synopses(g, ("running", "interval")) > 1),
-    ThesisRule("CS2", "8.3.1", "all queries over one basic interval synopsis computed together",
-               holds=lambda g: _synopses(g, ("basic interval",)) > 1),
-    ThesisRule("CS3", "8.3.1", "SUM and AVG over the same window computed together (SS2)", holds=_cs3),
-    ThesisRule("CS4", "8.3.2", "queries over one generalized IJ or RJ synopsis computed together",
-               not_applied=_JOINS),
-    ThesisRule("CS5", "8.3.2", "all queries over one generalized BIJ synopsis computed together", not_applied=_JOINS),
-    ThesisRule("CS6", "8.3.3", "a covered query computed with the queries of its running/interval synopses",
-               holds=lambda g: g.covered and _synopses(g, ("running", "interval")) > 1),
-    ThesisRule("CS7", "8.3.3", "a covered query computed with the queries of its basic interval synopses",
-               holds=lambda g: g.covered and _synopses(g, ("basic interval",)) > 1),
-    ThesisRule("CS8", "8.4.3", "a query identical to another but for a longer period reads its output stream",
-               not_applied="each query's evaluations are answered from the shared pane partials (SS1, CS1), "
-               "not from another query's output"),
-]}
+THESIS_RULES: dict[str, ThesisRule] = {
+    r.name: r
+    for r in [
+        ThesisRule(
+            "SS1",
+            "8.3.1",
+            "one synopsis (panes of width s) for queries whose aggregates need the same data per pane, over windows of n·s for any n",
+            holds=lambda g: len(g.members) > 1,
+        ),
+        ThesisRule("SS2", "8.3.1", "AVG from the aligned sums and counts that SUM keeps", holds=_ss2),
+        ThesisRule("SS3", "8.3.2", "a generalized join synopsis for aggregates over joins of different windows", not_applied=_JOINS),
+        ThesisRule(
+            "SS4",
+            "8.3.3",
+            "a query reads the synopses that cover its predicate (disjoint cover, or disjoint supercover with subtraction for SUM/COUNT)",
+            holds=lambda g: g.covered,
+        ),
+        ThesisRule(
+            "CS1",
+            "8.3.1",
+            "queries sharing a running or interval synopsis computed together (the prefix merges / dyadic intervals probed once per block)",
+            holds=lambda g: _synopses(g, ("running", "interval")) > 1,
+        ),
+        ThesisRule("CS2", "8.3.1", "all queries over one basic interval synopsis computed together", holds=lambda g: _synopses(g, ("basic interval",)) > 1),
+        ThesisRule("CS3", "8.3.1", "SUM and AVG over the same window computed together (SS2)", holds=_cs3),
+        ThesisRule("CS4", "8.3.2", "queries over one generalized IJ or RJ synopsis computed together", not_applied=_JOINS),
+        ThesisRule("CS5", "8.3.2", "all queries over one generalized BIJ synopsis computed together", not_applied=_JOINS),
+        ThesisRule(
+            "CS6",
+            "8.3.3",
+            "a covered query computed with the queries of its running/interval synopses",
+            holds=lambda g: g.covered and _synopses(g, ("running", "interval")) > 1,
+        ),
+        ThesisRule(
+            "CS7",
+            "8.3.3",
+            "a covered query computed with the queries of its basic interval synopses",
+            holds=lambda g: g.covered and _synopses(g, ("basic interval",)) > 1,
+        ),
+        ThesisRule(
+            "CS8",
+            "8.4.3",
+            "a query identical to another but for a longer period reads its output stream",
+            not_applied="each query's evaluations are answered from the shared pane partials (SS1, CS1), not from another query's output",
+        ),
+    ]
+}
 
 
 def decisions(g: Group) -> list[str]:

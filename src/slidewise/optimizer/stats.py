@@ -46,8 +46,7 @@ from slidewise.errors import OptionError
 from slidewise.model.batch import StreamBatch
 from slidewise.plan.query import JoinQuery
 
-__all__ = ["DEFAULT_DISTINCT", "OnlineStats", "Statistics", "StreamStats", "default_statistics", "domain_size",
-           "join_attributes", "parse_stats", "resolve_statistics"]
+__all__ = ["DEFAULT_DISTINCT", "OnlineStats", "Statistics", "StreamStats", "default_statistics", "domain_size", "join_attributes", "parse_stats", "resolve_statistics"]
 
 #: distinct join values assumed per attribute when none are declared
 DEFAULT_DISTINCT = 100.0
@@ -93,11 +92,14 @@ class StreamStats:
         return DEFAULT_DISTINCT
 
     def as_dict(self) -> dict:
-        return {"rate": _num(self.rate), "window": _num(self.window),
-                "window_kind": "rows" if self.count else "range",
-                "tuples": _num(self.tuples()),
-                "distinct": {a: _num(v) for a, v in self.distinct.items()},
-                "source": self.source}
+        return {
+            "rate": _num(self.rate),
+            "window": _num(self.window),
+            "window_kind": "rows" if self.count else "range",
+            "tuples": _num(self.tuples()),
+            "distinct": {a: _num(v) for a, v in self.distinct.items()},
+            "source": self.source,
+        }
 
 
 @dataclass(frozen=True)
@@ -158,9 +160,7 @@ def default_statistics(query: JoinQuery) -> Statistics:
     for i, ref in enumerate(query.streams):
         window, count = _window(query, i)
         part = _partition_attr(query, i)
-        out.append(StreamStats(ref.alias, DEFAULT_RATE, window, count,
-                               {a: DEFAULT_DISTINCT for a in attrs[i]},
-                               DEFAULT_DISTINCT if part else 1.0, "default"))
+        out.append(StreamStats(ref.alias, DEFAULT_RATE, window, count, {a: DEFAULT_DISTINCT for a in attrs[i]}, DEFAULT_DISTINCT if part else 1.0, "default"))
     return Statistics(tuple(out))
 
 
@@ -170,9 +170,9 @@ def _positive(spec: str, alias: str, name: str, text: str) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
-        raise OptionError(f"{name} of stream {alias} must be a positive number, got {text!r}",
-                          location=f"--stats {spec}",
-                          hint=f"e.g. --stats {alias}:rate=10,distinct=500")
+        raise OptionError(
+            f"{name} of stream {alias} must be a positive number, got {text!r}", location=f"--stats {spec}", hint=f"e.g. --stats {alias}:rate=10,distinct=500"
+        )
     return value
 
 
@@ -183,14 +183,12 @@ def _split(spec: str, query: JoinQuery) -> tuple[str, list[tuple[str, str]]]:
     if not sep or not alias or not body.strip():
         raise OptionError(f"bad --stats {spec!r}", hint=f"write STREAM:field=value,..., e.g. {example}")
     if alias not in query.aliases:
-        raise OptionError(f"unknown stream {alias!r} in --stats", location=f"--stats {spec}",
-                          hint=f"FROM lists {', '.join(query.aliases)}")
+        raise OptionError(f"unknown stream {alias!r} in --stats", location=f"--stats {spec}", hint=f"FROM lists {', '.join(query.aliases)}")
     pairs = []
     for item in body.split(","):
         name, eq, value = item.partition("=")
         if not eq or not name.strip() or not value.strip():
-            raise OptionError(f"bad field {item.strip()!r} for stream {alias}",
-                              location=f"--stats {spec}", hint=f"write field=value, e.g. {example}")
+            raise OptionError(f"bad field {item.strip()!r} for stream {alias}", location=f"--stats {spec}", hint=f"write field=value, e.g. {example}")
         pairs.append((name.strip(), value.strip()))
     return alias, pairs
 
@@ -206,12 +204,10 @@ def parse_stats(specs: Sequence[str] | Mapping[str, Mapping[str, float]], query:
     fields: dict[str, dict[str, float]] = {a: {} for a in query.aliases}
     where: dict[str, str] = {}
     if isinstance(specs, Mapping):
-        items = [(alias, [(k, str(v)) for k, v in vals.items()], f"{alias}:" + ",".join(
-            f"{k}={v}" for k, v in vals.items())) for alias, vals in specs.items()]
+        items = [(alias, [(k, str(v)) for k, v in vals.items()], f"{alias}:" + ",".join(f"{k}={v}" for k, v in vals.items())) for alias, vals in specs.items()]
         for alias, _, spec in items:
             if alias not in fields:
-                raise OptionError(f"unknown stream {alias!r} in --stats", location=f"--stats {spec}",
-                                  hint=f"FROM lists {', '.join(query.aliases)}")
+                raise OptionError(f"unknown stream {alias!r} in --stats", location=f"--stats {spec}", hint=f"FROM lists {', '.join(query.aliases)}")
     else:
         items = [(*_split(s, query), s) for s in specs]
     for alias, pairs, spec in items:
@@ -219,15 +215,14 @@ def parse_stats(specs: Sequence[str] | Mapping[str, Mapping[str, float]], query:
         for name, text in pairs:
             base, _, attr = name.partition(".")
             if base not in ("rate", "distinct", "window") or (attr and base != "distinct"):
-                raise OptionError(f"unknown field {name!r} for stream {alias}", location=f"--stats {spec}",
-                                  hint=f"fields are {', '.join(FIELDS)}")
+                raise OptionError(f"unknown field {name!r} for stream {alias}", location=f"--stats {spec}", hint=f"fields are {', '.join(FIELDS)}")
             if attr and attr not in attrs[i] and attr != _partition_attr(query, i):
                 joined = ", ".join(attrs[i]) or "none"
-                raise OptionError(f"stream {alias} is not joined on {attr!r}", location=f"--stats {spec}",
-                                  hint=f"its join attributes: {joined}; write distinct=V for all of them")
+                raise OptionError(
+                    f"stream {alias} is not joined on {attr!r}", location=f"--stats {spec}", hint=f"its join attributes: {joined}; write distinct=V for all of them"
+                )
             if name in fields[alias]:
-                raise OptionError(f"{name} of stream {alias} is given twice", location=f"--stats {spec}",
-                                  hint="give each field once")
+                raise OptionError(f"{name} of stream {alias} is given twice", location=f"--stats {spec}", hint="give each field once")
             fields[alias][name] = _positive(spec, alias, name, text)
             where[alias] = spec
     out = []
@@ -235,21 +230,21 @@ def parse_stats(specs: Sequence[str] | Mapping[str, Mapping[str, float]], query:
         got = fields[ref.alias]
         example = f"--stats {ref.alias}:rate=1" + (",distinct=100" if attrs[i] else "")
         if "rate" not in got:
-            raise OptionError(f"no rate for stream {ref.alias} in --stats",
-                              hint=f"once --stats is given every stream of FROM needs one, e.g. {example}")
+            raise OptionError(f"no rate for stream {ref.alias} in --stats", hint=f"once --stats is given every stream of FROM needs one, e.g. {example}")
         distinct = {}
         for a in attrs[i]:
             v = got.get(f"distinct.{a}", got.get("distinct"))
             if v is None:
-                raise OptionError(f"no distinct count for {ref.alias}.{a} in --stats",
-                                  location=f"--stats {where[ref.alias]}",
-                                  hint=f"{ref.alias} is joined on {a}; add distinct=V, e.g. {example}")
+                raise OptionError(
+                    f"no distinct count for {ref.alias}.{a} in --stats",
+                    location=f"--stats {where[ref.alias]}",
+                    hint=f"{ref.alias} is joined on {a}; add distinct=V, e.g. {example}",
+                )
             distinct[a] = v
         window, count = _window(query, i)
         part = _partition_attr(query, i)
         partitions = got.get(f"distinct.{part}", got.get("distinct", DEFAULT_DISTINCT)) if part else 1.0
-        out.append(StreamStats(ref.alias, got["rate"], got.get("window", window), count, distinct,
-                               partitions, "declared"))
+        out.append(StreamStats(ref.alias, got["rate"], got.get("window", window), count, distinct, partitions, "declared"))
     return Statistics(tuple(out))
 
 
@@ -272,15 +267,17 @@ def resolve_statistics(query: JoinQuery, stats: StatsArg = None) -> Statistics:
 
 # ------------------------------------------------------------------ online --
 
+
 def hash64(values: np.ndarray) -> np.ndarray:
     """Deterministic 64-bit hashes of any values (numbers or strings)."""
     import pandas as pd
+
     arr = np.asarray(values)
     if arr.dtype.kind in "iub":
         # splitmix64 finaliser: a good spread for small consecutive integers
         x = arr.astype(np.uint64)
         with np.errstate(over="ignore"):
-            x = (x + np.uint64(0x9E3779B97F4A7C15))
+            x = x + np.uint64(0x9E3779B97F4A7C15)
             x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
             x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
             return x ^ (x >> np.uint64(31))
@@ -319,7 +316,7 @@ def domain_size(seen: float, tuples: float) -> float:
 
 @dataclass
 class _Pane:
-    key: int           # pane number (time // width, or arrival number // width)
+    key: int  # pane number (time // width, or arrival number // width)
     first_ts: int
     count: int = 0
     sketches: dict[str, np.ndarray] = field(default_factory=dict)  # attr -> k smallest hashes
@@ -415,15 +412,12 @@ class OnlineStats:
     (0.5, 7.0, 3.0)
     """
 
-    def __init__(self, query: JoinQuery, *, panes: int = 8, sketch_size: int = 256,
-                 horizon: float | None = None) -> None:
+    def __init__(self, query: JoinQuery, *, panes: int = 8, sketch_size: int = 256, horizon: float | None = None) -> None:
         if panes < 1 or sketch_size < 2:
-            raise OptionError("OnlineStats needs panes >= 1 and sketch_size >= 2",
-                              hint="e.g. OnlineStats(query, panes=8, sketch_size=256)")
+            raise OptionError("OnlineStats needs panes >= 1 and sketch_size >= 2", hint="e.g. OnlineStats(query, panes=8, sketch_size=256)")
         self.query = query
         self.attrs = join_attributes(query)
-        lengths = [s.window.length for s in query.streams
-                   if s.window.kind == "range" and s.window.length > 0]
+        lengths = [s.window.length for s in query.streams if s.window.kind == "range" and s.window.length > 0]
         self.horizon = float(horizon or (max(lengths) if lengths else 1000))
         self._streams = []
         for i, ref in enumerate(query.streams):

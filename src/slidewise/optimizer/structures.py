@@ -28,8 +28,7 @@ def cost_based_structures(query: JoinQuery, options: dict[str, Any]) -> tuple[st
     """The cheapest combination ``XY`` for ``query`` under ``options`` (``rates``) and why."""
     inputs = structure_inputs(query, options)
     weights = load_weights()
-    pick = choose(*inputs.rates, *inputs.windows, weights,
-                  methods_a=tuple(inputs.allowed[0]), methods_b=tuple(inputs.allowed[1]))
+    pick = choose(*inputs.rates, *inputs.windows, weights, methods_a=tuple(inputs.allowed[0]), methods_b=tuple(inputs.allowed[1]))
     return pick.combination, f"cheapest by the cost model ({weights.source})"
 
 

@@ -4,6 +4,20 @@ from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or, 
 from slidewise.plan.query import Equality, JoinQuery, SelectItem, StreamRef, WindowSpec
 
 __all__ = [
-    "And", "BinOp", "Cmp", "Col", "Equality", "Expr", "Func", "JoinQuery", "Lit", "Not", "Or",
-    "SelectItem", "StreamRef", "WindowSpec", "columns_of", "evaluate",
+    "And",
+    "BinOp",
+    "Cmp",
+    "Col",
+    "Equality",
+    "Expr",
+    "Func",
+    "JoinQuery",
+    "Lit",
+    "Not",
+    "Or",
+    "SelectItem",
+    "StreamRef",
+    "WindowSpec",
+    "columns_of",
+    "evaluate",
 ]

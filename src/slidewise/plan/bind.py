@@ -76,8 +76,9 @@ def column_name(col: Col, aliases: Sequence[str]) -> str:
     if col.stream < 0:
         return col.attr
     if col.stream >= len(aliases):
-        raise PlanError(f"column {col} refers to stream #{col.stream}, but the plan has "
-                        f"{len(aliases)} aliases", hint="this is a bug in the query builder; please report it")
+        raise PlanError(
+            f"column {col} refers to stream #{col.stream}, but the plan has {len(aliases)} aliases", hint="this is a bug in the query builder; please report it"
+        )
     return f"{aliases[col.stream]}.{col.attr}"
 
 
@@ -86,7 +87,7 @@ def bind(plan: Plan, schemas: Mapping[str, Columns]) -> Plan:
     or attribute → kind: then expressions are typed too)."""
     binder = _Binder(plan.aliases, schemas)
     root = binder.bind(plan.root)
-    return replace(plan, root=cast(Output, root))   # bind() keeps each node's class
+    return replace(plan, root=cast(Output, root))  # bind() keeps each node's class
 
 
 def bind_query(query: JoinQuery, schemas: Sequence[Columns]) -> JoinQuery:
@@ -99,8 +100,7 @@ def bind_query(query: JoinQuery, schemas: Sequence[Columns]) -> JoinQuery:
         if attr in ("ts", "*") or attr in schemas[stream]:
             continue
         ref = query.streams[stream]
-        raise SourceError(f"stream {ref.alias} (source {ref.source}) has no column {attr!r}",
-                          hint=f"its columns are: ts, {', '.join(schemas[stream])}")
+        raise SourceError(f"stream {ref.alias} (source {ref.source}) has no column {attr!r}", hint=f"its columns are: ts, {', '.join(schemas[stream])}")
     typer = Typer(lambda c: _kinds(schemas[c.stream]).get(c.attr) if 0 <= c.stream < len(schemas) else None)
     for eq in query.equalities:
         typer.pair(eq.left, eq.right)
@@ -127,7 +127,7 @@ class _Binder:
         self.aliases = tuple(aliases)
         self.schemas = schemas
         self.scans: dict[str, Scan] = {}
-        self.kinds: dict[int, tuple[Node, dict[str, str | None]]] = {}   # id(node) -> (node, column -> kind)
+        self.kinds: dict[int, tuple[Node, dict[str, str | None]]] = {}  # id(node) -> (node, column -> kind)
 
     def bind(self, node: Node) -> Node:
         new: Node
@@ -149,8 +149,8 @@ class _Binder:
         aliases = self.aliases
 
         def kind_of(col: Col) -> str | None:
-            return kinds.get(col.attr if col.stream < 0 else
-                             f"{aliases[col.stream]}.{col.attr}" if col.stream < len(aliases) else None)
+            return kinds.get(col.attr if col.stream < 0 else f"{aliases[col.stream]}.{col.attr}" if col.stream < len(aliases) else None)
+
         return Typer(kind_of)
 
     def _typed(self, node: Node) -> Node:
@@ -180,23 +180,22 @@ class _Binder:
         """The kind of each output column of ``node`` (``None``: unknown)."""
         if isinstance(node, Scan):
             kinds = _kinds(self.schemas.get(node.source, ()))
-            return {c: ("int" if c.split(".", 1)[-1] == "ts" else kinds.get(c.split(".", 1)[-1]))
-                    for c in node.schema}
+            return {c: ("int" if c.split(".", 1)[-1] == "ts" else kinds.get(c.split(".", 1)[-1])) for c in node.schema}
         if isinstance(node, Join):
             return {k: v for i in node.inputs for k, v in self.kinds_of(i).items()}
         if isinstance(node, (Project, Aggregate)):
             typer, child = self._typer(node.child), self.kinds_of(node.child)
             out: dict[str, str | None] = {}
-            for item in (node.items if isinstance(node, Project) else node.keys):
+            for item in node.items if isinstance(node, Project) else node.keys:
                 if isinstance(item.expr, Col) and item.expr.attr == "*":
                     out.update({c: k for c, k in child.items() if c.startswith(f"{item.expr.name}.")})
                 else:
                     out[item.name] = typer.typed(item.expr)[1]
-            for a in (node.aggs if isinstance(node, Aggregate) else ()):
+            for a in node.aggs if isinstance(node, Aggregate) else ():
                 out[a.name] = typer.aggregate(a)[1]
             return out
         below = list(self.kinds_of(node.children[0]).values()) if node.children else []
-        if len(below) == len(node.schema):   # Select, Distinct, Union, Negation, Subquery, Output: by position
+        if len(below) == len(node.schema):  # Select, Distinct, Union, Negation, Subquery, Output: by position
             return dict(zip(node.schema, below))
         return dict.fromkeys(node.schema)
 
@@ -204,16 +203,15 @@ class _Binder:
         if scan.source not in self.schemas:
             known = ", ".join(sorted(self.schemas)) or "none"
             what = "stream" if scan.kind == "stream" else "table"
-            raise SourceError(f"no source for {what} {scan.source}" +
-                              (f" (alias {scan.alias})" if scan.alias != scan.source else ""),
-                              hint=f"pass it with --{'source' if what == 'stream' else 'table'} "
-                                   f"{scan.source}=PATH; sources given: {known}")
+            raise SourceError(
+                f"no source for {what} {scan.source}" + (f" (alias {scan.alias})" if scan.alias != scan.source else ""),
+                hint=f"pass it with --{'source' if what == 'stream' else 'table'} {scan.source}=PATH; sources given: {known}",
+            )
         drop = ("ts",) if scan.kind == "stream" else RELATION_CONTROL
         columns = tuple(c for c in self.schemas[scan.source] if c not in drop)
         part = scan.window.partition_by if scan.window is not None else None
         if part is not None and part not in columns:
-            raise PlanError(f"stream {scan.alias} (source {scan.source}) has no column {part!r} to partition by",
-                            hint=f"its columns are: {', '.join(('ts',) + columns)}")
+            raise PlanError(f"stream {scan.alias} (source {scan.source}) has no column {part!r} to partition by", hint=f"its columns are: {', '.join(('ts',) + columns)}")
         bound = replace(scan, columns=columns)
         self.scans[scan.alias] = bound
         return bound
@@ -236,8 +234,9 @@ class _Binder:
             widths = [len(i.schema) for i in node.inputs]
             if len(set(widths)) > 1:
                 shapes = "; ".join(", ".join(i.schema) for i in node.inputs)
-                raise PlanError(f"UNION inputs have different numbers of columns ({', '.join(map(str, widths))})",
-                                hint=f"select the same number of columns on each side: {shapes}")
+                raise PlanError(
+                    f"UNION inputs have different numbers of columns ({', '.join(map(str, widths))})", hint=f"select the same number of columns on each side: {shapes}"
+                )
 
     def _exprs(self, node: Node, exprs: list[Expr], schema: tuple[str, ...]) -> None:
         have = set(schema)
@@ -247,8 +246,7 @@ class _Binder:
                 if attr == "*":
                     prefix = f"{self.aliases[stream]}." if 0 <= stream < len(self.aliases) else "?"
                     if not any(c.startswith(prefix) for c in schema):
-                        raise PlanError(f"{prefix}* names no columns in the input of {node.label()}",
-                                        hint=f"available columns: {', '.join(schema)}")
+                        raise PlanError(f"{prefix}* names no columns in the input of {node.label()}", hint=f"available columns: {', '.join(schema)}")
                     continue
                 if column_name(col, self.aliases) not in have:
                     raise self._unknown(node, stream, attr, schema)
@@ -259,12 +257,9 @@ class _Binder:
         if scan is not None and any(c.startswith(f"{alias}.") for c in schema):
             cols = (["ts"] if scan.kind == "stream" else []) + list(scan.columns or ())
             what = "stream" if scan.kind == "stream" else "table"
-            return PlanError(f"{what} {alias} (source {scan.source}) has no column {attr!r}",
-                             hint=f"its columns are: {', '.join(cols)}")
+            return PlanError(f"{what} {alias} (source {scan.source}) has no column {attr!r}", hint=f"its columns are: {', '.join(cols)}")
         own = [c.split(".", 1)[1] for c in schema if alias and c.startswith(f"{alias}.")]
         if own:
-            return PlanError(f"{alias} has no column {attr!r} in the input of {node.label()}",
-                             hint=f"its columns are: {', '.join(own)}")
+            return PlanError(f"{alias} has no column {attr!r} in the input of {node.label()}", hint=f"its columns are: {', '.join(own)}")
         name = f"{alias}.{attr}" if alias else attr
-        return PlanError(f"column {name} is not available to {node.label()}",
-                         hint=f"available columns: {', '.join(schema)}")
+        return PlanError(f"column {name} is not available to {node.label()}", hint=f"available columns: {', '.join(schema)}")

@@ -49,7 +49,7 @@ class Col(Expr):
     pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)  # query line, column
 
     def __str__(self) -> str:
-        if self.stream < 0 and not self.name:   # an output column of the node below, by name
+        if self.stream < 0 and not self.name:  # an output column of the node below, by name
             return self.attr
         return f"{self.name or f'#{self.stream}'}.{self.attr}"
 
@@ -197,6 +197,7 @@ def _round(v: Any, digits: Any = 0) -> Any:
 
 def _text(f: Callable[[str], Any], null: Any = None) -> Callable[[Any], Any]:
     """``f`` on text, per element of an array; NULL stays NULL."""
+
     def apply(v: Any) -> Any:
         if isinstance(v, np.ndarray):
             out = [null if x is None else f(x) for x in v]
@@ -204,6 +205,7 @@ def _text(f: Callable[[str], Any], null: Any = None) -> Callable[[Any], Any]:
                 return np.array(out, dtype=object)
             return np.array(out, dtype=float if any(x is None for x in v) else np.int64)
         return null if v is None else f(v)
+
     return apply
 
 
@@ -215,12 +217,19 @@ def _substr(v: Any, start: Any, length: Any = None) -> Any:
 
 
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul,
-    "/": operator.truediv, "%": operator.mod,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "%": operator.mod,
 }
 _CMPS: dict[str, Callable[[Any, Any], Any]] = {
-    "=": operator.eq, "!=": operator.ne, "<": operator.lt,
-    "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }
 #: CAST's type names -> kinds (as the sources': int, float, str)
 CAST_TYPES = {"int": "int", "bigint": "int", "double": "float", "float": "float", "text": "str", "string": "str"}
@@ -241,7 +250,7 @@ def cast(v: Any, kind: str) -> Any:
             return NAN
         return int(number) if kind == "int" and np.isfinite(number) else number
     null = is_null(v)
-    text = v.dtype.kind in "OUS"   # object (None for NULL) or fixed-width numpy strings
+    text = v.dtype.kind in "OUS"  # object (None for NULL) or fixed-width numpy strings
     if kind == "str":
         if text:
             return v
@@ -257,14 +266,29 @@ def cast(v: Any, kind: str) -> Any:
 
 
 _FUNCS: dict[str, Callable[..., Any]] = {
-    "abs": np.abs, "cast": cast, "coalesce": coalesce, "case": case,
-    "round": _round, "floor": np.floor, "ceil": np.ceil,
-    "lower": _text(str.lower), "upper": _text(str.upper), "length": _text(len, NAN), "substr": _substr,
+    "abs": np.abs,
+    "cast": cast,
+    "coalesce": coalesce,
+    "case": case,
+    "round": _round,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "lower": _text(str.lower),
+    "upper": _text(str.upper),
+    "length": _text(len, NAN),
+    "substr": _substr,
 }
 #: called by name (CAST and CASE have their own syntax) -> (fewest, most) arguments
 FUNCTIONS: dict[str, tuple[int, int]] = {
-    "abs": (1, 1), "round": (1, 2), "floor": (1, 1), "ceil": (1, 1), "coalesce": (1, 64),
-    "lower": (1, 1), "upper": (1, 1), "length": (1, 1), "substr": (2, 3),
+    "abs": (1, 1),
+    "round": (1, 2),
+    "floor": (1, 1),
+    "ceil": (1, 1),
+    "coalesce": (1, 64),
+    "lower": (1, 1),
+    "upper": (1, 1),
+    "length": (1, 1),
+    "substr": (2, 3),
 }
 #: the functions of numbers, of text, and those whose arguments share one type
 NUMBER_FUNCTIONS = frozenset(("abs", "round", "floor", "ceil"))
@@ -321,10 +345,9 @@ def _truth(expr: Expr, get: Callable[[int, str], object]) -> tuple[Any, Any]:
         # Kleene: AND holds where all hold and fails where one fails; OR the other way round
         meet = np.logical_or if join is np.logical_and else np.logical_and
         holds = functools.reduce(join, [v if u is None else np.logical_and(v, np.logical_not(u)) for v, u in parts])
-        fails = functools.reduce(meet, [np.logical_not(v) if u is None else np.logical_not(np.logical_or(v, u))
-                                        for v, u in parts])
+        fails = functools.reduce(meet, [np.logical_not(v) if u is None else np.logical_not(np.logical_or(v, u)) for v, u in parts])
         return holds, np.logical_not(np.logical_or(holds, fails))
-    value = evaluate(expr, get)   # a value used as a condition
+    value = evaluate(expr, get)  # a value used as a condition
     null = is_null(value)
     return (_filled(value, null, False), null) if np.any(null) else (value, None)
 
@@ -335,7 +358,7 @@ def is_null(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         if v.dtype.kind == "f":
             return np.isnan(v)
-        if v.dtype == object:   # text: missing values are None
+        if v.dtype == object:  # text: missing values are None
             return v == None  # noqa: E711 - elementwise
         return False
     return bool(v is None or (isinstance(v, float) and v != v))
@@ -356,14 +379,14 @@ def arithmetic(op: str, a: Any, b: Any) -> Any:
     ``%`` by a column is float (it may be NULL); by a non-zero constant it keeps ``a``'s type."""
     if op not in ("/", "%"):
         return _BINOPS[op](a, b)
-    if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):   # scalars (per-tuple paths)
+    if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):  # scalars (per-tuple paths)
         return NAN if b == 0 else _BINOPS[op](a, b)
     zero = np.equal(b, 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.true_divide(a, b) if op == "/" else np.mod(a, b)
     if np.ndim(b) == 0:
         return np.full(out.shape, np.nan) if zero else out
-    out = out.astype(np.float64, copy=False)   # a new array either way
+    out = out.astype(np.float64, copy=False)  # a new array either way
     np.putmask(out, zero, np.nan)
     return out
 

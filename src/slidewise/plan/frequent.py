@@ -35,12 +35,12 @@ class FrequentQuery(Plan):
     k: int = 1
     exact: bool = False
     slide: int = 1
-    summary: str = "topk"      # synopses.frequent.KINDS; "exact" when ``exact``
+    summary: str = "topk"  # synopses.frequent.KINDS; "exact" when ``exact``
 
     @property
     def scan(self) -> Scan:
         node = self.root.child
-        return node.child if isinstance(node, Select) else node   # type: ignore[return-value]  # built so
+        return node.child if isinstance(node, Select) else node  # type: ignore[return-value]  # built so
 
     @property
     def where(self) -> Expr | None:
@@ -49,12 +49,12 @@ class FrequentQuery(Plan):
 
     @property
     def counting(self) -> bool:
-        return self.scan.window.kind == "rows"   # type: ignore[union-attr]  # a stream scan has a window
+        return self.scan.window.kind == "rows"  # type: ignore[union-attr]  # a stream scan has a window
 
     @property
     def length(self) -> int:
         """Tuples (count window) or time units ``T`` the window spans: ``τ − T < ts ≤ τ``."""
-        return self.scan.window.size   # type: ignore[union-attr]
+        return self.scan.window.size  # type: ignore[union-attr]
 
     @property
     def sub_window(self) -> int:
@@ -70,6 +70,9 @@ class FrequentQuery(Plan):
 
     def describe(self) -> str:
         unit = "tuples" if self.counting else "time units"
-        how = "exact counts" if self.exact else {"topk": f"top-{self.k} lists (Golab's thesis Algorithm 6)",
-                                                  "misra-gries": f"Misra-Gries summaries of {self.k} counters"}[self.summary]
+        how = (
+            "exact counts"
+            if self.exact
+            else {"topk": f"top-{self.k} lists (Golab's thesis Algorithm 6)", "misra-gries": f"Misra-Gries summaries of {self.k} counters"}[self.summary]
+        )
         return f"frequent items: {how}, sub-window s={self.sub_window} {unit}, b={self.sub_windows}"

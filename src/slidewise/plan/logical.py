@@ -58,9 +58,9 @@ class Pattern(IntEnum):
     """Update patterns of Golab's thesis §3.2.1, from simplest to most complex."""
 
     MONO = 0  # monotonic: results never expire
-    WKS = 1   # weakest non-monotonic: expire FIFO, all after the same lifetime
-    WK = 2    # weak non-monotonic: expiration time known at production
-    STR = 3   # strict non-monotonic: some expirations depend on future input
+    WKS = 1  # weakest non-monotonic: expire FIFO, all after the same lifetime
+    WK = 2  # weak non-monotonic: expiration time known at production
+    STR = 3  # strict non-monotonic: some expirations depend on future input
 
     def __str__(self) -> str:
         return self.name
@@ -108,8 +108,9 @@ class Scan(Node):
         if self.kind not in SCAN_KINDS:
             raise PlanError(f"unknown scan kind {self.kind!r}", hint=f"use one of {SCAN_KINDS}")
         if (self.kind == "stream") != (self.window is not None):
-            raise PlanError(f"{self.alias}: a stream needs a window and a relation has none",
-                            hint="write S [RANGE 10] for streams and TABLE R / --table R=PATH for relations")
+            raise PlanError(
+                f"{self.alias}: a stream needs a window and a relation has none", hint="write S [RANGE 10] for streams and TABLE R / --table R=PATH for relations"
+            )
 
     @property
     def is_relation(self) -> bool:
@@ -170,8 +171,7 @@ class Project(Unary):
         return tuple(out)
 
     def label(self) -> str:
-        return "Project " + ", ".join(i.name if not (isinstance(i.expr, Col) and i.expr.attr == "*")
-                                      else f"{i.expr.name}.*" for i in self.items)
+        return "Project " + ", ".join(i.name if not (isinstance(i.expr, Col) and i.expr.attr == "*") else f"{i.expr.name}.*" for i in self.items)
 
 
 @dataclass(frozen=True, eq=False)
@@ -260,7 +260,7 @@ class AggCall:
     distinct: bool = False
     alias: str | None = None
     pos: tuple[int, int] | None = field(default=None, compare=False, repr=False)  # query line, column
-    param: float | None = None   # the literal parameter: p of QUANTILE(x, p) (0.5 for MEDIAN), k of TOPK(k, x)
+    param: float | None = None  # the literal parameter: p of QUANTILE(x, p) (0.5 for MEDIAN), k of TOPK(k, x)
 
     def __post_init__(self) -> None:
         if self.func not in AGG_FUNCS:
@@ -341,12 +341,12 @@ class Output(Unary):
         if self.kind not in OUTPUT_KINDS:
             raise PlanError(f"unknown output operator {self.kind!r}", hint=f"use one of {OUTPUT_KINDS}")
         if (self.kind == "wstream") != (self.window is not None):
-            raise PlanError("WSTREAM needs a window and only WSTREAM takes one",
-                            hint="write SELECT WSTREAM(*)[ROWS 10] FROM ...")
+            raise PlanError("WSTREAM needs a window and only WSTREAM takes one", hint="write SELECT WSTREAM(*)[ROWS 10] FROM ...")
         if self.kind == "wstream" and self.restore:
-            raise PlanError("WSTREAM has no restore form: a window over the output is not compatible "
-                            "with periodic re-evaluation (Golab's thesis §3.4)",
-                            hint="use ISTREAM_RESTORE or RSTREAM_RESTORE, or drop SLIDE")
+            raise PlanError(
+                "WSTREAM has no restore form: a window over the output is not compatible with periodic re-evaluation (Golab's thesis §3.4)",
+                hint="use ISTREAM_RESTORE or RSTREAM_RESTORE, or drop SLIDE",
+            )
 
     def label(self) -> str:
         name = self.kind.upper() + ("_RESTORE" if self.restore else "")

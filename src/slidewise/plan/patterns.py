@@ -56,8 +56,7 @@ from typing import Any
 from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Output, Pattern, Plan, Project, Scan, Select, Subquery, Union, walk
 from slidewise.plan.query import WindowSpec
 
-__all__ = ["STRUCTURES", "StateStructure", "annotate", "leaf_pattern", "lifetime", "plan_pattern", "rule_of",
-           "state_structure", "state_structures", "window_pattern"]
+__all__ = ["STRUCTURES", "StateStructure", "annotate", "leaf_pattern", "lifetime", "plan_pattern", "rule_of", "state_structure", "state_structures", "window_pattern"]
 
 MONO, WKS, WK, STR = Pattern.MONO, Pattern.WKS, Pattern.WK, Pattern.STR
 
@@ -103,8 +102,7 @@ def _label(node: Node, inputs: tuple[Pattern, ...]) -> tuple[Pattern, str]:
         else:
             assert isinstance(node, (Scan, Subquery)) and node.window is not None  # the leaves with a window
             w = node.window
-            what = ("internal window" if w.internal else "unbounded window" if w.kind == "unbounded"
-                    else "count window" if w.is_count else "time window")
+            what = "internal window" if w.internal else "unbounded window" if w.kind == "unbounded" else "count window" if w.is_count else "time window"
         return leaf, f"leaf: {what} -> {leaf}"
     top = max(inputs, default=MONO)
     if isinstance(node, (Select, Project, Subquery)):
@@ -238,8 +236,7 @@ class StateStructure:
         if self.output != "none":
             parts.append("output " + self._name(self.output))
         if self.form:
-            parts.append({"delta_star": "δ* (output + auxiliary youngest per value)",
-                          "naive": "naive (input + output)", "strict": "strict (counts)"}[self.form])
+            parts.append({"delta_star": "δ* (output + auxiliary youngest per value)", "naive": "naive (input + output)", "strict": "strict (counts)"}[self.form])
         if self.negative_tuples:
             parts.append("emits negative tuples")
         return "; ".join(parts) or "no state"
@@ -259,8 +256,7 @@ def _store(pattern: Pattern, strategy: str, node: Node | None = None) -> str:
     return "calendar" if pattern == WK else "hash"
 
 
-def state_structure(node: Node, pattern_of_inputs: tuple[Pattern, ...], strategy: str = "upa",
-                    partitions: int = 10) -> StateStructure:
+def state_structure(node: Node, pattern_of_inputs: tuple[Pattern, ...], strategy: str = "upa", partitions: int = 10) -> StateStructure:
     """The state the physical operator for ``node`` keeps under ``strategy`` (Golab's thesis §3.5.2)."""
     out = _label(node, tuple(pattern_of_inputs))[0]
     emits = out != MONO if strategy == "nt" else out == STR
@@ -279,8 +275,7 @@ def state_structure(node: Node, pattern_of_inputs: tuple[Pattern, ...], strategy
     if isinstance(node, Join):
         nrr = [_relation(i, "nrr") for i in kids]
         # NRR join: stream tuples only probe the relation, they are not stored (§3.3.1)
-        inputs = tuple("hash" if is_nrr else ("none" if any(nrr) and not _relation(c, "table") else s)
-                       for c, s, is_nrr in zip(kids, stored, nrr))
+        inputs = tuple("hash" if is_nrr else ("none" if any(nrr) and not _relation(c, "table") else s) for c, s, is_nrr in zip(kids, stored, nrr))
         return StateStructure(inputs=inputs, **base)
     if isinstance(node, Distinct):
         if strategy == "nt":
@@ -296,8 +291,7 @@ def state_structure(node: Node, pattern_of_inputs: tuple[Pattern, ...], strategy
         return StateStructure(inputs=stored, **base)
     if isinstance(node, Aggregate):
         inputs = ("none",) if strategy == "nt" else stored
-        return StateStructure(inputs=inputs, output="groups",
-                              **{**base, "negative_tuples": strategy == "nt" and out != MONO})
+        return StateStructure(inputs=inputs, output="groups", **{**base, "negative_tuples": strategy == "nt" and out != MONO})
     if isinstance(node, Output):
         if node.kind == "wstream":
             return StateStructure(inputs=("none",), output="fifo", **base)
@@ -311,5 +305,4 @@ def state_structures(plan: Plan | Node, strategy: str = "upa", partitions: int =
     """:func:`state_structure` of every node of a plan."""
     root = plan.root if isinstance(plan, Plan) else plan
     patterns = annotate(root)
-    return {n: state_structure(n, tuple(patterns[c] for c in n.children), strategy, partitions)
-            for n in walk(root)}
+    return {n: state_structure(n, tuple(patterns[c] for c in n.children), strategy, partitions) for n in walk(root)}

@@ -65,8 +65,7 @@ class PhysicalPlan:
         names = self.query.aliases
         if self.search is not None:
             return {names[o]: [names[s] for s in seq] for o, seq in self.search.orders.items()}
-        return {names[o]: [names[o]] + [names[s] for s in self.order if s != o]
-                for o in range(self.query.n)}
+        return {names[o]: [names[o]] + [names[s] for s in self.order if s != o] for o in range(self.query.n)}
 
 
 def parse_order(query: JoinQuery, order: str | list[str] | None) -> list[int]:
@@ -77,6 +76,5 @@ def parse_order(query: JoinQuery, order: str | list[str] | None) -> list[int]:
     names = [n.strip() for n in names if n.strip()]
     idx = [query.index(n) for n in names]
     if sorted(idx) != list(range(query.n)):
-        raise PlanError(f"--order {','.join(names)} must list every stream of FROM exactly once",
-                        hint=f"e.g. --order {','.join(reversed(query.aliases))}")
+        raise PlanError(f"--order {','.join(names)} must list every stream of FROM exactly once", hint=f"e.g. --order {','.join(reversed(query.aliases))}")
     return idx

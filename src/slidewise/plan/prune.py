@@ -45,14 +45,14 @@ __all__ = ["prune_columns"]
 
 def prune_columns(plan: Plan) -> Plan:
     """``plan`` (bound) with stream scans reading only the columns the plan uses."""
-    wanted: dict[str, set[str]] = {}      # source -> attributes read from it
+    wanted: dict[str, set[str]] = {}  # source -> attributes read from it
     scans: list[Scan] = []
     _need(plan.root, set(plan.root.schema), plan.aliases, wanted, scans)
     streams = [s for s in scans if not s.is_relation]
     keep = {s.source: tuple(c for c in s.columns or () if c in wanted[s.source]) for s in streams}
     if all(keep[s.source] == s.columns for s in streams):
         return plan
-    return replace(plan, root=cast(Output, _rebuild(plan.root, keep)))   # _rebuild keeps each node's class
+    return replace(plan, root=cast(Output, _rebuild(plan.root, keep)))  # _rebuild keeps each node's class
 
 
 def _rebuild(node: Node, keep: dict[str, tuple[str, ...]]) -> Node:
@@ -80,7 +80,7 @@ def _need(node: Node, need: set[str], aliases: Sequence[str], wanted: dict[str, 
         scans.append(node)
         prefix = f"{node.alias}."
         attrs = wanted.setdefault(node.source, set())
-        attrs.update(c[len(prefix):] for c in need if c.startswith(prefix))
+        attrs.update(c[len(prefix) :] for c in need if c.startswith(prefix))
         if node.window is not None and node.window.partition_by is not None:
             attrs.add(node.window.partition_by)
         return
@@ -101,6 +101,6 @@ def _need(node: Node, need: set[str], aliases: Sequence[str], wanted: dict[str, 
     elif isinstance(node, Subquery) and node.window is None:
         inner = node.child.schema
         _need(node.child, {inner[i] for i, c in enumerate(node.schema) if c in need}, aliases, wanted, scans)
-    else:   # Distinct, Union, Negation, windowed Subquery and anything new: whole rows
+    else:  # Distinct, Union, Negation, windowed Subquery and anything new: whole rows
         for child in node.children:
             _need(child, set(child.schema), aliases, wanted, scans)

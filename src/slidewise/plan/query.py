@@ -38,15 +38,14 @@ class WindowSpec:
         if self.kind not in WINDOW_KINDS:
             raise PlanError(f"unknown window kind {self.kind!r}", hint=f"use one of {WINDOW_KINDS}")
         if self.size < 0 or (self.kind == "rows" and self.size < 1):
-            raise PlanError(f"window size must be positive, got {self.size}",
-                            hint="write e.g. [RANGE 100] or [ROWS 50]")
+            raise PlanError(f"window size must be positive, got {self.size}", hint="write e.g. [RANGE 100] or [ROWS 50]")
         if self.slide is not None and self.slide >= 1 and self.kind == "rows":
-            raise PlanError("SLIDE on a count window is accepted by FREQUENT only (D arrivals)",
-                            hint="slide a time window, e.g. [RANGE 100 SLIDE 10], or write "
-                                 "SELECT RSTREAM FREQUENT(S.x, 5) FROM S [ROWS 10000 SLIDE 100]")
+            raise PlanError(
+                "SLIDE on a count window is accepted by FREQUENT only (D arrivals)",
+                hint="slide a time window, e.g. [RANGE 100 SLIDE 10], or write SELECT RSTREAM FREQUENT(S.x, 5) FROM S [ROWS 10000 SLIDE 100]",
+            )
         if self.slide is not None and (self.slide < 1 or self.kind != "range"):
-            raise PlanError("SLIDE needs a time window and a positive interval",
-                            hint="write e.g. [RANGE 100 SLIDE 10]")
+            raise PlanError("SLIDE needs a time window and a positive interval", hint="write e.g. [RANGE 100 SLIDE 10]")
         if self.partition_by is not None and self.kind != "rows":
             raise PlanError("PARTITION BY needs a count window", hint="write [PARTITION BY k ROWS 10]")
 
@@ -135,14 +134,12 @@ class JoinQuery:
     def __post_init__(self) -> None:
         aliases = [s.alias for s in self.streams]
         if len(set(aliases)) != len(aliases):
-            raise PlanError(f"stream alias used twice in FROM: {aliases}",
-                            hint="give self-joined streams distinct aliases: FROM S [RANGE 5] AS a, S [RANGE 5] AS b")
+            raise PlanError(f"stream alias used twice in FROM: {aliases}", hint="give self-joined streams distinct aliases: FROM S [RANGE 5] AS a, S [RANGE 5] AS b")
         if self.output not in OUTPUTS:
             raise PlanError(f"unknown output operator {self.output!r}", hint=f"use one of {OUTPUTS}")
         slides = {s.window.slide for s in self.streams if s.window.slide}
         if len(slides) > 1:
-            raise PlanError(f"windows declare different SLIDE intervals {sorted(slides)}",
-                            hint="lazy re-evaluation has one interval per query; use the same SLIDE")
+            raise PlanError(f"windows declare different SLIDE intervals {sorted(slides)}", hint="lazy re-evaluation has one interval per query; use the same SLIDE")
 
     @property
     def n(self) -> int:

@@ -49,8 +49,7 @@ _NAMES: dict[str | None, str] = {"int": "integer", "float": "float", "bool": "bo
 _INT_RE = re.compile(r"[+-]?\d+")
 _FLOAT_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 #: aggregates of numbers only -> what they do with them (for the hint)
-NUMERIC_AGGREGATES = {"sum": "adds", "avg": "averages", "median": "takes the median of",
-                      "quantile": "takes the quantile of"}
+NUMERIC_AGGREGATES = {"sum": "adds", "avg": "averages", "median": "takes the median of", "quantile": "takes the quantile of"}
 
 _TEXT_WHY = "a column is text when a value in its source is not a number"
 
@@ -121,8 +120,9 @@ class Typer:
         if isinstance(expr, Like):
             item, kind = self.typed(expr.item)
             if kind is not None and _family(kind) != "text":
-                raise PlanError(f"LIKE needs text, got {_side(item, kind)}", location=_location(expr, item),
-                                hint=f"CAST({item} AS TEXT) LIKE {Lit(expr.pattern)} matches its digits")
+                raise PlanError(
+                    f"LIKE needs text, got {_side(item, kind)}", location=_location(expr, item), hint=f"CAST({item} AS TEXT) LIKE {Lit(expr.pattern)} matches its digits"
+                )
             return replace(expr, item=item), "bool"
         if isinstance(expr, Func):
             return self._function(expr)
@@ -133,8 +133,7 @@ class Typer:
         SUBSTR), text for LOWER / UPPER / LENGTH / SUBSTR, one type for COALESCE's arguments and CASE's values."""
         name = expr.name
         if name == "case":
-            args = [self.typed(a) if i % 2 or i == len(expr.args) - 1 else (self.condition(a), "bool")
-                    for i, a in enumerate(expr.args)]
+            args = [self.typed(a) if i % 2 or i == len(expr.args) - 1 else (self.condition(a), "bool") for i, a in enumerate(expr.args)]
             values = [(a, k) for i, (a, k) in enumerate(args) if i % 2 or i == len(args) - 1]
         else:
             args = [self.typed(a) for a in expr.args]
@@ -144,20 +143,21 @@ class Typer:
             for i, (a, k) in enumerate(args):
                 wants = "text" if name in TEXT_FUNCTIONS and i == 0 else "a number"
                 if _family(k) is not None and _family(k) != wants.removeprefix("a "):
-                    fix = (f"{_to_number(a)} is its number (NULL where it is none)" if wants == "a number"
-                           else f"CAST({a} AS TEXT) is its text")
-                    raise PlanError(f"{name.upper()} needs {wants}, got {_side(a, k)}", location=_location(expr, a),
-                                    hint=f"{_TEXT_WHY}; {fix}" if wants == "a number" else fix)
-            kind = {"length": "int", "lower": "str", "upper": "str", "substr": "str",
-                    "floor": "float", "ceil": "float"}.get(name, args[0][1])
+                    fix = f"{_to_number(a)} is its number (NULL where it is none)" if wants == "a number" else f"CAST({a} AS TEXT) is its text"
+                    raise PlanError(
+                        f"{name.upper()} needs {wants}, got {_side(a, k)}", location=_location(expr, a), hint=f"{_TEXT_WHY}; {fix}" if wants == "a number" else fix
+                    )
+            kind = {"length": "int", "lower": "str", "upper": "str", "substr": "str", "floor": "float", "ceil": "float"}.get(name, args[0][1])
             return typed, kind
         known = [(a, k) for a, k in values if k is not None and not (isinstance(a, Lit) and a.value is None)]
         for a, k in known[1:]:
             if _family(k) != _family(known[0][1]):
                 word = "CASE's values" if name == "case" else f"{name.upper()}'s arguments"
-                raise PlanError(f"{word} {_side(*known[0])} and {_side(a, k)} have different types",
-                                location=_location(expr, a),
-                                hint=f"give them one type, e.g. CAST({a} AS TEXT) or {_to_number(a)}")
+                raise PlanError(
+                    f"{word} {_side(*known[0])} and {_side(a, k)} have different types",
+                    location=_location(expr, a),
+                    hint=f"give them one type, e.g. CAST({a} AS TEXT) or {_to_number(a)}",
+                )
         if not known:
             return typed, None
         kinds = {k for _, k in known}
@@ -172,10 +172,13 @@ class Typer:
             name = call.func.upper()
             verb = NUMERIC_AGGREGATES[call.func]
             extra = ", 0.9" if call.func == "quantile" else ""
-            raise PlanError(f"{name} needs a number, {arg} is text", location=_location(call, arg),
-                            hint=f"{_TEXT_WHY}; {name}({_to_number(arg)}{extra}) {verb} "
-                                 "its numbers (NULL where it is none); COUNT, MIN and MAX work on text "
-                                 "(MIN / MAX in text order)")
+            raise PlanError(
+                f"{name} needs a number, {arg} is text",
+                location=_location(call, arg),
+                hint=f"{_TEXT_WHY}; {name}({_to_number(arg)}{extra}) {verb} "
+                "its numbers (NULL where it is none); COUNT, MIN and MAX work on text "
+                "(MIN / MAX in text order)",
+            )
         out = {"count": "int", "avg": "float", "median": "float", "quantile": "float", "topk": "str"}.get(call.func, kind)
         return (call if arg == call.arg else replace(call, arg=arg, alias=call.alias or call.name)), out
 
@@ -185,11 +188,13 @@ class Typer:
         lk, rk = self.typed(left)[1], (other or self).typed(right)[1]
         if _family(lk) and _family(rk) and _family(lk) != _family(rk):
             text, number = (left, right) if lk == "str" else (right, left)
-            raise PlanError(f"{what} {_side(left, lk)} and {_side(right, rk)} have different types",
-                            location=_location(left, right),
-                            hint=f"a text value never equals a number ({_TEXT_WHY}); give both columns one "
-                                 f"type in their sources, or compare CAST({text} AS BIGINT) = {number} "
-                                 "(a filter, slower than a join key)")
+            raise PlanError(
+                f"{what} {_side(left, lk)} and {_side(right, rk)} have different types",
+                location=_location(left, right),
+                hint=f"a text value never equals a number ({_TEXT_WHY}); give both columns one "
+                f"type in their sources, or compare CAST({text} AS BIGINT) = {number} "
+                "(a filter, slower than a join key)",
+            )
 
     # -- rules ---------------------------------------------------------------
     def _compare(self, expr: Cmp) -> Cmp:
@@ -201,10 +206,11 @@ class Typer:
                 left = self._cast(left, rk, expr, right)
             else:
                 text, number = (left, right) if lk == "str" else (right, left)
-                raise PlanError(f"cannot compare {_side(left, lk)} with {_side(right, rk)}",
-                                location=_location(expr, left, right),
-                                hint=f"text and numbers never compare ({_TEXT_WHY}); {_to_number(text)} "
-                                     f"compares as numbers, CAST({number} AS TEXT) as text")
+                raise PlanError(
+                    f"cannot compare {_side(left, lk)} with {_side(right, rk)}",
+                    location=_location(expr, left, right),
+                    hint=f"text and numbers never compare ({_TEXT_WHY}); {_to_number(text)} compares as numbers, CAST({number} AS TEXT) as text",
+                )
         return replace(expr, left=left, right=right)
 
     def _arithmetic(self, expr: BinOp) -> tuple[BinOp, str | None]:
@@ -217,9 +223,11 @@ class Typer:
             rk = literal_kind(right.value)
         if "text" in (_family(lk), _family(rk)):
             text = left if _family(lk) == "text" else right
-            raise PlanError(f"cannot compute {_side(left, lk)} {expr.op} {_side(right, rk)}: "
-                            f"'{expr.op}' needs numbers", location=_location(expr, left, right),
-                            hint=f"{_TEXT_WHY}; {_to_number(text)} is its number (NULL where it is none)")
+            raise PlanError(
+                f"cannot compute {_side(left, lk)} {expr.op} {_side(right, rk)}: '{expr.op}' needs numbers",
+                location=_location(expr, left, right),
+                hint=f"{_TEXT_WHY}; {_to_number(text)} is its number (NULL where it is none)",
+            )
         typed = replace(expr, left=left, right=right)
         if lk is None or rk is None:
             return typed, None
@@ -235,19 +243,22 @@ class Typer:
         op = getattr(expr, "op", "=")
         if _family(kind) == "text":
             if op not in ("=", "!="):
-                raise PlanError(f"cannot order {_side(other, kind)} against {_side(lit, literal_kind(lit.value))}",
-                                location=_location(expr, other, lit),
-                                hint=f"text orders character by character ('10' < '9'); write {other} {op} "
-                                     f"'{lit.value}' to compare text, or {_to_number(other)} {op} {lit} to compare numbers")
+                raise PlanError(
+                    f"cannot order {_side(other, kind)} against {_side(lit, literal_kind(lit.value))}",
+                    location=_location(expr, other, lit),
+                    hint=f"text orders character by character ('10' < '9'); write {other} {op} "
+                    f"'{lit.value}' to compare text, or {_to_number(other)} {op} {lit} to compare numbers",
+                )
             return replace(lit, value=str(lit.value))
         if kind == "bool" and str(lit.value).strip().lower() in ("true", "false"):
             return replace(lit, value=str(lit.value).strip().lower() == "true")
         number = self._number(lit)
         if number is None:
-            raise PlanError(f"cannot compare {_side(other, kind)} with {_side(lit, 'str')}: "
-                            f"{lit} is not a number", location=_location(expr, other, lit),
-                            hint=f"compare {other} with a number, e.g. {other} {op} 1, or "
-                                 f"CAST({other} AS TEXT) {op} {lit} to compare text")
+            raise PlanError(
+                f"cannot compare {_side(other, kind)} with {_side(lit, 'str')}: {lit} is not a number",
+                location=_location(expr, other, lit),
+                hint=f"compare {other} with a number, e.g. {other} {op} 1, or CAST({other} AS TEXT) {op} {lit} to compare text",
+            )
         return replace(lit, value=number)
 
     @staticmethod

@@ -27,8 +27,7 @@ __all__ = ["WJoinQuery", "WindowConstraint", "local_only"]
 
 def local_only() -> OptionError:
     """The error for a W-join sent to the Spark engine (none of its operators runs there yet)."""
-    return OptionError("W-joins run on the local engine only so far",
-                       hint="drop --engine spark (engine='spark' in the API)")
+    return OptionError("W-joins run on the local engine only so far", hint="drop --engine spark (engine='spark' in the API)")
 
 
 @dataclass(frozen=True)
@@ -59,19 +58,18 @@ class WJoinQuery:
     def __post_init__(self) -> None:
         n, aliases = self.join.n, self.join.aliases
         if n < 2:
-            raise QueryError("a W-join needs at least two streams in FROM",
-                             hint="write SELECT * FROM A, B WINDOW(A, B) = 10")
+            raise QueryError("a W-join needs at least two streams in FROM", hint="write SELECT * FROM A, B WINDOW(A, B) = 10")
         for c in self.constraints:
             if not (0 <= c.a < n and 0 <= c.b < n) or c.a == c.b:
-                raise QueryError(f"window constraint between streams {c.a} and {c.b} of {n}",
-                                 hint="a constraint names two different streams of FROM")
+                raise QueryError(f"window constraint between streams {c.a} and {c.b} of {n}", hint="a constraint names two different streams of FROM")
             if c.w < 0:
                 raise QueryError(f"negative window in {c.describe(aliases)}", hint="a window is a distance >= 0")
         parts = self.components()
         if len(parts) > 1:
             names = " | ".join(", ".join(aliases[i] for i in p) for p in parts)
-            raise QueryError(f"the window constraints do not connect the streams: {names}",
-                             hint="add a WINDOW(X, Y) = w between two of these groups (or WINDOW = w for every pair)")
+            raise QueryError(
+                f"the window constraints do not connect the streams: {names}", hint="add a WINDOW(X, Y) = w between two of these groups (or WINDOW = w for every pair)"
+            )
 
     @property
     def n(self) -> int:
@@ -98,7 +96,7 @@ class WJoinQuery:
         n = self.n
         d = [[0.0 if i == j else math.inf for j in range(n)] for i in range(n)]
         for c in self.constraints:
-            d[c.a][c.b] = min(d[c.a][c.b], c.w)                     # ts_b - ts_a <= w
+            d[c.a][c.b] = min(d[c.a][c.b], c.w)  # ts_b - ts_a <= w
             d[c.b][c.a] = min(d[c.b][c.a], 0 if c.directed else c.w)  # ts_a - ts_b <= w (or 0)
         for k in range(n):
             for i in range(n):

@@ -34,10 +34,9 @@ def bind_frequent(q: FrequentQuery, kinds: dict[str, str]) -> FrequentQuery:
     from slidewise.errors import PlanError
     from slidewise.plan.bind import bind
 
-    q = bind(q, {q.scan.source: kinds})   # type: ignore[assignment]  # bind keeps the plan's class
+    q = bind(q, {q.scan.source: kinds})  # type: ignore[assignment]  # bind keeps the plan's class
     if q.item not in kinds:
-        raise PlanError(f"FREQUENT counts column {q.scan.alias}.{q.item}, which {q.scan.source} does not have",
-                        hint=f"its columns: {', '.join(kinds)}")
+        raise PlanError(f"FREQUENT counts column {q.scan.alias}.{q.item}, which {q.scan.source} does not have", hint=f"its columns: {', '.join(kinds)}")
     return q
 
 
@@ -50,9 +49,9 @@ class FrequentRun:
         self.kind = kind or ("exact" if q.exact else q.summary)
         self.s, self.b, self.D = q.sub_window, q.sub_windows, q.slide
         self.counters = WindowCounters(q.k)
-        self.carry: tuple[np.ndarray, np.ndarray] | None = None   # sub-window ids and items of the open sub-window
+        self.carry: tuple[np.ndarray, np.ndarray] | None = None  # sub-window ids and items of the open sub-window
         self.pending: list[Summaries] = []
-        self.seen = 0                      # arrivals so far (count windows)
+        self.seen = 0  # arrivals so far (count windows)
         self.eval_ts: dict[int, int] = {}  # count windows: evaluation -> ts of its last arrival
         self.next_eval: int | None = 1 if q.counting else None
         self.last_ts: int | None = None
@@ -82,6 +81,7 @@ class FrequentRun:
         self.last_ts = int(ts[-1])
         values = cols[q.item]
         if q.where is not None:
+
             def get(_stream, a):
                 return ts if a == "ts" else cols[a]
 
@@ -118,7 +118,7 @@ class FrequentRun:
             last = e * D // s - count
             self._feed(last)
             self.counters.expire(last - b + 1)
-            if not self.counters.subs:   # an empty window: jump to the first one holding the next sub-window
+            if not self.counters.subs:  # an empty window: jump to the first one holding the next sub-window
                 nxt = self._next_sub()
                 self.next_eval = upto + 1 if nxt is None else max(e + 1, -(-(nxt + count) * s // D))
                 continue
@@ -142,8 +142,7 @@ class FrequentRun:
                 a, z = sm.starts[j], sm.starts[j + 1]
                 self.counters.add(int(sm.ids[j]), int(sm.delta[j]), sm.items[a:z], sm.counts[a:z])
             if n < len(sm.ids):
-                self.pending[0] = Summaries(sm.ids[n:], sm.delta[n:], sm.starts[n:] - sm.starts[n],
-                                            sm.items[sm.starts[n]:], sm.counts[sm.starts[n]:])
+                self.pending[0] = Summaries(sm.ids[n:], sm.delta[n:], sm.starts[n:] - sm.starts[n], sm.items[sm.starts[n] :], sm.counts[sm.starts[n] :])
                 return
             self.pending.pop(0)
 
@@ -156,17 +155,32 @@ class FrequentRun:
         subs = list(c.subs)
         values = np.empty(len(c.values), object)
         values[:] = c.values
-        parts = [Summaries(np.asarray([x[0] for x in subs], np.int64), np.asarray([x[1] for x in subs], np.int64),
-                           np.concatenate(([0], np.cumsum([len(x[2]) for x in subs], dtype=np.int64))),
-                           values[np.concatenate([x[2] for x in subs])] if subs else values[:0],
-                           np.concatenate([x[3] for x in subs]) if subs else np.zeros(0, np.int64)), *self.pending]
+        parts = [
+            Summaries(
+                np.asarray([x[0] for x in subs], np.int64),
+                np.asarray([x[1] for x in subs], np.int64),
+                np.concatenate(([0], np.cumsum([len(x[2]) for x in subs], dtype=np.int64))),
+                values[np.concatenate([x[2] for x in subs])] if subs else values[:0],
+                np.concatenate([x[3] for x in subs]) if subs else np.zeros(0, np.int64),
+            ),
+            *self.pending,
+        ]
         sizes = np.concatenate([np.diff(p.starts) for p in parts])
-        held = Summaries(np.concatenate([p.ids for p in parts]), np.concatenate([p.delta for p in parts]),
-                         np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))),
-                         np.concatenate([np.asarray(p.items, object) for p in parts]),
-                         np.concatenate([p.counts for p in parts]).astype(np.int64))
-        meta = {"seen": self.seen, "next_eval": self.next_eval, "last_ts": self.last_ts,
-                "eval_ts": sorted(self.eval_ts.items()), "results": self.results, "evaluations": self.evaluations}
+        held = Summaries(
+            np.concatenate([p.ids for p in parts]),
+            np.concatenate([p.delta for p in parts]),
+            np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))),
+            np.concatenate([np.asarray(p.items, object) for p in parts]),
+            np.concatenate([p.counts for p in parts]).astype(np.int64),
+        )
+        meta = {
+            "seen": self.seen,
+            "next_eval": self.next_eval,
+            "last_ts": self.last_ts,
+            "eval_ts": sorted(self.eval_ts.items()),
+            "results": self.results,
+            "evaluations": self.evaluations,
+        }
         return meta, held, self.carry
 
     def restore(self, meta: dict, held: Summaries, carry: tuple[np.ndarray, np.ndarray] | None) -> None:
@@ -201,8 +215,7 @@ class FrequentRun:
         self.emit(cols)
 
 
-def execute_frequent(q: FrequentQuery, opened, names, *, out, collect, lateness, chunk_rows, rejects,
-                     rejects_to, progress) -> tuple:
+def execute_frequent(q: FrequentQuery, opened, names, *, out, collect, lateness, chunk_rows, rejects, rejects_to, progress) -> tuple:
     """Run ``q`` over the opened sources (the one stream of ``q``): (frame or None, stats)."""
     from slidewise.runtime.join_engine import interrupted, run_counts
     from slidewise.runtime.outputs import GuardedRun
@@ -250,6 +263,5 @@ def execute_frequent(q: FrequentQuery, opened, names, *, out, collect, lateness,
     }
     frame = None
     if collect:
-        frame = pd.concat(frames, ignore_index=True) if frames else \
-            pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
     return frame, stats

@@ -33,34 +33,36 @@ def _per_stream(value, n: int, what: str) -> list:
         return [value] * n
     values = list(value)
     if len(values) != n:
-        raise OptionError(f"{len(values)} {what} values for {n} streams (one per rate)",
-                          hint=f"give one {what} value per stream, e.g. --rates 10,1 --distinct 100,100")
+        raise OptionError(f"{len(values)} {what} values for {n} streams (one per rate)", hint=f"give one {what} value per stream, e.g. --rates 10,1 --distinct 100,100")
     return values
 
 
 #: bounds of ``generate``: join values are int64; the tuples of one call are held in memory
-MAX_DISTINCT = 2 ** 62
-MAX_TUPLES = 10 ** 9
+MAX_DISTINCT = 2**62
+MAX_TUPLES = 10**9
 
 
-def generate(rates: Sequence[float], distinct: int | Sequence[int], n_tuples: int, *, seed: int | None = 0,
-             zipf: float | Sequence[float] | None = None, attr: str = "a") -> list[dict[str, np.ndarray]]:
+def generate(
+    rates: Sequence[float], distinct: int | Sequence[int], n_tuples: int, *, seed: int | None = 0, zipf: float | Sequence[float] | None = None, attr: str = "a"
+) -> list[dict[str, np.ndarray]]:
     """Streams as ``[{"ts": int64, attr: int64, "x": int64}, ...]``, one dict per rate."""
     rates_arr = np.asarray(list(rates) if not np.isscalar(rates) else [rates], dtype=np.float64)
     n = len(rates_arr)
     if n == 0:
         raise OptionError("no streams to generate", hint="give at least one rate, e.g. --rates 1,1")
     if not np.all(np.isfinite(rates_arr)) or np.any(rates_arr <= 0):
-        raise OptionError(f"rates must be positive numbers, got {rates_arr.tolist()}",
-                          hint="rates are relative arrival rates λ_i, e.g. --rates 10,1,1")
+        raise OptionError(f"rates must be positive numbers, got {rates_arr.tolist()}", hint="rates are relative arrival rates λ_i, e.g. --rates 10,1,1")
     v = _per_stream(distinct, n, "distinct")
     if any(not float(x).is_integer() or not 1 <= x <= MAX_DISTINCT for x in v):
-        raise OptionError(f"distinct values must be positive integers up to {MAX_DISTINCT}, got {v}",
-                          hint="v_i is the number of distinct join values of stream i, e.g. --distinct 100,100")
+        raise OptionError(
+            f"distinct values must be positive integers up to {MAX_DISTINCT}, got {v}",
+            hint="v_i is the number of distinct join values of stream i, e.g. --distinct 100,100",
+        )
     v = [int(x) for x in v]
     if not float(n_tuples).is_integer() or not 0 <= n_tuples <= MAX_TUPLES:
-        raise OptionError(f"the number of tuples must be a non-negative integer up to {MAX_TUPLES:,}, "
-                          f"got {n_tuples!r}", hint="generate larger inputs in several runs with other seeds")
+        raise OptionError(
+            f"the number of tuples must be a non-negative integer up to {MAX_TUPLES:,}, got {n_tuples!r}", hint="generate larger inputs in several runs with other seeds"
+        )
     n_tuples = int(n_tuples)
     s = _per_stream(zipf, n, "zipf")
     if any(x is not None and (not np.isfinite(x) or x < 0) for x in s):
@@ -73,11 +75,11 @@ def generate(rates: Sequence[float], distinct: int | Sequence[int], n_tuples: in
     rng = np.random.default_rng(seed)
     cdf = np.cumsum(rates_arr / rates_arr.sum())
     choice = np.minimum(np.searchsorted(cdf, rng.random(n_tuples), side="right"), n - 1)
-    order = np.argsort(choice, kind="stable")          # loop indices grouped by stream, increasing
+    order = np.argsort(choice, kind="stable")  # loop indices grouped by stream, increasing
     bounds = np.concatenate(([0], np.cumsum(np.bincount(choice, minlength=n))))
     streams = []
     for i in range(n):
-        ts = order[bounds[i]:bounds[i + 1]].astype(np.int64)
+        ts = order[bounds[i] : bounds[i + 1]].astype(np.int64)
         m = len(ts)
         if s[i] is None:
             a = rng.integers(1, v[i] + 1, size=m, dtype=np.int64)
@@ -91,8 +93,7 @@ def generate(rates: Sequence[float], distinct: int | Sequence[int], n_tuples: in
     return streams
 
 
-def write_streams(streams: Sequence[dict[str, np.ndarray]], out_dir: str | Path, fmt: str = "csv",
-                  names: Sequence[str] | None = None) -> list[Path]:
+def write_streams(streams: Sequence[dict[str, np.ndarray]], out_dir: str | Path, fmt: str = "csv", names: Sequence[str] | None = None) -> list[Path]:
     """Write each stream to ``out_dir/<name>.<fmt>`` (names default ``S1, S2, ...``); returns the paths."""
     if fmt == "json":
         fmt = "jsonl"
@@ -107,8 +108,7 @@ def write_streams(streams: Sequence[dict[str, np.ndarray]], out_dir: str | Path,
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise OptionError(f"cannot create output directory: {e.strerror or e}", location=str(out),
-                          hint="choose a writable directory for --out") from None
+        raise OptionError(f"cannot create output directory: {e.strerror or e}", location=str(out), hint="choose a writable directory for --out") from None
     paths = []
     for name, cols in zip(names, streams):
         path = out / f"{name}{STREAM_FORMATS[fmt]}"
@@ -122,9 +122,16 @@ def write_streams(streams: Sequence[dict[str, np.ndarray]], out_dir: str | Path,
 IP_PROTOCOLS = {"telnet": 0.32, "http": 0.28, "smtp": 0.2, "ftp": 0.1, "other": 0.1}
 
 
-def generate_links(n_links: int, tuples_per_link: int, *, sources: int = 2000, destinations: int = 200,
-                   zipf: float = 1.0, protocols: dict[str, float] | None = None,
-                   seed: int | None = 0) -> list[dict[str, np.ndarray]]:
+def generate_links(
+    n_links: int,
+    tuples_per_link: int,
+    *,
+    sources: int = 2000,
+    destinations: int = 200,
+    zipf: float = 1.0,
+    protocols: dict[str, float] | None = None,
+    seed: int | None = 0,
+) -> list[dict[str, np.ndarray]]:
     """IP-like streams of Golab's thesis §3.6.1: one trace split into outgoing links.
 
     Each link brings one tuple per time unit (``ts = 0, 1, 2, ...``) with a
@@ -145,8 +152,9 @@ def generate_links(n_links: int, tuples_per_link: int, *, sources: int = 2000, d
     if not float(tuples_per_link).is_integer() or tuples_per_link < 0:
         raise OptionError(f"tuples per link must be a non-negative integer, got {tuples_per_link!r}")
     if not (1 <= sources <= 1 << 20 and 1 <= destinations <= 1 << 16):
-        raise OptionError(f"sources must be in 1..2^20 and destinations in 1..2^16, got {sources}, {destinations}",
-                          hint="addresses are drawn from 10.0.0.0/12 and 172.16+i.0.0/16")
+        raise OptionError(
+            f"sources must be in 1..2^20 and destinations in 1..2^16, got {sources}, {destinations}", hint="addresses are drawn from 10.0.0.0/12 and 172.16+i.0.0/16"
+        )
     if not np.isfinite(zipf) or zipf < 0:
         raise OptionError(f"the Zipf exponent must be >= 0, got {zipf}", hint="e.g. 1.0 (0 is uniform)")
     mix = dict(IP_PROTOCOLS if protocols is None else protocols)
@@ -155,7 +163,7 @@ def generate_links(n_links: int, tuples_per_link: int, *, sources: int = 2000, d
         raise OptionError(f"bad protocol mix {mix}", hint="give name -> probability, e.g. {'ftp': 0.1, 'telnet': 0.9}")
     rng = np.random.default_rng(seed)
     n = int(tuples_per_link)
-    src_addr = 0x0A000000 + rng.permutation(1 << 20)[:sources].astype(np.int64)   # 10.x.y.z
+    src_addr = 0x0A000000 + rng.permutation(1 << 20)[:sources].astype(np.int64)  # 10.x.y.z
     names = np.array(list(mix), dtype=object)
     pcdf = np.cumsum(weights / weights.sum())
 
@@ -165,9 +173,7 @@ def generate_links(n_links: int, tuples_per_link: int, *, sources: int = 2000, d
 
     links = []
     for i in range(int(n_links)):
-        dst_addr = ((172 << 24) + ((16 + i % 16) << 16)
-                    + rng.permutation(1 << 16)[:destinations].astype(np.int64))          # 172.(16+i).y.z
+        dst_addr = (172 << 24) + ((16 + i % 16) << 16) + rng.permutation(1 << 16)[:destinations].astype(np.int64)  # 172.(16+i).y.z
         proto = names[np.minimum(np.searchsorted(pcdf, rng.random(n), side="right"), len(names) - 1)]
-        links.append({"ts": np.arange(n, dtype=np.int64), "src": src_addr[zipf_ranks(sources)],
-                      "dst": dst_addr[zipf_ranks(destinations)], "protocol": proto})
+        links.append({"ts": np.arange(n, dtype=np.int64), "src": src_addr[zipf_ranks(sources)], "dst": dst_addr[zipf_ranks(destinations)], "protocol": proto})
     return links

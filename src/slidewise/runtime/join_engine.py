@@ -69,9 +69,18 @@ def interrupted(stop: BaseException | None) -> dict:
     return {"interrupted": True, "signal": signal_name(stop)} if stop is not None else {"interrupted": False}
 
 
-def execute(query: JoinQuery | WJoinQuery, sources: dict[str, object], *, run_options: RunOptions | None = None,
-            algorithm: str | None = None, order: str | list[str] | None = None,
-            operator_options: dict | None = None, overload=None, adaptive=None, **settings) -> RunResult:
+def execute(
+    query: JoinQuery | WJoinQuery,
+    sources: dict[str, object],
+    *,
+    run_options: RunOptions | None = None,
+    algorithm: str | None = None,
+    order: str | list[str] | None = None,
+    operator_options: dict | None = None,
+    overload=None,
+    adaptive=None,
+    **settings,
+) -> RunResult:
     """Run ``query`` over ``sources`` (source name -> path / DataFrame / ...) to the end.
 
     ``run_options`` (:class:`~slidewise.options.RunOptions`), or its fields as keyword
@@ -91,11 +100,10 @@ def execute(query: JoinQuery | WJoinQuery, sources: dict[str, object], *, run_op
     query = wjoin.join if wjoin is not None else query
     missing = [s.source for s in query.streams if s.source not in sources]
     if missing:
-        raise SourceError(f"no input given for stream {missing[0]!r}",
-                          hint=f"pass --source {missing[0]}=PATH (FROM reads: "
-                               f"{', '.join(dict.fromkeys(s.source for s in query.streams))})")
-    opened = [open_source(ref.source, sources[ref.source], ts_column=opts.ts_column, ts_unit=opts.ts_unit,
-                          chunk_rows=chunk_rows) for ref in query.streams]
+        raise SourceError(
+            f"no input given for stream {missing[0]!r}", hint=f"pass --source {missing[0]}=PATH (FROM reads: {', '.join(dict.fromkeys(s.source for s in query.streams))})"
+        )
+    opened = [open_source(ref.source, sources[ref.source], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=chunk_rows) for ref in query.streams]
     schemas = [list(src.schema) for src in opened]
     query = bind_query(query, [src.kinds for src in opened])
     plan: PhysicalPlan | None
@@ -142,11 +150,12 @@ def execute(query: JoinQuery | WJoinQuery, sources: dict[str, object], *, run_op
     guard.finish(rejects, opts.rejects)
     stats = {
         "query": query.text or query.describe(),
-        **({"algorithm": plan.algorithm.name, "join_order": [query.aliases[i] for i in plan.order],
-            "orders": plan.orders()} if plan is not None
-           else {"algorithm": operator.name, "join_order": query.aliases, "orders": {}}),
-        **run_counts({ref.alias: int(inputs[i]) for i, ref in enumerate(query.streams)},
-                     n_results, n_retractions, rejects, seconds),
+        **(
+            {"algorithm": plan.algorithm.name, "join_order": [query.aliases[i] for i in plan.order], "orders": plan.orders()}
+            if plan is not None
+            else {"algorithm": operator.name, "join_order": query.aliases, "orders": {}}
+        ),
+        **run_counts({ref.alias: int(inputs[i]) for i, ref in enumerate(query.streams)}, n_results, n_retractions, rejects, seconds),
         "comparisons": int(operator.comparisons),
         "state_tuples_peak": int(state_peak),
         "chunks": n_chunks,
@@ -156,18 +165,18 @@ def execute(query: JoinQuery | WJoinQuery, sources: dict[str, object], *, run_op
         stats.update(hooks.stats())
     frame = None
     if collect:
-        frame = pd.concat(collected, ignore_index=True) if collected else \
-            pd.DataFrame({n: pd.Series(dtype="object") for n in names})
+        frame = pd.concat(collected, ignore_index=True) if collected else pd.DataFrame({n: pd.Series(dtype="object") for n in names})
     return RunResult(frame, stats, rejects)
 
 
 def _wjoin_operator(query: WJoinQuery, algorithm, order, options) -> tuple[MWJoin, None]:
     """The operator of a W-join; the join path's choices do not apply to it."""
     if algorithm not in (None, "auto", "mw-join"):
-        raise OptionError(f"algorithm {algorithm!r} does not run W-joins",
-                          hint="W-joins (a WINDOW clause) run on mw-join; drop --algorithm")
+        raise OptionError(f"algorithm {algorithm!r} does not run W-joins", hint="W-joins (a WINDOW clause) run on mw-join; drop --algorithm")
     given = [k for k, v in (options or {}).items() if v not in (None, False)]
     if order is not None or given:
-        raise OptionError(f"option {'order' if order is not None else given[0]!r} does not apply to a W-join",
-                          hint="drop it: the merge W-join chooses its own order from the WINDOW constraints")
+        raise OptionError(
+            f"option {'order' if order is not None else given[0]!r} does not apply to a W-join",
+            hint="drop it: the merge W-join chooses its own order from the WINDOW constraints",
+        )
     return MWJoin(query), None

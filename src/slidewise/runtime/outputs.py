@@ -28,11 +28,22 @@ from pathlib import Path
 
 from slidewise.errors import ExecutionError, OptionError
 
-__all__ = ["AtomicFile", "GuardedRun", "Interrupted", "abandon", "check_run", "install_signal_handlers", "kept_signal_handlers",
-           "named_paths", "shielded", "write_atomic"]
+__all__ = [
+    "AtomicFile",
+    "GuardedRun",
+    "Interrupted",
+    "abandon",
+    "check_run",
+    "install_signal_handlers",
+    "kept_signal_handlers",
+    "named_paths",
+    "shielded",
+    "write_atomic",
+]
 
 
 # ------------------------------------------------------------------ the run's paths
+
 
 def named_paths(pairs: list[str] | None, option: str, example: str) -> dict[str, str]:
     """``["NAME=PATH", ...]`` of a repeatable option -> dict; a name given twice is an error."""
@@ -43,8 +54,7 @@ def named_paths(pairs: list[str] | None, option: str, example: str) -> dict[str,
         if not sep or not name or not path:
             raise OptionError(f"bad {option} {pair!r}", hint=f"write {option} NAME=PATH, e.g. {option} {example}")
         if name in out:
-            raise OptionError(f"{option} {name} is given twice ({out[name]} and {path})",
-                              hint=f"give each {option} name once")
+            raise OptionError(f"{option} {name} is given twice ({out[name]} and {path})", hint=f"give each {option} name once")
         out[name] = path
     return out
 
@@ -53,8 +63,7 @@ def _is_path(spec) -> bool:
     return isinstance(spec, (str, Path)) and str(spec) not in ("", "-") and not str(spec).startswith(("rate:", "kafka://"))
 
 
-def check_run(sources: dict, tables: dict | None, outputs: dict[str, object], *,
-              directories: tuple[str, ...] = (), formats: dict[str, Callable] | None = None) -> None:
+def check_run(sources: dict, tables: dict | None, outputs: dict[str, object], *, directories: tuple[str, ...] = (), formats: dict[str, Callable] | None = None) -> None:
     """Refuse (OptionError) unsafe outputs before anything is read or written.
 
     ``sources`` / ``tables``: name -> input (paths are checked; data is not).
@@ -67,12 +76,10 @@ def check_run(sources: dict, tables: dict | None, outputs: dict[str, object], *,
     tables = tables or {}
     clash = [n for n in sources if n in tables]
     if clash:
-        raise OptionError(f"{clash[0]!r} is given both as --source and as --table",
-                          hint="a FROM name is a stream or a table: give it once")
+        raise OptionError(f"{clash[0]!r} is given both as --source and as --table", hint="a FROM name is a stream or a table: give it once")
     inputs = [(f"--source {n}", Path(p)) for n, p in sources.items() if _is_path(p)]
     inputs += [(f"--table {n}", Path(p)) for n, p in tables.items() if _is_path(p)]
-    targets = [(o, Path(p), o in directories) for o, p in outputs.items()
-               if _is_path(p) and not (o in directories and str(p) in ("console", "memory"))]
+    targets = [(o, Path(p), o in directories) for o, p in outputs.items() if _is_path(p) and not (o in directories and str(p) in ("console", "memory"))]
     _refuse_inputs(targets, inputs)
     _refuse_pairs(targets)
     for option, path, is_dir in targets:
@@ -86,24 +93,20 @@ def _refuse_inputs(targets: list, inputs: list) -> None:
     for option, path, _is_dir in targets:
         for label, source in inputs:
             if _same(path, source):
-                raise OptionError(f"{option} names an input of this run ({label})", location=str(path),
-                                  hint=f"write {option} somewhere else; it would destroy the input")
+                raise OptionError(f"{option} names an input of this run ({label})", location=str(path), hint=f"write {option} somewhere else; it would destroy the input")
             if source.is_dir() and _inside(path, source):
-                raise OptionError(f"{option} is inside the input directory of {label}", location=str(path),
-                                  hint=f"write {option} outside {source}")
+                raise OptionError(f"{option} is inside the input directory of {label}", location=str(path), hint=f"write {option} outside {source}")
 
 
 def _refuse_pairs(targets: list) -> None:
     """No two outputs are the same path, nor is one inside another's directory."""
     for i, (a, path_a, a_dir) in enumerate(targets):
-        for b, path_b, b_dir in targets[i + 1:]:
+        for b, path_b, b_dir in targets[i + 1 :]:
             if _same(path_a, path_b):
-                raise OptionError(f"{a} and {b} name the same path", location=str(path_a),
-                                  hint="give each output its own path")
+                raise OptionError(f"{a} and {b} name the same path", location=str(path_a), hint="give each output its own path")
             for outer, po, inner, pi, is_dir in ((a, path_a, b, path_b, a_dir), (b, path_b, a, path_a, b_dir)):
                 if is_dir and _inside(pi, po):
-                    raise OptionError(f"{inner} is inside the {outer} directory", location=str(pi),
-                                      hint=f"write {inner} outside {po}")
+                    raise OptionError(f"{inner} is inside the {outer} directory", location=str(pi), hint=f"write {inner} outside {po}")
 
 
 def _resolved(path: Path) -> Path:
@@ -130,21 +133,18 @@ def _check_writable(option: str, path: Path, is_dir: bool) -> None:
         if path.is_dir() and not is_dir:
             raise OptionError(f"{option} is a directory", location=str(path), hint="give a file name")
         if is_dir and not path.is_dir():
-            raise OptionError(f"{option} is a file, and this engine writes a directory of parts there",
-                              location=str(path), hint="choose a new path or a directory")
+            raise OptionError(f"{option} is a file, and this engine writes a directory of parts there", location=str(path), hint="choose a new path or a directory")
         if not os.access(path, os.W_OK):
             raise OptionError(f"{option} is not writable", location=str(path), hint=f"choose another {option}")
         if not path.is_file() and not path.is_dir():
-            return   # a device or FIFO (/dev/null): written in place
+            return  # a device or FIFO (/dev/null): written in place
     parent = _resolved(path).parent if not (is_dir and path.is_dir()) else _resolved(path)
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():
-        raise OptionError(f"cannot write {option}: {parent} is not a directory", location=str(path),
-                          hint=f"choose another {option}")
+        raise OptionError(f"cannot write {option}: {parent} is not a directory", location=str(path), hint=f"choose another {option}")
     if not os.access(parent, os.W_OK | os.X_OK) or not _can_create(parent):
-        raise OptionError(f"cannot write {option}: the directory {parent} is not writable", location=str(path),
-                          hint=f"choose another {option}")
+        raise OptionError(f"cannot write {option}: the directory {parent} is not writable", location=str(path), hint=f"choose another {option}")
 
 
 def _can_create(directory: Path) -> bool:
@@ -190,8 +190,7 @@ class AtomicFile:
 
     def error(self, e: BaseException) -> OptionError:
         reason = getattr(e, "strerror", None) or str(e).splitlines()[0]
-        return OptionError(f"cannot write {self.option}: {reason}", location=str(self.path),
-                           hint=f"choose a writable path for {self.option}")
+        return OptionError(f"cannot write {self.option}: {reason}", location=str(self.path), hint=f"choose a writable path for {self.option}")
 
     def commit(self) -> None:
         """Rename the finished temporary over the target (keeping an existing target's permissions)."""
@@ -229,6 +228,7 @@ def write_atomic(path: str | Path, data: bytes, option: str) -> None:
 
 # ------------------------------------------------------------------ interrupts and failures
 
+
 class Interrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM in the CLI: the run stops reading and finishes its files."""
 
@@ -256,7 +256,7 @@ def _on_signal(signum, _frame) -> None:
 def install_signal_handlers() -> None:
     """SIGINT and SIGTERM raise :class:`Interrupted` (deferred inside :func:`shielded`); the CLI only."""
     if threading.current_thread() is not threading.main_thread():
-        return   # only the main thread may set handlers
+        return  # only the main thread may set handlers
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _on_signal)
 
@@ -299,9 +299,10 @@ def abandon(sink, error: BaseException, chunk_rows: int) -> BaseException:
     if sink is not None:
         sink.abort()
     if isinstance(error, MemoryError):
-        return ExecutionError(f"out of memory with --chunk-rows {chunk_rows}: the join's result of one chunk is "
-                              "too large to hold", hint=f"lower --chunk-rows (e.g. {max(1, chunk_rows // 16)}) "
-                              "or narrow the windows; no result file was written")
+        return ExecutionError(
+            f"out of memory with --chunk-rows {chunk_rows}: the join's result of one chunk is too large to hold",
+            hint=f"lower --chunk-rows (e.g. {max(1, chunk_rows // 16)}) or narrow the windows; no result file was written",
+        )
     return error
 
 

@@ -83,15 +83,16 @@ class OverloadOptions:
         return any(v is not None for v in (self.cpu_budget, self.memory_budget, self.speed))
 
     def validate(self, n: int) -> None:
-        for name, v in (("--cpu-budget", self.cpu_budget), ("--memory-budget", self.memory_budget),
-                        ("--speed", self.speed)):
+        for name, v in (("--cpu-budget", self.cpu_budget), ("--memory-budget", self.memory_budget), ("--speed", self.speed)):
             if v is not None and not (np.isfinite(v) and v > 0):
-                raise OptionError(f"{name} must be a positive number, got {v!r}",
-                                  hint="e.g. --cpu-budget 5000 (tuples/s), --memory-budget 100000 "
-                                       "(window tuples), --speed 1000 (ms timestamps in real time)")
+                raise OptionError(
+                    f"{name} must be a positive number, got {v!r}",
+                    hint="e.g. --cpu-budget 5000 (tuples/s), --memory-budget 100000 (window tuples), --speed 1000 (ms timestamps in real time)",
+                )
         if not 0 <= self.min_share <= 1.0 / n:
-            raise OptionError(f"--min-share must be between 0 and 1/{n} = {1 / n:.3g}, got {self.min_share:g}",
-                              hint="the fraction of each budget every stream keeps, e.g. 0.1")
+            raise OptionError(
+                f"--min-share must be between 0 and 1/{n} = {1 / n:.3g}, got {self.min_share:g}", hint="the fraction of each budget every stream keeps, e.g. 0.1"
+            )
         if self.shed not in ("drop", "probe"):
             raise OptionError(f"unknown shedding mode {self.shed!r}", hint="use drop or probe")
 
@@ -118,29 +119,26 @@ def key_selectivity(batches: list[StreamBatch], keys: tuple[str, ...]) -> float 
         return None
     prod, off = None, 0
     for a in arrays:
-        f = np.bincount(inv[off:off + len(a)]) / len(a)
+        f = np.bincount(inv[off : off + len(a)]) / len(a)
         off += len(a)
-        prod = f if prod is None else prod[:len(f)] * f[:len(prod)]
+        prod = f if prod is None else prod[: len(f)] * f[: len(prod)]
     return float(prod.sum())
 
 
 def _subset(res: ResultBatch, mask: np.ndarray) -> ResultBatch:
-    return ResultBatch(res.members[mask], res.ts[mask], res.exp[mask], res.sign[mask],
-                       {k: v[mask] for k, v in res.cols.items()})
+    return ResultBatch(res.members[mask], res.ts[mask], res.exp[mask], res.sign[mask], {k: v[mask] for k, v in res.cols.items()})
 
 
 class OverloadController:
     """Per-chunk controller: estimates rates, allocates, sheds and samples (see module docstring)."""
 
-    def __init__(self, query: JoinQuery, options: OverloadOptions, *, rejects: Rejects | None = None,
-                 sources: dict | None = None):
+    def __init__(self, query: JoinQuery, options: OverloadOptions, *, rejects: Rejects | None = None, sources: dict | None = None):
         options.validate(query.n)
         self.query, self.opt, self.n = query, options, query.n
         self.names = list(query.aliases)
         self.speed = float(options.speed or 1.0)
         self.rejects = rejects if options.record_shed else None
-        self.files = [str(sources.get(r.source)) if sources and isinstance(sources.get(r.source), str) else ""
-                      for r in query.streams]
+        self.files = [str(sources.get(r.source)) if sources and isinstance(sources.get(r.source), str) else "" for r in query.streams]
         self.keys = query.key_columns()
         seed = int(options.seed)
         self.salt_keep, self.salt_store = seed * 0x10001 + _SALT_KEEP, seed * 0x10001 + _SALT_STORE
@@ -151,7 +149,7 @@ class OverloadController:
         self.mu_measured: float | None = None
         self.sigma_sum = self.sigma_weight = 0.0
         self.allocation: Allocation | None = None
-        self.cp_pos: list[int] = []      # change points: first pos of each allocation in force
+        self.cp_pos: list[int] = []  # change points: first pos of each allocation in force
         self.cp_keep: list[np.ndarray] = []
         self.cp_sample: list[np.ndarray] = []
         self.chunks = self.overloaded_chunks = self.memory_limited_chunks = 0
@@ -217,15 +215,21 @@ class OverloadController:
     def _reallocate(self, first_pos: int) -> None:
         mu = self.service_rate
         cpu = mu if mu is not None and self.rates.sum() > mu else None
-        alloc = allocate(self._loads(self.rates), cpu_budget=cpu, memory_budget=self.opt.memory_budget,
-                         min_share=self.opt.min_share, mode=self.opt.shed, cpu=self.opt.cpu,
-                         memory=self.opt.memory, names=self.names)
+        alloc = allocate(
+            self._loads(self.rates),
+            cpu_budget=cpu,
+            memory_budget=self.opt.memory_budget,
+            min_share=self.opt.min_share,
+            mode=self.opt.shed,
+            cpu=self.opt.cpu,
+            memory=self.opt.memory,
+            names=self.names,
+        )
         self.allocation = alloc
         self.overloaded_chunks += alloc.cpu_limited
         self.memory_limited_chunks += alloc.memory_limited
         keep, sample = np.array(alloc.keep), np.array(alloc.sample)
-        if self.cp_keep and np.allclose(keep, self.cp_keep[-1], atol=1e-9) \
-                and np.allclose(sample, self.cp_sample[-1], atol=1e-9):
+        if self.cp_keep and np.allclose(keep, self.cp_keep[-1], atol=1e-9) and np.allclose(sample, self.cp_sample[-1], atol=1e-9):
             return
         self.cp_pos.append(first_pos)
         self.cp_keep.append(keep)
@@ -253,8 +257,9 @@ class OverloadController:
         if self.rejects is not None:
             gone = b.take(~keep)
             reason = SHED_REASON if self.opt.shed == "drop" else SHED_PROBE_REASON
-            self.rejects.add_many(self.names[b.stream], self.files[b.stream], np.zeros(len(gone), np.int64),
-                                  reason, rows_as_text({"ts": gone.ts, **gone.cols}), kind="shed")
+            self.rejects.add_many(
+                self.names[b.stream], self.files[b.stream], np.zeros(len(gone), np.int64), reason, rows_as_text({"ts": gone.ts, **gone.cols}), kind="shed"
+            )
         return b.take(keep) if self.opt.shed == "drop" else b
 
     def after(self, results: ResultBatch, seconds: float | None = None, fed: int = 0) -> ResultBatch:
@@ -281,25 +286,35 @@ class OverloadController:
         names = self.names
 
         def per(values, digits=3):
-            return {n: (round(float(v), digits) if isinstance(v, float | np.floating) else int(v))
-                    for n, v in zip(names, values)}
+            return {n: (round(float(v), digits) if isinstance(v, float | np.floating) else int(v)) for n, v in zip(names, values)}
 
         duration = (self.last_ts - self.first_ts + 1) / self.speed if self.first_ts is not None else 0.0
         ws = self.weighted_s or None
         out = {
-            "mode": self.opt.shed, "speed": self.speed, "cpu_budget": self.opt.cpu_budget,
-            "memory_budget": self.opt.memory_budget, "min_share": self.opt.min_share,
-            "seed": self.opt.seed, "strategy": f"{self.opt.cpu}/{self.opt.memory}",
+            "mode": self.opt.shed,
+            "speed": self.speed,
+            "cpu_budget": self.opt.cpu_budget,
+            "memory_budget": self.opt.memory_budget,
+            "min_share": self.opt.min_share,
+            "seed": self.opt.seed,
+            "strategy": f"{self.opt.cpu}/{self.opt.memory}",
             "service_rate_measured": None if self.mu_measured is None else round(self.mu_measured, 1),
-            "chunks": self.chunks, "overloaded_chunks": self.overloaded_chunks,
-            "memory_limited_chunks": self.memory_limited_chunks, "reallocations": len(self.cp_pos),
+            "chunks": self.chunks,
+            "overloaded_chunks": self.overloaded_chunks,
+            "memory_limited_chunks": self.memory_limited_chunks,
+            "reallocations": len(self.cp_pos),
             "arrival_rate": per(self.rates.astype(float)),
-            "arrived": per(self.arrived), "kept": per(self.kept), "shed": per(self.shed),
+            "arrived": per(self.arrived),
+            "kept": per(self.kept),
+            "shed": per(self.shed),
             "window_sampled_out": per(self.sampled_out),
             "sigma": None if self.sigma is None else round(self.sigma, 8),
-            "duration_s": round(duration, 6), "results": self.produced, "results_withheld": self.withheld,
+            "duration_s": round(duration, 6),
+            "results": self.produced,
+            "results_withheld": self.withheld,
             "measured_output_rate": round(self.produced / duration, 4) if duration > 0 else None,
-            "predicted_output_rate": None, "predicted_exact_rate": None,
+            "predicted_output_rate": None,
+            "predicted_exact_rate": None,
             # probe mode feeds every arrival, so the operator's full answer is known exactly
             "exact_results": self.produced + self.withheld if self.opt.shed == "probe" else None,
         }
@@ -321,8 +336,7 @@ class OverloadController:
 class RunHooks:
     """What the engine calls per chunk when overload options or adaptivity are on."""
 
-    def __init__(self, overload: OverloadController | None = None, adaptive=None,
-                 clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, overload: OverloadController | None = None, adaptive=None, clock: Callable[[], float] = time.perf_counter):
         self.overload, self.adaptive, self.clock = overload, adaptive, clock
 
     def process(self, operator, chunk: list[StreamBatch]) -> ResultBatch:
@@ -348,8 +362,9 @@ class RunHooks:
         return out
 
 
-def make_hooks(query: JoinQuery, *, overload: OverloadOptions | dict | None = None, adaptive=None,
-               rejects: Rejects | None = None, sources: dict | None = None) -> RunHooks | None:
+def make_hooks(
+    query: JoinQuery, *, overload: OverloadOptions | dict | None = None, adaptive=None, rejects: Rejects | None = None, sources: dict | None = None
+) -> RunHooks | None:
     """The engine's per-chunk hooks, or ``None`` when nothing is asked (the engine is then unchanged).
 
     ``adaptive``: ``True``, a threshold (drift factor, e.g. 2.0) or an
@@ -357,11 +372,11 @@ def make_hooks(query: JoinQuery, *, overload: OverloadOptions | dict | None = No
     """
     if isinstance(overload, dict):
         overload = OverloadOptions(**overload)
-    ctl = OverloadController(query, overload, rejects=rejects, sources=sources) \
-        if overload is not None and overload.active else None
+    ctl = OverloadController(query, overload, rejects=rejects, sources=sources) if overload is not None and overload.active else None
     planner = None
     if adaptive:
         from slidewise.optimizer.adaptive import AdaptiveReplanner
+
         planner = AdaptiveReplanner.from_option(query, adaptive)
     if ctl is None and planner is None:
         return None
@@ -370,28 +385,31 @@ def make_hooks(query: JoinQuery, *, overload: OverloadOptions | dict | None = No
 
 # ------------------------------------------------------------------- CLI ----
 
+
 def add_cli_arguments(p) -> None:
     """``slidewise run`` options for overload handling and adaptivity."""
     g = p.add_argument_group("overload (Kang et al. §5.2) and adaptivity")
-    g.add_argument("--cpu-budget", type=float, metavar="TUPLES_PER_S",
-                   help="service rate μ the join may use; arrivals beyond it are shed (default: measured)")
-    g.add_argument("--memory-budget", type=float, metavar="TUPLES",
-                   help="window tuples M for all windows together; windows are sampled to fit")
-    g.add_argument("--min-share", type=float, default=0.0,
-                   help="fraction of each budget every stream keeps (default 0)")
-    g.add_argument("--speed", type=float, metavar="UNITS_PER_S",
-                   help="timestamp units replayed per second (e.g. 1000 for ms in real time; default 1); "
-                        "alone, it turns on overload detection with the measured service rate")
-    g.add_argument("--shed", choices=["drop", "probe"], default="drop",
-                   help="drop: shed arrivals are removed; probe: they enter their window but do not probe")
+    g.add_argument("--cpu-budget", type=float, metavar="TUPLES_PER_S", help="service rate μ the join may use; arrivals beyond it are shed (default: measured)")
+    g.add_argument("--memory-budget", type=float, metavar="TUPLES", help="window tuples M for all windows together; windows are sampled to fit")
+    g.add_argument("--min-share", type=float, default=0.0, help="fraction of each budget every stream keeps (default 0)")
+    g.add_argument(
+        "--speed",
+        type=float,
+        metavar="UNITS_PER_S",
+        help="timestamp units replayed per second (e.g. 1000 for ms in real time; default 1); alone, it turns on overload detection with the measured service rate",
+    )
+    g.add_argument("--shed", choices=["drop", "probe"], default="drop", help="drop: shed arrivals are removed; probe: they enter their window but do not probe")
     g.add_argument("--shed-seed", type=int, default=0, help="seed of the random shedding and sampling")
-    g.add_argument("--shed-rejects", action="store_true",
-                   help="also write shed tuples to --rejects (reason 'shed (overload)')")
-    g.add_argument("--allocation", default="optimal", metavar="CPU[/MEMORY]",
-                   help="allocation strategy: optimal, equal, rates, windows (CPU), inverse (memory), "
-                        "max:STREAM (default optimal)")
-    g.add_argument("--adaptive", nargs="?", type=float, const=2.0, metavar="FACTOR",
-                   help="re-plan the join order when a rate or distinct count drifts by FACTOR (default 2)")
+    g.add_argument("--shed-rejects", action="store_true", help="also write shed tuples to --rejects (reason 'shed (overload)')")
+    g.add_argument(
+        "--allocation",
+        default="optimal",
+        metavar="CPU[/MEMORY]",
+        help="allocation strategy: optimal, equal, rates, windows (CPU), inverse (memory), max:STREAM (default optimal)",
+    )
+    g.add_argument(
+        "--adaptive", nargs="?", type=float, const=2.0, metavar="FACTOR", help="re-plan the join order when a rate or distinct count drifts by FACTOR (default 2)"
+    )
 
 
 def kwargs_from_args(args) -> dict:
@@ -400,9 +418,17 @@ def kwargs_from_args(args) -> dict:
     cpu, _, mem = args.allocation.partition("/")
     cpu = cpu or "optimal"
     mem = mem or ("optimal" if cpu == "windows" else cpu)  # one name for both budgets
-    opts = OverloadOptions(cpu_budget=args.cpu_budget, memory_budget=args.memory_budget,
-                           min_share=args.min_share, speed=args.speed, seed=args.shed_seed, shed=args.shed,
-                           cpu=cpu, memory=mem, record_shed=args.shed_rejects)
+    opts = OverloadOptions(
+        cpu_budget=args.cpu_budget,
+        memory_budget=args.memory_budget,
+        min_share=args.min_share,
+        speed=args.speed,
+        seed=args.shed_seed,
+        shed=args.shed,
+        cpu=cpu,
+        memory=mem,
+        record_shed=args.shed_rejects,
+    )
     if opts.active:
         out["overload"] = opts
     if args.adaptive is not None:
@@ -416,14 +442,17 @@ def summary_line(stats: dict) -> str | None:
     sh = stats.get("shedding")
     if sh:
         shed = sum(sh["shed"].values())
-        parts.append(f"overload: {sh['overloaded_chunks']}/{sh['chunks']} chunks over budget, "
-                     f"shed {shed:,} of {sum(sh['arrived'].values()):,} arrivals ({sh['mode']}), "
-                     f"{sh['results_withheld']:,} results withheld (probe shedding, window sampling); output "
-                     f"{sh['measured_output_rate']} results/s (predicted {sh['predicted_output_rate']}, "
-                     f"exact {sh['predicted_exact_rate']})")
+        parts.append(
+            f"overload: {sh['overloaded_chunks']}/{sh['chunks']} chunks over budget, "
+            f"shed {shed:,} of {sum(sh['arrived'].values()):,} arrivals ({sh['mode']}), "
+            f"{sh['results_withheld']:,} results withheld (probe shedding, window sampling); output "
+            f"{sh['measured_output_rate']} results/s (predicted {sh['predicted_output_rate']}, "
+            f"exact {sh['predicted_exact_rate']})"
+        )
     if stats.get("replans"):
         moved = [r for r in stats["replans"] if r["migrated"]]
-        parts.append(f"statistics drifted {len(stats['replans'])} time(s); join order migrated {len(moved)} "
-                     "time(s)" + (": " if moved else "")
-                     + "; ".join(f"{','.join(r['old'])} -> {','.join(r['new'])}" for r in moved))
+        parts.append(
+            f"statistics drifted {len(stats['replans'])} time(s); join order migrated {len(moved)} "
+            "time(s)" + (": " if moved else "") + "; ".join(f"{','.join(r['old'])} -> {','.join(r['new'])}" for r in moved)
+        )
     return "\n".join(parts) or None

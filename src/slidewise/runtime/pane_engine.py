@@ -45,23 +45,23 @@ class WindowAnswers:
 
     def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit, key_filter=None):
         self.spec, self.emit = spec, emit
-        self.key_filter = key_filter      # a condition on the keys alone, applied to groups (shared runs)
+        self.key_filter = key_filter  # a condition on the keys alone, applied to groups (shared runs)
         self.attrs = tuple(dict.fromkeys(spec.keys + spec.arguments()))
-        self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct, a.param)
-                     for a in spec.aggs]
+        self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct, a.param) for a in spec.aggs]
         self.synopses = [SYNOPSES[spec.synopsis(a)] for a in spec.aggs]
         self.count = Count()
         self.results = 0
-        self.lead = int(spec.kind != "rstream")   # ISTREAM / DSTREAM compare with the evaluation before
-        self.last_nonempty = False                # the last evaluation answered had rows
+        self.lead = int(spec.kind != "rstream")  # ISTREAM / DSTREAM compare with the evaluation before
+        self.last_nonempty = False  # the last evaluation answered had rows
         cols = list(spec.columns)
         key_order = list(spec.key_names)
-        self.presorted = cols[:len(key_order)] == key_order   # groups in value order = rows in value order
+        self.presorted = cols[: len(key_order)] == key_order  # groups in value order = rows in value order
 
     def filtered(self, ts: np.ndarray, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """``ts`` and the attributes the query reads, of the tuples WHERE admits."""
         data = {"ts": ts, **{a: cols[a] for a in self.attrs if a != "ts"}}
         if self.spec.where is not None:
+
             def get(_stream, a):
                 return ts if a == "ts" else cols[a]
 
@@ -90,14 +90,13 @@ class WindowAnswers:
         self.answer(uniq, partials, lo, hi, ends, memo)
         self.groups_seen = max([partials[0][0].shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])
 
-    def answer(self, uniq: list[np.ndarray], partials: list, lo: np.ndarray, hi: np.ndarray, ends: np.ndarray,
-               memo: dict | None = None) -> None:
+    def answer(self, uniq: list[np.ndarray], partials: list, lo: np.ndarray, hi: np.ndarray, ends: np.ndarray, memo: dict | None = None) -> None:
         """Emit the windows ``[lo[k], hi[k])`` of pane rows of :meth:`partials` at the instants ``ends``
         (ISTREAM / DSTREAM: the first window is the evaluation before, compared only); ``uniq``: each
         group's key values (the partials' columns); ``memo`` as in :meth:`respond`."""
         spec, lead = self.spec, self.lead
         n = running.windows(self.count, partials[0], lo, hi, memo)[0]
-        answer = n != 0                                       # (window, group) cells with a row
+        answer = n != 0  # (window, group) cells with a row
         cells = {name: (np.broadcast_to(col, n.shape), None) for name, col in zip(spec.key_names, uniq)}
         for a, acc, synopsis, part in zip(spec.aggs, self.accs, self.synopses, partials[1:]):
             cells[a.name] = (n, None) if part is None else acc.value(synopsis(acc, part, lo, hi, memo))
@@ -105,15 +104,14 @@ class WindowAnswers:
             keys = dict(zip(spec.keys, uniq))
             answer &= np.broadcast_to(np.asarray(evaluate(self.key_filter, lambda _s, a: keys[a]), dtype=bool), n.shape)
         if spec.having is not None:
-            answer &= np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(*cells[a])), dtype=bool),
-                                      n.shape)
+            answer &= np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(*cells[a])), dtype=bool), n.shape)
         self.last_nonempty = bool(answer[-1].any())
         if not lead:
             self._emit(cells, answer, ends, 1)
             return
         prev, cur = answer[:-1], answer[1:]
         changed = np.zeros(cur.shape, bool)
-        for a in spec.aggs:   # rows are per group (the keys are output columns): a row changes with its values
+        for a in spec.aggs:  # rows are per group (the keys are output columns): a row changes with its values
             if a.name not in spec.columns:
                 continue
             vals, null = cells[a.name]
@@ -122,11 +120,9 @@ class WindowAnswers:
                 diff = np.where(null[1:] | null[:-1], null[1:] != null[:-1], diff)
             changed |= diff
         if spec.kind == "istream":
-            self._emit({c: (v[1:], None if m is None else m[1:]) for c, (v, m) in cells.items()},
-                       cur & (~prev | changed), ends[1:], 1)
+            self._emit({c: (v[1:], None if m is None else m[1:]) for c, (v, m) in cells.items()}, cur & (~prev | changed), ends[1:], 1)
         else:
-            self._emit({c: (v[:-1], None if m is None else m[:-1]) for c, (v, m) in cells.items()},
-                       prev & (~cur | changed), ends[1:], -1)
+            self._emit({c: (v[:-1], None if m is None else m[:-1]) for c, (v, m) in cells.items()}, prev & (~cur | changed), ends[1:], -1)
 
     def _emit(self, cells: dict, rows: np.ndarray, instants: np.ndarray, sign: int) -> None:
         """The rows marked in ``rows`` (windows x groups) as output columns, instant-major, in value order."""
@@ -137,7 +133,7 @@ class WindowAnswers:
         spec = self.spec
         # one gather index for all columns (boolean indexing of each column is several times slower)
         flat = np.flatnonzero(rows)
-        group = None   # each row's group (column of ``rows``), for the keys (one value per group, broadcast)
+        group = None  # each row's group (column of ``rows``), for the keys (one value per group, broadcast)
         cols = {}
         for c in spec.columns:
             vals, null = cells[c]
@@ -159,16 +155,15 @@ class WindowAnswers:
         self.emit(cols)
 
 
-
 class PaneRun(WindowAnswers):
     """Feed chunks with :meth:`add`, then :meth:`finish`; rows go to ``emit(cols)`` as column dicts."""
 
     def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit, key_filter=None):
         super().__init__(spec, dtypes, emit, key_filter)
-        self.parts: list[dict] = []       # buffered chunks (filtered), in ts order
-        self.next_k: int | None = None    # the next evaluation k (instant kD) to answer
+        self.parts: list[dict] = []  # buffered chunks (filtered), in ts order
+        self.next_k: int | None = None  # the next evaluation k (instant kD) to answer
         self.last_ts: int | None = None
-        self.groups_seen = 1024           # groups in the last block (sizes the next one)
+        self.groups_seen = 1024  # groups in the last block (sizes the next one)
         self.blocks = self.buffered_peak = 0
 
     # ---------------------------------------------------------------- input
@@ -183,7 +178,7 @@ class PaneRun(WindowAnswers):
         data = self.filtered(ts, cols)
         if len(data["ts"]):
             self.parts.append(data)
-        self._answer(-(-self.last_ts // self.spec.slide) - 1)   # instants before the last ts are complete
+        self._answer(-(-self.last_ts // self.spec.slide) - 1)  # instants before the last ts are complete
 
     def finish(self) -> None:
         if self.last_ts is not None:
@@ -202,7 +197,7 @@ class PaneRun(WindowAnswers):
         T, D, lead = spec.length, spec.slide, self.lead
         while self.next_k is not None and self.next_k <= k_last:
             buf = self._buffer()
-            if not buf:   # (a non-empty last answer keeps its tuples: its rows leave at the next instant)
+            if not buf:  # (a non-empty last answer keeps its tuples: its rows leave at the next instant)
                 self.next_k, self.last_nonempty = k_last + 1, False
                 return
             self.buffered_peak = max(self.buffered_peak, len(buf["ts"]))
@@ -231,7 +226,7 @@ class PaneRun(WindowAnswers):
         uniq, groups = encode_groups([data[k] for k in spec.keys], len(data["ts"]))
         g = len(uniq[0]) if uniq else 1
         self.groups_seen = g
-        if k1 - k0 > 1 and (k1 - k0) * g > 4 * BLOCK_CELLS:   # far more groups than the last block had
+        if k1 - k0 > 1 and (k1 - k0) * g > 4 * BLOCK_CELLS:  # far more groups than the last block had
             mid = k0 + max(1, BLOCK_CELLS // g)
             ts = data["ts"]
             left = np.searchsorted(ts, (mid - 1) * spec.slide, "right")
@@ -242,13 +237,13 @@ class PaneRun(WindowAnswers):
         self.blocks += 1
         ends = np.arange(k0 - lead, k1, dtype=np.int64) * spec.slide
         starts = ends - spec.length - 1
-        cuts = np.union1d(ends, starts)                       # pane boundaries of the block
-        pane = np.searchsorted(cuts, data["ts"], "left")      # pane i: (cuts[i-1], cuts[i]]
+        cuts = np.union1d(ends, starts)  # pane boundaries of the block
+        pane = np.searchsorted(cuts, data["ts"], "left")  # pane i: (cuts[i-1], cuts[i]]
         lo = np.searchsorted(cuts, starts) + 1
         hi = np.searchsorted(cuts, ends) + 1
         shape = (len(cuts), g)
         partials = self.partials(data, pane, groups, shape)
-        self.groups_seen = max([g] + [getattr(acc, "width", 0) for acc in self.accs])   # DISTINCT: pair columns
+        self.groups_seen = max([g] + [getattr(acc, "width", 0) for acc in self.accs])  # DISTINCT: pair columns
         self.answer(uniq, partials, lo, hi, ends)
 
 
@@ -299,7 +294,7 @@ def _sort_key(col: np.ndarray) -> tuple:
     if col.dtype == object and any(v is None for v in col):
         null = np.array([v is None for v in col])
         filled = np.array([0 if v is None else v for v in col])
-        return (filled, null)   # lexsort: later keys are more significant
+        return (filled, null)  # lexsort: later keys are more significant
     if col.dtype == object:
         return (np.unique(col, return_inverse=True)[1].reshape(-1),)
     return (col,)

@@ -59,33 +59,34 @@ class PlanRunner:
         self.span = max(1, int(span))
         self.ops, self.children = net.ops, net.children
         self.output: OutputOperator = net.ops[-1]
-        self.queue: dict[int, list] = {}     # ts -> [(leaf operators, rows)] not yet run
+        self.queue: dict[int, list] = {}  # ts -> [(leaf operators, rows)] not yet run
         self.last_now: int | None = None
         self.last_input: int | None = None
         self.buffer: list[tuple] = []
         self.frames: list[pd.DataFrame] = []
         self.results = self.retractions = self.negatives = self.state_peak = 0
-        self.instants = 0                    # instants with arrivals
-        self.passes = 0                      # executor passes: instants (span 1) or spans
+        self.instants = 0  # instants with arrivals
+        self.passes = 0  # executor passes: instants (span 1) or spans
         n = len(self.ops)
-        self.next: list = [NO_EXP] * n       # cached next_event() of each operator (NO_EXP: none)
-        self.sizes = [0] * n                 # cached state_size() of each operator
-        self.state = 0                       # sum of sizes
+        self.next: list = [NO_EXP] * n  # cached next_event() of each operator (NO_EXP: none)
+        self.sizes = [0] * n  # cached state_size() of each operator
+        self.state = 0  # sum of sizes
         self.first_now: int | None = None
-        self.area = 0                        # ∫ state dt over [first_now, last_now)
-        self.op_area = [0] * n               # the same per operator
-        self.op_since = [0] * n              # instant of each operator's last size change
+        self.area = 0  # ∫ state dt over [first_now, last_now)
+        self.op_area = [0] * n  # the same per operator
+        self.op_since = [0] * n  # instant of each operator's last size change
         self.op_peak = [0] * n
         # expire() only when due (Incremental.next_event's contract), except for operators whose
         # expire() also closes the previous instant's bookkeeping
         self.every_instant = [op.expire_every_instant for op in self.ops]
-        self.static = [_stateless(op) for op in self.ops]   # no state, no events: nothing to re-read
+        self.static = [_stateless(op) for op in self.ops]  # no state, no events: nothing to re-read
         # outputs that may hold negative tuples: every one under NT, else those of strict operators
-        self.count_negatives = [net.strategy == "nt" or getattr(op.ctx, "output", None) == Pattern.STR
-                                or not static for op, static in zip(self.ops, self.static)]
-        self.steps = [(i, op, tuple(kids), tuple(kids[0]) if len(kids) == 1 else None, self.static[i],
-                       self.every_instant[i]) for i, (op, kids) in enumerate(zip(self.ops, self.children))]
-        self.outputs: list = [()] * n        # each operator's rows of the current instant
+        self.count_negatives = [net.strategy == "nt" or getattr(op.ctx, "output", None) == Pattern.STR or not static for op, static in zip(self.ops, self.static)]
+        self.steps = [
+            (i, op, tuple(kids), tuple(kids[0]) if len(kids) == 1 else None, self.static[i], self.every_instant[i])
+            for i, (op, kids) in enumerate(zip(self.ops, self.children))
+        ]
+        self.outputs: list = [()] * n  # each operator's rows of the current instant
 
     def add(self, source: str, batch, is_table: bool) -> None:
         """Arrivals of one source in one chunk (timestamps non-decreasing)."""
@@ -93,7 +94,7 @@ class PlanRunner:
         if not leaves:
             return
         ts = batch.ts.tolist()
-        cols = self.net.columns[source]          # the attributes the plan reads (plan.prune)
+        cols = self.net.columns[source]  # the attributes the plan reads (plan.prune)
         if is_table:
             vals = list(zip(*(batch.cols[c].tolist() for c in cols))) if cols else [()] * len(ts)
             ops = batch.cols["op"].tolist() if "op" in batch.cols else ["+"] * len(ts)
@@ -107,7 +108,7 @@ class PlanRunner:
         queue = self.queue
         if len(ts) == 1 or bool(np.all(batch.ts[1:] != batch.ts[:-1])):
             get = queue.get
-            for t, row in zip(ts, rows):          # one row per instant
+            for t, row in zip(ts, rows):  # one row per instant
                 entry = get(t)
                 if entry is None:
                     queue[t] = [(leaves, [row])]
@@ -131,7 +132,7 @@ class PlanRunner:
             ready = times if final else times[:-1]
             if ready and self.first_now is None:
                 t = ready.pop(0)
-                self._instant(t, q.pop(t))       # the first instant alone: every operator's first expire()
+                self._instant(t, q.pop(t))  # the first instant alone: every operator's first expire()
             if self.span == 1:
                 for t in ready:
                     self._advance_before(t)
@@ -212,7 +213,7 @@ class PlanRunner:
             inputs = _inputs(outputs, fed, i, kids, single)
             if not inputs and nxt[i] > hi:
                 outputs[i] = ()
-                continue                      # nothing fed, nothing due: state unchanged
+                continue  # nothing fed, nothing due: state unchanged
             if op is self.output:
                 self._root_span(inputs, lo, hi)
                 continue
@@ -265,7 +266,7 @@ class PlanRunner:
             inputs = _inputs(outputs, fed, i, kids, single)
             if not (inputs or due or first):
                 outputs[i] = ()
-                continue                      # nothing fed, nothing due: state unchanged
+                continue  # nothing fed, nothing due: state unchanged
             rows = op.expire(now) if (due or first or every) else []
             for side, given in inputs:
                 out = op.push(side, given, now)
@@ -281,7 +282,7 @@ class PlanRunner:
                 self._reread(i, op, now)
         if ran_root:
             self._emit(self.output.end_instant(now))
-            self._reread(len(nxt) - 1, self.output, now)   # after end_instant: it may fill an output window
+            self._reread(len(nxt) - 1, self.output, now)  # after end_instant: it may fill an output window
         if self.state > self.state_peak:
             self.state_peak = self.state
 
@@ -318,8 +319,7 @@ class PlanRunner:
         part of the run by difference.
         """
         if self.first_now is None:
-            return {"state_tuples_peak": 0, "state_tuples_avg": 0.0, "state_area": 0, "state_span": 0,
-                    "state_by_operator": {}}
+            return {"state_tuples_peak": 0, "state_tuples_avg": 0.0, "state_area": 0, "state_span": 0, "state_by_operator": {}}
         end = self.last_now + 1
         span = end - self.first_now
         area = self.area + self.state * (end - self.last_now)
@@ -329,10 +329,8 @@ class PlanRunner:
             label, k = f"{op.name}", 2
             while label in by_op:
                 label, k = f"{op.name} #{k}", k + 1
-            by_op[label] = {"avg": round(a / span, 2), "peak": self.op_peak[i], "final": self.sizes[i],
-                            "area": a}
-        return {"state_tuples_peak": self.state_peak, "state_tuples_avg": round(area / span, 2),
-                "state_area": area, "state_span": span, "state_by_operator": by_op}
+            by_op[label] = {"avg": round(a / span, 2), "peak": self.op_peak[i], "final": self.sizes[i], "area": a}
+        return {"state_tuples_peak": self.state_peak, "state_tuples_avg": round(area / span, 2), "state_area": area, "state_span": span, "state_by_operator": by_op}
 
     def write_pending(self) -> None:
         """Write the rows of the instants completed so far (after an interrupt)."""
@@ -380,8 +378,7 @@ def _inputs(outputs: list, fed: dict, i: int, kids: tuple, single) -> tuple | li
 def _stateless(op: Incremental) -> bool:
     """True if ``op`` never holds state nor schedules events (select, project, union, UPA windows)."""
     cls = type(op)
-    return getattr(op, "stateless", False) or (
-        cls.next_event is Incremental.next_event and cls.state_size is Incremental.state_size)
+    return getattr(op, "stateless", False) or (cls.next_event is Incremental.next_event and cls.state_size is Incremental.state_size)
 
 
 def _array(values: list) -> np.ndarray:

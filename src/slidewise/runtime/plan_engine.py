@@ -62,9 +62,18 @@ from slidewise.runtime.sources import open_source
 __all__ = ["PlanNetwork", "execute_plan", "open_table", "plan_inputs"]
 
 
-def execute_plan(plan: Plan, sources: dict[str, object], tables: dict[str, object] | None = None, *,
-                 run_options: RunOptions | None = None, options: dict | None = None, rewrite: bool = False,
-                 span: int = DEFAULT_SPAN, panes: bool = True, **settings) -> RunResult:
+def execute_plan(
+    plan: Plan,
+    sources: dict[str, object],
+    tables: dict[str, object] | None = None,
+    *,
+    run_options: RunOptions | None = None,
+    options: dict | None = None,
+    rewrite: bool = False,
+    span: int = DEFAULT_SPAN,
+    panes: bool = True,
+    **settings,
+) -> RunResult:
     """Run ``plan`` over ``sources`` (stream name -> path / DataFrame / ...) and ``tables`` to the end.
 
     ``run_options`` (:class:`~slidewise.options.RunOptions`), or its fields as keyword
@@ -90,8 +99,7 @@ def execute_plan(plan: Plan, sources: dict[str, object], tables: dict[str, objec
     if isinstance(plan, FrequentQuery):
         return _execute_frequent(plan, sources, opts)
     opened = [open_table(n, tables[n], opts.ts_column, opts.ts_unit, chunk_rows) for n in table_names]
-    opened += [open_source(n, sources[n], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=chunk_rows)
-               for n in stream_names]
+    opened += [open_source(n, sources[n], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=chunk_rows) for n in stream_names]
     names = table_names + stream_names
     schemas = {n: dict(src.kinds) for n, src in zip(names, opened)}
     plan = bind(plan, schemas)
@@ -110,8 +118,7 @@ def execute_plan(plan: Plan, sources: dict[str, object], tables: dict[str, objec
     if sliding is not None:
         return _execute_panes(plan, sliding, opened, names, columns, rejects, opts)
     if not isinstance(span, (int, np.integer)) or span < 1:
-        raise OptionError(f"span must be a positive integer, got {span!r}",
-                          hint="instants per executor pass, e.g. 64; 1 runs instant by instant")
+        raise OptionError(f"span must be a positive integer, got {span!r}", hint="instants per executor pass, e.g. 64; 1 runs instant by instant")
     bar = Progress(enabled=opts.progress)
     inputs = dict.fromkeys(names, 0)
     started = time.perf_counter()
@@ -148,12 +155,12 @@ def execute_plan(plan: Plan, sources: dict[str, object], tables: dict[str, objec
         stats["plan"] = rewrite_report["chosen"]
     frame = None
     if collect:
-        frame = pd.concat(runner.frames, ignore_index=True) if runner.frames else \
-            pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+        frame = pd.concat(runner.frames, ignore_index=True) if runner.frames else pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
     return RunResult(frame, stats, rejects)
 
 
 # ---------------------------------------------------------------- the pane path
+
 
 def _sliding(plan: Plan, sources: dict, table_names: list[str]):
     """The plan's pane form (:func:`slidewise.optimizer.pane_plan.match`) if its column types allow, else None."""
@@ -219,8 +226,7 @@ def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions
     }
     frame = None
     if collect:
-        frame = pd.concat(frames, ignore_index=True) if frames else \
-            pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
     return RunResult(frame, stats, rejects)
 
 
@@ -230,15 +236,25 @@ def _execute_frequent(q: FrequentQuery, sources: dict, opts: RunOptions) -> RunR
 
     name = q.scan.source
     opened = [open_source(name, sources[name], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=opts.chunk_rows)]
-    q = bind_frequent(q, dict(opened[0].kinds))   # WHERE typed against the source's columns
+    q = bind_frequent(q, dict(opened[0].kinds))  # WHERE typed against the source's columns
     rejects = Rejects()
-    frame, stats = execute_frequent(q, opened, [name], out=opts.out, collect=opts.collecting(), lateness=opts.lateness,
-                                    chunk_rows=opts.chunk_rows, rejects=rejects, rejects_to=opts.rejects,
-                                    progress=opts.progress)
+    frame, stats = execute_frequent(
+        q,
+        opened,
+        [name],
+        out=opts.out,
+        collect=opts.collecting(),
+        lateness=opts.lateness,
+        chunk_rows=opts.chunk_rows,
+        rejects=rejects,
+        rejects_to=opts.rejects,
+        progress=opts.progress,
+    )
     return RunResult(frame, stats, rejects)
 
 
 # ---------------------------------------------------------------- inputs
+
 
 def plan_inputs(plan: Plan, sources: dict, tables: dict) -> tuple[list[str], list[str]]:
     """The plan's stream and relation names (FROM order); a clear error for one without an input."""
@@ -247,8 +263,7 @@ def plan_inputs(plan: Plan, sources: dict, tables: dict) -> tuple[list[str], lis
     table_names = list(dict.fromkeys(s.source for s in scans if s.is_relation))
     for name in stream_names:
         if name not in sources:
-            raise SourceError(f"no input given for stream {name!r}",
-                              hint=f"pass --source {name}=PATH (FROM reads: {', '.join(stream_names)})")
+            raise SourceError(f"no input given for stream {name!r}", hint=f"pass --source {name}=PATH (FROM reads: {', '.join(stream_names)})")
     for name in table_names:
         if name not in tables:
             raise SourceError(f"no input given for table {name!r}", hint=f"pass --table {name}=PATH")
@@ -289,6 +304,7 @@ def _operator_for(node: Node, ctx: Context) -> Incremental:
 
 # ---------------------------------------------------------------- network
 
+
 class _PassThrough(Incremental):
     """A subquery without a window: renames columns, rows pass unchanged."""
 
@@ -312,16 +328,14 @@ def _is_relation_only(node: Node) -> bool:
 
 def _is_nrr_only(node: Node) -> bool:
     leaves = list(_leaves(node))
-    return any(isinstance(x, Scan) and x.kind == "nrr" for x in leaves) and \
-        all(isinstance(x, Scan) and x.is_relation for x in leaves)
+    return any(isinstance(x, Scan) and x.kind == "nrr" for x in leaves) and all(isinstance(x, Scan) and x.is_relation for x in leaves)
 
 
 def all_internal(node: Node) -> bool:
     """Stream leaves all INTERNAL and no retroactive table: the answer is append-only (§3.3.2)."""
     leaves = list(_leaves(node))
     windows = [x.window for x in leaves if not (isinstance(x, Scan) and x.is_relation)]
-    return bool(windows) and all(w.internal for w in windows) and \
-        not any(isinstance(x, Scan) and x.kind == "table" for x in leaves)
+    return bool(windows) and all(w.internal for w in windows) and not any(isinstance(x, Scan) and x.kind == "table" for x in leaves)
 
 
 def _externalized(node: Node) -> Node:
@@ -348,9 +362,9 @@ class PlanNetwork:
         ext = annotate(ext_root)
         self.ext_patterns = {a: ext[b] for a, b in zip(walk(plan.root), walk(ext_root))}
         self.ops: list[Incremental] = []
-        self.children: list[list[tuple]] = []   # (side, operator) in push order: relations first
-        self.feeds: dict[str, list[int]] = {}    # source -> leaf operators fed by it
-        self.columns: dict[str, tuple] = {}      # source -> the attributes its scans read, in row order
+        self.children: list[list[tuple]] = []  # (side, operator) in push order: relations first
+        self.feeds: dict[str, list[int]] = {}  # source -> leaf operators fed by it
+        self.columns: dict[str, tuple] = {}  # source -> the attributes its scans read, in row order
         root = plan.root
         internal = all_internal(root.child)
         child = self._build(root.child, internal)
@@ -361,8 +375,9 @@ class PlanNetwork:
         return self.ext_patterns[node] if internal else self.patterns[node]
 
     def _ctx(self, node: Node, inputs: tuple, internal: bool) -> Context:
-        return Context(self.strategy, inputs=inputs, output=self._pattern(node, internal),
-                       partitions=self.partitions, aliases=self.plan.aliases, options=dict(self.options))
+        return Context(
+            self.strategy, inputs=inputs, output=self._pattern(node, internal), partitions=self.partitions, aliases=self.plan.aliases, options=dict(self.options)
+        )
 
     def _add(self, op: Incremental, children: list[tuple]) -> int:
         self.ops.append(op)
@@ -391,8 +406,7 @@ class PlanNetwork:
         for c in node.children:
             if not internal and all_internal(c):
                 inner = self._build(c, True)
-                acc_ctx = Context(self.strategy, inputs=(self.ext_patterns[c],), output=Pattern.MONO,
-                                  partitions=self.partitions, aliases=self.plan.aliases)
+                acc_ctx = Context(self.strategy, inputs=(self.ext_patterns[c],), output=Pattern.MONO, partitions=self.partitions, aliases=self.plan.aliases)
                 kids.append(self._add(Accumulate(c, acc_ctx), [(0, inner)]))
                 pats.append(Pattern.MONO)
             else:
@@ -417,8 +431,7 @@ class PlanNetwork:
         for j, c in enumerate(node.children):
             bounds[j] = (start, start + len(c.schema))
             start += len(c.schema)
-        op = MixedJoin(node, ctx, join, {j: bounds[j] for j in kept}, {j: pats[j] for j in kept},
-                       self.ext_patterns[node])
+        op = MixedJoin(node, ctx, join, {j: bounds[j] for j in kept}, {j: pats[j] for j in kept}, self.ext_patterns[node])
         order = sorted(range(len(kids)), key=lambda s: not _is_relation_only(node.children[s]))
         return self._add(op, [(s, kids[s]) for s in order])
 

@@ -29,8 +29,7 @@ class Progress:
             return
         self._last = now
         rate = rows / max(now - self._start, 1e-9)
-        self._live.update(f"[bold]slidewise[/] rows {rows:,}  results {results:,}  "
-                          f"rejects {rejects:,}  {rate:,.0f} rows/s")
+        self._live.update(f"[bold]slidewise[/] rows {rows:,}  results {results:,}  rejects {rejects:,}  {rate:,.0f} rows/s")
 
     def close(self) -> None:
         if self._live:

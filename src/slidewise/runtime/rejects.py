@@ -59,13 +59,11 @@ class Rejects:
     def __len__(self) -> int:
         return self.total
 
-    def add(self, stream: str | int, file: str, line: int, reason: str, raw: str = "",
-            *, kind: str | None = None) -> None:
+    def add(self, stream: str | int, file: str, line: int, reason: str, raw: str = "", *, kind: str | None = None) -> None:
         """Record one rejected row."""
         self.add_many(stream, file, [line], reason, [raw], kind=kind)
 
-    def add_many(self, stream: str | int, file: str, lines, reasons, raws=None,
-                 *, kind: str | None = None) -> None:
+    def add_many(self, stream: str | int, file: str, lines, reasons, raws=None, *, kind: str | None = None) -> None:
         """Record rejected rows of one stream and file.
 
         ``lines``: 1-based line numbers (array-like); ``reasons``: one string
@@ -98,13 +96,17 @@ class Rejects:
             if len(raw_arr) != n:
                 raise ValueError(f"{len(raw_arr)} raw rows for {n} rejected rows")
         stream_name = str(stream)
-        self._parts.append(pa.table({
-            "stream": pa.array(np.full(n, stream_name, dtype=object), pa.string()),
-            "file": pa.array(np.full(n, str(file), dtype=object), pa.string()),
-            "line": pa.array(lines, pa.int64()),
-            "reason": reason_arr.cast(pa.string()),
-            "row": raw_arr.cast(pa.string()),
-        }))
+        self._parts.append(
+            pa.table(
+                {
+                    "stream": pa.array(np.full(n, stream_name, dtype=object), pa.string()),
+                    "file": pa.array(np.full(n, str(file), dtype=object), pa.string()),
+                    "line": pa.array(lines, pa.int64()),
+                    "reason": reason_arr.cast(pa.string()),
+                    "row": raw_arr.cast(pa.string()),
+                }
+            )
+        )
         self._by_kind.update(kinds)
         self._by_stream[stream_name] += n
         self.total += n
@@ -120,9 +122,15 @@ class Rejects:
     def table(self) -> pa.Table:
         """All rejects as one Arrow table with :data:`REJECT_COLUMNS`."""
         if not self._parts:
-            return pa.table({"stream": pa.array([], pa.string()), "file": pa.array([], pa.string()),
-                             "line": pa.array([], pa.int64()), "reason": pa.array([], pa.string()),
-                             "row": pa.array([], pa.string())})
+            return pa.table(
+                {
+                    "stream": pa.array([], pa.string()),
+                    "file": pa.array([], pa.string()),
+                    "line": pa.array([], pa.int64()),
+                    "reason": pa.array([], pa.string()),
+                    "row": pa.array([], pa.string()),
+                }
+            )
         if len(self._parts) > 1:
             self._parts = [pa.concat_tables(self._parts)]
         return self._parts[0]
@@ -136,8 +144,7 @@ class Rejects:
         try:
             data = csv_bytes(self.table())
         except pa.ArrowException as e:
-            raise OptionError(f"cannot write rejects file: {e}", location=str(path),
-                              hint="choose a writable path for --rejects") from None
+            raise OptionError(f"cannot write rejects file: {e}", location=str(path), hint="choose a writable path for --rejects") from None
         write_atomic(path, data, "--rejects")
         return self.total
 
@@ -160,5 +167,4 @@ def rows_as_text(cols: dict[str, np.ndarray]) -> pa.Array:
         pass
     # values with embedded newlines or mixed Python objects: slow but exact
     columns = [np.asarray(cols[k]).tolist() for k in names]
-    return pa.array([",".join("" if v is None else str(v) for v in row) for row in zip(*columns)],
-                    pa.string())
+    return pa.array([",".join("" if v is None else str(v) for v in row) for row in zip(*columns)], pa.string())

@@ -47,8 +47,8 @@ from slidewise.model.time import MAX_DURATION
 from slidewise.options import DEFAULT_CHUNK_ROWS
 from slidewise.runtime.rejects import Rejects, rows_as_text
 
-_NEG = np.iinfo(np.int64).min // 2   # "no tuple yet": below every real frontier
-_POS = np.iinfo(np.int64).max        # "all finished": release everything
+_NEG = np.iinfo(np.int64).min // 2  # "no tuple yet": below every real frontier
+_POS = np.iinfo(np.int64).max  # "all finished": release everything
 
 
 class Merger:
@@ -61,34 +61,41 @@ class Merger:
     (default ``"ms"``; ``""`` for raw numbers).
     """
 
-    def __init__(self, stream_names: Sequence[str], lateness: int | Sequence[int] = 0,
-                 rejects: Rejects | None = None, *, schemas: Sequence[dict] | None = None,
-                 chunk_rows: int = DEFAULT_CHUNK_ROWS, units: str | Sequence[str] = "ms"):
+    def __init__(
+        self,
+        stream_names: Sequence[str],
+        lateness: int | Sequence[int] = 0,
+        rejects: Rejects | None = None,
+        *,
+        schemas: Sequence[dict] | None = None,
+        chunk_rows: int = DEFAULT_CHUNK_ROWS,
+        units: str | Sequence[str] = "ms",
+    ):
         self.names = [str(s) for s in stream_names]
         n = len(self.names)
         if n == 0:
             raise OptionError("no streams to merge")
         lat = [lateness] * n if np.isscalar(lateness) else list(lateness)
         if len(lat) != n:
-            raise OptionError(f"{len(lat)} lateness values for {n} streams",
-                              hint="give one lateness for all streams or one per stream")
+            raise OptionError(f"{len(lat)} lateness values for {n} streams", hint="give one lateness for all streams or one per stream")
         if any(int(x) != x or not 0 <= x <= MAX_DURATION for x in lat):
-            raise OptionError(f"lateness must be an integer from 0 to {MAX_DURATION}, got {lat}",
-                              hint="lateness is in timestamp units, e.g. 5000 for 5 s of epoch-ms timestamps")
+            raise OptionError(
+                f"lateness must be an integer from 0 to {MAX_DURATION}, got {lat}", hint="lateness is in timestamp units, e.g. 5000 for 5 s of epoch-ms timestamps"
+            )
         if not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
             raise OptionError(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
         self.lateness = np.array(lat, dtype=np.int64)
         self.units = [units] * n if isinstance(units, str) else list(units)
         self.rejects = rejects if rejects is not None else Rejects()
         self.chunk_rows = int(chunk_rows)
-        self._max = np.full(n, _NEG, dtype=np.int64)       # max ts seen per stream
+        self._max = np.full(n, _NEG, dtype=np.int64)  # max ts seen per stream
         self._finished = np.zeros(n, dtype=bool)
-        self._seq = np.zeros(n, dtype=np.int64)             # input order counter per stream
+        self._seq = np.zeros(n, dtype=np.int64)  # input order counter per stream
         self._schemas: list[dict | None] = [dict(s) for s in schemas] if schemas is not None else [None] * n
-        self._buf: list[list[tuple]] = [[] for _ in range(n)]   # (ts, seq, cols) segments
+        self._buf: list[list[tuple]] = [[] for _ in range(n)]  # (ts, seq, cols) segments
         self._buf_min = np.full(n, _POS, dtype=np.int64)
-        self._ready: deque = deque()                          # released blocks in position order
-        self.released_bound = _NEG                            # everything with ts < this is released
+        self._ready: deque = deque()  # released blocks in position order
+        self.released_bound = _NEG  # everything with ts < this is released
         self.next_pos = 0
         self.admitted = np.zeros(n, dtype=np.int64)
         self.late = np.zeros(n, dtype=np.int64)
@@ -158,8 +165,7 @@ class Merger:
         open_ = ~self._finished
         if not open_.any():
             return int(_POS)
-        return int((self._max[open_] - self.lateness[open_]).min()) if (self._max[open_] > _NEG).all() \
-            else int(_NEG)
+        return int((self._max[open_] - self.lateness[open_]).min()) if (self._max[open_] > _NEG).all() else int(_NEG)
 
     def holding_back(self) -> int | None:
         """The unfinished stream whose frontier is lowest (read it next), or None if all finished."""
@@ -240,7 +246,7 @@ class Merger:
                 parts.append(self._empty(i))
                 continue
             ts, seq, cols = t
-            pos = pos_of[offset:offset + len(ts)]
+            pos = pos_of[offset : offset + len(ts)]
             offset += len(ts)
             o = np.argsort(pos, kind="stable")
             parts.append((pos[o], ts[o], {k: v[o] for k, v in cols.items()}))
@@ -251,8 +257,9 @@ class Merger:
         return (np.empty(0, np.int64), np.empty(0, np.int64), {k: np.empty(0, dt) for k, dt in schema.items()})
 
 
-def merge_all(sources: Sequence, lateness: int | Sequence[int] = 0, rejects: Rejects | None = None,
-              chunk_rows: int = DEFAULT_CHUNK_ROWS, *, merger: Merger | None = None) -> Iterator[list[StreamBatch]]:
+def merge_all(
+    sources: Sequence, lateness: int | Sequence[int] = 0, rejects: Rejects | None = None, chunk_rows: int = DEFAULT_CHUNK_ROWS, *, merger: Merger | None = None
+) -> Iterator[list[StreamBatch]]:
     """Read ``sources`` (:class:`~slidewise.runtime.sources.Source`) through a :class:`Merger`
     and yield released chunks in global order until all input is consumed.
 
@@ -262,9 +269,14 @@ def merge_all(sources: Sequence, lateness: int | Sequence[int] = 0, rejects: Rej
     """
     rejects = rejects if rejects is not None else (merger.rejects if merger is not None else Rejects())
     if merger is None:
-        merger = Merger([s.name for s in sources], lateness, rejects,
-                        schemas=[s.schema for s in sources], chunk_rows=chunk_rows,
-                        units=[getattr(s, "ts_label", "ms") for s in sources])
+        merger = Merger(
+            [s.name for s in sources],
+            lateness,
+            rejects,
+            schemas=[s.schema for s in sources],
+            chunk_rows=chunk_rows,
+            units=[getattr(s, "ts_label", "ms") for s in sources],
+        )
     iters = [iter(s.chunks(rejects)) for s in sources]
     while (i := merger.holding_back()) is not None:
         chunk = next(iters[i], None)

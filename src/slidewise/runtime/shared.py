@@ -40,15 +40,15 @@ class SharedRun:
         self.runs = [PaneRun(m.spec, dtypes, emits[m.name], key_filter=m.group_filter) for m in group.members]
         self.regions = group.regions()
         self.bit = [None if m.residual is None else self.regions.index(m.residual) for m in group.members]
-        self._present = np.zeros(0, np.int64)   # the region codes of the current block
-        self.covers = [{"disjoint": 0, "supercover": 0} for _ in group.members]   # per member: partials read so
+        self._present = np.zeros(0, np.int64)  # the region codes of the current block
+        self.covers = [{"disjoint": 0, "supercover": 0} for _ in group.members]  # per member: partials read so
         extra = tuple(a for e in self.regions for _, a in columns_of(e) if a != "ts")
         self.attrs = tuple(dict.fromkeys(group.keys + tuple(a for r in self.runs for a in r.attrs) + extra))
         self.parts: list[dict] = []
         self.last_ts: int | None = None
         self.groups_seen = 1024
         self.blocks = self.buffered_peak = 0
-        self.partial_bytes_peak = self.unshared_bytes_peak = 0   # one block's pane partials, shared vs one per request
+        self.partial_bytes_peak = self.unshared_bytes_peak = 0  # one block's pane partials, shared vs one per request
         self.states: set[tuple] = set()
 
     def add(self, ts: np.ndarray, cols: dict[str, np.ndarray]) -> None:
@@ -61,8 +61,7 @@ class SharedRun:
         self.last_ts = int(ts[-1])
         data = {"ts": ts, **{a: cols[a] for a in self.attrs if a != "ts"}}
         if self.where is not None:
-            keep = np.broadcast_to(np.asarray(evaluate(self.where, lambda _s, a: ts if a == "ts" else cols[a]),
-                                              dtype=bool), ts.shape)
+            keep = np.broadcast_to(np.asarray(evaluate(self.where, lambda _s, a: ts if a == "ts" else cols[a]), dtype=bool), ts.shape)
             data = {a: v[keep] for a, v in data.items()}
         if len(data["ts"]):
             self.parts.append(data)
@@ -134,11 +133,11 @@ class SharedRun:
         codes, R = self._regions(data, n)
         if codes is not None:
             groups = groups * R + codes
-        cuts = np.arange(start, end + 1, self.pane, dtype=np.int64)   # pane i: (cuts[i-1], cuts[i]]
+        cuts = np.arange(start, end + 1, self.pane, dtype=np.int64)  # pane i: (cuts[i-1], cuts[i]]
         pane = np.searchsorted(cuts, data["ts"], "left")
         shape = (len(cuts), g * R)
         cache: dict = {}
-        memo: dict = {}   # the synopses' running merges / intervals of the shared partials
+        memo: dict = {}  # the synopses' running merges / intervals of the shared partials
         requested = [0]
 
         def base(acc, attr):
@@ -160,17 +159,16 @@ class SharedRun:
                     self.covers[i][kind] += 1
                 requested[0] += sum(x.nbytes for x in st)
                 return st
+
             return partial
 
         index = {id(r): i for i, r in enumerate(self.runs)}
         for r, k0, k1 in jobs:
             r.blocks += 1
-            r.respond(np.arange(k0 - r.lead, k1 + 1, dtype=np.int64) * r.spec.slide, uniq, cuts,
-                      partial_of(index[id(r)]), memo)
+            r.respond(np.arange(k0 - r.lead, k1 + 1, dtype=np.int64) * r.spec.slide, uniq, cuts, partial_of(index[id(r)]), memo)
         self.states |= {k for k in cache if len(k) == 2}
-        self.groups_seen = max(r.groups_seen for r, _, _ in jobs) * R   # a block's cells: groups x regions
-        self.partial_bytes_peak = max(self.partial_bytes_peak,
-                                      sum(x.nbytes for k, v in cache.items() if len(k) == 2 for x in v[1]))
+        self.groups_seen = max(r.groups_seen for r, _, _ in jobs) * R  # a block's cells: groups x regions
+        self.partial_bytes_peak = max(self.partial_bytes_peak, sum(x.nbytes for k, v in cache.items() if len(k) == 2 for x in v[1]))
         self.unshared_bytes_peak = max(self.unshared_bytes_peak, requested[0])
 
     def _regions(self, data: dict, n: int) -> tuple[np.ndarray | None, int]:
@@ -202,8 +200,7 @@ class SharedRun:
             return hit[1], hit[2]
         regions = [tuple(x[:, r::R] for x in st) for r in range(R)]
         inside, outside = np.flatnonzero(mask), np.flatnonzero(~mask)
-        kind = "supercover" if acc.share_key in ("count", "sum") and 0 < len(outside) < len(inside) - 1 \
-            else "disjoint"
+        kind = "supercover" if acc.share_key in ("count", "sum") and 0 < len(outside) < len(inside) - 1 else "disjoint"
         if kind == "supercover":
             whole = self._cover(acc, key, st, None, R, cache)[0]
             out = acc.subtract(whole, reduce(acc.merge, [regions[r] for r in outside]))

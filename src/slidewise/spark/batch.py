@@ -67,9 +67,17 @@ _ARROW_TYPE = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "st
 _ORDER = ("fi", "bs", "mo")  # input order: file index, split offset, row id within the split
 
 
-def run_batch(query: str | JoinQuery, sources: dict[str, object], *, run_options: RunOptions | None = None,
-              spark=None, negatives: bool = False, master: str | None = None,
-              conf: dict[str, str] | None = None, **settings) -> RunResult:
+def run_batch(
+    query: str | JoinQuery,
+    sources: dict[str, object],
+    *,
+    run_options: RunOptions | None = None,
+    spark=None,
+    negatives: bool = False,
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    **settings,
+) -> RunResult:
     """Run ``query`` over ``sources`` to the end as one Spark batch job; same answer as the local engine.
 
     ``sources``: name -> file or directory (CSV, JSON lines, Parquet) or
@@ -86,17 +94,14 @@ def run_batch(query: str | JoinQuery, sources: dict[str, object], *, run_options
 
     q = query if isinstance(query, JoinQuery) else load_query(query)
     if q.output != "istream":
-        raise PlanError(f"batch replay computes ISTREAM answers, not {q.output.upper()}",
-                        hint="drop the output operator or use --mode stream")
+        raise PlanError(f"batch replay computes ISTREAM answers, not {q.output.upper()}", hint="drop the output operator or use --mode stream")
     missing = [s.source for s in q.streams if s.source not in sources]
     if missing:
-        raise SourceError(f"no input given for stream {missing[0]!r}",
-                          hint=f"pass --source {missing[0]}=PATH")
+        raise SourceError(f"no input given for stream {missing[0]!r}", hint=f"pass --source {missing[0]}=PATH")
     work = Path(tempfile.mkdtemp(prefix="slidewise-batch-"))
     try:
         started = time.perf_counter()
-        inputs_of = [_inspect(ref, sources[ref.source], ts_column, ts_unit, lateness, work)
-                     for ref in q.streams]
+        inputs_of = [_inspect(ref, sources[ref.source], ts_column, ts_unit, lateness, work) for ref in q.streams]
         schemas = [list(info.kinds) for info, _, _ in inputs_of]
         q = bind_query(q, [dict(info.kinds) for info, _, _ in inputs_of])
         spark = spark or get_session(master, conf)
@@ -113,8 +118,7 @@ def run_batch(query: str | JoinQuery, sources: dict[str, object], *, run_options
         names = output_names(q, schemas)
         orders: dict = {}
         result = build_join(q, frames, schemas, negatives=negatives, orders=orders)
-        n_results, n_retractions, frame = _emit(result, names, out,
-                                                (out is None) if collect is None else collect, work)
+        n_results, n_retractions, frame = _emit(result, names, out, (out is None) if collect is None else collect, work)
         for df in frames:
             df.unpersist()
         seconds = time.perf_counter() - started
@@ -123,11 +127,15 @@ def run_batch(query: str | JoinQuery, sources: dict[str, object], *, run_options
     if rejects:
         rej.write(rejects)
     stats = {
-        "query": q.text or q.describe(), "engine": "spark", "mode": "batch",
+        "query": q.text or q.describe(),
+        "engine": "spark",
+        "mode": "batch",
         "algorithm": "spark-batch (band joins per origin stream)",
-        "join_order": q.aliases, "orders": orders,
+        "join_order": q.aliases,
+        "orders": orders,
         **run_counts({ref.alias: n for ref, n in zip(q.streams, inputs)}, n_results, n_retractions, rej, seconds),
-        "comparisons": 0, "state_tuples_peak": 0,
+        "comparisons": 0,
+        "state_tuples_peak": 0,
         "spark_master": spark.sparkContext.master,
     }
     return RunResult(frame, stats, rej)
@@ -140,21 +148,19 @@ def _say(enabled: bool, text: str) -> None:
 
 # --------------------------------------------------------------------------- inputs
 
+
 def _inspect(ref, spec, ts_column: str, ts_unit: str, lateness: int, work: Path):
     """``(StreamInfo, read recipe, files in input order)`` of one FROM stream (the streaming engine's rules)."""
     from slidewise.spark.ingest import _format, inspect_stream
 
     if isinstance(spec, str) and spec.startswith("rate:"):
-        raise SourceError(f"stream {ref.alias}: batch replay reads recorded inputs, not {spec!r}",
-                          hint="use --mode stream for the rate source")
-    info, recipe = inspect_stream(ref.alias, ref.source, spec, ts_column=ts_column, ts_unit=ts_unit,
-                                  lateness=int(lateness), work_dir=work / ref.alias)
+        raise SourceError(f"stream {ref.alias}: batch replay reads recorded inputs, not {spec!r}", hint="use --mode stream for the rate source")
+    info, recipe = inspect_stream(ref.alias, ref.source, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=int(lateness), work_dir=work / ref.alias)
     root = Path(recipe["dir"])
     if isinstance(spec, (str, Path)) and Path(spec).is_file():
         files = [Path(spec).resolve()]
     else:
-        files = sorted(p.resolve() for p in root.iterdir() if p.is_file() and _format(p) == recipe["fmt"]
-                       and not p.name.startswith((".", "_")))
+        files = sorted(p.resolve() for p in root.iterdir() if p.is_file() and _format(p) == recipe["fmt"] and not p.name.startswith((".", "_")))
     return info, recipe, [str(f) for f in files]
 
 
@@ -170,30 +176,28 @@ def _read(spark, info, recipe: dict, files: list[str], ts_column: str, cached: l
     reader, names = file_reader(reader, recipe, _parquet_schema(spark, files[0]) if fmt == "parquet" else None)
     raw = reader.load(recipe["dir"])
     corrupt = F.col("_corrupt") if fmt != "parquet" else F.lit(None).cast("string")
-    raw = raw.select(*[F.col(f"`{c}`").alias(f"v{j}") for j, c in enumerate(names)], corrupt.alias("_corrupt"),
-                     F.col("_metadata.file_path").alias("_f"), F.col("_metadata.file_block_start").alias("bs"),
-                     F.monotonically_increasing_id().alias("mo"))
-    ddl = ", ".join(["ts bigint"] + [f"`{a}` {_SPARK_TYPE[k]}" for a, k in info.kinds.items()]
-                    + ["fi int", "bs bigint", "mo bigint", "_bad string", "_raw string"])
-    body = functools.partial(_convert_batches, info=info, names=tuple(names), ts_column=ts_column,
-                             files={f: k for k, f in enumerate(files)})
+    raw = raw.select(
+        *[F.col(f"`{c}`").alias(f"v{j}") for j, c in enumerate(names)],
+        corrupt.alias("_corrupt"),
+        F.col("_metadata.file_path").alias("_f"),
+        F.col("_metadata.file_block_start").alias("bs"),
+        F.monotonically_increasing_id().alias("mo"),
+    )
+    ddl = ", ".join(["ts bigint"] + [f"`{a}` {_SPARK_TYPE[k]}" for a, k in info.kinds.items()] + ["fi int", "bs bigint", "mo bigint", "_bad string", "_raw string"])
+    body = functools.partial(_convert_batches, info=info, names=tuple(names), ts_column=ts_column, files={f: k for k, f in enumerate(files)})
     typed = raw.mapInArrow(body, ddl).persist()
     bad = typed.filter(F.col("_bad").isNotNull())
     ok = typed.filter(F.col("_bad").isNull()).drop("_bad", "_raw")
     # late: below the running maximum of the stream's earlier tuples (input order) minus lateness
-    prev = F.max("ts").over(Window.orderBy(*[F.col(c) for c in _ORDER])
-                            .rowsBetween(Window.unboundedPreceding, -1))
+    prev = F.max("ts").over(Window.orderBy(*[F.col(c) for c in _ORDER]).rowsBetween(Window.unboundedPreceding, -1))
     unit = f" {info.label}" if info.label else ""
     ok = ok.withColumn("_prev", prev)
     late = F.col("_prev").isNotNull() & (F.col("ts") < F.col("_prev") - F.lit(int(info.lateness)))
-    why = F.concat(F.lit("late by "), (F.col("_prev") - F.col("ts")).cast("string"),
-                   F.lit(f"{unit} (lateness {int(info.lateness)})"))
+    why = F.concat(F.lit("late by "), (F.col("_prev") - F.col("ts")).cast("string"), F.lit(f"{unit} (lateness {int(info.lateness)})"))
     ok = ok.withColumn("_bad", F.when(late, why)).persist()
     cached += [typed, ok]
-    text = F.concat_ws(",", F.col("ts").cast("string"),
-                       *[F.coalesce(F.col(f"`{a}`").cast("string"), F.lit("")) for a in info.kinds])
-    rejected = bad.select(*_ORDER, "_bad", "_raw").unionByName(
-        ok.filter(F.col("_bad").isNotNull()).select(*_ORDER, "_bad", text.alias("_raw")))
+    text = F.concat_ws(",", F.col("ts").cast("string"), *[F.coalesce(F.col(f"`{a}`").cast("string"), F.lit("")) for a in info.kinds])
+    rejected = bad.select(*_ORDER, "_bad", "_raw").unionByName(ok.filter(F.col("_bad").isNotNull()).select(*_ORDER, "_bad", text.alias("_raw")))
     splits = bad.select(*_ORDER).unionByName(ok.select(*_ORDER))
     return ok.filter(F.col("_bad").isNull()).drop("_bad", "_prev"), rejected, splits
 
@@ -202,6 +206,7 @@ def _parquet_schema(spark, path: str):
     """Spark schema of a Parquet file from its footer (no Spark job); Spark's own reading if unmapped."""
     try:
         from pyspark.sql.pandas.types import from_arrow_schema
+
         return from_arrow_schema(pq.read_schema(path))
     except Exception:  # noqa: BLE001 - a type pyspark does not map: let Spark infer it
         return spark.read.parquet(path).schema
@@ -235,22 +240,19 @@ def _collect_rejects(inputs_of: list, rejected: list, splits: list, rej: Rejects
     from pyspark.sql import functions as F
 
     def tagged(frames):
-        return functools.reduce(lambda x, y: x.unionByName(y),
-                                [df.withColumn("si", F.lit(i)) for i, df in enumerate(frames)])
+        return functools.reduce(lambda x, y: x.unionByName(y), [df.withColumn("si", F.lit(i)) for i, df in enumerate(frames)])
 
     rows = tagged(rejected).toPandas()
     if rows.empty:
         return
     # record index within the file: records of the file's earlier splits + offset within the split
-    sp = (tagged(splits).groupBy("si", "fi", "bs").agg(F.count("*").alias("n"), F.min("mo").alias("m0"))
-          .toPandas().sort_values(["si", "fi", "bs"]))
+    sp = tagged(splits).groupBy("si", "fi", "bs").agg(F.count("*").alias("n"), F.min("mo").alias("m0")).toPandas().sort_values(["si", "fi", "bs"])
     sp["before"] = sp.groupby(["si", "fi"])["n"].cumsum() - sp["n"]
     rows = rows.merge(sp, on=["si", "fi", "bs"], how="left").sort_values(["si", "fi", "bs", "mo"])
     for (si, fi), part in rows.groupby(["si", "fi"], sort=True):
         info, _, files = inputs_of[int(si)]
         lines = part["before"] + (part["mo"] - part["m0"]) + 1 + info.header_lines
-        rej.add_many(info.source, files[int(fi)], lines.to_numpy(np.int64), part["_bad"].tolist(),
-                     part["_raw"].tolist())
+        rej.add_many(info.source, files[int(fi)], lines.to_numpy(np.int64), part["_bad"].tolist(), part["_raw"].tolist())
 
 
 def _prepare(q: JoinQuery, i: int, df, attrs: list[str]):
@@ -260,8 +262,7 @@ def _prepare(q: JoinQuery, i: int, df, attrs: list[str]):
     from pyspark.sql.window import Window
 
     w = q.streams[i].window
-    df = df.select(*[F.col(f"`{c}`").alias(f"c{i}_{c}") for c in ["ts", *attrs]],
-                   *[F.col(c).alias(f"k{i}_{c}") for c in _ORDER])
+    df = df.select(*[F.col(f"`{c}`").alias(f"c{i}_{c}") for c in ["ts", *attrs]], *[F.col(c).alias(f"k{i}_{c}") for c in _ORDER])
     t = F.col(f"c{i}_ts")
     if w.is_count:
         spec = Window.orderBy(t, *[F.col(f"k{i}_{c}") for c in _ORDER])
@@ -284,29 +285,27 @@ def _counts(frames: list) -> list[int]:
 
 def _floor_div(col, d: int):
     from pyspark.sql import functions as F
+
     return ((col - F.pmod(col, F.lit(d))) / F.lit(d)).cast("bigint")
 
 
 # --------------------------------------------------------------------------- the join
 
-def build_join(q: JoinQuery, frames: list, schemas: list[list[str]], *, negatives: bool = False,
-               orders: dict | None = None):
+
+def build_join(q: JoinQuery, frames: list, schemas: list[list[str]], *, negatives: bool = False, orders: dict | None = None):
     """The result rows as a Spark DataFrame: ``o0 ... ok`` (output columns), ``ts``, ``exp``,
     ``sign``, sorted (in one partition); ``frames[i]`` from :func:`_prepare`. ``orders``
     receives the join order per origin stream."""
     from pyspark.sql import functions as F
 
-    exps = [F.col(f"c{i}_ts") + F.lit(s.window.length) for i, s in enumerate(q.streams)
-            if not s.window.is_count and s.window.kind != "unbounded"]
+    exps = [F.col(f"c{i}_ts") + F.lit(s.window.length) for i, s in enumerate(q.streams) if not s.window.is_count and s.window.kind != "unbounded"]
     exp = ((F.least(*exps) if len(exps) > 1 else exps[0]) if exps else F.lit(NO_EXP)).cast("bigint")
     outs = [e.alias(f"o{k}") for k, e in enumerate(_output_exprs(q, schemas))]
-    members = [(F.col(f"c{i}_ts") if c == "ts" else F.col(f"k{i}_{c}")).alias(f"k_m{n}")
-               for n, (i, c) in enumerate((i, c) for i in range(q.n) for c in ("ts", *_ORDER))]
+    members = [(F.col(f"c{i}_ts") if c == "ts" else F.col(f"k{i}_{c}")).alias(f"k_m{n}") for n, (i, c) in enumerate((i, c) for i in range(q.n) for c in ("ts", *_ORDER))]
     count_refs = [i for i, s in enumerate(q.streams) if s.window.is_count]
     evictor = []
     if negatives and count_refs:  # the first count-window evictor: (ts, stream) of the retraction
-        evs = [F.when(F.col(f"k{i}_ev").isNotNull(), F.struct(F.col(f"k{i}_ev").alias("t"),
-                                                               F.lit(i).alias("s"))) for i in count_refs]
+        evs = [F.when(F.col(f"k{i}_ev").isNotNull(), F.struct(F.col(f"k{i}_ev").alias("t"), F.lit(i).alias("s"))) for i in count_refs]
         evictor = [(F.least(*evs) if len(evs) > 1 else evs[0]).alias("_rt")]
     narrow = None
     for j in range(q.n):
@@ -315,17 +314,25 @@ def build_join(q: JoinQuery, frames: list, schemas: list[list[str]], *, negative
             orders[q.aliases[j]] = [q.aliases[i] for i in order]
         if q.slide and not q.restore:  # no-restore: drop results expired before their evaluation
             df = df.filter(exp >= -_floor_div(-F.col(f"c{j}_ts"), q.slide) * F.lit(q.slide))
-        df = df.select(*outs, F.col(f"c{j}_ts").alias("ts"), exp.alias("exp"), F.lit(j).alias("k_sid"),
-                       *[F.col(f"k{j}_{c}").alias(f"k_o{c}") for c in _ORDER], *members, *evictor)
+        df = df.select(
+            *outs, F.col(f"c{j}_ts").alias("ts"), exp.alias("exp"), F.lit(j).alias("k_sid"), *[F.col(f"k{j}_{c}").alias(f"k_o{c}") for c in _ORDER], *members, *evictor
+        )
         narrow = df if narrow is None else narrow.unionByName(df)
     keys = ["ts", "k_sid", *[f"k_o{c}" for c in _ORDER], *[m for m in narrow.columns if m.startswith("k_m")]]
     cols = [f"o{k}" for k in range(len(outs))]
     rows = narrow.select(*cols, "ts", "exp", F.lit(1).cast("tinyint").alias("sign"), *keys[1:])
     if evictor:
-        rows = rows.unionByName(narrow.filter(F.col("_rt").isNotNull()).select(
-            *cols, F.col("_rt.t").alias("ts"), "exp", F.lit(-1).cast("tinyint").alias("sign"),
-            F.col("_rt.s").alias("k_sid"), *[F.lit(None).cast("bigint").alias(f"k_o{c}") for c in _ORDER],
-            *keys[1 + 1 + len(_ORDER):]))
+        rows = rows.unionByName(
+            narrow.filter(F.col("_rt").isNotNull()).select(
+                *cols,
+                F.col("_rt.t").alias("ts"),
+                "exp",
+                F.lit(-1).cast("tinyint").alias("sign"),
+                F.col("_rt.s").alias("k_sid"),
+                *[F.lit(None).cast("bigint").alias(f"k_o{c}") for c in _ORDER],
+                *keys[1 + 1 + len(_ORDER) :],
+            )
+        )
     return rows.repartition(1).sortWithinPartitions(*keys).select(*cols, "ts", "exp", "sign")
 
 
@@ -351,15 +358,13 @@ def _branch(q: JoinQuery, frames: list, j: int):
     eqs = list(q.equalities)
     remaining = [i for i in range(q.n) if i != j]
     while remaining:
-        linked = [i for i in remaining if any({e.left.stream, e.right.stream} <= bound | {i} and
-                                              i in (e.left.stream, e.right.stream) for e in eqs)]
+        linked = [i for i in remaining if any({e.left.stream, e.right.stream} <= bound | {i} and i in (e.left.stream, e.right.stream) for e in eqs)]
         timed = [i for i in (linked or remaining) if not q.streams[i].window.is_count]
         i = (timed or linked or remaining)[0]
         remaining.remove(i)
         order.append(i)
         conds = _window_conditions(q, i, j)
-        conds += [to_spark(Cmp("=", e.left, e.right)) for e in eqs
-                  if {e.left.stream, e.right.stream} <= bound | {i} and i in (e.left.stream, e.right.stream)]
+        conds += [to_spark(Cmp("=", e.left, e.right)) for e in eqs if {e.left.stream, e.right.stream} <= bound | {i} and i in (e.left.stream, e.right.stream)]
         w = q.streams[i].window
         bucketed = not w.is_count and w.kind != "unbounded"
         if bucketed:
@@ -398,7 +403,7 @@ def to_spark(expr: Expr):
         return F.lit(expr.value)
     if isinstance(expr, BinOp):
         a, b = to_spark(expr.left), to_spark(expr.right)
-        if expr.op == "/":   # NULL where b is 0, as plan.expr.arithmetic
+        if expr.op == "/":  # NULL where b is 0, as plan.expr.arithmetic
             return F.try_divide(a.cast("double"), b.cast("double"))
         if expr.op == "%":  # numpy: the sign of the divisor; NULL where b is 0
             return F.try_mod(F.try_mod(a, b) + b, b)
@@ -412,13 +417,13 @@ def to_spark(expr: Expr):
         return functools.reduce(lambda x, y: x | y, [to_spark(e) for e in expr.items])
     if isinstance(expr, Not):
         return ~to_spark(expr.item)
-    if isinstance(expr, Like):   # the same regular expression as plan.expr.like
+    if isinstance(expr, Like):  # the same regular expression as plan.expr.like
         return to_spark(expr.item).rlike(like_regex(expr.pattern))
     if isinstance(expr, Func) and expr.name in ("lower", "upper"):
         return getattr(F, expr.name)(to_spark(expr.args[0]))
     if isinstance(expr, Func) and expr.name == "abs":
         return F.abs(to_spark(expr.args[0]))
-    if isinstance(expr, Func) and expr.name == "cast":   # NULL where it fails, as plan.expr.cast
+    if isinstance(expr, Func) and expr.name == "cast":  # NULL where it fails, as plan.expr.cast
         inner, kind = to_spark(expr.args[0]), expr.args[1].value
         if kind == "str":
             return inner.try_cast("string")
@@ -429,6 +434,7 @@ def to_spark(expr: Expr):
 
 def _output_exprs(q: JoinQuery, schemas: list[list[str]]) -> list:
     """Spark columns of the output, in :func:`~slidewise.operators.project.output_names` order."""
+
     def star(i: int) -> list:
         return [to_spark(Col(i, a)) for a in ["ts", *schemas[i]]]
 
@@ -445,6 +451,7 @@ def _output_exprs(q: JoinQuery, schemas: list[list[str]]) -> list:
 
 # --------------------------------------------------------------------------- output
 
+
 def _emit(result, names: list[str], out, collect: bool, work: Path):
     """Write the sorted rows to ``out`` (a slidewise sink) and/or collect them; returns counts and frame."""
     path = work / "rows"
@@ -455,8 +462,7 @@ def _emit(result, names: list[str], out, collect: bool, work: Path):
     try:
         for p in parts:
             for batch in pq.ParquetFile(p).iter_batches(batch_size=DEFAULT_CHUNK_ROWS):
-                cols = {name: batch.column(f"o{k}").to_numpy(zero_copy_only=False)
-                        for k, name in enumerate(names[:-3])}
+                cols = {name: batch.column(f"o{k}").to_numpy(zero_copy_only=False) for k, name in enumerate(names[:-3])}
                 cols["ts"] = batch.column("ts").to_numpy(zero_copy_only=False).astype(np.int64)
                 cols["exp"] = batch.column("exp").to_numpy(zero_copy_only=False).astype(np.int64)
                 sign = batch.column("sign").to_numpy(zero_copy_only=False).astype(np.int8)
@@ -469,14 +475,13 @@ def _emit(result, names: list[str], out, collect: bool, work: Path):
                     frames.append(pd.DataFrame(cols))
     except BaseException:
         if sink is not None:
-            sink.abort()   # the target stays absent or as it was
+            sink.abort()  # the target stays absent or as it was
         raise
     if sink is not None:
         sink.close()
     frame = None
     if collect:
-        frame = pd.concat(frames, ignore_index=True) if frames else \
-            pd.DataFrame({n: pd.Series(dtype="object") for n in names})
+        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({n: pd.Series(dtype="object") for n in names})
     return n_pos, n_neg, frame
 
 
@@ -484,6 +489,4 @@ def batch_from_args(args, sources: dict[str, str], run_options: RunOptions, oper
     """``slidewise run --engine spark --mode batch``: the CLI options to :func:`run_batch`."""
     from slidewise.spark.cli import parse_conf
 
-    return run_batch(args.query, sources, run_options=run_options,
-                     negatives=bool(operator_options.get("negatives")), master=args.master,
-                     conf=parse_conf(args.conf))
+    return run_batch(args.query, sources, run_options=run_options, negatives=bool(operator_options.get("negatives")), master=args.master, conf=parse_conf(args.conf))

@@ -69,8 +69,17 @@ class BucketJoin:
     ``key``: the state key (default :func:`~slidewise.spark.state_codec.state_key`, read when built).
     """
 
-    def __init__(self, query: JoinQuery, layout: Layout, *, algorithm: str | None = None,
-                 order=None, options: dict | None = None, chunk_rows: int = DEFAULT_CHUNK_ROWS, key: bytes | None = None):
+    def __init__(
+        self,
+        query: JoinQuery,
+        layout: Layout,
+        *,
+        algorithm: str | None = None,
+        order=None,
+        options: dict | None = None,
+        chunk_rows: int = DEFAULT_CHUNK_ROWS,
+        key: bytes | None = None,
+    ):
         self.query = query
         self.key = key if key is not None else state_key()
         self.layout = layout
@@ -96,9 +105,9 @@ class BucketJoin:
             np.maximum.at(st.frontier, streams[marks], frame["t"].to_numpy(np.int64)[marks])
             counted = marks & (frame["q"].to_numpy() > 0)
             if counted.any():
-                out.append(self._frame(int(counted.sum()), k=ADMITTED,
-                                       rs=[self.layout.streams[i].alias for i in streams[counted]],
-                                       n0=frame["q"].to_numpy(np.int64)[counted]))
+                out.append(
+                    self._frame(int(counted.sum()), k=ADMITTED, rs=[self.layout.streams[i].alias for i in streams[counted]], n0=frame["q"].to_numpy(np.int64)[counted])
+                )
         if (kind == EOF).any():
             st.ended = True
         for i in np.unique(streams[kind == TUPLE]):
@@ -120,14 +129,12 @@ class BucketJoin:
         st.operator = op.snapshot()
         blob = self.dump(st)
         buffered = sum(len(b["t"]) for b in st.buffer)
-        out.append(self._frame(1, k=STATS, rl=bucket, n0=op.state_tuples() + buffered, n1=len(blob),
-                               n2=op.comparisons - comparisons, n3=retractions, n4=len(res)))
+        out.append(self._frame(1, k=STATS, rl=bucket, n0=op.state_tuples() + buffered, n1=len(blob), n2=op.comparisons - comparisons, n3=retractions, n4=len(res)))
         return blob, out
 
     def dump(self, st: BucketState) -> bytes:
         """The state as bytes: counters as JSON, buffers as Arrow, the operator snapshot; sealed."""
-        meta = {"frontier": st.frontier.tolist(), "ended": st.ended, "flushed": st.flushed,
-                "next_pos": st.next_pos, "last": None if st.last is None else list(st.last)}
+        meta = {"frontier": st.frontier.tolist(), "ended": st.ended, "flushed": st.flushed, "next_pos": st.next_pos, "last": None if st.last is None else list(st.last)}
         return pack_state(self.key, meta, st.buffer, st.operator or b"")
 
     def load(self, blob: bytes | None) -> BucketState:
@@ -136,11 +143,16 @@ class BucketJoin:
         if not blob:
             return BucketState(frontier=np.full(n, NEG, np.int64), buffer=[self._empty(i) for i in range(n)])
         meta, tables, operator = unpack_state(self.key, blob)
-        buffer = [{k: tables[i][k].astype(v.dtype, copy=False) for k, v in self._empty(i).items()}
-                  for i in range(n)]
-        return BucketState(operator or None, buffer, np.asarray(meta["frontier"], np.int64), meta["ended"],
-                           meta["flushed"], int(meta["next_pos"]),
-                           None if meta["last"] is None else tuple(int(x) for x in meta["last"]))
+        buffer = [{k: tables[i][k].astype(v.dtype, copy=False) for k, v in self._empty(i).items()} for i in range(n)]
+        return BucketState(
+            operator or None,
+            buffer,
+            np.asarray(meta["frontier"], np.int64),
+            meta["ended"],
+            meta["flushed"],
+            int(meta["next_pos"]),
+            None if meta["last"] is None else tuple(int(x) for x in meta["last"]),
+        )
 
     # ------------------------------------------------------------------ buffer and release
 
@@ -160,9 +172,7 @@ class BucketJoin:
             if late.any():
                 rejected = self._late(i, take(chunk, late), lt)
                 chunk = take(chunk, ~late)
-        st.buffer[i] = {k: np.concatenate([st.buffer[i][k], np.asarray(chunk[k]).astype(st.buffer[i][k].dtype,
-                                                                                          copy=False)])
-                        for k in st.buffer[i]}
+        st.buffer[i] = {k: np.concatenate([st.buffer[i][k], np.asarray(chunk[k]).astype(st.buffer[i][k].dtype, copy=False)]) for k in st.buffer[i]}
         return rejected
 
     def _release(self, st: BucketState, op, w: int) -> ResultBatch:
@@ -192,7 +202,7 @@ class BucketJoin:
         streams = []
         offset = 0
         for i, x in enumerate(taken):
-            p = pos[offset:offset + sizes[i]]
+            p = pos[offset : offset + sizes[i]]
             offset += sizes[i]
             o = np.argsort(p, kind="stable")
             streams.append((p[o], {k: v[o] for k, v in x.items()}))
@@ -202,8 +212,7 @@ class BucketJoin:
             chunk = []
             for i, (p, x) in enumerate(streams):
                 a, b = np.searchsorted(p, [lo, hi])
-                chunk.append(StreamBatch(i, p[a:b], x["t"][a:b],
-                                         {k: v[a:b] for k, v in x.items() if k not in ("t", "q")}))
+                chunk.append(StreamBatch(i, p[a:b], x["t"][a:b], {k: v[a:b] for k, v in x.items() if k not in ("t", "q")}))
             parts.append(op.process(chunk))
         return ResultBatch.concat(parts, n)
 
@@ -216,9 +225,16 @@ class BucketJoin:
 
     def _rejects(self, stream: int, chunk: dict) -> pd.DataFrame:
         reasons = list(chunk["reason"])
-        return self._frame(len(reasons), k=REJECT, rs=self.layout.streams[stream].source,
-                           rf=list(chunk["file"]), rl=np.asarray(chunk["line"], np.int64), rr=reasons,
-                           rw=list(chunk["raw"]), rk=[reject_kind(r) for r in reasons])
+        return self._frame(
+            len(reasons),
+            k=REJECT,
+            rs=self.layout.streams[stream].source,
+            rf=list(chunk["file"]),
+            rl=np.asarray(chunk["line"], np.int64),
+            rr=reasons,
+            rw=list(chunk["raw"]),
+            rk=[reject_kind(r) for r in reasons],
+        )
 
     def _late(self, stream: int, chunk: dict, last_ts: int) -> pd.DataFrame:
         """Rejects for tuples behind what this bucket already released (after an end of input)."""
@@ -229,8 +245,7 @@ class BucketJoin:
         t = chunk["t"]
         reasons = [f"late by {last_ts - x}{unit} (lateness {info.lateness})" for x in t.tolist()]
         raw = rows_as_text({"ts": t, **{a: chunk[a] for a in info.kinds}})
-        return self._frame(len(t), k=REJECT, rs=info.source, rf="", rl=0, rr=reasons, rw=raw.to_pylist(),
-                           rk="late")
+        return self._frame(len(t), k=REJECT, rs=info.source, rf="", rl=0, rr=reasons, rw=raw.to_pylist(), rk="late")
 
     def _frame(self, n: int, **given) -> pd.DataFrame:
         data = {}
@@ -251,5 +266,6 @@ def reject_kind(reason: str) -> str:
         if reason.startswith(fixed):
             return fixed
     return reason_kind(reason)
+
 
 _DDL_NUMPY = {"tinyint": np.int8, "int": np.int32, "bigint": np.int64, "double": np.float64, "boolean": np.bool_}

@@ -48,21 +48,18 @@ def add_spark_options(p: argparse.ArgumentParser) -> None:
     """The Spark engine's options on a ``run`` / ``demo`` parser."""
     g = p.add_argument_group("Spark engine")
     g.add_argument("--master", help="Spark master URL (default local[*]), e.g. local[4], spark://host:7077")
-    g.add_argument("--conf", action="append", metavar="K=V",
-                   help="Spark setting (repeatable); slidewise.buckets=N sets the key buckets")
+    g.add_argument("--conf", action="append", metavar="K=V", help="Spark setting (repeatable); slidewise.buckets=N sets the key buckets")
     g.add_argument("--trigger", help="micro-batch interval, e.g. 2s (default: as fast as possible)")
-    g.add_argument("--once", action="store_true",
-                   help="process the files that exist, flush the last windows and stop "
-                        "(default for file inputs; directories run until Ctrl-C)")
-    g.add_argument("--checkpoint", metavar="DIR",
-                   help="checkpoint directory: rerunning the same command continues without loss or duplicates")
+    g.add_argument(
+        "--once", action="store_true", help="process the files that exist, flush the last windows and stop (default for file inputs; directories run until Ctrl-C)"
+    )
+    g.add_argument("--checkpoint", metavar="DIR", help="checkpoint directory: rerunning the same command continues without loss or duplicates")
     add_verbose_option(g)
 
 
 def add_verbose_option(p) -> None:
     """``-v/--verbose``: show Spark's own log (errors with their Java stack traces)."""
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help=f"show Spark's log, errors with Java stack traces (also {VERBOSE_ENV}=1)")
+    p.add_argument("-v", "--verbose", action="store_true", help=f"show Spark's log, errors with Java stack traces (also {VERBOSE_ENV}=1)")
 
 
 def apply_verbose(args) -> None:
@@ -86,16 +83,26 @@ def run_from_args(args, sources: dict[str, str], run_options: RunOptions, operat
     """Run the ``run`` command's query on Spark; returns the RunResult."""
     from slidewise.spark.join_runner import run_spark
 
-    result = _own_session(lambda: run_spark(
-        args.query, sources, run_options=run_options, algorithm=args.algorithm, order=args.order,
-        master=args.master, conf=parse_conf(args.conf),
-        trigger=args.trigger, once=True if args.once else None, checkpoint=args.checkpoint, **operator_options))
+    result = _own_session(
+        lambda: run_spark(
+            args.query,
+            sources,
+            run_options=run_options,
+            algorithm=args.algorithm,
+            order=args.order,
+            master=args.master,
+            conf=parse_conf(args.conf),
+            trigger=args.trigger,
+            once=True if args.once else None,
+            checkpoint=args.checkpoint,
+            **operator_options,
+        )
+    )
     _say_interrupted(args, result)
     return result
 
 
-def plan_from_args(args, sources: dict[str, str], tables: dict[str, str], run_options: RunOptions,
-                   operator_options: dict):
+def plan_from_args(args, sources: dict[str, str], tables: dict[str, str], run_options: RunOptions, operator_options: dict):
     """Run the ``run`` command's general query on Spark (:func:`slidewise.spark.plan_runner.run_plan_spark`).
 
     The Spark options take effect as for join queries (``--buckets`` sets the key buckets, as
@@ -106,11 +113,22 @@ def plan_from_args(args, sources: dict[str, str], tables: dict[str, str], run_op
 
     given = dict(operator_options)
     buckets = given.pop("buckets", None)
-    refuse_options({"algorithm": args.algorithm, "order": args.order, "mode": args.mode,
-                    "chunk_rows": run_options.chunk_rows, **given})
-    result = _own_session(lambda: run_plan_spark(
-        args.query, sources, tables, run_options=run_options, master=args.master, conf=parse_conf(args.conf),
-        trigger=args.trigger, once=True if args.once else None, checkpoint=args.checkpoint, buckets=buckets, rewrite=True))
+    refuse_options({"algorithm": args.algorithm, "order": args.order, "mode": args.mode, "chunk_rows": run_options.chunk_rows, **given})
+    result = _own_session(
+        lambda: run_plan_spark(
+            args.query,
+            sources,
+            tables,
+            run_options=run_options,
+            master=args.master,
+            conf=parse_conf(args.conf),
+            trigger=args.trigger,
+            once=True if args.once else None,
+            checkpoint=args.checkpoint,
+            buckets=buckets,
+            rewrite=True,
+        )
+    )
     _say_interrupted(args, result)
     return result
 
@@ -120,18 +138,27 @@ def _say_interrupted(args, result) -> None:
 
     if result.stats.get("interrupted"):
         again = "rerun the same command to continue" if args.checkpoint else "use --checkpoint DIR to make runs resumable"
-        print(f"slidewise: stopped (Ctrl-C) after {result.stats['micro_batches']} micro-batches; {again}",
-              file=sys.stderr)
+        print(f"slidewise: stopped (Ctrl-C) after {result.stats['micro_batches']} micro-batches; {again}", file=sys.stderr)
 
 
 def demo_from_args(args, query: str, sources: dict[str, str], *, lateness: int):
     """Run the demo on Spark (available-now over the bundled files)."""
     from slidewise.spark.join_runner import run_spark
 
-    return _own_session(lambda: run_spark(
-        query, sources, lateness=lateness, out=args.out, collect=args.out is None, rejects=args.rejects,
-        progress=True, once=True, master=getattr(args, "master", None),
-        conf=parse_conf(getattr(args, "conf", None))))
+    return _own_session(
+        lambda: run_spark(
+            query,
+            sources,
+            lateness=lateness,
+            out=args.out,
+            collect=args.out is None,
+            rejects=args.rejects,
+            progress=True,
+            once=True,
+            master=getattr(args, "master", None),
+            conf=parse_conf(getattr(args, "conf", None)),
+        )
+    )
 
 
 def _own_session(body):

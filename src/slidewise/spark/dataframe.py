@@ -47,25 +47,33 @@ def is_frame(spec) -> bool:
     return type(spec).__module__.startswith("pyspark.") and hasattr(spec, "isStreaming") and hasattr(spec, "schema")
 
 
-def query(spark, query, inputs: dict, *, lateness: int | str = 0, ts_column: str = "ts", ts_unit: str = "auto",
-          buckets: int | None = None, algorithm: str | None = None, order=None, control: str | None = None,
-          name: str | None = None, **options):
+def query(spark, query, inputs: dict, *, name: str | None = None, **options):
     """The results of ``query`` over the DataFrames ``inputs`` (source name as in FROM -> DataFrame).
 
-    Columns as the CLI's output, typed. ``lateness``: time units or a duration
-    (``"2s"``). ``buckets``: key buckets (default: the session's shuffle
-    partitions). ``control``: a directory for :func:`end_input` (streaming inputs).
-    ``name``: an alias of the plan (shown in Spark's query plans).
+    Columns as the CLI's output, typed. Options as :func:`query_frame`: ``lateness``: time units
+    or a duration (``"2s"``); ``buckets``: key buckets (default: the session's shuffle
+    partitions); ``control``: a directory for :func:`end_input` (streaming inputs); ``ts_column``,
+    ``ts_unit``, ``algorithm``, ``order``. ``name``: an alias of the plan (shown in Spark's query plans).
     """
-    frame, layout = query_frame(spark, query, inputs, lateness=lateness, ts_column=ts_column, ts_unit=ts_unit,
-                                buckets=buckets, algorithm=algorithm, order=order, control=control, **options)
+    frame, layout = query_frame(spark, query, inputs, **options)
     out = result_columns(frame, layout)
     return out.alias(name) if name else out
 
 
-def query_frame(spark, query, inputs: dict, *, lateness: int | str = 0, ts_column: str = "ts",
-                ts_unit: str = "auto", buckets: int | None = None, algorithm: str | None = None, order=None,
-                control: str | None = None, **options):
+def query_frame(
+    spark,
+    query,
+    inputs: dict,
+    *,
+    lateness: int | str = 0,
+    ts_column: str = "ts",
+    ts_unit: str = "auto",
+    buckets: int | None = None,
+    algorithm: str | None = None,
+    order=None,
+    control: str | None = None,
+    **options,
+):
     """``(frame, layout)``: the whole output of the join (results, rejects, counters) over ``inputs``."""
     from slidewise.cql import load_query
     from slidewise.plan.query import JoinQuery
@@ -75,20 +83,32 @@ def query_frame(spark, query, inputs: dict, *, lateness: int | str = 0, ts_colum
     q = query if isinstance(query, JoinQuery) else load_query(query)
     for alias, df in inputs.items():
         if not is_frame(df):
-            raise OptionError(f"input {alias!r} is a {type(df).__name__}, not a Spark DataFrame",
-                              hint="pass spark.read... / spark.readStream... DataFrames (or use slidewise.run for files)")
+            raise OptionError(
+                f"input {alias!r} is a {type(df).__name__}, not a Spark DataFrame",
+                hint="pass spark.read... / spark.readStream... DataFrames (or use slidewise.run for files)",
+            )
     streaming = {bool(inputs[s.source].isStreaming) for s in q.streams if s.source in inputs}
     if len(streaming) > 1:
-        raise OptionError("the inputs mix streaming and batch DataFrames",
-                          hint="give all inputs as spark.readStream... or all as spark.read...")
+        raise OptionError("the inputs mix streaming and batch DataFrames", hint="give all inputs as spark.readStream... or all as spark.read...")
     if buckets is None:
         buckets = int(spark.conf.get("spark.sql.shuffle.partitions", "2"))
-    jp = plan_join(q, inputs, buckets=buckets, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness,
-                   algorithm=algorithm, order=order, options=options, work_dir=Path(tempfile.gettempdir()))
+    jp = plan_join(
+        q,
+        inputs,
+        buckets=buckets,
+        ts_column=ts_column,
+        ts_unit=ts_unit,
+        lateness=lateness,
+        algorithm=algorithm,
+        order=order,
+        options=options,
+        work_dir=Path(tempfile.gettempdir()),
+    )
     if control is not None and streaming == {True}:
         Path(control).mkdir(parents=True, exist_ok=True)
-    frame = build_stream(spark, jp, control_dir=None if control is None else str(control), ts_column=ts_column,
-                         key=run_key(persistent=streaming == {True}), ended=streaming == {False})
+    frame = build_stream(
+        spark, jp, control_dir=None if control is None else str(control), ts_column=ts_column, key=run_key(persistent=streaming == {True}), ended=streaming == {False}
+    )
     return frame, jp.layout
 
 
@@ -104,11 +124,11 @@ def result_columns(frame, layout: Layout):
     """The result rows of a join output frame, with their output names."""
     from pyspark.sql import functions as F
 
-    return frame.filter(F.col("k") == RESULT).select(
-        *[F.col(f"r{j}").alias(n) for j, n in enumerate(layout.out_names)])
+    return frame.filter(F.col("k") == RESULT).select(*[F.col(f"r{j}").alias(n) for j, n in enumerate(layout.out_names)])
 
 
 # --------------------------------------------------------------------------- driver side
+
 
 def inspect_frame(alias: str, name: str, df, *, ts_column: str, ts_unit: str, lateness: int):
     """``(StreamInfo, recipe)`` of a DataFrame input: kinds and unit by the local reader's rules."""
@@ -117,13 +137,15 @@ def inspect_frame(alias: str, name: str, df, *, ts_column: str, ts_unit: str, la
     from slidewise.runtime.sources import open_source
 
     if ts_column not in df.columns:
-        raise SourceError(f"stream {alias}: the DataFrame has no timestamp column {ts_column!r}",
-                          location=f"input {name}", hint=f"columns: {', '.join(df.columns)}; or pass ts_column=")
+        raise SourceError(
+            f"stream {alias}: the DataFrame has no timestamp column {ts_column!r}", location=f"input {name}", hint=f"columns: {', '.join(df.columns)}; or pass ts_column="
+        )
     try:
         schema = to_arrow_schema(df.schema)
     except Exception as e:  # noqa: BLE001 - a type Arrow cannot carry
-        raise SourceError(f"stream {alias}: unsupported column type ({e})", location=f"input {name}",
-                          hint="select atomic columns (numbers, booleans, strings, timestamps)") from None
+        raise SourceError(
+            f"stream {alias}: unsupported column type ({e})", location=f"input {name}", hint="select atomic columns (numbers, booleans, strings, timestamps)"
+        ) from None
     src = open_source(name, _sample(schema, ts_column), ts_column=ts_column, ts_unit=ts_unit)
     info = StreamInfo(alias, name, dict(src.kinds), src.ts_unit, lateness, "frame", 0, ("", name))
     return info, {"fmt": "frame"}
@@ -160,6 +182,7 @@ def frame_wire(df, index: int, layout: Layout, ts_column: str):
 
 
 # --------------------------------------------------------------------------- executor side
+
 
 def frame_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...], ts_column: str):
     """``mapInArrow`` body for DataFrame inputs: input order (partition, row), conversion, packing."""

@@ -31,8 +31,7 @@ from slidewise.errors import CheckpointError, ExecutionError, SlidewiseError, So
 
 RESTORE = "restore the checkpoint directory from a backup, or start over with a new --checkpoint and a new --out"
 VERBOSE = "rerun with -v to see Spark's log"
-_LOGS = {"offsets": "offsets log entry", "commits": "commits log entry", "sources": "source file log entry",
-         "metadata": "query metadata", "state": "state file"}
+_LOGS = {"offsets": "offsets log entry", "commits": "commits log entry", "sources": "source file log entry", "metadata": "query metadata", "state": "state file"}
 _JSON = ("JsonParseException", "JsonEOFException", "MismatchedInputException", "JsonMappingException")
 _PATH = r"(file:[^\s,;'\"]+|/[^\s,;'\"]+)"
 
@@ -72,8 +71,7 @@ def error_from_text(text: str, *, checkpoint: Path | None = None, streams=()) ->
     if "FileNotFoundException" in text or "PATH_NOT_FOUND" in text:
         m = re.search(r"File " + _PATH + r" does not exist", text) or re.search(r"Path does not exist: " + _PATH, text)
         where = _display(m.group(1), streams) if m else None
-        return SourceError("an input file or directory disappeared or became unreadable while the query ran",
-                           location=where, hint="check the paths given to --source")
+        return SourceError("an input file or directory disappeared or became unreadable while the query ran", location=where, hint="check the paths given to --source")
     first = next((line.strip() for line in text.splitlines() if line.strip()), "unknown error")
     return ExecutionError(f"the Spark query failed: {first[:400]}", hint=VERBOSE)
 
@@ -83,10 +81,11 @@ def checkpoint_damage(text: str, checkpoint: Path | None) -> CheckpointError | N
     where = _where(checkpoint)
     m = re.search(r"Wrong basePath (\S+) for the root path: (\S+)", text)
     if m:
-        return CheckpointError(f"the checkpoint was written at another path (its logs name {_plain(m.group(2))}); "
-                               "a Spark checkpoint cannot be moved or copied", location=where,
-                               hint="run with --checkpoint where it was written, or start over with a new "
-                                    "--checkpoint and a new --out")
+        return CheckpointError(
+            f"the checkpoint was written at another path (its logs name {_plain(m.group(2))}); a Spark checkpoint cannot be moved or copied",
+            location=where,
+            hint="run with --checkpoint where it was written, or start over with a new --checkpoint and a new --out",
+        )
     m = re.search(r"Checksum error: " + _PATH, text)
     if m and _inside(m.group(1), checkpoint):
         return _damaged(_plain(m.group(1)), checkpoint, "fails its checksum")
@@ -105,8 +104,7 @@ def checkpoint_damage(text: str, checkpoint: Path | None) -> CheckpointError | N
     if "MISSING_STATE_DIRECTORY" in text or "state directory is empty or missing" in text:
         state_dir = str(Path(checkpoint) / "query" / "state") if checkpoint is not None else None
         return _damaged(state_dir, checkpoint, "is empty or missing: the checkpoint lost its operator state")
-    state = any(k in text for k in ("CANNOT_LOAD_STATE_STORE", "CANNOT_READ_STREAMING_STATE_FILE",
-                                    "CANNOT_READ_STATE", "STATE_STORE_", "RocksDBException"))
+    state = any(k in text for k in ("CANNOT_LOAD_STATE_STORE", "CANNOT_READ_STREAMING_STATE_FILE", "CANNOT_READ_STATE", "STATE_STORE_", "RocksDBException"))
     missing = [_plain(p) for p in re.findall(r"(?:streaming state file of|File) " + _PATH + r" does not exist", text)]
     inside = [p for p in missing if _inside(p, checkpoint)]
     if inside:
@@ -173,16 +171,17 @@ def header_change(text: str, streams=()) -> SourceError | None:
         source = next((s for s in streams if uri and _display(uri, (s,)) != _plain(uri)), None)
         want = ", ".join(["ts", *source.kinds]) if source else None
     detail = f": it has ({have}), the source's files have ({want})" if have and want else ""
-    return SourceError(f"this new file's CSV header differs from its source's{detail}", location=shown,
-                       hint="all files of one source need the same columns in the same order; give the file "
-                            "the others' header and rerun the same command to continue")
+    return SourceError(
+        f"this new file's CSV header differs from its source's{detail}",
+        location=shown,
+        hint="all files of one source need the same columns in the same order; give the file the others' header and rerun the same command to continue",
+    )
 
 
 def _damaged(file: str | None, checkpoint: Path | None, what: str) -> CheckpointError:
     if file and checkpoint is not None and _inside(file, checkpoint):
         rel = str(Path(file).resolve().relative_to(Path(checkpoint).resolve()))
-        kind = "state directory" if Path(rel).name == "state" else \
-            next((_LOGS[p] for p in Path(rel).parts if p in _LOGS), "file")
+        kind = "state directory" if Path(rel).name == "state" else next((_LOGS[p] for p in Path(rel).parts if p in _LOGS), "file")
         message = f"the checkpoint is damaged: its {kind} {rel} {what}"
     else:
         message = f"the checkpoint is damaged: {file} {what}" if file else f"the checkpoint is damaged: {what}"

@@ -48,9 +48,11 @@ class FrequentBucket:
 
     def _load(self, blob: bytes | None, emit) -> tuple[dict, FrequentRun]:
         run = FrequentRun(self.spec, emit, item_dtype=np.dtype(KIND_NUMPY[self.kinds[self.spec.item]]))
-        st: dict = {"frontier": NEG, "done": None,
-                    "buffer": {"t": np.empty(0, np.int64), "q": np.empty(0, np.int64),
-                               **{a: np.empty(0, KIND_NUMPY[k]) for a, k in self.kinds.items()}}}
+        st: dict = {
+            "frontier": NEG,
+            "done": None,
+            "buffer": {"t": np.empty(0, np.int64), "q": np.empty(0, np.int64), **{a: np.empty(0, KIND_NUMPY[k]) for a, k in self.kinds.items()}},
+        }
         if blob is None:
             return st, run
         meta, (buffer, entries, subs, carry), _ = unpack_state(self.key, blob)
@@ -59,8 +61,7 @@ class FrequentBucket:
             st["buffer"] = {c: buffer[c] for c in st["buffer"]}
         if not meta["entries"]:
             entries = {"items": np.empty(0, object), "counts": np.empty(0, np.int64)}
-        held = Summaries(subs["ids"], subs["delta"], np.concatenate(([0], np.cumsum(subs["sizes"], dtype=np.int64))),
-                         entries["items"], entries["counts"])
+        held = Summaries(subs["ids"], subs["delta"], np.concatenate(([0], np.cumsum(subs["sizes"], dtype=np.int64))), entries["items"], entries["counts"])
         run.restore(meta["run"], held, (carry["sub"], carry["item"]) if meta["carry"] else None)
         return st, run
 
@@ -68,12 +69,15 @@ class FrequentBucket:
         meta, held, carry = run.snapshot()
         empty = {"_": np.empty(0, np.int8)}
         n = len(st["buffer"]["t"])
-        tables = [st["buffer"] if n else empty,
-                  {"items": held.items, "counts": held.counts} if len(held.items) else empty,
-                  {"ids": held.ids, "delta": held.delta, "sizes": np.diff(held.starts)},
-                  {"sub": carry[0], "item": carry[1]} if carry is not None else empty]
-        return pack_state(self.key, {"frontier": st["frontier"], "done": st["done"], "run": meta, "buffered": n,
-                                     "entries": len(held.items), "carry": carry is not None}, tables)
+        tables = [
+            st["buffer"] if n else empty,
+            {"items": held.items, "counts": held.counts} if len(held.items) else empty,
+            {"ids": held.ids, "delta": held.delta, "sizes": np.diff(held.starts)},
+            {"sub": carry[0], "item": carry[1]} if carry is not None else empty,
+        ]
+        return pack_state(
+            self.key, {"frontier": st["frontier"], "done": st["done"], "run": meta, "buffered": n, "entries": len(held.items), "carry": carry is not None}, tables
+        )
 
     # ---------------------------------------------------------------- one call
 
@@ -89,13 +93,12 @@ class FrequentBucket:
         marks = kind == MARKER
         if marks.any():
             st["frontier"] = max(st["frontier"], int(frame["t"].to_numpy(np.int64)[marks].max()))
-            rows += [{"k": ADMITTED, "s": int(s), "q": int(n)}
-                     for s, n in zip(streams[marks], frame["q"].to_numpy(np.int64)[marks]) if n > 0]
+            rows += [{"k": ADMITTED, "s": int(s), "q": int(n)} for s, n in zip(streams[marks], frame["q"].to_numpy(np.int64)[marks]) if n > 0]
         eof = bool((kind == EOF).any())
         chunks = [st["buffer"]]
         for payload in frame["p"][kind == TUPLE]:
             chunk = unpack(payload)
-            if st["done"] is not None:   # behind an earlier end of input: those windows are closed
+            if st["done"] is not None:  # behind an earlier end of input: those windows are closed
                 late = chunk["t"] <= st["done"]
                 if late.any():
                     rows.append(late_rejects(0, list(self.kinds), {k: v[late] for k, v in chunk.items()}, st["done"]))

@@ -43,17 +43,19 @@ from slidewise.runtime.sources import open_source
 from slidewise.spark.layout import EOF, REJECT, TUPLE, WIRE_DDL, Layout, StreamInfo, pack, wire_batch
 
 #: extensions Spark reads per format (plain or Hadoop-compressed text)
-_GLOBS = {"csv": "*.{csv,csv.gz,csv.bz2}", "json": "*.{jsonl,ndjson,json,jsonl.gz,ndjson.gz,json.gz,jsonl.bz2}",
-          "parquet": "*.parquet"}
-_FORMAT_OF = (("parquet", (".parquet",)), ("csv", (".csv", ".csv.gz", ".csv.bz2")),
-              ("json", (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz", ".jsonl.bz2")))
+_GLOBS = {"csv": "*.{csv,csv.gz,csv.bz2}", "json": "*.{jsonl,ndjson,json,jsonl.gz,ndjson.gz,json.gz,jsonl.bz2}", "parquet": "*.parquet"}
+_FORMAT_OF = (
+    ("parquet", (".parquet",)),
+    ("csv", (".csv", ".csv.gz", ".csv.bz2")),
+    ("json", (".jsonl", ".ndjson", ".json", ".jsonl.gz", ".ndjson.gz", ".json.gz", ".jsonl.bz2")),
+)
 _ARROW_OF = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
 
 
 # --------------------------------------------------------------------------- driver side
 
-def inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str, lateness: int,
-                   work_dir: Path) -> tuple[StreamInfo, dict]:
+
+def inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str, lateness: int, work_dir: Path) -> tuple[StreamInfo, dict]:
     """Schema and reading recipe of one FROM stream: ``(StreamInfo, read options)``."""
     from slidewise.spark.dataframe import inspect_frame, is_frame
 
@@ -73,19 +75,19 @@ def inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str,
     files = [Path(f) for f in src.files]
     fmts = {_format(f) for f in files}
     if len(fmts) != 1 or None in fmts:
-        raise SourceError(f"stream {alias}: the Spark engine reads one format per source, found "
-                          f"{', '.join(sorted(str(f) for f in fmts))}", location=str(spec),
-                          hint="keep CSV, JSON lines and Parquet files in separate directories")
+        raise SourceError(
+            f"stream {alias}: the Spark engine reads one format per source, found {', '.join(sorted(str(f) for f in fmts))}",
+            location=str(spec),
+            hint="keep CSV, JSON lines and Parquet files in separate directories",
+        )
     fmt = fmts.pop()
     path = Path(spec)
-    recipe = {"fmt": fmt, "dir": str(path if path.is_dir() else path.parent),
-              "glob": _GLOBS[fmt] if path.is_dir() else _glob_escape(path.name)}
+    recipe = {"fmt": fmt, "dir": str(path if path.is_dir() else path.parent), "glob": _GLOBS[fmt] if path.is_dir() else _glob_escape(path.name)}
     if fmt == "csv":
         recipe["columns"] = _csv_header(files[0])
     elif fmt == "json":
         recipe["columns"] = [ts_column, *src.kinds]
-    info = StreamInfo(alias, name, dict(src.kinds), src.ts_unit, lateness, fmt, 1 if fmt == "csv" else 0,
-                      (str(Path(recipe["dir"]).resolve()), recipe["dir"]))
+    info = StreamInfo(alias, name, dict(src.kinds), src.ts_unit, lateness, fmt, 1 if fmt == "csv" else 0, (str(Path(recipe["dir"]).resolve()), recipe["dir"]))
     return info, recipe
 
 
@@ -109,11 +111,10 @@ def _csv_header(path: Path) -> list[str]:
 
 def _rate_options(spec: str) -> dict:
     opts = {"fmt": "rate", "rowsPerSecond": "1000", "distinct": "1000"}
-    for part in filter(None, spec[len("rate:"):].split(",")):
+    for part in filter(None, spec[len("rate:") :].split(",")):
         k, sep, v = part.partition("=")
         if not sep or not v.strip().isdigit():
-            raise OptionError(f"bad rate source option {part!r}",
-                              hint="write rate:rowsPerSecond=1000,distinct=100")
+            raise OptionError(f"bad rate source option {part!r}", hint="write rate:rowsPerSecond=1000,distinct=100")
         opts[k.strip()] = v.strip()
     return opts
 
@@ -144,15 +145,13 @@ def file_reader(reader, recipe: dict, parquet_schema=None):
         return reader.format("parquet").schema(parquet_schema), parquet_schema.fieldNames()
     names = list(recipe["columns"])
     ddl = ", ".join(f"`{c}` string" for c in names) + ", _corrupt string"
-    reader = (reader.format(fmt).schema(ddl).option("mode", "PERMISSIVE")
-              .option("columnNameOfCorruptRecord", "_corrupt"))
+    reader = reader.format(fmt).schema(ddl).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt")
     if fmt == "csv":
         reader = reader.option("header", True).option("enforceSchema", False).option("escape", '"')
     return reader, names
 
 
-def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str,
-                 max_files: int | None = None):
+def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str, max_files: int | None = None):
     """The streaming DataFrame of stream ``index`` in the wire layout (packed chunks)."""
     from pyspark.sql import functions as F
 
@@ -166,8 +165,7 @@ def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layo
 
         return topic_frame(spark, index, info, recipe, layout, ts_column)
     if fmt == "rate":
-        raw = (spark.readStream.format("rate").option("rowsPerSecond", recipe["rowsPerSecond"])
-               .option("numPartitions", recipe.get("numPartitions", "1")).load())
+        raw = spark.readStream.format("rate").option("rowsPerSecond", recipe["rowsPerSecond"]).option("numPartitions", recipe.get("numPartitions", "1")).load()
         body = functools.partial(rate_batches, stream=index, layout=layout, distinct=int(recipe["distinct"]))
         return raw.mapInArrow(body, WIRE_DDL)
     reader = spark.readStream.option("pathGlobFilter", recipe["glob"])
@@ -180,10 +178,13 @@ def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layo
         reader, names = file_reader(reader, recipe)
     raw = reader.load(recipe["dir"])
     corrupt = F.col("_corrupt") if fmt != "parquet" else F.lit(None).cast("string")
-    raw = raw.select(*[F.col(f"`{c}`").alias(f"v{j}") for j, c in enumerate(names)], corrupt.alias("_corrupt"),
-                     F.col("_metadata.file_path").alias("_f"), F.col("_metadata.file_block_start").alias("_o"))
-    body = functools.partial(scan_batches, stream=index, layout=layout, names=tuple(names),
-                             ts_column=ts_column)
+    raw = raw.select(
+        *[F.col(f"`{c}`").alias(f"v{j}") for j, c in enumerate(names)],
+        corrupt.alias("_corrupt"),
+        F.col("_metadata.file_path").alias("_f"),
+        F.col("_metadata.file_block_start").alias("_o"),
+    )
+    body = functools.partial(scan_batches, stream=index, layout=layout, names=tuple(names), ts_column=ts_column)
     return raw.mapInArrow(body, WIRE_DDL)
 
 
@@ -194,6 +195,7 @@ def control_frame(spark, control_dir: str, layout: Layout):
 
 
 # --------------------------------------------------------------------------- executor side
+
 
 def convert_table(table: pa.Table, info: StreamInfo, ts_column: str):
     """slidewise's conversion of raw rows: ``(ts, cols, bad, reasons, raws)``, one entry per row.
@@ -209,8 +211,7 @@ def convert_table(table: pa.Table, info: StreamInfo, ts_column: str):
     src.kinds = dict(info.kinds)
     rej = Rejects()
     ts = np.zeros(n, np.int64)
-    cols = {a: np.full(n, "", dtype=object) if k == "str" else np.zeros(n, _ARROW_OF[k].to_pandas_dtype())
-            for a, k in info.kinds.items()}
+    cols = {a: np.full(n, "", dtype=object) if k == "str" else np.zeros(n, _ARROW_OF[k].to_pandas_dtype()) for a, k in info.kinds.items()}
     for chunk in src.chunks(rej):
         idx = chunk.lines - 1
         keep = idx < n
@@ -283,13 +284,25 @@ def wire_chunks(stream: int, bad, ts, cols, q, files, offsets, lines, reasons, r
     ok = ~bad
     if ok.any():
         names, fi = np.unique(files[ok].astype(str), return_inverse=True)
-        rows.append({"k": TUPLE, "s": stream, "q": int(ok.sum()), "p": pack(
-            {"t": ts[ok], "q": q[ok], "o": offsets[ok], "fi": fi.astype(np.int32), "files": names.tolist(),
-             **{a: v[ok] for a, v in cols.items()}})})
+        rows.append(
+            {
+                "k": TUPLE,
+                "s": stream,
+                "q": int(ok.sum()),
+                "p": pack({"t": ts[ok], "q": q[ok], "o": offsets[ok], "fi": fi.astype(np.int32), "files": names.tolist(), **{a: v[ok] for a, v in cols.items()}}),
+            }
+        )
     if bad.any():
-        rows.append({"k": REJECT, "s": stream, "q": int(bad.sum()), "p": pack(
-            {"file": files[bad].astype(object), "line": lines[bad].astype(np.int64),
-             "reason": reasons[bad].astype(object), "raw": raws[bad].astype(object)})})
+        rows.append(
+            {
+                "k": REJECT,
+                "s": stream,
+                "q": int(bad.sum()),
+                "p": pack(
+                    {"file": files[bad].astype(object), "line": lines[bad].astype(np.int64), "reason": reasons[bad].astype(object), "raw": raws[bad].astype(object)}
+                ),
+            }
+        )
     return rows
 
 
@@ -335,8 +348,7 @@ def rate_batches(batches, *, stream: int, layout: Layout, distinct: int):
         files = np.full(n, "rate", dtype=object)
         zero = np.zeros(n, np.int64)
         none = np.full(n, None, object)
-        yield wire_batch(wire_chunks(stream, np.zeros(n, bool), np.floor_divide(micros, 1000), cols, value, files,
-                                 zero, zero, none, none))
+        yield wire_batch(wire_chunks(stream, np.zeros(n, bool), np.floor_divide(micros, 1000), cols, value, files, zero, zero, none, none))
 
 
 def control_batches(batches, *, layout: Layout):

@@ -61,27 +61,37 @@ def checked_lateness(lateness) -> int:
     """``lateness`` (time units, or a duration such as ``"2s"``) as a non-negative int, else OptionError."""
     lat = parse_duration(lateness, what="lateness") if isinstance(lateness, str) else lateness
     if not isinstance(lat, int) or isinstance(lat, bool) or not 0 <= lat <= MAX_DURATION:
-        raise OptionError(f"lateness must be an integer from 0 to {MAX_DURATION}, got {lateness!r}",
-                          hint="lateness is in timestamp units, e.g. 5000 for 5 s of epoch-ms timestamps")
+        raise OptionError(
+            f"lateness must be an integer from 0 to {MAX_DURATION}, got {lateness!r}", hint="lateness is in timestamp units, e.g. 5000 for 5 s of epoch-ms timestamps"
+        )
     return lat
 
 
-def plan_join(query: JoinQuery, sources: dict[str, object], *, buckets: int, ts_column: str = "ts",
-              ts_unit: str = "auto", lateness: int = 0, algorithm: str | None = None, order=None,
-              options: dict | None = None, work_dir: Path) -> JoinPlan:
+def plan_join(
+    query: JoinQuery,
+    sources: dict[str, object],
+    *,
+    buckets: int,
+    ts_column: str = "ts",
+    ts_unit: str = "auto",
+    lateness: int = 0,
+    algorithm: str | None = None,
+    order=None,
+    options: dict | None = None,
+    work_dir: Path,
+) -> JoinPlan:
     """Inspect the inputs (local reader rules) and fix operator, keying and layouts."""
     from slidewise.plan.bind import bind_query
 
     missing = [s.source for s in query.streams if s.source not in sources]
     if missing:
-        raise SourceError(f"no input given for stream {missing[0]!r}",
-                          hint=f"pass --source {missing[0]}=PATH (FROM reads: "
-                               f"{', '.join(dict.fromkeys(s.source for s in query.streams))})")
+        raise SourceError(
+            f"no input given for stream {missing[0]!r}", hint=f"pass --source {missing[0]}=PATH (FROM reads: {', '.join(dict.fromkeys(s.source for s in query.streams))})"
+        )
     lateness = checked_lateness(lateness)
     infos, recipes = [], []
     for ref in query.streams:
-        info, recipe = inspect_stream(ref.alias, ref.source, sources[ref.source], ts_column=ts_column,
-                                      ts_unit=ts_unit, lateness=lateness, work_dir=work_dir)
+        info, recipe = inspect_stream(ref.alias, ref.source, sources[ref.source], ts_column=ts_column, ts_unit=ts_unit, lateness=lateness, work_dir=work_dir)
         infos.append(info)
         recipes.append(recipe)
     query = bind_query(query, [dict(i.kinds) for i in infos])
@@ -94,8 +104,17 @@ def plan_join(query: JoinQuery, sources: dict[str, object], *, buckets: int, ts_
     return JoinPlan(query, plan, keying, Layout.build(query, infos), recipes, warnings, dict(options or {}))
 
 
-def build_stream(spark, jp: JoinPlan, *, control_dir: str | None, ts_column: str = "ts", chunk_rows: int = DEFAULT_CHUNK_ROWS,
-                 max_files: int | None = None, key: bytes | None = None, ended: bool = False):
+def build_stream(
+    spark,
+    jp: JoinPlan,
+    *,
+    control_dir: str | None,
+    ts_column: str = "ts",
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    max_files: int | None = None,
+    key: bytes | None = None,
+    ended: bool = False,
+):
     """The streaming (or, over batch DataFrame inputs, batch) DataFrame of the join's output (layout
     :meth:`Layout.out_ddl`). ``control_dir``: where end-of-input markers appear (None: no end but
     ``ended``); ``ended``: the input ends with the inputs (batch); ``key``: the state key
@@ -104,19 +123,17 @@ def build_stream(spark, jp: JoinPlan, *, control_dir: str | None, ts_column: str
     from slidewise.spark.processor import JoinProcessor, SequencerProcessor
 
     layout = jp.layout
-    frames = [stream_frame(spark, i, info, jp.recipes[i], layout, ts_column, max_files)
-              for i, info in enumerate(layout.streams)]
+    frames = [stream_frame(spark, i, info, jp.recipes[i], layout, ts_column, max_files) for i, info in enumerate(layout.streams)]
     if ended:
         frames.append(spark.createDataFrame(wire_frame([{"k": EOF}]), WIRE_DDL))
     elif control_dir is not None:
         frames.append(control_frame(spark, control_dir, layout))
     union = functools.reduce(lambda a, b: a.union(b), frames)
     sequenced = union.groupBy("s").transformWithStateInPandas(
-        statefulProcessor=SequencerProcessor(SequencerLogic(layout, jp.keying)),
-        outputStructType=WIRE_DDL, outputMode="Append", timeMode="None")
+        statefulProcessor=SequencerProcessor(SequencerLogic(layout, jp.keying)), outputStructType=WIRE_DDL, outputMode="Append", timeMode="None"
+    )
     q = jp.query
-    logic = BucketJoin(q, layout, algorithm=jp.plan.algorithm.name, order=[q.aliases[i] for i in jp.plan.order],
-                       options=jp.options, chunk_rows=chunk_rows, key=key)
+    logic = BucketJoin(q, layout, algorithm=jp.plan.algorithm.name, order=[q.aliases[i] for i in jp.plan.order], options=jp.options, chunk_rows=chunk_rows, key=key)
     return sequenced.groupBy("b").transformWithStateInPandas(
-        statefulProcessor=JoinProcessor(logic), outputStructType=layout.out_ddl(),
-        outputMode="Append", timeMode="None")
+        statefulProcessor=JoinProcessor(logic), outputStructType=layout.out_ddl(), outputMode="Append", timeMode="None"
+    )

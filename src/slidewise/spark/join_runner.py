@@ -76,12 +76,24 @@ def drive(run: SparkRun, timeout: float | None = None) -> RunResult:
     return run.result()
 
 
-def start_spark(query: str | JoinQuery, sources: dict[str, object], *, run_options: RunOptions | None = None,
-                master: str | None = None, conf: dict[str, str] | None = None,
-                trigger: str | None = None, once: bool | None = None, checkpoint: str | None = None,
-                algorithm: str | None = None, order=None,
-                spark=None, buckets: int | None = None, max_files_per_trigger: int | None = None,
-                ui: bool = False, **operator_options) -> SparkRun:
+def start_spark(
+    query: str | JoinQuery,
+    sources: dict[str, object],
+    *,
+    run_options: RunOptions | None = None,
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    trigger: str | None = None,
+    once: bool | None = None,
+    checkpoint: str | None = None,
+    algorithm: str | None = None,
+    order=None,
+    spark=None,
+    buckets: int | None = None,
+    max_files_per_trigger: int | None = None,
+    ui: bool = False,
+    **operator_options,
+) -> SparkRun:
     """Plan ``query``, start its Spark streaming query and return the running :class:`SparkRun`.
 
     ``out``: result directory (``.parquet`` / ``.csv`` / ``.jsonl``), ``"-"``,
@@ -100,18 +112,25 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, run_optio
         if operator_options.get(extra):
             raise OptionError(f"{extra} is not available on the Spark engine", hint="use --engine local")
         operator_options.pop(extra, None)
-    opts = start_options([sources.get(s.source) for s in q.streams], out=out, conf=conf, buckets=buckets,
-                         max_files_per_trigger=max_files_per_trigger, trigger=trigger, once=once,
-                         lateness=lateness, master=master)
+    spark_given = {"conf": conf, "buckets": buckets, "max_files_per_trigger": max_files_per_trigger, "trigger": trigger, "once": once, "master": master}
+    opts = start_options([sources.get(s.source) for s in q.streams], out=out, lateness=lateness, **spark_given)
     root, temp = open_checkpoint(checkpoint)
     with removed_on_error(root, temp):
         # inputs, schemas and the plan first: user errors need no JVM
-        meta = _checkpoint_meta(root, q.text or q.describe(), sources, opts.buckets or _partitions(spark, opts.conf),
-                                write=False)
+        meta = _checkpoint_meta(root, q.text or q.describe(), sources, opts.buckets or _partitions(spark, opts.conf), write=False)
         outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None, "--rejects": rejects})
-        jp = plan_join(q, sources, buckets=meta["buckets"], ts_column=ts_column, ts_unit=ts_unit,
-                       lateness=opts.lateness, algorithm=algorithm, order=order, options=operator_options,
-                       work_dir=root)
+        jp = plan_join(
+            q,
+            sources,
+            buckets=meta["buckets"],
+            ts_column=ts_column,
+            ts_unit=ts_unit,
+            lateness=opts.lateness,
+            algorithm=algorithm,
+            order=order,
+            options=operator_options,
+            work_dir=root,
+        )
         key = run_key(persistent=not temp)
         if opts.once:
             from slidewise.spark.kafka_source import bound
@@ -119,15 +138,18 @@ def start_spark(query: str | JoinQuery, sources: dict[str, object], *, run_optio
             bound(jp.recipes)
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, q.text or q.describe(), sources, meta["buckets"], write=True, outputs=outputs)
-        frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column,
-                             chunk_rows=chunk_rows, max_files=opts.max_files, key=key)
-        sink = BatchSink(jp.layout, out=out, collect=bool(collect) if collect is not None else opts.kind == "memory",
-                         rejects_dir=rejects, progress=progress,
-                         run_id=f"{meta['query']}@{root.resolve()}" if not temp else uuid.uuid4().hex)
+        frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column, chunk_rows=chunk_rows, max_files=opts.max_files, key=key)
+        sink = BatchSink(
+            jp.layout,
+            out=out,
+            collect=bool(collect) if collect is not None else opts.kind == "memory",
+            rejects_dir=rejects,
+            progress=progress,
+            run_id=f"{meta['query']}@{root.resolve()}" if not temp else uuid.uuid4().hex,
+        )
         if opts.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
-        run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=opts.once, interval=opts.interval,
-                       session_seconds=session_seconds)
+        run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds)
         run.start()
     return run
 
@@ -139,22 +161,20 @@ class StartOptions:
     conf: dict
     buckets: int | None
     max_files: int | None
-    kind: str                  # the sink kind (:func:`slidewise.spark.sinks.sink_kind`)
-    interval: float | None     # micro-batch interval in seconds (live runs)
+    kind: str  # the sink kind (:func:`slidewise.spark.sinks.sink_kind`)
+    interval: float | None  # micro-batch interval in seconds (live runs)
     once: bool
     lateness: int
 
 
-def start_options(specs: list, *, out, conf, buckets, max_files_per_trigger, trigger, once, lateness,
-                  master) -> StartOptions:
+def start_options(specs: list, *, out, conf, buckets, max_files_per_trigger, trigger, once, lateness, master) -> StartOptions:
     """Check and resolve the options :func:`start_spark` and ``start_plan_spark`` share (``specs``: the
     source specs of the streams read, for the ``once`` default)."""
     conf, buckets, max_files = spark_options(conf, buckets, max_files_per_trigger)
     lat = checked_lateness(lateness)
     if master is not None:
         check_master(master)
-    return StartOptions(conf, buckets, max_files, sink_kind(out), _trigger_seconds(trigger),
-                        once_default(once, specs), lat)
+    return StartOptions(conf, buckets, max_files, sink_kind(out), _trigger_seconds(trigger), once_default(once, specs), lat)
 
 
 def timed_session(spark, master: str | None, conf: dict, ui: bool):
@@ -187,8 +207,7 @@ def once_default(once: bool | None, specs: list) -> bool:
     if once is None:
         once = all(not _is_live(spec) for spec in specs)
     if once and any(isinstance(spec, str) and spec.startswith("rate:") for spec in specs):
-        raise OptionError("the rate source never ends, so it cannot run with --once",
-                          hint="drop --once and stop the query with Ctrl-C (or a timeout)")
+        raise OptionError("the rate source never ends, so it cannot run with --once", hint="drop --once and stop the query with Ctrl-C (or a timeout)")
     return bool(once)
 
 
@@ -202,8 +221,7 @@ def open_checkpoint(checkpoint: str | Path | None) -> tuple[Path, bool]:
     except OSError as e:
         if temp:
             shutil.rmtree(root, ignore_errors=True)
-        raise OptionError(f"cannot create the checkpoint directory: {e.strerror or e}", location=str(root),
-                          hint="choose a writable --checkpoint DIR") from None
+        raise OptionError(f"cannot create the checkpoint directory: {e.strerror or e}", location=str(root), hint="choose a writable --checkpoint DIR") from None
     return root, temp
 
 
@@ -227,8 +245,7 @@ def _read_meta(path: Path) -> dict:
         if not isinstance(meta, dict) or not isinstance(meta.get("buckets"), int) or meta["buckets"] < 1:
             raise ValueError("no query and key buckets in it")
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise CheckpointError(f"the checkpoint is damaged: its {path.name} cannot be read ({e})",
-                              location=f"checkpoint {path.parent}", hint=RESTORE) from None
+        raise CheckpointError(f"the checkpoint is damaged: its {path.name} cannot be read ({e})", location=f"checkpoint {path.parent}", hint=RESTORE) from None
     return meta
 
 
@@ -248,8 +265,7 @@ def _partitions(spark, conf: dict) -> int:
 class SparkRun:
     """A running slidewise query on Spark (one or two streaming queries over one checkpoint)."""
 
-    def __init__(self, spark, jp: JoinPlan, frame, sink: BatchSink, *, root: Path, temp: bool, once: bool,
-                 interval: float | None, session_seconds: float):
+    def __init__(self, spark, jp: JoinPlan, frame, sink: BatchSink, *, root: Path, temp: bool, once: bool, interval: float | None, session_seconds: float):
         self.spark, self.jp, self.frame, self.sink = spark, jp, frame, sink
         self.layout = jp.layout if jp is not None else None
         self.root, self.temp, self.once, self.interval = root, temp, once, interval
@@ -264,8 +280,7 @@ class SparkRun:
 
     def start(self) -> None:
         """Start (or restart) the streaming query on the checkpoint."""
-        writer = (self.frame.writeStream.foreachBatch(self.sink).queryName(f"slidewise-{uuid.uuid4().hex[:8]}")
-                  .option("checkpointLocation", str(self.root / "query")))
+        writer = self.frame.writeStream.foreachBatch(self.sink).queryName(f"slidewise-{uuid.uuid4().hex[:8]}").option("checkpointLocation", str(self.root / "query"))
         if self.interval:
             writer = writer.trigger(processingTime=f"{self.interval} seconds")
         try:
@@ -324,8 +339,7 @@ class SparkRun:
         """The SlidewiseError of a failed query (:func:`slidewise.spark.failures.spark_error`)."""
         from slidewise.spark.failures import spark_error
 
-        return spark_error(e, checkpoint=None if self.temp else self.root,
-                           streams=self.layout.streams if self.layout is not None else ())
+        return spark_error(e, checkpoint=None if self.temp else self.root, streams=self.layout.streams if self.layout is not None else ())
 
     def _until(self, finished, deadline: float | None) -> None:
         """Poll ``finished()`` (each call blocks at most ~0.25 s) until true, the deadline or Ctrl-C."""
@@ -356,8 +370,7 @@ class SparkRun:
             self._keep_progress()
             deadline = time.monotonic() + grace
             try:
-                while self.query.isActive and self.query.status.get("isTriggerActive") \
-                        and time.monotonic() < deadline:
+                while self.query.isActive and self.query.status.get("isTriggerActive") and time.monotonic() < deadline:
                     time.sleep(0.1)
             except Exception:  # a failed query has no status to wait for
                 pass
@@ -425,13 +438,18 @@ class SparkRun:
 
     def spark_stats(self) -> dict:
         """The Spark side of the stats: master, session start-up, checkpoint, how the run ended."""
-        return {"micro_batches": len(self.sink.batches), "spark_master": self.spark.sparkContext.master,
-                "session_seconds": round(self.session_seconds, 3),
-                "checkpoint": None if self.temp else str(self.root),
-                "input_ended": self.ended, "interrupted": self.interrupted}
+        return {
+            "micro_batches": len(self.sink.batches),
+            "spark_master": self.spark.sparkContext.master,
+            "session_seconds": round(self.session_seconds, 3),
+            "checkpoint": None if self.temp else str(self.root),
+            "input_ended": self.ended,
+            "interrupted": self.interrupted,
+        }
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 @contextlib.contextmanager
 def _ctrl_c():
@@ -466,8 +484,7 @@ def _trigger_seconds(trigger) -> float | None:
     return ms / 1000.0
 
 
-def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, write: bool,
-                     settings: dict | None = None, outputs: dict | None = None) -> dict:
+def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, write: bool, settings: dict | None = None, outputs: dict | None = None) -> dict:
     """The checkpoint's slidewise metadata (written on first use); refuses another query's checkpoint.
 
     ``text``: the query's identity (its CQL text, or a description of a query built in Python).
@@ -481,18 +498,25 @@ def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, writ
     if path.exists():
         meta = _read_meta(path)
         if meta.get("query") != text:
-            raise OptionError("this checkpoint belongs to another query", location=str(root),
-                              hint="use a new --checkpoint DIR for a new query")
+            raise OptionError("this checkpoint belongs to another query", location=str(root), hint="use a new --checkpoint DIR for a new query")
         for key, value in settings.items():
             if key in meta and meta[key] != value:
-                raise OptionError(f"this checkpoint was written with {key} {meta[key]}, not {value}",
-                                  location=str(root), hint=f"rerun with the same {key}, or use a new --checkpoint DIR")
+                raise OptionError(
+                    f"this checkpoint was written with {key} {meta[key]}, not {value}",
+                    location=str(root),
+                    hint=f"rerun with the same {key}, or use a new --checkpoint DIR",
+                )
         return meta
     if (root / "query").exists():
-        raise OptionError("this directory holds a checkpoint slidewise did not write", location=str(root),
-                          hint="use a new --checkpoint DIR")
-    meta = {"query": text, "sources": {k: str(v) for k, v in sources.items() if isinstance(v, (str, Path))},
-            "buckets": int(buckets), **settings, "outputs": dict(outputs or {}), "version": 1}
+        raise OptionError("this directory holds a checkpoint slidewise did not write", location=str(root), hint="use a new --checkpoint DIR")
+    meta = {
+        "query": text,
+        "sources": {k: str(v) for k, v in sources.items() if isinstance(v, (str, Path))},
+        "buckets": int(buckets),
+        **settings,
+        "outputs": dict(outputs or {}),
+        "version": 1,
+    }
     if write:
         path.write_text(json.dumps(meta, indent=2) + "\n")
     return meta

@@ -79,8 +79,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ends
 
     def partitions(self, start: dict, end: dict):
-        return [_Range(int(p), int(start.get(p, 0)), int(e)) for p, e in sorted(end.items(), key=lambda x: int(x[0]))
-                if int(e) > int(start.get(p, 0))]
+        return [_Range(int(p), int(start.get(p, 0)), int(e)) for p, e in sorted(end.items(), key=lambda x: int(x[0])) if int(e) > int(start.get(p, 0))]
 
     def read(self, partition: _Range):
         uri = KafkaURI.parse(self.text)
@@ -100,6 +99,7 @@ class KafkaStreamReader(DataSourceStreamReader):
 
 # --------------------------------------------------------------------------- driver side
 
+
 def inspect_topic(alias: str, name: str, text: str, *, ts_column: str, ts_unit: str, lateness: int):
     """``(StreamInfo, recipe)`` of a topic: kinds and unit from its first messages (local reader rules)."""
     from slidewise.errors import SourceError
@@ -114,8 +114,11 @@ def inspect_topic(alias: str, name: str, text: str, *, ts_column: str, ts_unit: 
     finally:
         c.close()
     if not msgs:
-        raise SourceError(f"stream {alias}: topic {uri.topic!r} is empty, and its schema is read from its first messages",
-                          location=text, hint="start the run once the topic has messages")
+        raise SourceError(
+            f"stream {alias}: topic {uri.topic!r} is empty, and its schema is read from its first messages",
+            location=text,
+            hint="start the run once the topic has messages",
+        )
     with tempfile.TemporaryDirectory(prefix="slidewise-kafka-") as work:
         path = Path(work) / ("sample.csv" if uri.format == "csv" else "sample.jsonl")
         path.write_bytes(message_lines([m[2] for m in sorted(msgs)], uri))
@@ -146,8 +149,9 @@ def topic_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layou
     """Stream ``index`` (a topic) in the wire layout."""
     uri = KafkaURI.parse(recipe["uri"])
     if has_connector(spark):
-        reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", ",".join(uri.servers))
-                  .option("subscribe", uri.topic).option("startingOffsets", "earliest"))
+        reader = (
+            spark.readStream.format("kafka").option("kafka.bootstrap.servers", ",".join(uri.servers)).option("subscribe", uri.topic).option("startingOffsets", "earliest")
+        )
         raw = reader.load().selectExpr("partition", "offset", "value")
     else:
         spark.dataSource.register(KafkaSource)
@@ -155,12 +159,12 @@ def topic_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layou
         if recipe.get("until"):
             reader = reader.option("until", recipe["until"])
         raw = reader.load()
-    body = functools.partial(kafka_batches, stream=index, layout=layout, names=tuple(recipe["names"]),
-                             ts_column=ts_column)
+    body = functools.partial(kafka_batches, stream=index, layout=layout, names=tuple(recipe["names"]), ts_column=ts_column)
     return raw.mapInArrow(body, WIRE_DDL)
 
 
 # --------------------------------------------------------------------------- executor side
+
 
 def kafka_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...], ts_column: str):
     """``mapInArrow`` body: message values decoded to text columns, converted, packed (order: partition, offset)."""
@@ -176,8 +180,7 @@ def kafka_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...
             cols, corrupt = _decode_csv(values, names)
         else:
             cols, corrupt = decode_json(values, list(names))
-        raw = pa.RecordBatch.from_pydict({**{f"v{j}": pa.array(cols[c], pa.string()) for j, c in enumerate(names)},
-                                          "_corrupt": pa.array(corrupt, pa.string())})
+        raw = pa.RecordBatch.from_pydict({**{f"v{j}": pa.array(cols[c], pa.string()) for j, c in enumerate(names)}, "_corrupt": pa.array(corrupt, pa.string())})
         ts, conv, bad, reasons, raws = convert_raw(raw, names, info, ts_column)
         partition = b.column("partition").to_numpy(zero_copy_only=False).astype(np.int64)
         offset = b.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)

@@ -60,17 +60,17 @@ _NUMERIC = {"int", "float", "bool"}
 class Keying:
     """A keying strategy (see the module docstring) with its parameters."""
 
-    mode: str                           # hash | band | single
+    mode: str  # hash | band | single
     buckets: int
-    keys: tuple[str, ...] = ()          # hash: join attribute per stream
-    key_kind: str = "int"               # hash: int | float | str
-    band: tuple[str, ...] = ()          # band: banded attribute per stream
-    radius: tuple[int, ...] = ()        # band: replication radius (cells) per stream
-    width: float = 1.0                  # band: cell width
-    dims: tuple[int, ...] = ()          # grid: buckets per attribute class
+    keys: tuple[str, ...] = ()  # hash: join attribute per stream
+    key_kind: str = "int"  # hash: int | float | str
+    band: tuple[str, ...] = ()  # band: banded attribute per stream
+    radius: tuple[int, ...] = ()  # band: replication radius (cells) per stream
+    width: float = 1.0  # band: cell width
+    dims: tuple[int, ...] = ()  # grid: buckets per attribute class
     coords: tuple[tuple[tuple[int, str], ...], ...] = ()  # grid: per stream, (class, attribute) pairs
-    class_kinds: tuple[str, ...] = ()   # grid: int | float | str per class
-    classes: tuple[str, ...] = ()       # grid: the classes as text, for the run summary
+    class_kinds: tuple[str, ...] = ()  # grid: int | float | str per class
+    classes: tuple[str, ...] = ()  # grid: the classes as text, for the run summary
     warnings: tuple[str, ...] = ()
 
     def describe(self) -> str:
@@ -78,11 +78,12 @@ class Keying:
         if self.mode == "hash":
             return f"hash of the join key mod {self.buckets} buckets"
         if self.mode == "grid":
-            return (f"per join edge: a {' x '.join(map(str, self.dims))} grid of buckets, one dimension per "
-                    f"join attribute ({'; '.join(self.classes)}), replicated along the others")
+            return (
+                f"per join edge: a {' x '.join(map(str, self.dims))} grid of buckets, one dimension per "
+                f"join attribute ({'; '.join(self.classes)}), replicated along the others"
+            )
         if self.mode == "band":
-            return (f"band cells of width {self.width:g} mod {self.buckets} buckets, "
-                    f"replicated ±{max(self.radius)} cells")
+            return f"band cells of width {self.width:g} mod {self.buckets} buckets, replicated ±{max(self.radius)} cells"
         return "one bucket (single task)"
 
     def assign(self, stream: int, ts: np.ndarray, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -128,8 +129,7 @@ class Keying:
                 spread = (spread[:, None] + np.arange(p, dtype=np.int64) * strides[c]).ravel()
         if len(spread) == 1:
             return rows, (base + spread[0]).astype(np.int32)
-        return (np.repeat(rows, len(spread)),
-                (np.repeat(base, len(spread)) + np.tile(spread, len(rows))).astype(np.int32))
+        return (np.repeat(rows, len(spread)), (np.repeat(base, len(spread)) + np.tile(spread, len(rows))).astype(np.int32))
 
 
 def _hash(values: np.ndarray, kind: str, buckets: int) -> np.ndarray:
@@ -151,8 +151,7 @@ def _key_kind(found: set[str]) -> str:
         return "float" if "float" in found else "int"
     if found == {"str"}:
         return "str"
-    raise PlanError(f"the join attribute has different types in different streams ({', '.join(sorted(found))})",
-                    hint="give the join columns one type in every source")
+    raise PlanError(f"the join attribute has different types in different streams ({', '.join(sorted(found))})", hint="give the join columns one type in every source")
 
 
 def choose_keying(query: JoinQuery, kinds: list[dict[str, str]], buckets: int) -> Keying:
@@ -160,9 +159,7 @@ def choose_keying(query: JoinQuery, kinds: list[dict[str, str]], buckets: int) -
     if query.n == 1:
         return Keying("single", 1)
     if query.has_count_windows:
-        return Keying("single", 1, warnings=(
-            "count windows depend on every arrival of their stream (a global order): "
-            "the join runs in one key bucket (one task)",))
+        return Keying("single", 1, warnings=("count windows depend on every arrival of their stream (a global order): the join runs in one key bucket (one task)",))
     keys = query.key_columns()
     if keys is not None:
         kind = _key_kind({"int" if a == "ts" else kinds[i].get(a, "int") for i, a in enumerate(keys)})
@@ -173,8 +170,7 @@ def choose_keying(query: JoinQuery, kinds: list[dict[str, str]], buckets: int) -
         return Keying("band", buckets, band=attrs, radius=radius, width=width)
     if query.equalities:
         return _grid(query, kinds, buckets)
-    return Keying("single", 1, warnings=(
-        "theta predicates without an equality or band: the join runs in one key bucket (one task)",))
+    return Keying("single", 1, warnings=("theta predicates without an equality or band: the join runs in one key bucket (one task)",))
 
 
 def _grid(query: JoinQuery, kinds: list[dict[str, str]], buckets: int) -> Keying:
@@ -203,11 +199,9 @@ def _grid(query: JoinQuery, kinds: list[dict[str, str]], buckets: int) -> Keying
             if attrs:
                 mine.append((c, attrs[0]))  # a result has equal values in all of them
         coords.append(tuple(mine))
-    class_kinds = tuple(_key_kind({"int" if a == "ts" else kinds[s].get(a, "int") for s, a in members})
-                        for members in classes)
+    class_kinds = tuple(_key_kind({"int" if a == "ts" else kinds[s].get(a, "int") for s, a in members}) for members in classes)
     text = tuple(" = ".join(f"{query.aliases[s]}.{a}" for s, a in members) for members in classes)
-    return Keying("grid", int(np.prod(dims)), dims=dims, coords=tuple(coords), class_kinds=class_kinds,
-                  classes=text)
+    return Keying("grid", int(np.prod(dims)), dims=dims, coords=tuple(coords), class_kinds=class_kinds, classes=text)
 
 
 def _shares(buckets: int, k: int) -> tuple[int, ...]:
@@ -275,7 +269,6 @@ def _band_edge(f):
     if not (isinstance(lhs, Func) and lhs.name == "abs" and len(lhs.args) == 1):
         return None
     diff = lhs.args[0]
-    if not (isinstance(diff, BinOp) and diff.op == "-" and isinstance(diff.left, Col)
-            and isinstance(diff.right, Col) and diff.left.stream != diff.right.stream):
+    if not (isinstance(diff, BinOp) and diff.op == "-" and isinstance(diff.left, Col) and isinstance(diff.right, Col) and diff.left.stream != diff.right.stream):
         return None
     return diff.left.stream, diff.left.attr, diff.right.stream, diff.right.attr, float(rhs.value)

@@ -50,11 +50,20 @@ TUPLE, REJECT, MARKER, EOF = 0, 1, 2, 3
 RESULT, STATS, ADMITTED = 0, 2, 3
 WIRE = (("k", "tinyint"), ("b", "int"), ("s", "tinyint"), ("q", "bigint"), ("t", "bigint"), ("p", "binary"))
 WIRE_DDL = ", ".join(f"{n} {t}" for n, t in WIRE)
-OUT_TAIL = (("rs", "string"), ("rf", "string"), ("rl", "bigint"), ("rr", "string"), ("rw", "string"),
-            ("rk", "string"), ("n0", "bigint"), ("n1", "bigint"), ("n2", "bigint"), ("n3", "bigint"),
-            ("n4", "bigint"))
-_ARROW = {"tinyint": pa.int8(), "int": pa.int32(), "bigint": pa.int64(), "string": pa.string(),
-          "double": pa.float64(), "boolean": pa.bool_(), "binary": pa.binary()}
+OUT_TAIL = (
+    ("rs", "string"),
+    ("rf", "string"),
+    ("rl", "bigint"),
+    ("rr", "string"),
+    ("rw", "string"),
+    ("rk", "string"),
+    ("n0", "bigint"),
+    ("n1", "bigint"),
+    ("n2", "bigint"),
+    ("n3", "bigint"),
+    ("n4", "bigint"),
+)
+_ARROW = {"tinyint": pa.int8(), "int": pa.int32(), "bigint": pa.int64(), "string": pa.string(), "double": pa.float64(), "boolean": pa.bool_(), "binary": pa.binary()}
 WIRE_ARROW = pa.schema([(n, _ARROW[t]) for n, t in WIRE])
 
 
@@ -76,8 +85,7 @@ def concat(chunks: list[dict]) -> dict:
         files = sorted({f for c in chunks for f in c["files"]})
         rank = {f: i for i, f in enumerate(files)}
         out["files"] = files
-        out["fi"] = np.concatenate([np.asarray([rank[f] for f in c["files"]], np.int32)[c["fi"]]
-                                    if len(c["fi"]) else c["fi"] for c in chunks])
+        out["fi"] = np.concatenate([np.asarray([rank[f] for f in c["files"]], np.int32)[c["fi"]] if len(c["fi"]) else c["fi"] for c in chunks])
     for key in chunks[0]:
         if key not in ("files", "fi"):
             out[key] = np.concatenate([c[key] for c in chunks])
@@ -109,11 +117,11 @@ class StreamInfo:
 
     alias: str
     source: str
-    kinds: dict[str, str]          # attribute -> int | float | bool | str (ts excluded), file order
-    unit: str = "raw"              # resolved timestamp unit of the source
+    kinds: dict[str, str]  # attribute -> int | float | bool | str (ts excluded), file order
+    unit: str = "raw"  # resolved timestamp unit of the source
     lateness: int = 0
-    fmt: str = "csv"               # csv | json | parquet | rate
-    header_lines: int = 0          # lines before the first record (CSV header)
+    fmt: str = "csv"  # csv | json | parquet | rate
+    header_lines: int = 0  # lines before the first record (CSV header)
     dirs: tuple[str, str] = ("", "")  # input directory: absolute, and as the user wrote it
 
     @property
@@ -128,7 +136,7 @@ class StreamInfo:
         path = file_path(uri) if isinstance(uri, str) else ""
         absolute, given = self.dirs
         if absolute and path.startswith(absolute + "/"):
-            return str(Path(given) / path[len(absolute) + 1:])
+            return str(Path(given) / path[len(absolute) + 1 :])
         return path
 
 
@@ -155,20 +163,17 @@ class Layout:
 def result_kinds(query: JoinQuery, kinds: list[dict[str, str]]) -> tuple[list[str], list[str]]:
     """Output column names and kinds, found by projecting one made-up result row."""
     names = output_names(query, [list(k) for k in kinds])
-    sample = {"int": np.array([1], np.int64), "float": np.array([1.5]), "bool": np.array([True]),
-              "str": np.array(["x"], dtype=object)}
+    sample = {"int": np.array([1], np.int64), "float": np.array([1.5]), "bool": np.array([True]), "str": np.array(["x"], dtype=object)}
     cols = {}
     for ref, k in zip(query.streams, kinds):
         cols[f"{ref.alias}.ts"] = np.array([1], np.int64)
         for a, kind in k.items():
             cols[f"{ref.alias}.{a}"] = sample[kind]
-    res = ResultBatch(np.zeros((1, query.n), np.int64), np.array([1], np.int64), np.array([2], np.int64),
-                      np.ones(1, np.int8), cols)
+    res = ResultBatch(np.zeros((1, query.n), np.int64), np.array([1], np.int64), np.array([2], np.int64), np.ones(1, np.int8), cols)
     with np.errstate(all="ignore"):
         values = output_columns(query, res)
     out = []
     for n in names:
         dt = np.asarray(values[n]).dtype
-        out.append("tinyint" if n == "sign" else "bool" if dt.kind == "b" else "int" if dt.kind in "iu"
-                   else "float" if dt.kind == "f" else "str")
+        out.append("tinyint" if n == "sign" else "bool" if dt.kind == "b" else "int" if dt.kind in "iu" else "float" if dt.kind == "f" else "str")
     return names, out

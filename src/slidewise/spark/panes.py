@@ -45,8 +45,7 @@ from slidewise.spark.state_codec import pack_state, state_key, unpack_state
 __all__ = ["PaneBucket", "pane_bucket"]
 
 
-def pane_bucket(plan: Plan, names: list[str], kinds: list[dict[str, str]], lateness: int, *,
-                tables: dict | None = None, key: bytes | None = None) -> PaneBucket | None:
+def pane_bucket(plan: Plan, names: list[str], kinds: list[dict[str, str]], lateness: int, *, tables: dict | None = None, key: bytes | None = None) -> PaneBucket | None:
     """The pane logic of the bound, pruned ``plan`` (its streams ``names`` with attribute ``kinds``), or
     None when the plan is not a periodic one-stream GROUP BY the pane path on Spark runs."""
     spec = match(plan)
@@ -63,8 +62,7 @@ class PaneBucket:
     <slidewise.spark.plan_state.PlanBucket.process>` (state bytes in and out, rows of
     :data:`~slidewise.spark.plan_state.OUT_DDL`)."""
 
-    def __init__(self, spec: SlidingAggregate, attrs: list[str], dtypes: dict[str, np.dtype], lateness: int, *,
-                 key: bytes | None = None):
+    def __init__(self, spec: SlidingAggregate, attrs: list[str], dtypes: dict[str, np.dtype], lateness: int, *, key: bytes | None = None):
         self.spec, self.attrs, self.dtypes, self.lateness = spec, list(attrs), dict(dtypes), int(lateness)
         self.key = key if key is not None else state_key()
         self.columns = list(spec.columns) + ["ts", "sign"]
@@ -75,8 +73,7 @@ class PaneBucket:
         """``next_k``, ``p0`` (first retained pane), ``done``, ``frontier``; ``keys`` (one array per key
         column, groups in value order), ``partials`` (as :meth:`WindowAnswers.partials`, panes x groups)."""
         spec = self.spec
-        st: dict = {"next_k": None, "p0": None, "done": None, "frontier": NEG, "groups": 0,
-                    "keys": [np.empty(0, self.dtypes[k]) for k in spec.keys], "partials": None}
+        st: dict = {"next_k": None, "p0": None, "done": None, "frontier": NEG, "groups": 0, "keys": [np.empty(0, self.dtypes[k]) for k in spec.keys], "partials": None}
         if blob is None:
             return st
         meta, tables, _ = unpack_state(self.key, blob)
@@ -84,9 +81,9 @@ class PaneBucket:
         st["keys"] = [tables[0][f"k{j}"] for j in range(len(spec.keys))]
         if st["p0"] is not None:
             cells, shape = tables[1], (meta["panes"], meta["groups"])
-            st["partials"] = [None if f"c{i}_0" not in cells else
-                              tuple(cells[f"c{i}_{j}"].reshape(shape) for j in range(meta["widths"][i]))
-                              for i in range(len(spec.aggs) + 1)]
+            st["partials"] = [
+                None if f"c{i}_0" not in cells else tuple(cells[f"c{i}_{j}"].reshape(shape) for j in range(meta["widths"][i])) for i in range(len(spec.aggs) + 1)
+            ]
         return st
 
     def _dump(self, st: dict) -> bytes:
@@ -110,13 +107,12 @@ class PaneBucket:
         marks = kind == MARKER
         if marks.any():
             st["frontier"] = max(st["frontier"], int(frame["t"].to_numpy(np.int64)[marks].max()))
-            rows += [{"k": ADMITTED, "s": int(s), "q": int(q)}
-                     for s, q in zip(streams[marks], frame["q"].to_numpy(np.int64)[marks]) if q > 0]
+            rows += [{"k": ADMITTED, "s": int(s), "q": int(q)} for s, q in zip(streams[marks], frame["q"].to_numpy(np.int64)[marks]) if q > 0]
         eof = bool((kind == EOF).any())
         chunks = []
         for payload in frame["p"][kind == TUPLE]:
             chunk = unpack(payload)
-            if st["done"] is not None:   # behind an earlier end of input: those windows are closed
+            if st["done"] is not None:  # behind an earlier end of input: those windows are closed
                 late = chunk["t"] <= st["done"]
                 if late.any():
                     rows.append(late_rejects(0, self.attrs, {k: v[late] for k, v in chunk.items()}, st["done"]))
@@ -133,7 +129,7 @@ class PaneBucket:
             self._answer(st, answers, -(-last // D))
             end = end_instant(last, D)
             st["done"] = end if st["done"] is None else max(st["done"], end)
-        elif last is not None:   # windows ending before the release bound are complete
+        elif last is not None:  # windows ending before the release bound are complete
             self._answer(st, answers, -(-(last - self.lateness) // D) - 1)
         if out:
             cols = {c: np.concatenate([p[c] for p in out]) for c in self.columns}
@@ -167,14 +163,13 @@ class PaneBucket:
         accs = [answers.count] + answers.accs
         p0 = pa if st["p0"] is None else min(st["p0"], pa)
         p1 = pb + 1 if st["p0"] is None else max(st["p0"] + st["partials"][0][0].shape[0], pb + 1)
-        parts = [None if i and a.func == "count" and a.arg is None else acc.identity((p1 - p0, groups))
-                 for i, (acc, a) in enumerate(zip(accs, (None, *spec.aggs)))]
+        parts = [None if i and a.func == "count" and a.arg is None else acc.identity((p1 - p0, groups)) for i, (acc, a) in enumerate(zip(accs, (None, *spec.aggs)))]
         if st["partials"] is not None:
             r0 = st["p0"] - p0
             for new, kept in zip(parts, st["partials"]):
                 if new is not None:
                     for x, y in zip(new, kept):
-                        x[r0:r0 + len(y), moved] = y
+                        x[r0 : r0 + len(y), moved] = y
         batch = answers.partials(data, pane - pa, codes, (pb - pa + 1, groups))
         r0, r1 = pa - p0, pb + 1 - p0
         for acc, new, got in zip(accs, parts, batch):
@@ -194,15 +189,16 @@ class PaneBucket:
         busy = np.flatnonzero(parts[0][0].any(axis=1)) if parts is not None else []
         k = st["next_k"]
         if len(busy):
-            k = max(k, -(-(p0 + int(busy[0])) * s // D))   # the windows before hold no tuple of this bucket
+            k = max(k, -(-(p0 + int(busy[0])) * s // D))  # the windows before hold no tuple of this bucket
             panes = parts[0][0].shape[0]
             while k <= k_last:
                 k1 = min(k_last + 1, k + max(1, BLOCK_CELLS // st["groups"]))
                 ends = np.arange(k - lead, k1, dtype=np.int64) * D
-                first, after = (ends - T - 1) // s + 1 - p0, ends // s + 1 - p0   # pane rows [first, after)
+                first, after = (ends - T - 1) // s + 1 - p0, ends // s + 1 - p0  # pane rows [first, after)
                 r0, r1 = int(np.clip(first[0], 0, panes)), int(np.clip(after[-1], 0, panes))
-                answers.answer(st["keys"], [None if p is None else tuple(x[r0:r1] for x in p) for p in parts],
-                               np.clip(first, r0, r1) - r0, np.clip(after, r0, r1) - r0, ends)
+                answers.answer(
+                    st["keys"], [None if p is None else tuple(x[r0:r1] for x in p) for p in parts], np.clip(first, r0, r1) - r0, np.clip(after, r0, r1) - r0, ends
+                )
                 k = k1
         st["next_k"] = max(st["next_k"], k_last + 1)
         if parts is None:

@@ -128,8 +128,7 @@ REFUSED = {
 
 
 #: keyword options of :func:`run_plan_spark` that :func:`slidewise.run` passes through on Spark
-SPARK_OPTIONS = ("master", "conf", "spark", "trigger", "once", "checkpoint", "buckets", "max_files_per_trigger",
-                 "ui", "timeout")
+SPARK_OPTIONS = ("master", "conf", "spark", "trigger", "once", "checkpoint", "buckets", "max_files_per_trigger", "ui", "timeout")
 
 
 def refuse_options(given: dict) -> None:
@@ -138,14 +137,13 @@ def refuse_options(given: dict) -> None:
     if given.get("chunk_rows") == DEFAULT_CHUNK_ROWS:
         given = {**given, "chunk_rows": None}
     if given.get("mode") not in (None, "stream"):
-        raise OptionError(f"--mode {given['mode']} runs join queries only; general queries run as a stream",
-                          hint="drop --mode batch (--once processes the recorded files and stops)")
+        raise OptionError(
+            f"--mode {given['mode']} runs join queries only; general queries run as a stream", hint="drop --mode batch (--once processes the recorded files and stops)"
+        )
     for name, hint in REFUSED.items():
         if given.get(name) not in (None, False):
-            flag = {"negatives": "--negative-tuples", "overload": "--cpu-budget/--memory-budget"}.get(
-                name, "--" + name.replace("_", "-"))
-            raise OptionError(f"option {flag} ({name}) does not apply to this general query on the Spark engine",
-                              hint=hint)
+            flag = {"negatives": "--negative-tuples", "overload": "--cpu-budget/--memory-budget"}.get(name, "--" + name.replace("_", "-"))
+            raise OptionError(f"option {flag} ({name}) does not apply to this general query on the Spark engine", hint=hint)
 
 
 class _PlanSink:
@@ -158,9 +156,18 @@ class _PlanSink:
     memory (``collect``). Rejects go to ``rejects_dir/batch-NNNNNN.csv``.
     """
 
-    def __init__(self, columns: list[str], sources: list[str], *, out=None, collect: bool = True,
-                 rejects: Rejects | None = None, rejects_dir: str | None = None, progress: bool = False,
-                 run_id: str = ""):
+    def __init__(
+        self,
+        columns: list[str],
+        sources: list[str],
+        *,
+        out=None,
+        collect: bool = True,
+        rejects: Rejects | None = None,
+        rejects_dir: str | None = None,
+        progress: bool = False,
+        run_id: str = "",
+    ):
         from slidewise.runtime.sinks import open_sink
         from slidewise.spark.sinks import sink_kind
 
@@ -176,7 +183,7 @@ class _PlanSink:
         self.state: dict[int, tuple[int, int]] = {}
         self.seen: set[int] = set()
         self.batches: list[int] = []
-        self.run_id, self._topic = run_id, None   # a kafka:// out: message keys, writer
+        self.run_id, self._topic = run_id, None  # a kafka:// out: message keys, writer
         if self.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
 
@@ -184,7 +191,7 @@ class _PlanSink:
         from slidewise.spark.bucket import reject_kind
         from slidewise.spark.layout import unpack
 
-        if batch_id in self.seen:   # a replayed batch within this run
+        if batch_id in self.seen:  # a replayed batch within this run
             return
         results, rejected, admitted = [], Rejects(), 0
         for r in df.collect():
@@ -197,8 +204,7 @@ class _PlanSink:
                 rej = pd.DataFrame(unpack(r["p"]))
                 rej["kind"] = rej["reason"].map({x: reject_kind(x) for x in set(rej["reason"])})
                 for (f, kind), part in rej.groupby(["file", "kind"], sort=False, dropna=False):
-                    args = (self.sources[r["s"]], f, part["line"].to_numpy(np.int64), part["reason"].tolist(),
-                            part["raw"].tolist())
+                    args = (self.sources[r["s"]], f, part["line"].to_numpy(np.int64), part["reason"].tolist(), part["raw"].tolist())
                     for target in (self.rejects, rejected):
                         target.add_many(*args, kind=kind)
             elif k == ADMITTED:
@@ -214,9 +220,12 @@ class _PlanSink:
         self.seen.add(batch_id)
         self.batches.append(batch_id)
         if self.progress:
-            print(f"slidewise: batch {batch_id}: {admitted:,} tuples in, {sum(len(c['ts']) for c in results):,} "
-                  f"output rows, {len(rejected):,} rejects, state {sum(s for s, _ in self.state.values()):,} "
-                  "tuples", file=sys.stderr)
+            print(
+                f"slidewise: batch {batch_id}: {admitted:,} tuples in, {sum(len(c['ts']) for c in results):,} "
+                f"output rows, {len(rejected):,} rejects, state {sum(s for s, _ in self.state.values()):,} "
+                "tuples",
+                file=sys.stderr,
+            )
 
     def _write(self, results: list[dict], batch_id: int) -> None:
         from slidewise.runtime.sinks import open_sink
@@ -289,8 +298,7 @@ class PlanRun(SparkRun):
         }
 
 
-def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | None = None, *,
-                   timeout: float | None = None, **options) -> RunResult:
+def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | None = None, *, timeout: float | None = None, **options) -> RunResult:
     """Run a general plan on Spark to the end of its inputs (``once``) or until ``timeout`` / Ctrl-C.
 
     Options as :func:`start_plan_spark`. With ``once`` the results equal
@@ -302,12 +310,25 @@ def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | 
     return drive(start_plan_spark(plan, sources, tables, **options), timeout)
 
 
-def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | None = None, *,
-                     run_options: RunOptions | None = None, master: str | None = None, conf: dict | None = None,
-                     spark=None, buckets: int | None = None,
-                     options: dict | None = None, rewrite: bool = False, max_files_per_trigger: int | None = None,
-                     trigger: str | None = None, once: bool | None = None, checkpoint: str | None = None,
-                     ui: bool = False, **settings) -> PlanRun:
+def start_plan_spark(
+    plan: str | Plan,
+    sources: dict[str, object],
+    tables: dict | None = None,
+    *,
+    run_options: RunOptions | None = None,
+    master: str | None = None,
+    conf: dict | None = None,
+    spark=None,
+    buckets: int | None = None,
+    options: dict | None = None,
+    rewrite: bool = False,
+    max_files_per_trigger: int | None = None,
+    trigger: str | None = None,
+    once: bool | None = None,
+    checkpoint: str | None = None,
+    ui: bool = False,
+    **settings,
+) -> PlanRun:
     """Start a general plan's Spark streaming query; the running :class:`PlanRun`.
 
     ``run_options`` (:class:`~slidewise.options.RunOptions`), or its fields as keyword
@@ -353,12 +374,10 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     identity = plan.text or plan.root.label()
     tables = dict(tables or {})
     if all(s.is_relation for s in plan.scans()):
-        raise PlanError("the query reads relations only; the Spark engine needs at least one stream",
-                        hint="run it with --engine local")
+        raise PlanError("the query reads relations only; the Spark engine needs at least one stream", hint="run it with --engine local")
     names, table_names = plan_inputs(plan, sources, tables)
-    opts = start_options([sources.get(n) for n in names], out=out, conf=conf, buckets=buckets,
-                         max_files_per_trigger=max_files_per_trigger, trigger=trigger, once=once,
-                         lateness=given.lateness, master=master)
+    spark_given = {"conf": conf, "buckets": buckets, "max_files_per_trigger": max_files_per_trigger, "trigger": trigger, "once": once, "master": master}
+    opts = start_options([sources.get(n) for n in names], out=out, lateness=given.lateness, **spark_given)
     lateness = opts.lateness
     rejects_dir = given.rejects
     rejected = Rejects()
@@ -366,26 +385,22 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
     settings = {"strategy": strategy, "partitions": int(partitions)}
     root, temp = open_checkpoint(checkpoint)
     with removed_on_error(root, temp):
-        meta = _checkpoint_meta(root, identity, sources, opts.buckets or _partitions(spark, opts.conf), write=False,
-                                settings=settings)
-        outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None,
-                                            "--rejects": rejects_dir})
+        meta = _checkpoint_meta(root, identity, sources, opts.buckets or _partitions(spark, opts.conf), write=False, settings=settings)
+        outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None, "--rejects": rejects_dir})
         infos, recipes = [], []
         for name in names:
-            info, recipe = inspect_stream(name, name, sources[name], ts_column=ts_column, ts_unit=ts_unit,
-                                          lateness=lateness, work_dir=root)
+            info, recipe = inspect_stream(name, name, sources[name], ts_column=ts_column, ts_unit=ts_unit, lateness=lateness, work_dir=root)
             infos.append(info)
             recipes.append(recipe)
         if opts.once:
             from slidewise.spark.kafka_source import bound
 
             bound(recipes)
-        if frequent:   # global over one stream (slidewise.spark.frequent): one bucket
+        if frequent:  # global over one stream (slidewise.spark.frequent): one bucket
             plan = bind_frequent(plan, dict(infos[0].kinds))
         else:
-            plan = bind(plan, {**{n: dict(t.kinds) for n, t in opened_tables.items()},
-                                **{n: dict(i.kinds) for n, i in zip(names, infos)}})
-        table_rows, _ = _read_tables(opened_tables, lateness, ts_column, ts_unit, rejected)   # once the plan binds
+            plan = bind(plan, {**{n: dict(t.kinds) for n, t in opened_tables.items()}, **{n: dict(i.kinds) for n, i in zip(names, infos)}})
+        table_rows, _ = _read_tables(opened_tables, lateness, ts_column, ts_unit, rejected)  # once the plan binds
         if rewrite and not frequent:
             from slidewise.optimizer.rewrite import choose_plan
 
@@ -411,47 +426,60 @@ def start_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict 
             logic = FrequentBucket(plan, dict(infos[0].kinds), lateness, key=key)
         else:
             logic = pane_bucket(plan, names, [dict(i.kinds) for i in infos], lateness, tables=table_rows, key=key)
-        if logic is None:   # not a periodic one-stream GROUP BY (slidewise.spark.panes): the operator network
-            logic = PlanBucket(plan, names, [list(i.kinds) for i in infos], [lateness] * len(names),
-                               strategy=strategy, partitions=partitions, options=options, tables=table_rows,
-                               key=key)
+        if logic is None:  # not a periodic one-stream GROUP BY (slidewise.spark.panes): the operator network
+            logic = PlanBucket(
+                plan,
+                names,
+                [list(i.kinds) for i in infos],
+                [lateness] * len(names),
+                strategy=strategy,
+                partitions=partitions,
+                options=options,
+                tables=table_rows,
+                key=key,
+            )
             _check_tables(logic.new_state().runner, table_rows)  # operator and table errors now, not in a task
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings, outputs=outputs)
-        frames = [stream_frame(session, i, info, recipes[i], layout, ts_column, opts.max_files)
-                  for i, info in enumerate(infos)]
+        frames = [stream_frame(session, i, info, recipes[i], layout, ts_column, opts.max_files) for i, info in enumerate(infos)]
         frames.append(control_frame(session, str(root / "control"), layout))
         union = functools.reduce(lambda a, b: a.union(b), frames)
         sequenced = union.groupBy("s").transformWithStateInPandas(
-            statefulProcessor=SequencerProcessor(SequencerLogic(layout, keying)),
-            outputStructType=WIRE_DDL, outputMode="Append", timeMode="None")
-        output = sequenced.groupBy("b").transformWithStateInPandas(
-            statefulProcessor=PlanProcessor(logic), outputStructType=OUT_DDL, outputMode="Append",
-            timeMode="None")
-        sink = _PlanSink(logic.columns, names, out=out,
-                         collect=bool(given.collect) if given.collect is not None else opts.kind == "memory",
-                         rejects=rejected, rejects_dir=rejects_dir, progress=given.progress,
-                         run_id=f"{identity}@{root.resolve()}" if not temp else uuid.uuid4().hex)
-        if len(rejected) and rejects_dir:   # the relations' rejects, read on the driver
+            statefulProcessor=SequencerProcessor(SequencerLogic(layout, keying)), outputStructType=WIRE_DDL, outputMode="Append", timeMode="None"
+        )
+        output = sequenced.groupBy("b").transformWithStateInPandas(statefulProcessor=PlanProcessor(logic), outputStructType=OUT_DDL, outputMode="Append", timeMode="None")
+        sink = _PlanSink(
+            logic.columns,
+            names,
+            out=out,
+            collect=bool(given.collect) if given.collect is not None else opts.kind == "memory",
+            rejects=rejected,
+            rejects_dir=rejects_dir,
+            progress=given.progress,
+            run_id=f"{identity}@{root.resolve()}" if not temp else uuid.uuid4().hex,
+        )
+        if len(rejected) and rejects_dir:  # the relations' rejects, read on the driver
             Path(rejects_dir).mkdir(parents=True, exist_ok=True)
             rejected.write(Path(rejects_dir) / "relations.csv")
         info = {
-            "head": {"query": plan.text or plan.root.label(), "engine": "spark", "mode": "stream",
-                     "strategy": strategy, "partitions": int(partitions),
-                     **({"path": logic.spec.describe()} if not isinstance(logic, PlanBucket) else {})},
-            "tail": {"keying": f"hash of {attr} mod {keying.buckets} buckets" if attr else "one bucket (single task)",
-                     "buckets": keying.buckets, "warnings": warnings},
+            "head": {
+                "query": plan.text or plan.root.label(),
+                "engine": "spark",
+                "mode": "stream",
+                "strategy": strategy,
+                "partitions": int(partitions),
+                **({"path": logic.spec.describe()} if not isinstance(logic, PlanBucket) else {}),
+            },
+            "tail": {"keying": f"hash of {attr} mod {keying.buckets} buckets" if attr else "one bucket (single task)", "buckets": keying.buckets, "warnings": warnings},
             "streams": names,
-            "table_inputs": {n: len(table_rows[n][0]) for n in table_names},   # relations once, not per bucket
+            "table_inputs": {n: len(table_rows[n][0]) for n in table_names},  # relations once, not per bucket
         }
-        run = PlanRun(session, output, sink, info=info, layout=layout, root=root, temp=temp, once=opts.once, interval=opts.interval,
-                      session_seconds=session_seconds)
+        run = PlanRun(session, output, sink, info=info, layout=layout, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds)
         run.start()
     return run
 
 
-def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_unit: str, rejects: Rejects,
-                 chunk_rows: int = DEFAULT_CHUNK_ROWS) -> tuple[dict, dict]:
+def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_unit: str, rejects: Rejects, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> tuple[dict, dict]:
     """Each relation's admitted update rows ``name -> (ts, cols)`` in ``(ts, file order)``, and its schema
     (``tables``: name -> input, or the :class:`~slidewise.runtime.sources.Source` already opened).
 
@@ -469,8 +497,10 @@ def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_un
     if not tables:
         return {}, {}
     names = list(tables)
-    opened = [t if isinstance(t, Source) else open_table(n, t, ts_column, ts_unit, chunk_rows)   # checks ``op``
-              for n, t in tables.items()]
+    opened = [
+        t if isinstance(t, Source) else open_table(n, t, ts_column, ts_unit, chunk_rows)  # checks ``op``
+        for n, t in tables.items()
+    ]
     parts: dict[str, list] = {n: [] for n in names}
     for chunk in merge_all(opened, lateness, rejects, chunk_rows):
         for i, b in enumerate(chunk):
@@ -480,8 +510,7 @@ def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_un
     for name, src in zip(names, opened):
         got = parts[name]
         if got:
-            rows[name] = (np.concatenate([b.ts for b in got]),
-                          {c: np.concatenate([b.cols[c] for b in got]) for c in got[0].cols})
+            rows[name] = (np.concatenate([b.ts for b in got]), {c: np.concatenate([b.cols[c] for b in got]) for c in got[0].cols})
         else:
             rows[name] = (np.empty(0, np.int64), {c: np.empty(0, dt) for c, dt in src.schema.items()})
     return rows, {n: dict(src.kinds) for n, src in zip(names, opened)}

@@ -59,6 +59,7 @@ STATE_DDL = "blob binary"
 
 # ---------------------------------------------------------------- partitioning
 
+
 def partition_attribute(plan: Plan) -> tuple[str | None, str | None]:
     """``(attribute, None)`` if the bound plan can be hash-partitioned on it, else ``(None, why)``.
 
@@ -82,8 +83,7 @@ def partition_attribute(plan: Plan) -> tuple[str | None, str | None]:
             return attr, None
     if broadcast:
         return None, "output rows can come from relations alone"
-    return None, (f"no attribute ({', '.join(candidates)}) is common to every join, negation, "
-                  "GROUP BY and the output, or a count window needs the global order")
+    return None, (f"no attribute ({', '.join(candidates)}) is common to every join, negation, GROUP BY and the output, or a count window needs the global order")
 
 
 class _Broadcast:
@@ -134,7 +134,7 @@ def _keyed(node: Node, attr: str):
         sets = [_keyed(c, attr) for c in node.inputs]
         if all(s is BROADCAST for s in sets):
             return BROADCAST
-        if any(s is None or s is BROADCAST for s in sets):   # relation rows would repeat in every bucket
+        if any(s is None or s is BROADCAST for s in sets):  # relation rows would repeat in every bucket
             return None
         return frozenset.intersection(*sets) or None
     if isinstance(node, Join):
@@ -143,9 +143,9 @@ def _keyed(node: Node, attr: str):
         left, right = _names(node.left, attr), _names(node.right, attr)
         if left is None or right is None:
             return None
-        if left is BROADCAST:      # relation rows out, decided by stream rows: not per bucket
+        if left is BROADCAST:  # relation rows out, decided by stream rows: not per bucket
             return BROADCAST if right is BROADCAST else None
-        if right is BROADCAST:     # every bucket holds the whole right side
+        if right is BROADCAST:  # every bucket holds the whole right side
             return _keyed(node.left, attr)
         if node.mode == "except":
             both = _keyed(node.left, attr) & _keyed(node.right, attr)
@@ -215,6 +215,7 @@ def _join(node: Join, attr: str):
 
 # ---------------------------------------------------------------- one bucket
 
+
 class _Collect:
     """The runner's sink inside a bucket: keeps the column dicts written since the last take."""
 
@@ -239,8 +240,8 @@ class PlanBucketState:
     runner: object
     buffer: list[list[dict]] = field(default_factory=list)
     frontier: np.ndarray | None = None
-    done: int | None = None                               # instants up to here are final (after an end of input)
-    table_pos: list[int] = field(default_factory=list)   # rows of each relation added to the runner
+    done: int | None = None  # instants up to here are final (after an end of input)
+    table_pos: list[int] = field(default_factory=list)  # rows of each relation added to the runner
 
 
 class PlanBucket:
@@ -264,10 +265,19 @@ class PlanBucket:
     :func:`~slidewise.spark.state_codec.state_key`, read when built).
     """
 
-    def __init__(self, plan: Plan, sources: list[str], attrs: list[list[str]], lateness: list[int], *,
-                 strategy: str = "upa", partitions: int = 10, options: dict | None = None,
-                 tables: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] | None = None,
-                 key: bytes | None = None):
+    def __init__(
+        self,
+        plan: Plan,
+        sources: list[str],
+        attrs: list[list[str]],
+        lateness: list[int],
+        *,
+        strategy: str = "upa",
+        partitions: int = 10,
+        options: dict | None = None,
+        tables: dict[str, tuple[np.ndarray, dict[str, np.ndarray]]] | None = None,
+        key: bytes | None = None,
+    ):
         self.key = key if key is not None else state_key()
         self.plan, self.sources, self.attrs = plan, list(sources), [list(a) for a in attrs]
         self.lateness = np.asarray(lateness, np.int64)
@@ -282,8 +292,7 @@ class PlanBucket:
 
         net = PlanNetwork(self.plan, self.strategy, self.partitions, self.options)
         n = len(self.sources)
-        return PlanBucketState(PlanRunner(net, _Collect(), False, self.columns), [[] for _ in range(n)],
-                               np.full(n, NEG, np.int64), table_pos=[0] * len(self.tables))
+        return PlanBucketState(PlanRunner(net, _Collect(), False, self.columns), [[] for _ in range(n)], np.full(n, NEG, np.int64), table_pos=[0] * len(self.tables))
 
     def process(self, bucket: int, blob: bytes | None, frame: pd.DataFrame) -> tuple[bytes, list[pd.DataFrame]]:
         """New state bytes and the output rows (:data:`OUT_DDL`) of one call."""
@@ -301,7 +310,7 @@ class PlanBucket:
         eof = bool((kind == EOF).any())
         for payload, s in zip(frame["p"][kind == TUPLE], streams[kind == TUPLE]):
             chunk = unpack(payload)
-            if st.done is not None:   # behind an earlier end of input: those instants are closed
+            if st.done is not None:  # behind an earlier end of input: those instants are closed
                 late = chunk["t"] <= st.done
                 if late.any():
                     rows.append(self._late(int(s), {k: v[late] for k, v in chunk.items()}, st.done))
@@ -325,12 +334,10 @@ class PlanBucket:
         parts, runner.sink.parts = runner.sink.parts, []
         if parts:
             cols = {c: np.concatenate([p[c] for p in parts]) for c in self.columns}
-            rows.append({"k": RESULT, "q": len(cols["ts"]), "p": pack(cols),
-                         "n0": int((cols["sign"] < 0).sum())})
+            rows.append({"k": RESULT, "q": len(cols["ts"]), "p": pack(cols), "n0": int((cols["sign"] < 0).sum())})
         blob = seal(self.key, cloudpickle.dumps(st))
         state = sum(op.state_size() for op in runner.ops) + sum(len(c["t"]) for b in st.buffer for c in b)
-        rows.append({"k": STATS, "s": bucket, "n0": state, "n1": len(blob),
-                     "n2": runner.negatives - before[0], "n3": runner.instants - before[1]})
+        rows.append({"k": STATS, "s": bucket, "n0": state, "n1": len(blob), "n2": runner.negatives - before[0], "n3": runner.instants - before[1]})
         return blob, [out_frame(rows)]
 
     def _late(self, stream: int, chunk: dict, done: int) -> dict:
@@ -366,8 +373,10 @@ def passed_rejects(frame: pd.DataFrame) -> tuple[list[dict], np.ndarray, np.ndar
     """The call's rejects passed on as :data:`REJECTS` output rows, and the frame's kinds and streams."""
     kind = frame["k"].to_numpy()
     streams = frame["s"].to_numpy().astype(np.int64)
-    rows = [{"k": REJECTS, "s": int(s), "q": int(q), "p": bytes(payload)}
-            for payload, s, q in zip(frame["p"][kind == REJECT], streams[kind == REJECT], frame["q"][kind == REJECT])]
+    rows = [
+        {"k": REJECTS, "s": int(s), "q": int(q), "p": bytes(payload)}
+        for payload, s, q in zip(frame["p"][kind == REJECT], streams[kind == REJECT], frame["q"][kind == REJECT])
+    ]
     return rows, kind, streams
 
 
@@ -380,9 +389,14 @@ def late_rejects(stream: int, attrs: list[str], chunk: dict, done: int) -> dict:
     n = len(t)
     raw = rows_as_text({"ts": t, **{a: chunk[a] for a in attrs}}).to_pylist()
     reason = f"late: at or before ts {done}, where an earlier run's input ended"
-    return {"k": REJECTS, "s": stream, "q": n, "p": pack(
-        {"file": np.full(n, "", dtype=object), "line": np.zeros(n, np.int64),
-         "reason": np.full(n, reason, dtype=object), "raw": np.asarray(raw, dtype=object)})}
+    return {
+        "k": REJECTS,
+        "s": stream,
+        "q": n,
+        "p": pack(
+            {"file": np.full(n, "", dtype=object), "line": np.zeros(n, np.int64), "reason": np.full(n, reason, dtype=object), "raw": np.asarray(raw, dtype=object)}
+        ),
+    }
 
 
 def out_frame(rows: list[dict]) -> pd.DataFrame:
@@ -390,7 +404,6 @@ def out_frame(rows: list[dict]) -> pd.DataFrame:
     names = [f.split()[0] for f in OUT_DDL.split(", ")]
     data = {n: [r.get(n, None if n == "p" else 0) for r in rows] for n in names}
     frame = pd.DataFrame(data)
-    for n, dt in (("k", np.int8), ("s", np.int32), ("q", np.int64), ("n0", np.int64), ("n1", np.int64),
-                  ("n2", np.int64), ("n3", np.int64)):
+    for n, dt in (("k", np.int8), ("s", np.int32), ("q", np.int64), ("n0", np.int64), ("n1", np.int64), ("n2", np.int64), ("n3", np.int64)):
         frame[n] = frame[n].astype(dt)
     return frame

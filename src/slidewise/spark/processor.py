@@ -23,8 +23,8 @@ import pickle
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
-SEQUENCER_STATE = "mx bigint, nx bigint"   # == slidewise.spark.sequencer.STATE_DDL
-BUCKET_STATE = "blob binary"               # == slidewise.spark.bucket.STATE_DDL
+SEQUENCER_STATE = "mx bigint, nx bigint"  # == slidewise.spark.sequencer.STATE_DDL
+BUCKET_STATE = "blob binary"  # == slidewise.spark.bucket.STATE_DDL
 
 
 def _frame(rows) -> pd.DataFrame:

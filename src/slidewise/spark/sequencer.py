@@ -44,7 +44,7 @@ class SequencerLogic:
 
     def process(self, stream: int, state: tuple | None, frame: pd.DataFrame) -> tuple[tuple, list[pd.DataFrame]]:
         """New state ``(max ts, next seq)`` and the output frames (wire layout) for one batch."""
-        mx, nx = (state if state is not None else (None, 0))
+        mx, nx = state if state is not None else (None, 0)
         mx = NEG if mx is None else int(mx)
         nx = int(nx)
         kind = frame["k"].to_numpy()
@@ -79,9 +79,12 @@ class SequencerLogic:
             attrs = list(info.kinds)
             raw = rows_as_text({"ts": ts[late], **{a: chunk[a][late] for a in attrs}}).to_pylist()
             o = chunk["o"][late]
-            rejected = {"file": np.asarray(chunk["files"], dtype=object)[chunk["fi"][late]],
-                        "line": chunk["q"][late] + 1 + np.where(o == 0, info.header_lines, 0),
-                        "reason": np.asarray(reasons, dtype=object), "raw": np.asarray(raw, dtype=object)}
+            rejected = {
+                "file": np.asarray(chunk["files"], dtype=object)[chunk["fi"][late]],
+                "line": chunk["q"][late] + 1 + np.where(o == 0, info.header_lines, 0),
+                "reason": np.asarray(reasons, dtype=object),
+                "raw": np.asarray(raw, dtype=object),
+            }
         ok = ~late
         m = int(ok.sum())
         new_mx = max(mx, int(ts.max())) if len(ts) else mx
@@ -96,8 +99,14 @@ class SequencerLogic:
             bounds = np.flatnonzero(np.diff(sorted_b)) + 1
             for part in np.split(by_bucket, bounds):
                 rows_ = idx[part]
-                rows.append({"k": TUPLE, "b": int(buckets[part[0]]), "s": stream, "q": len(part), "p": pack(
-                    {"t": ts_ok[rows_], "q": seq[rows_], **{a: v[rows_] for a, v in cols.items()}})})
-        rows += [{"k": MARKER, "b": b, "s": stream, "t": new_mx, "q": m if b == 0 else 0}
-                 for b in range(self.keying.buckets)]
+                rows.append(
+                    {
+                        "k": TUPLE,
+                        "b": int(buckets[part[0]]),
+                        "s": stream,
+                        "q": len(part),
+                        "p": pack({"t": ts_ok[rows_], "q": seq[rows_], **{a: v[rows_] for a, v in cols.items()}}),
+                    }
+                )
+        rows += [{"k": MARKER, "b": b, "s": stream, "t": new_mx, "q": m if b == 0 else 0} for b in range(self.keying.buckets)]
         return new_mx, nx + m, rejected, rows

@@ -27,10 +27,11 @@ from pathlib import Path
 from slidewise.errors import OptionError, SlidewiseError
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-JAVA_HINT = ("install Java 17, e.g. `apt-get install openjdk-17-jre-headless`, or set JAVA_HOME; "
-             "or run with --engine local")
-_MASTER = re.compile(r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|"
-                     r"(spark|mesos|k8s)://.+|yarn)$")
+JAVA_HINT = "install Java 17, e.g. `apt-get install openjdk-17-jre-headless`, or set JAVA_HOME; or run with --engine local"
+_MASTER = re.compile(
+    r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|"
+    r"(spark|mesos|k8s)://.+|yarn)$"
+)
 VERBOSE_ENV = "SLIDEWISE_VERBOSE"
 _LOG4J = """\
 rootLogger.level = {level}
@@ -64,14 +65,11 @@ def default_partitions() -> int:
 def check_master(master: str) -> str:
     """``master`` if it looks like a Spark master URL, else an OptionError naming the forms."""
     if not _MASTER.match(master.strip()):
-        raise OptionError(f"bad Spark master URL {master!r}",
-                          hint="use local[*], local[N], local-cluster[N,cores,mem], spark://HOST:PORT, "
-                               "k8s://URL or yarn")
+        raise OptionError(f"bad Spark master URL {master!r}", hint="use local[*], local[N], local-cluster[N,cores,mem], spark://HOST:PORT, k8s://URL or yarn")
     return master.strip()
 
 
-def session_conf(master: str = "local[*]", conf: dict[str, str] | None = None, *,
-                 ui: bool = False) -> dict[str, str]:
+def session_conf(master: str = "local[*]", conf: dict[str, str] | None = None, *, ui: bool = False) -> dict[str, str]:
     """The Spark configuration :func:`get_session` uses (``conf`` overrides the defaults)."""
     out = {
         "spark.master": master,
@@ -125,8 +123,7 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None, *
         if said and said not in first:
             first = f"{first}; the JVM said: {said}"
         if "master" in first.lower():
-            raise OptionError(f"Spark rejected the master URL {master!r}: {first[:200]}",
-                              hint="use local[*], local[N], spark://HOST:PORT, ...") from None
+            raise OptionError(f"Spark rejected the master URL {master!r}: {first[:200]}", hint="use local[*], local[N], spark://HOST:PORT, ...") from None
         raise SparkStartError(f"Spark did not start: {first[:300]}", hint=JAVA_HINT) from None
     spark.sparkContext.setLogLevel("ERROR" if verbose() else "OFF")
     if not verbose():  # PySpark repeats a failed batch's Java error as a warning; the failure is reported once
@@ -149,8 +146,7 @@ def _launch_quietly(settings: dict[str, str]) -> None:
         return
     path = _temporary("jvm", "slidewise-spark-", ".log", "")
     with open(path, "ab") as out:
-        gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(settings.items())),
-                                 popen_kwargs={"stdout": out, "stderr": out})
+        gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(settings.items())), popen_kwargs={"stdout": out, "stderr": out})
     SparkContext._ensure_initialized(gateway=gateway)
 
 

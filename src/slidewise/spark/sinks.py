@@ -61,20 +61,17 @@ def sink_kind(out) -> str:
         KafkaURI.parse(out)
         return "kafka"
     if not isinstance(out, (str, Path)):
-        raise OptionError(f"cannot write results to {type(out).__name__}",
-                          hint="give a directory path (.parquet, .csv, .jsonl), '-', 'console' or a callable")
+        raise OptionError(f"cannot write results to {type(out).__name__}", hint="give a directory path (.parquet, .csv, .jsonl), '-', 'console' or a callable")
     path = Path(out)
     if path.exists() and not path.is_dir():
-        raise OptionError("the Spark engine writes a directory of part files, and this is a file",
-                          location=str(path), hint="choose a new path, e.g. results.parquet")
+        raise OptionError("the Spark engine writes a directory of part files, and this is a file", location=str(path), hint="choose a new path, e.g. results.parquet")
     return FILE_FORMATS.get(path.suffix.lower(), "parquet")
 
 
 class BatchSink:
     """``foreachBatch`` target: writes results and rejects, accumulates the run's counters."""
 
-    def __init__(self, layout: Layout, *, out=None, collect: bool = False, rejects_dir: str | None = None,
-                 progress: bool = False, run_id: str = ""):
+    def __init__(self, layout: Layout, *, out=None, collect: bool = False, rejects_dir: str | None = None, progress: bool = False, run_id: str = ""):
         self.layout = layout
         self.names = list(layout.out_names)
         self.out = out
@@ -93,7 +90,7 @@ class BatchSink:
         #: ``(batch id, wall time the batch's output was written, results)`` per micro-batch
         self.timeline: list[tuple[int, float, int]] = []
         self._header = True
-        self.run_id = run_id   # the identity of a Kafka sink's message keys (same across restarts)
+        self.run_id = run_id  # the identity of a Kafka sink's message keys (same across restarts)
         self._topic = None
 
     def __call__(self, df, batch_id: int) -> None:
@@ -115,8 +112,7 @@ class BatchSink:
     def _count(self, small: pd.DataFrame, batch_id: int) -> int:
         kind = small["k"].to_numpy()
         stats = small[kind == STATS]
-        for b, t, nb in zip(stats["rl"].astype(np.int64), stats["n0"].astype(np.int64),
-                            stats["n1"].astype(np.int64)):
+        for b, t, nb in zip(stats["rl"].astype(np.int64), stats["n0"].astype(np.int64), stats["n1"].astype(np.int64)):
             self.bucket_tuples[int(b)] = int(t)
             self.bucket_bytes[int(b)] = int(nb)
         self.state_tuples_peak = max(self.state_tuples_peak, sum(self.bucket_tuples.values()))
@@ -132,8 +128,7 @@ class BatchSink:
         if len(rej):
             batch = Rejects()
             for (stream, file, rk), part in rej.groupby(["rs", "rf", "rk"], sort=False, dropna=False):
-                args = (stream, file, part["rl"].to_numpy(np.int64), part["rr"].tolist(),
-                        part["rw"].fillna("").tolist())
+                args = (stream, file, part["rl"].to_numpy(np.int64), part["rr"].tolist(), part["rw"].fillna("").tolist())
                 batch.add_many(*args, kind=rk)
                 self.rejects.add_many(*args, kind=rk)
             write_batch_rejects(self.rejects_dir, batch_id, batch)
@@ -142,9 +137,12 @@ class BatchSink:
         if batch_id not in self.batches:
             self.batches.append(batch_id)
         if self.progress:
-            print(f"slidewise: batch {batch_id}: {sum(int(x) for x in admitted['n0']):,} tuples in, "
-                  f"{n_results:,} results, {len(rej):,} rejects, state "
-                  f"{sum(self.bucket_tuples.values()):,} tuples", file=sys.stderr)
+            print(
+                f"slidewise: batch {batch_id}: {sum(int(x) for x in admitted['n0']):,} tuples in, "
+                f"{n_results:,} results, {len(rej):,} rejects, state "
+                f"{sum(self.bucket_tuples.values()):,} tuples",
+                file=sys.stderr,
+            )
         return n_results
 
     def _write(self, named, batch_id: int) -> None:
@@ -210,8 +208,6 @@ def write_batch_rejects(rejects_dir: str | None, batch_id: int, rejects: Rejects
     rejects.write(target)
 
 
-
-
 def refuse_other_parts(root: Path, dirs: dict[str, object]) -> dict[str, str]:
     """Refuse an output directory (``dirs``: option -> path or None) holding ``batch-*`` parts, unless this
     run continues the checkpoint that wrote them (``root/slidewise.json`` records the directories); a new
@@ -227,10 +223,12 @@ def refuse_other_parts(root: Path, dirs: dict[str, object]) -> dict[str, str]:
         if not Path(target).is_dir() or not any(Path(target).glob("batch-*")):
             continue
         if recorded is not None and recorded.get(option, where) == where:
-            continue   # the same checkpoint's run, continued (older checkpoints record no directories)
-        raise OptionError(f"the {option} directory holds batch-* parts of another run", location=str(target),
-                          hint="remove it, choose another directory, or pass the same --checkpoint as the run "
-                               "that wrote them (a new run would add its results to theirs)")
+            continue  # the same checkpoint's run, continued (older checkpoints record no directories)
+        raise OptionError(
+            f"the {option} directory holds batch-* parts of another run",
+            location=str(target),
+            hint="remove it, choose another directory, or pass the same --checkpoint as the run that wrote them (a new run would add its results to theirs)",
+        )
     return resolved
 
 

@@ -54,8 +54,7 @@ def state_key() -> bytes:
     given = os.environ.get(KEY_ENV, "")
     if given:
         if len(given) < 16:
-            raise OptionError(f"{KEY_ENV} is too short to be a key ({len(given)} characters)",
-                              hint="use at least 16 random characters, or unset it to use a key file")
+            raise OptionError(f"{KEY_ENV} is too short to be a key ({len(given)} characters)", hint="use at least 16 random characters, or unset it to use a key file")
         return given.encode()
     path = key_path()
     hint = f"set {KEY_ENV} to at least 16 random characters instead"
@@ -70,8 +69,7 @@ def state_key() -> bytes:
                 f.write(secrets.token_hex(32) + "\n")
         info = path.stat()
         if info.st_mode & 0o077 or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
-            raise OptionError(f"the state key file {path} is not private (mode {stat.filemode(info.st_mode)})",
-                              hint=f"chmod 600 {path} (and make it yours), or {hint}")
+            raise OptionError(f"the state key file {path} is not private (mode {stat.filemode(info.st_mode)})", hint=f"chmod 600 {path} (and make it yours), or {hint}")
         key = path.read_text().strip()
     except OSError as e:
         raise OptionError(f"cannot use the state key file {path}: {e.strerror or e}", hint=hint) from None
@@ -95,12 +93,10 @@ def unseal(key: bytes, blob: bytes) -> bytes:
     """The body of a :func:`seal` ed blob; a CheckpointError if it is not one or does not verify."""
     blob = bytes(blob)
     if not blob.startswith(MAGIC) or len(blob) < len(MAGIC) + _MAC:
-        raise CheckpointError("operator state in the checkpoint is not authenticated slidewise state (damaged, "
-                              "replaced, or written by an older slidewise): refused")
-    mac, body = blob[len(MAGIC):len(MAGIC) + _MAC], blob[len(MAGIC) + _MAC:]
+        raise CheckpointError("operator state in the checkpoint is not authenticated slidewise state (damaged, replaced, or written by an older slidewise): refused")
+    mac, body = blob[len(MAGIC) : len(MAGIC) + _MAC], blob[len(MAGIC) + _MAC :]
     if not hmac.compare_digest(mac, hmac.new(key, MAGIC + body, hashlib.sha256).digest()):
-        raise CheckpointError("operator state in the checkpoint does not verify (changed outside slidewise, "
-                              "or written with another state key): refused")
+        raise CheckpointError("operator state in the checkpoint does not verify (changed outside slidewise, or written with another state key): refused")
     return body
 
 
@@ -116,11 +112,11 @@ def unpack_state(key: bytes, blob: bytes) -> tuple[dict, list[dict[str, np.ndarr
     body = unseal(key, blob)
     try:
         (n,) = _HEAD.unpack_from(body)
-        meta = json.loads(body[_HEAD.size:_HEAD.size + n])
+        meta = json.loads(body[_HEAD.size : _HEAD.size + n])
         at = _HEAD.size + n
         tables = []
         for size in meta.pop("_parts"):
-            tables.append(ipc_to_arrays(body[at:at + size]))
+            tables.append(ipc_to_arrays(body[at : at + size]))
             at += size
     except (ValueError, KeyError, TypeError, struct.error, pa.ArrowException) as e:
         raise CheckpointError(f"operator state in the checkpoint cannot be read: {e}") from None

@@ -26,7 +26,6 @@ from slidewise.synopses import basic_interval, interval, running
 SYNOPSES = {"running": running.windows, "interval": interval.windows, "basic interval": basic_interval.windows}
 
 
-
 def cost(name: str, b: int) -> tuple[int, int]:
     """Partials a synopsis keeps per group for a window of ``b`` panes, and the most it probes per answer:
     running b + 1 running merges (the first empty), 2 probes; interval b + ⌈b/2⌉ + ... + 1 dyadic

@@ -117,12 +117,12 @@ class WindowCounters:
 
     def __init__(self, k: int):
         self.k = k
-        self.subs: deque[tuple[int, int, np.ndarray, np.ndarray]] = deque()   # (id, δᵢ, item codes, counts)
-        self.code: dict = {}                     # item value -> code
-        self.values: list = []                   # code -> item value
-        self.total = np.zeros(1024, np.int64)    # code -> global counter
+        self.subs: deque[tuple[int, int, np.ndarray, np.ndarray]] = deque()  # (id, δᵢ, item codes, counts)
+        self.code: dict = {}  # item value -> code
+        self.values: list = []  # code -> item value
+        self.total = np.zeros(1024, np.int64)  # code -> global counter
         self.delta = 0
-        self.entries = 0                         # (item, count) pairs held by the sub-window summaries
+        self.entries = 0  # (item, count) pairs held by the sub-window summaries
         self.peak_bytes = 0
 
     def add(self, sid: int, delta: int, items: np.ndarray, counts: np.ndarray) -> None:
@@ -133,7 +133,7 @@ class WindowCounters:
             self.values.extend(items[codes >= n].tolist())
             if len(self.code) > len(self.total):
                 self.total = np.concatenate([self.total, np.zeros(len(self.code) + len(self.total), np.int64)])
-        self.total[codes] += counts   # codes are distinct within a sub-window
+        self.total[codes] += counts  # codes are distinct within a sub-window
         self.subs.append((sid, delta, codes, counts))
         self.delta += delta
         self.entries += len(codes)
@@ -150,27 +150,27 @@ class WindowCounters:
 
     def _compact(self) -> None:
         """Forget the codes of items no longer counted (their number would grow with the stream)."""
-        live = np.flatnonzero(self.total[:len(self.code)])
+        live = np.flatnonzero(self.total[: len(self.code)])
         remap = np.full(len(self.code), -1, np.int64)
         remap[live] = np.arange(len(live))
         self.values = [self.values[i] for i in live.tolist()]
         self.code = {v: i for i, v in enumerate(self.values)}
         total = np.zeros(max(1024, 2 * len(live)), np.int64)
-        total[:len(live)] = self.total[live]
+        total[: len(live)] = self.total[live]
         self.total = total
         self.subs = deque((s, d, remap[c], n) for s, d, c, n in self.subs)
 
     def space(self) -> tuple[int, int]:
         """Counters held (summary entries plus live global counters) and their bytes (:data:`ENTRY_BYTES` each)."""
-        live = int(np.count_nonzero(self.total[:len(self.code)]))
-        counters = self.entries + live + len(self.subs)   # + one δᵢ per sub-window
+        live = int(np.count_nonzero(self.total[: len(self.code)]))
+        counters = self.entries + live + len(self.subs)  # + one δᵢ per sub-window
         return counters, counters * ENTRY_BYTES
 
     def answer(self, k: int | None = None) -> Answer:
         """The items with the ``k`` largest global counters (all tied at the k-th) and every item above ``δ``;
         by frequency descending, then item value."""
         k = self.k if k is None else k
-        live = np.flatnonzero(self.total[:len(self.code)])
+        live = np.flatnonzero(self.total[: len(self.code)])
         freq = self.total[live]
         if len(freq) > k:
             kth = np.partition(freq, len(freq) - k)[len(freq) - k]

@@ -24,8 +24,7 @@ import numpy as np
 __all__ = ["reduce_counts"]
 
 
-def reduce_counts(counts: np.ndarray, first: np.ndarray, size: np.ndarray, rank: np.ndarray, pane: np.ndarray,
-                  k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def reduce_counts(counts: np.ndarray, first: np.ndarray, size: np.ndarray, rank: np.ndarray, pane: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Misra–Gries counters from per-sub-window counts sorted descending (``rank`` within sub-window ``pane``,
     sub-window ``j`` at ``first[j]`` with ``size[j]`` entries): (reduced counts, entries kept, c₍ₖ₊₁₎ per sub-window)."""
     has = size > k

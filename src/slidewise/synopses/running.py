@@ -18,7 +18,7 @@ def windows(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dict | N
         raise ValueError(f"{type(acc).__name__} is not subtractable: use an interval synopsis")
     run = None if memo is None else memo.get(("running", id(partials)))
     if run is None:
-        run = acc.prefix(partials)   # row i: the panes before i
+        run = acc.prefix(partials)  # row i: the panes before i
         if memo is not None:
             memo[("running", id(partials))] = run
     return acc.subtract(tuple(_rows(r, hi) for r in run), tuple(_rows(r, lo) for r in run))
@@ -28,5 +28,5 @@ def _rows(x: np.ndarray, index: np.ndarray) -> np.ndarray:
     """``x[index]``; a view when ``index`` is a run of consecutive rows (windows of equal panes)."""
     n = len(index)
     if n and int(index[-1]) - int(index[0]) == n - 1 and (n < 3 or bool(np.all(np.diff(index) == 1))):
-        return x[int(index[0]):int(index[-1]) + 1]
+        return x[int(index[0]) : int(index[-1]) + 1]
     return x[index]

@@ -124,8 +124,7 @@ class BPlusTree(SortedTree):
             node = node.children[bisect_right(node.keys, probe)]
         return node
 
-    def range(self, lo=None, hi=None, lo_inclusive: bool = True,
-              hi_inclusive: bool = True) -> list:
+    def range(self, lo=None, hi=None, lo_inclusive: bool = True, hi_inclusive: bool = True) -> list:
         """Items with ``lo <= key <= hi`` (strict with ``*_inclusive=False``), in key order."""
         low, high = range_bounds(lo, hi, lo_inclusive, hi_inclusive)
         leaf = self._leaf_for(low)
@@ -196,9 +195,9 @@ class BPlusTree(SortedTree):
             return None
         mid = len(node.keys) // 2
         up = node.keys[mid]
-        sibling = _Inner(node.keys[mid + 1:], node.children[mid + 1:])
+        sibling = _Inner(node.keys[mid + 1 :], node.children[mid + 1 :])
         del node.keys[mid:]
-        del node.children[mid + 1:]
+        del node.children[mid + 1 :]
         return up, sibling
 
     # -- deletion ---------------------------------------------------------
@@ -388,4 +387,3 @@ class BTreeWindow(TreeWindow):
 
     def __init__(self, spec: WindowSpec, key: str, node_size: int = 100) -> None:
         super().__init__(spec, key, BPlusTree(node_size))
-

@@ -93,7 +93,7 @@ def dense_codes(arrays: list[np.ndarray]) -> list[np.ndarray]:
         raise ExecutionError(f"join key values cannot be compared across streams ({', '.join(kinds)}): {exc}") from None
     out, start = [], 0
     for a in arrays:
-        out.append(codes[start:start + len(a)] if len(a) else _EMPTY)
+        out.append(codes[start : start + len(a)] if len(a) else _EMPTY)
         start += len(a)
     return out
 
@@ -112,8 +112,7 @@ def count_at_most(sorted_codes: np.ndarray, n_codes: int, n_queries: int):
     return lambda q: np.searchsorted(sorted_codes, q, "right")
 
 
-def lex_searchsorted(a_major: np.ndarray, a_minor: np.ndarray, q_major: np.ndarray,
-                     q_minor: np.ndarray, side: str = "left", n_major: int | None = None) -> np.ndarray:
+def lex_searchsorted(a_major: np.ndarray, a_minor: np.ndarray, q_major: np.ndarray, q_minor: np.ndarray, side: str = "left", n_major: int | None = None) -> np.ndarray:
     """``searchsorted`` in the lexicographic order of ``(major, minor)`` int64 pairs.
 
     ``a`` must be sorted by ``(a_major, a_minor)``. Both sides are packed into
@@ -255,8 +254,7 @@ class SortedWindow:
         if self.names is None and (len(batch) or batch.cols):
             self.names = list(batch.cols)
             self.cols = {c: np.empty(0, v.dtype) for c, v in batch.cols.items()}
-        fresh = Fresh(batch.pos, batch.ts, batch.cols, all_pos=batch.pos,
-                      arrivals_before=self.arrivals)
+        fresh = Fresh(batch.pos, batch.ts, batch.cols, all_pos=batch.pos, arrivals_before=self.arrivals)
         if self.counting:
             fresh.cnt = self.arrivals + np.arange(len(batch), dtype=np.int64)
         self.arrivals += len(batch)
@@ -271,8 +269,7 @@ class SortedWindow:
     def fresh_key(fresh: Fresh, key: str) -> np.ndarray:
         return fresh.ts if key == "ts" else fresh.cols[key]
 
-    def merge(self, scode: np.ndarray, fresh: Fresh, ncode: np.ndarray,
-              order: np.ndarray, state_le=None) -> Merged:
+    def merge(self, scode: np.ndarray, fresh: Fresh, ncode: np.ndarray, order: np.ndarray, state_le=None) -> Merged:
         """Merge the new rows (``order``: their ``(code, pos)`` order) into the state.
 
         All new rows come after all state rows in ``pos``, so within a key the
@@ -287,8 +284,7 @@ class SortedWindow:
             ins = np.arange(m, dtype=np.int64)
             code = sorted_new
         else:
-            ins = (state_le(sorted_new) if state_le is not None
-                   else np.searchsorted(scode, sorted_new, "right"))
+            ins = state_le(sorted_new) if state_le is not None else np.searchsorted(scode, sorted_new, "right")
             ins += np.arange(m)
             state_at = np.searchsorted(sorted_new, scode, "left")
             state_at += np.arange(r)
@@ -301,8 +297,7 @@ class SortedWindow:
         new_at = ins
         cat_pos, cat_ts = cat(self.pos, fresh.pos), cat(self.ts, fresh.ts)
         names = self.names or list(fresh.cols)
-        cols = {c: cat(self.cols[c], fresh.cols[c]) if c in self.cols else fresh.cols[c]
-                for c in names}
+        cols = {c: cat(self.cols[c], fresh.cols[c]) if c in self.cols else fresh.cols[c] for c in names}
         out = Merged(code, cat_ts[perm], perm, new_at, cat_pos, cat_ts, cols)
         if self.counting:
             out.cat_cnt = cat(self.cnt, fresh.cnt)

@@ -232,8 +232,7 @@ class PartitionedCountWindow:
         return self._len
 
     def __repr__(self) -> str:
-        return (f"PartitionedCountWindow(N={self.size}, {len(self._parts)} partitions, "
-                f"{len(self)} items)")
+        return f"PartitionedCountWindow(N={self.size}, {len(self._parts)} partitions, {len(self)} items)"
 
 
 def count_window(spec: WindowSpec) -> CountWindow | PartitionedCountWindow:

@@ -161,8 +161,7 @@ class HashWindow:
     defers count-window eviction to :meth:`advance` (lazy evaluation).
     """
 
-    def __init__(self, spec: WindowSpec, buckets: int = 1, key: str | None = None, *,
-                 expire_every: int | None = None, retain: bool = False) -> None:
+    def __init__(self, spec: WindowSpec, buckets: int = 1, key: str | None = None, *, expire_every: int | None = None, retain: bool = False) -> None:
         if buckets < 1:
             raise ValueError(f"a hash window needs at least one bucket, got {buckets}")
         if expire_every is not None and expire_every < 1:
@@ -178,12 +177,12 @@ class HashWindow:
             self.size = spec.size
             self._buckets: list = [CircularBucket(min(spec.size, 8)) for _ in range(self.b)]
             self._parts: dict[object, CountWindow] = {}  # the window, per partition
-            self._cnt: dict[int, int] = {}        # pos -> arrival number in its partition
-            self._replayed: Counter = Counter()    # partition -> arrivals replayed
+            self._cnt: dict[int, int] = {}  # pos -> arrival number in its partition
+            self._replayed: Counter = Counter()  # partition -> arrivals replayed
         else:
             self.length = spec.length
             self._buckets = [TimeWindow(spec.length) for _ in range(self.b)]
-            self._order: deque = deque()            # (ts, bucket) in arrival order
+            self._order: deque = deque()  # (ts, bucket) in arrival order
 
     # -- hashing -----------------------------------------------------------
     def bucket_index(self, value) -> int:

@@ -121,8 +121,7 @@ class TTree(SortedTree):
         return _h(self.root)
 
     # -- probes -----------------------------------------------------------
-    def range(self, lo=None, hi=None, lo_inclusive: bool = True,
-              hi_inclusive: bool = True) -> list:
+    def range(self, lo=None, hi=None, lo_inclusive: bool = True, hi_inclusive: bool = True) -> list:
         """Items with ``lo <= key <= hi`` (strict with ``*_inclusive=False``), in key order."""
         low, high = range_bounds(lo, hi, lo_inclusive, hi_inclusive)
         out: list = []
@@ -146,7 +145,7 @@ class TTree(SortedTree):
                 if high < entries[0]:
                     node = node.left
                     continue
-            below = True                      # the range starts below this node: walk its left subtree
+            below = True  # the range starts below this node: walk its left subtree
             if low is not None:
                 self.comparisons += 1
                 if low > entries[-1]:
@@ -161,7 +160,7 @@ class TTree(SortedTree):
             else:
                 self.comparisons += len(entries).bit_length()
                 i = bisect_left(entries, low)
-            j, last = len(entries), False     # last: the range ends in this node
+            j, last = len(entries), False  # last: the range ends in this node
             if high is not None:
                 self.comparisons += 1
                 if not high > entries[-1]:
@@ -272,8 +271,7 @@ class TTree(SortedTree):
         if not entries:
             return node.left if node.left is not None else node.right
         child = node.left if node.left is not None else node.right
-        if (child is not None and child.left is None and child.right is None
-                and len(entries) + len(child.entries) <= self.node_size):
+        if child is not None and child.left is None and child.right is None and len(entries) + len(child.entries) <= self.node_size:
             node.entries = child.entries + entries if child is node.left else entries + child.entries
             node.left = node.right = None
         return _balance(node)
@@ -291,6 +289,7 @@ class TTree(SortedTree):
     # -- invariants (tests) ---------------------------------------------------
     def check(self) -> None:
         """Assert the T-tree invariants (AVL balance, heights, global order, occupancy)."""
+
         def walk(node: _Node | None) -> int:
             if node is None:
                 return 0

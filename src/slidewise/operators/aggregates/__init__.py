@@ -27,8 +27,7 @@ from slidewise.operators.aggregates.subtractable import Avg, Count, Sum
 from slidewise.operators.aggregates.topk import TopK
 
 #: aggregate function name -> accumulator class (not DISTINCT)
-REGISTRY: dict[str, type[Accumulator]] = {"count": Count, "sum": Sum, "avg": Avg, "min": Min, "max": Max,
-                                           "median": Quantile, "quantile": Quantile, "topk": TopK}
+REGISTRY: dict[str, type[Accumulator]] = {"count": Count, "sum": Sum, "avg": Avg, "min": Min, "max": Max, "median": Quantile, "quantile": Quantile, "topk": TopK}
 
 
 def accumulator(func: str, dtype=None, distinct: bool = False, param: float | None = None) -> Accumulator:

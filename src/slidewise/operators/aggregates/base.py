@@ -19,8 +19,7 @@ class Accumulator:
     def __init__(self, dtype: np.dtype | None = None):
         self.dtype = None if dtype is None else np.dtype(dtype)
 
-    def partial(self, values: np.ndarray | None, pane_codes: np.ndarray, group_codes: np.ndarray,
-                shape: tuple[int, int]) -> State:
+    def partial(self, values: np.ndarray | None, pane_codes: np.ndarray, group_codes: np.ndarray, shape: tuple[int, int]) -> State:
         """The pane partials of tuples with ``values`` in pane ``pane_codes`` of group ``group_codes``."""
         raise NotImplementedError
 

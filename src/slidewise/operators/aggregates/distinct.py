@@ -18,7 +18,7 @@ from slidewise.operators.aggregates.base import Counts, State, counts, flat_inde
 class Distinct(Counts):
     """``func(DISTINCT x)`` for ``func`` in count, sum, avg; the partial's columns are (group, value) pairs."""
 
-    share_key = "frequencies"   # MEDIAN / QUANTILE too
+    share_key = "frequencies"  # MEDIAN / QUANTILE too
 
     def __init__(self, dtype: np.dtype | None = None, func: str = "count"):
         super().__init__(dtype)

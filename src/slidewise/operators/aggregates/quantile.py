@@ -56,11 +56,11 @@ class Quantile(Distinct):
     def value(self, state):
         cum = state[0]
         windows, width = cum.shape
-        if self.distinct:   # each present value once
+        if self.distinct:  # each present value once
             cum = np.cumsum(np.diff(cum, axis=1, prepend=0) > 0, axis=1, dtype=np.int32)
         bounds = np.searchsorted(self.pair_group, np.arange(self.groups + 1))
         run = np.concatenate([np.zeros((windows, 1), cum.dtype), cum], axis=1)
-        base = run[:, bounds[:-1]]                                  # values before each group
+        base = run[:, bounds[:-1]]  # values before each group
         n = (run[:, bounds[1:]] - base).astype(np.int64)
         empty = n == 0
         if not width:

@@ -7,7 +7,7 @@ import numpy as np
 from slidewise.operators.aggregates.base import Accumulator, Counts, State, counts, flat_index, not_null
 
 #: integer sums are added as float64 weights when every partial sum stays exact
-_EXACT = 2 ** 53
+_EXACT = 2**53
 
 
 class Count(Counts):
@@ -29,7 +29,7 @@ class Sum(Accumulator):
     """``SUM(x)``: (sum, count of values); int64 for integer and boolean input, float64 else; null if no value."""
 
     subtractable = True
-    share_key = "sum"   # AVG too
+    share_key = "sum"  # AVG too
 
     def _type(self) -> np.dtype:
         return np.dtype(np.float64) if self.dtype.kind == "f" else np.dtype(np.int64)
@@ -42,8 +42,7 @@ class Sum(Accumulator):
         size = shape[0] * shape[1]
         n = np.bincount(flat, minlength=size).reshape(shape)
         kind = self._type()
-        if kind.kind == "f" or not len(values) or \
-                int(np.abs(values.astype(np.int64)).max()) * len(values) < _EXACT:
+        if kind.kind == "f" or not len(values) or int(np.abs(values.astype(np.int64)).max()) * len(values) < _EXACT:
             s = np.bincount(flat, weights=values.astype(np.float64), minlength=size).reshape(shape)
             return (s.astype(kind), n.astype(np.int32))
         s = np.zeros(size, np.int64)

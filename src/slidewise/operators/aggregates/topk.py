@@ -36,7 +36,7 @@ class TopK(Distinct):
         keep = flat > 0
         row, col, flat = row[keep], col[keep], flat[keep]
         group = self.pair_group[col]
-        order = np.lexsort((col, -flat, group, row))   # per (window, group): count descending, then value
+        order = np.lexsort((col, -flat, group, row))  # per (window, group): count descending, then value
         row, col, group = row[order], col[order], group[order]
         cell = row * self.groups + group
         start = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])

@@ -18,8 +18,7 @@ import pkgutil
 from slidewise.errors import PlanError
 from slidewise.operators.joins.base import JoinOperator, ResultBuilder
 
-__all__ = ["MODES", "JoinOperator", "ResultBuilder", "algorithms", "by_rank", "get_algorithm", "mode_of",
-           "register", "unregister"]
+__all__ = ["MODES", "JoinOperator", "ResultBuilder", "algorithms", "by_rank", "get_algorithm", "mode_of", "register", "unregister"]
 
 #: the default algorithm: the columnar batch equi-join
 DEFAULT = "columnar"
@@ -53,8 +52,7 @@ def register(cls: type[JoinOperator]) -> type[JoinOperator]:
         raise PlanError(f"{cls.__name__} cannot be registered: it needs a name and every abstract method")
     known = algorithms()
     if known.get(cls.name, cls) is not cls:
-        raise PlanError(f"join algorithm {cls.name!r} is already registered",
-                        hint="pick another name or unregister the old one")
+        raise PlanError(f"join algorithm {cls.name!r} is already registered", hint="pick another name or unregister the old one")
     _registry[cls.name] = cls
     return cls
 
@@ -79,6 +77,5 @@ def mode_of(slide: int | None) -> str:
 
 def by_rank(fact: str, mode: str) -> list[type[JoinOperator]]:
     """Registered algorithms with a rank in ``mode`` under ``fact`` (``preference`` or ``compared``), in rank order."""
-    ranked = [(getattr(cls, fact)[mode], name, cls) for name, cls in algorithms().items()
-              if mode in getattr(cls, fact)]
+    ranked = [(getattr(cls, fact)[mode], name, cls) for name, cls in algorithms().items() if mode in getattr(cls, fact)]
     return [cls for _, _, cls in sorted(ranked, key=lambda e: (e[0], e[1]))]

@@ -85,15 +85,13 @@ class JoinOperator(ABC):
             if fact not in cls.__dict__:
                 setattr(cls, fact, {})
 
-    def __init__(self, query: JoinQuery, *, order: list[int] | None = None,
-                 negatives: bool = False, **options) -> None:
+    def __init__(self, query: JoinQuery, *, order: list[int] | None = None, negatives: bool = False, **options) -> None:
         self.check(query)
         self.query = query
         self.n = query.n
         self.order = list(order) if order is not None else list(range(query.n))
         if sorted(self.order) != list(range(query.n)):
-            raise PlanError(f"join order {self.order} is not a permutation of the {query.n} streams",
-                            hint="list every stream of FROM once, e.g. --order S2,S1,S3")
+            raise PlanError(f"join order {self.order} is not a permutation of the {query.n} streams", hint="list every stream of FROM once, e.g. --order S2,S1,S3")
         self.negatives = negatives
         self.options = options
         self.comparisons = 0
@@ -128,8 +126,7 @@ class JoinOperator(ABC):
 
     def snapshot(self) -> bytes:
         """The running state as bytes (pickle of every attribute but the query)."""
-        return pickle.dumps({k: v for k, v in self.__dict__.items() if k != "query"},
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps({k: v for k, v in self.__dict__.items() if k != "query"}, protocol=pickle.HIGHEST_PROTOCOL)
 
     def load_snapshot(self, data: bytes) -> None:
         """Continue from :meth:`snapshot` of an operator built for the same query and options."""

@@ -107,6 +107,7 @@ class ProbeKey:
 
 def _bound_of(conj: Expr, target: int, source: int):
     """``(attr, op, expr, widen)`` if ``conj`` bounds a column of ``target`` by an expression over ``source``."""
+
     def over_source(e: Expr) -> bool:
         return streams_of(e) <= {source}
 
@@ -134,9 +135,15 @@ def _bound_of(conj: Expr, target: int, source: int):
             found = isolate(conj.right, conj.left, _FLIP[conj.op])
         if found is not None:
             return found
-    if (conj.op in ("<", "<=") and isinstance(conj.left, Func) and conj.left.name == "abs"
-            and len(conj.left.args) == 1 and isinstance(conj.left.args[0], BinOp)
-            and conj.left.args[0].op == "-" and over_source(conj.right)):
+    if (
+        conj.op in ("<", "<=")
+        and isinstance(conj.left, Func)
+        and conj.left.name == "abs"
+        and len(conj.left.args) == 1
+        and isinstance(conj.left.args[0], BinOp)
+        and conj.left.args[0].op == "-"
+        and over_source(conj.right)
+    ):
         x, y = conj.left.args[0].left, conj.left.args[0].right
         for col, other in ((x, y), (y, x)):
             if isinstance(col, Col) and col.stream == target and over_source(other):
@@ -205,8 +212,7 @@ def structure_inputs(query: JoinQuery, options: dict) -> StructureInputs:
     except (TypeError, ValueError):
         rates = ()
     if len(rates) != 2 or not all(r > 0 for r in rates):
-        raise OptionError(f"rates must be two positive numbers, got {options.get('rates')!r}",
-                          hint="e.g. rates=(800, 200) for λ1, λ2")
+        raise OptionError(f"rates must be two positive numbers, got {options.get('rates')!r}", hint="e.g. rates=(800, 200) for λ1, λ2")
     specs = [s.window for s in query.streams]
     keys = (probe_key(query, 0, 1), probe_key(query, 1, 0))
     allowed = tuple({"eq": "NHBT", "range": "NBT"}.get(k.kind, "N") for k in keys)
@@ -227,8 +233,7 @@ class DirectionStats:
 class Side:
     """One window, the structure ``method`` kept on it, and how it is probed."""
 
-    def __init__(self, method: str, spec: WindowSpec, key: ProbeKey, *, buckets: int,
-                 node_size: int) -> None:
+    def __init__(self, method: str, spec: WindowSpec, key: ProbeKey, *, buckets: int, node_size: int) -> None:
         self.method = method
         self.spec = spec
         self.key = key
@@ -296,10 +301,8 @@ class BinaryJoin(NestedLoopJoin):
     """Two-stream window join, one structure per window: ``directions="XY"`` (X on S1, Y on S2)."""
 
     name = "binary"
-    summary = ("binary join, per-direction nested loops / hash / B+tree / T-tree probes "
-               "(Kang, Naughton & Viglas §4)")
-    options_allowed: ClassVar[frozenset[str]] = frozenset(
-        {"directions", "rates", "bucket_size", "buckets", "node_size"})
+    summary = "binary join, per-direction nested loops / hash / B+tree / T-tree probes (Kang, Naughton & Viglas §4)"
+    options_allowed: ClassVar[frozenset[str]] = frozenset({"directions", "rates", "bucket_size", "buckets", "node_size"})
 
     def __init__(self, query: JoinQuery, **kwargs) -> None:
         super().__init__(query, **kwargs)
@@ -308,8 +311,7 @@ class BinaryJoin(NestedLoopJoin):
         self.rates = inputs.rates
         node_size = opts.get("node_size", 100)
         if not isinstance(node_size, int) or node_size < 3:
-            raise OptionError(f"node_size must be an integer >= 3, got {node_size!r}",
-                              hint="the paper uses 100 entries per tree node")
+            raise OptionError(f"node_size must be an integer >= 3, got {node_size!r}", hint="the paper uses 100 entries per tree node")
         self.node_size = node_size
         self.keys = list(inputs.keys)
         self.allowed = list(inputs.allowed)
@@ -317,43 +319,40 @@ class BinaryJoin(NestedLoopJoin):
         directions = opts.get("directions")
         self.directions = self._validate(DEFAULT_DIRECTIONS if directions is None else directions)
         buckets = self._buckets(opts.get("buckets"), opts.get("bucket_size", 10))
-        self.sides = [Side(self.directions[i], self.specs[i], self.keys[i], buckets=buckets[i],
-                           node_size=node_size) for i in range(2)]
+        self.sides = [Side(self.directions[i], self.specs[i], self.keys[i], buckets=buckets[i], node_size=node_size) for i in range(2)]
         self.windows = [s.window for s in self.sides]
 
     @classmethod
     def check(cls, query: JoinQuery) -> None:
         if query.n != 2:
-            raise PlanError(f"binary joins two streams, the query has {query.n}",
-                            hint="use --algorithm hash, hybrid or nlj for multi-way joins")
+            raise PlanError(f"binary joins two streams, the query has {query.n}", hint="use --algorithm hash, hybrid or nlj for multi-way joins")
         cls._require_eager("binary", query)
 
     # -- planning ---------------------------------------------------------------
     def _validate(self, directions) -> str:
-        if not isinstance(directions, str) or len(directions) != 2 or any(
-                c not in METHODS for c in directions.upper()):
-            raise OptionError(f"directions must be two letters of N, H, B, T, got {directions!r}",
-                              hint="e.g. directions=TH: T-tree on the first window, hash on the second")
+        if not isinstance(directions, str) or len(directions) != 2 or any(c not in METHODS for c in directions.upper()):
+            raise OptionError(
+                f"directions must be two letters of N, H, B, T, got {directions!r}", hint="e.g. directions=TH: T-tree on the first window, hash on the second"
+            )
         directions = directions.upper()
         names = self.query.aliases
         for i, m in enumerate(directions):
             if m not in self.allowed[i]:
                 need = "an equality" if m == "H" else "an equality or a range predicate"
-                raise PlanError(f"binary: {m} on window {names[i]} needs {need} between "
-                                f"{names[i]} and {names[1 - i]}",
-                                hint=f"use one of {', '.join(self.allowed[i])} for window {names[i]}")
+                raise PlanError(
+                    f"binary: {m} on window {names[i]} needs {need} between {names[i]} and {names[1 - i]}",
+                    hint=f"use one of {', '.join(self.allowed[i])} for window {names[i]}",
+                )
         return directions
 
     def _buckets(self, buckets, bucket_size) -> list[int]:
         if buckets is None:
             if not isinstance(bucket_size, (int, float)) or bucket_size <= 0:
-                raise OptionError(f"bucket_size must be positive, got {bucket_size!r}",
-                                  hint="the paper uses 10 tuples per hash bucket")
+                raise OptionError(f"bucket_size must be positive, got {bucket_size!r}", hint="the paper uses 10 tuples per hash bucket")
             return [max(1, math.ceil(w / bucket_size)) for w in self.windows_est]
         counts = [buckets] * 2 if isinstance(buckets, int) else list(buckets)
         if len(counts) != 2 or not all(isinstance(b, int) and 1 <= b <= MAX_BUCKETS for b in counts):
-            raise OptionError(f"buckets must be an int from 1 to {MAX_BUCKETS} or two of them, got {buckets!r}",
-                              hint="e.g. buckets=64 or buckets=[500, 50]")
+            raise OptionError(f"buckets must be an int from 1 to {MAX_BUCKETS} or two of them, got {buckets!r}", hint="e.g. buckets=64 or buckets=[500, 50]")
         return counts
 
     # -- processing ---------------------------------------------------------------
@@ -404,10 +403,18 @@ class BinaryJoin(NestedLoopJoin):
         out = []
         for j in (0, 1):
             s = self.sides[j].stats
-            out.append({"direction": f"{names[1 - j]}->{names[j]}", "window": names[j],
-                        "method": self.directions[j], "probes": s.probes, "inserts": s.inserts,
-                        "invalidations": s.invalidations, "updates": s.inserts + s.invalidations,
-                        "comparisons": s.comparisons})
+            out.append(
+                {
+                    "direction": f"{names[1 - j]}->{names[j]}",
+                    "window": names[j],
+                    "method": self.directions[j],
+                    "probes": s.probes,
+                    "inserts": s.inserts,
+                    "invalidations": s.invalidations,
+                    "updates": s.inserts + s.invalidations,
+                    "comparisons": s.comparisons,
+                }
+            )
         return out
 
     def state_tuples(self) -> int:

@@ -105,8 +105,7 @@ class ColumnarJoin(JoinOperator):
     def __init__(self, query: JoinQuery, **kwargs) -> None:
         super().__init__(query, **kwargs)
         if self.negatives and query.has_count_windows:
-            raise PlanError("the columnar join does not produce negative tuples for count windows",
-                            hint="use --algorithm nlj")
+            raise PlanError("the columnar join does not produce negative tuples for count windows", hint="use --algorithm nlj")
         keys = query.key_columns()
         assert keys is not None
         self.windows = [SortedWindow(s.window, k) for s, k in zip(query.streams, keys)]
@@ -129,8 +128,9 @@ class ColumnarJoin(JoinOperator):
     @classmethod
     def check(cls, query: JoinQuery) -> None:
         if query.key_columns() is None:
-            raise PlanError("the columnar join needs every stream equi-joined on one common attribute",
-                            hint="use --algorithm hybrid or --algorithm nlj for other join graphs")
+            raise PlanError(
+                "the columnar join needs every stream equi-joined on one common attribute", hint="use --algorithm hybrid or --algorithm nlj for other join graphs"
+            )
 
     # ------------------------------------------------------------------ driver
 
@@ -186,16 +186,13 @@ class ColumnarJoin(JoinOperator):
         out: list[StreamBatch | None] = [None] * self.n
         for b in chunk:
             if not all(isinstance(v, np.ndarray) for v in b.cols.values()):
-                b = StreamBatch(b.stream, b.pos, b.ts, {c: np.asarray(v) for c, v in b.cols.items()},
-                                b.sign)
+                b = StreamBatch(b.stream, b.pos, b.ts, {c: np.asarray(v) for c, v in b.cols.items()}, b.sign)
             w = self.windows[b.stream]
             for attr in (w.key, w.partition):
                 if len(b) and attr not in (None, "ts") and attr not in b.cols:
-                    raise ExecutionError(f"stream {self.query.aliases[b.stream]} has no column {attr!r}",
-                                         hint=f"its columns are {sorted(b.cols)}")
+                    raise ExecutionError(f"stream {self.query.aliases[b.stream]} has no column {attr!r}", hint=f"its columns are {sorted(b.cols)}")
             out[b.stream] = b
-        return [b if b is not None else StreamBatch.empty(i, self.windows[i].names or [])
-                for i, b in enumerate(out)]
+        return [b if b is not None else StreamBatch.empty(i, self.windows[i].names or []) for i, b in enumerate(out)]
 
     # ------------------------------------------------------------------ core
 
@@ -215,8 +212,7 @@ class ColumnarJoin(JoinOperator):
             keep = _all_true(self.pushed[i], b) if self.pushed[i] and len(b) else None
             fresh.append(wins[i].admit(b, keep))
 
-        codes = dense_codes([w.key_values() for w in wins] +
-                            [SortedWindow.fresh_key(f, w.key) for f, w in zip(fresh, wins)])
+        codes = dense_codes([w.key_values() for w in wins] + [SortedWindow.fresh_key(f, w.key) for f, w in zip(fresh, wins)])
         scodes, ncodes = codes[:n], codes[n:]
 
         # all new rows, globally in (code, pos) order; each stream's rows keep that order
@@ -245,10 +241,8 @@ class ColumnarJoin(JoinOperator):
                 ok = _all_true(self.origin_filters[o], fresh[o])[q]
                 q, g, at = q[ok], g[ok], at[ok]
             if len(q):
-                before = [g if n == 2 else new_before[i][g] if new_before[i] is not None else None
-                          for i in range(n)]
-                probes.append(self._probe(o, q, at, ncodes[o][q], before, fresh, merged, state_le,
-                                          n_codes))
+                before = [g if n == 2 else new_before[i][g] if new_before[i] is not None else None for i in range(n)]
+                probes.append(self._probe(o, q, at, ncodes[o][q], before, fresh, merged, state_le, n_codes))
         results = self._expand(merged, probes, pmin, pmax)
 
         for i in range(n):
@@ -395,6 +389,7 @@ class ColumnarJoin(JoinOperator):
 
 def _all_true(filters: list[Expr], rows) -> np.ndarray:
     """Rows (a StreamBatch or Fresh) passing every single-stream filter in ``filters``."""
+
     def get(_stream: int, attr: str):
         return rows.ts if attr == "ts" else rows.cols[attr]
 
@@ -449,6 +444,4 @@ def _concat(batches: list[StreamBatch], stream: int) -> StreamBatch:
         for p in parts[1:]:
             col = cat(col, p.cols[c])
         cols[c] = col
-    return StreamBatch(stream, np.concatenate([p.pos for p in parts]),
-                       np.concatenate([p.ts for p in parts]), cols,
-                       np.concatenate([p.sign for p in parts]))
+    return StreamBatch(stream, np.concatenate([p.pos for p in parts]), np.concatenate([p.ts for p in parts]), cols, np.concatenate([p.sign for p in parts]))

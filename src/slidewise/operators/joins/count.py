@@ -69,14 +69,13 @@ class CountJoin(BucketProbeJoin):
     def check(cls, query: JoinQuery) -> None:
         time_windows = [s.alias for s in query.streams if not s.window.is_count]
         if time_windows:
-            raise PlanError(f"count joins count-based windows only; {', '.join(time_windows)} "
-                            f"have time-based windows",
-                            hint="use --algorithm hash or hybrid (time and count windows), or nlj")
+            raise PlanError(
+                f"count joins count-based windows only; {', '.join(time_windows)} have time-based windows",
+                hint="use --algorithm hash or hybrid (time and count windows), or nlj",
+            )
 
     def _lazy_interval(self) -> int | None:
         slide = self.options.get("slide")
-        if slide is not None and (not isinstance(slide, int) or isinstance(slide, bool)
-                                  or slide < 1):
-            raise OptionError(f"slide must be a positive integer, got {slide!r}",
-                              hint="e.g. slide=10 (re-evaluate every 10 time units)")
+        if slide is not None and (not isinstance(slide, int) or isinstance(slide, bool) or slide < 1):
+            raise OptionError(f"slide must be a positive integer, got {slide!r}", hint="e.g. slide=10 (re-evaluate every 10 time units)")
         return slide

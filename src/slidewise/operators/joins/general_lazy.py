@@ -67,9 +67,10 @@ class GeneralLazyNLJ(LazyNestedLoopJoin):
         for origin, order in given.items():
             i, order = idx(origin), [idx(s) for s in order]
             if sorted(order) != list(range(self.n)) or i not in range(self.n):
-                raise PlanError(f"join order {order} for origin {origin} is not a permutation "
-                                f"of the {self.n} streams",
-                                hint="list every stream of FROM once, e.g. orders={0: [1, 0, 2]}")
+                raise PlanError(
+                    f"join order {order} for origin {origin} is not a permutation of the {self.n} streams",
+                    hint="list every stream of FROM once, e.g. orders={0: [1, 0, 2]}",
+                )
             orders[i] = order
         return orders
 
@@ -87,8 +88,7 @@ class GeneralLazyNLJ(LazyNestedLoopJoin):
                 self._loop(levels, 0, [None] * self.n, None, i, arrived[i], out)
         self.purge(now if restore else now + self.slide)
 
-    def _loop(self, levels: list[Level], depth: int, members: list, k: Tup | None,
-              origin: int, new: list[Tup], out: ResultBuilder) -> None:
+    def _loop(self, levels: list[Level], depth: int, members: list, k: Tup | None, origin: int, new: list[Tup], out: ResultBuilder) -> None:
         """Loops of ``O_origin`` from ``depth``; ``k`` is the new tuple once its loop is entered."""
         if depth == len(levels):
             out.add(list(members), ts=k.ts)

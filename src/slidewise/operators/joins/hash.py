@@ -93,8 +93,7 @@ def default_buckets(spec: WindowSpec) -> int:
     return max(1, min(spec.size, MAX_DEFAULT_BUCKETS))
 
 
-def probe_candidates(levels_by_origin: dict[int, list[Level]],
-                     n: int) -> list[dict[int, list[str]]]:
+def probe_candidates(levels_by_origin: dict[int, list[Level]], n: int) -> list[dict[int, list[str]]]:
     """Per stream ``j``: ``{origin: [attrs of j equated with a column bound before j]}``."""
     out: list[dict[int, list[str]]] = [{} for _ in range(n)]
     for origin, levels in levels_by_origin.items():
@@ -104,8 +103,7 @@ def probe_candidates(levels_by_origin: dict[int, list[Level]],
     return out
 
 
-def hash_attributes(query: JoinQuery, levels_by_origin: dict[int, list[Level]],
-                    *, all_hashed: bool, algorithm: str) -> list[str | None]:
+def hash_attributes(query: JoinQuery, levels_by_origin: dict[int, list[Level]], *, all_hashed: bool, algorithm: str) -> list[str | None]:
     """The attribute each window is hashed on (``None``: not hashed, scanned).
 
     ``all_hashed``: every window must be probed through its buckets by every
@@ -127,10 +125,9 @@ def hash_attributes(query: JoinQuery, levels_by_origin: dict[int, list[Level]],
             order = ", ".join(names[s.stream] for s in levels_by_origin[origin])
             if not attrs:
                 raise PlanError(
-                    f"{algorithm}: for arrivals on {names[origin]} (probe order {order}) window "
-                    f"{names[j]} is not equi-joined with a stream probed before it",
-                    hint="use --algorithm hybrid (scans such windows) or nlj, or a join order "
-                         "where every window follows a stream it is equi-joined with")
+                    f"{algorithm}: for arrivals on {names[origin]} (probe order {order}) window {names[j]} is not equi-joined with a stream probed before it",
+                    hint="use --algorithm hybrid (scans such windows) or nlj, or a join order where every window follows a stream it is equi-joined with",
+                )
             common = attrs if common is None else [a for a in common if a in attrs]
         if common == []:
             probed = sorted({a for attrs in per_origin.values() for a in attrs})
@@ -138,7 +135,8 @@ def hash_attributes(query: JoinQuery, levels_by_origin: dict[int, list[Level]],
                 f"{algorithm}: window {names[j]} is probed on different attributes "
                 f"({', '.join(probed)}) depending on the arriving stream; one hash table per "
                 f"window cannot serve them all",
-                hint="use --algorithm hybrid (hashes one attribute, scans otherwise) or nlj")
+                hint="use --algorithm hybrid (hashes one attribute, scans otherwise) or nlj",
+            )
         keys.append(common[0] if common else None)
     return keys
 
@@ -189,37 +187,29 @@ class BucketProbeJoin(NestedLoopJoin):
     evaluation: ClassVar[str] = "eager"
     options_allowed: ClassVar[frozenset[str]] = frozenset({"buckets", "expire_every"})
 
-    def __init__(self, query: JoinQuery, *, order: list[int] | None = None,
-                 negatives: bool = False, **options) -> None:
+    def __init__(self, query: JoinQuery, *, order: list[int] | None = None, negatives: bool = False, **options) -> None:
         unknown = sorted(set(options) - self.options_allowed)
         if unknown:
-            raise OptionError(f"unknown option(s) for {self.name}: {', '.join(unknown)}",
-                              hint=f"{self.name} accepts {', '.join(sorted(self.options_allowed))}")
+            raise OptionError(f"unknown option(s) for {self.name}: {', '.join(unknown)}", hint=f"{self.name} accepts {', '.join(sorted(self.options_allowed))}")
         super().__init__(query, order=order, negatives=negatives, **options)
         self.slide = self._lazy_interval()
         self.lazy = self.slide is not None
         self.restore = query.restore
         if self.negatives and self.lazy:
-            raise PlanError(f"{self.name}: negative tuples need eager evaluation",
-                            hint="drop SLIDE (or the slide option) to get retractions")
+            raise PlanError(f"{self.name}: negative tuples need eager evaluation", hint="drop SLIDE (or the slide option) to get retractions")
         expire_every = options.get("expire_every")
         if expire_every is not None and (not isinstance(expire_every, int) or expire_every < 1):
-            raise OptionError(f"expire_every must be a positive integer, got {expire_every!r}",
-                              hint="e.g. expire_every=10 (time units)")
-        self.keys = hash_attributes(query, self.levels, all_hashed=self.all_hashed,
-                                    algorithm=self.name)
+            raise OptionError(f"expire_every must be a positive integer, got {expire_every!r}", hint="e.g. expire_every=10 (time units)")
+        self.keys = hash_attributes(query, self.levels, all_hashed=self.all_hashed, algorithm=self.name)
         counts = self._bucket_counts(options.get("buckets"))
-        self.windows = [HashWindow(spec, counts[i], self.keys[i],
-                                   expire_every=None if self.lazy else expire_every,
-                                   retain=self.lazy)
-                        for i, spec in enumerate(self.specs)]
+        self.windows = [
+            HashWindow(spec, counts[i], self.keys[i], expire_every=None if self.lazy else expire_every, retain=self.lazy) for i, spec in enumerate(self.specs)
+        ]
         #: windows whose probes must check membership (stale or newer tuples inside)
-        self.checked = [self.lazy or (expire_every is not None and not s.is_count)
-                        for s in self.specs]
+        self.checked = [self.lazy or (expire_every is not None and not s.is_count) for s in self.specs]
         #: checked time windows: their probes read the run of members valid for the origin
         self.sliced = [c and not s.is_count for c, s in zip(self.checked, self.specs)]
-        self.probes = {o: [self._probe_source(level) for level in levels]
-                       for o, levels in self.levels.items()}
+        self.probes = {o: [self._probe_source(level) for level in levels] for o, levels in self.levels.items()}
         self.retractions = Retractions(query) if self.negatives else None
         self.pending: deque[Tup] = deque()
         self.out = ResultBuilder(query)
@@ -254,12 +244,10 @@ class BucketProbeJoin(NestedLoopJoin):
         else:
             counts = list(buckets)
             if len(counts) != self.n:
-                raise OptionError(f"buckets lists {len(counts)} counts for {self.n} streams",
-                                  hint="give one int for all windows or one per stream in FROM")
+                raise OptionError(f"buckets lists {len(counts)} counts for {self.n} streams", hint="give one int for all windows or one per stream in FROM")
         for b in counts:
             if not isinstance(b, int) or isinstance(b, bool) or not 1 <= b <= MAX_BUCKETS:
-                raise OptionError(f"bucket counts must be integers from 1 to {MAX_BUCKETS}, got {b!r}",
-                                  hint="e.g. buckets=8 or buckets=[8, 8, 2]")
+                raise OptionError(f"bucket counts must be integers from 1 to {MAX_BUCKETS}, got {b!r}", hint="e.g. buckets=8 or buckets=[8, 8, 2]")
         return [b if key is not None else 1 for b, key in zip(counts, self.keys)]
 
     def _probe_source(self, level: Level) -> tuple[int, str] | None:
@@ -314,8 +302,7 @@ class BucketProbeJoin(NestedLoopJoin):
         if self.passes(levels[0], members):
             self._loop(levels, self.probes[k.stream], 1, members, k, now)
 
-    def _loop(self, levels: list[Level], probes: list, depth: int, members: list,
-              k: Tup, now: int | None) -> None:
+    def _loop(self, levels: list[Level], probes: list, depth: int, members: list, k: Tup, now: int | None) -> None:
         if depth == len(levels):
             result = list(members)
             self.out.add(result, ts=k.ts)
@@ -359,8 +346,7 @@ def check_hashable(query: JoinQuery, algorithm: str) -> None:
     (In a random search over 3- and 4-way joins on two attributes, no query
     was hashable in some order but not in FROM order.)
     """
-    hash_attributes(query, levels_for(query, list(range(query.n))), all_hashed=True,
-                    algorithm=algorithm)
+    hash_attributes(query, levels_for(query, list(range(query.n))), all_hashed=True, algorithm=algorithm)
 
 
 class HashJoin(BucketProbeJoin):
@@ -374,9 +360,9 @@ class HashJoin(BucketProbeJoin):
     @classmethod
     def check(cls, query: JoinQuery) -> None:
         if query.slide:
-            raise PlanError(f"hash evaluates eagerly but the query asks for lazy re-evaluation "
-                            f"every {query.slide} (SLIDE)",
-                            hint="use --algorithm hash-lazy, or drop SLIDE")
+            raise PlanError(
+                f"hash evaluates eagerly but the query asks for lazy re-evaluation every {query.slide} (SLIDE)", hint="use --algorithm hash-lazy, or drop SLIDE"
+            )
         check_hashable(query, cls.name)
 
 
@@ -394,7 +380,5 @@ class LazyHashJoin(BucketProbeJoin):
     @classmethod
     def check(cls, query: JoinQuery) -> None:
         if not query.slide:
-            raise PlanError("hash-lazy evaluates lazily and needs a re-evaluation interval",
-                            hint="declare [RANGE T SLIDE D] on the windows, "
-                                 "or use --algorithm hash")
+            raise PlanError("hash-lazy evaluates lazily and needs a re-evaluation interval", hint="declare [RANGE T SLIDE D] on the windows, or use --algorithm hash")
         check_hashable(query, cls.name)

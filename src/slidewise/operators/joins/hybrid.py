@@ -64,6 +64,5 @@ class HybridJoin(BucketProbeJoin):
 
     def _lazy_interval(self) -> int | None:
         if self.query.slide and self.options.get("expire_every") is not None:
-            raise OptionError("expire_every applies to eager evaluation only",
-                              hint="with SLIDE the windows are purged at every evaluation")
+            raise OptionError("expire_every applies to eager evaluation only", hint="with SLIDE the windows are purged at every evaluation")
         return self.query.slide

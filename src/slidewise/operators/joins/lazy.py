@@ -64,8 +64,7 @@ class LazyNestedLoopJoin(NestedLoopJoin):
     @staticmethod
     def _require_lazy(cls_name: str, query: JoinQuery) -> None:
         if not query.slide:
-            raise PlanError(f"{cls_name} evaluates lazily and needs a re-evaluation interval",
-                            hint="declare [RANGE T SLIDE D] on the windows, or use --algorithm nlj")
+            raise PlanError(f"{cls_name} evaluates lazily and needs a re-evaluation interval", hint="declare [RANGE T SLIDE D] on the windows, or use --algorithm nlj")
 
     def _key_attrs(self, i: int) -> tuple[str, ...]:
         cols: set[str] = set()
@@ -214,9 +213,9 @@ class LazyNLJ(GroupedLazyJoin):
     def check(cls, query: JoinQuery) -> None:
         cls._require_lazy("lazy", query)
         if query.restore:
-            raise PlanError("lazy implements no-restore semantics, but the query asks for restore "
-                            "semantics (ISTREAM_RESTORE)",
-                            hint="use --algorithm lazy-restore (or general-lazy)")
+            raise PlanError(
+                "lazy implements no-restore semantics, but the query asks for restore semantics (ISTREAM_RESTORE)", hint="use --algorithm lazy-restore (or general-lazy)"
+            )
 
     def before(self, now: int) -> None:
         self.purge(now)
@@ -238,4 +237,5 @@ class LazyNLJ(GroupedLazyJoin):
                 if all(self.count_valid(members[c], origin) for c in counts if c != origin.stream):
                     out.add(list(members), ts=origin.ts)
             members[i] = group[0]
+
         return emit

@@ -45,8 +45,7 @@ class LazyExpirationNLJ(EagerNLJ):
             lengths = [s.window.length for s in self.query.streams if not s.window.is_count]
             every = max(1, min(lengths, default=1))
         if not isinstance(every, int) or every < 1:
-            raise OptionError(f"expire_every must be a positive integer, got {every!r}",
-                              hint="pass e.g. expire_every=10")
+            raise OptionError(f"expire_every must be a positive integer, got {every!r}", hint="pass e.g. expire_every=10")
         return every
 
     def process(self, chunk: list[StreamBatch]) -> ResultBatch:

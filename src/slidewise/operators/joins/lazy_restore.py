@@ -61,6 +61,7 @@ class LazyRestoreNLJ(GroupedLazyJoin):
         def valid(u: Tup) -> bool:
             spec = specs[u.stream]
             return spec.is_count or u.ts + spec.length >= mints
+
         return valid
 
     def leaf(self, i: int, group: list[Tup], out: ResultBuilder) -> Callable[[list], None]:
@@ -72,4 +73,5 @@ class LazyRestoreNLJ(GroupedLazyJoin):
                 if all(self.valid(m, origin) for m in members if m is not origin):
                     out.add(list(members), ts=origin.ts)
             members[i] = group[0]
+
         return emit

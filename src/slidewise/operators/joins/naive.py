@@ -47,8 +47,7 @@ class NaiveNLJ(LazyNestedLoopJoin):
     @classmethod
     def check(cls, query: JoinQuery) -> None:
         if query.slide and query.has_count_windows:
-            raise PlanError("the lazy naive NLJ supports time windows only",
-                            hint="use --algorithm lazy or lazy-restore for count windows with SLIDE")
+            raise PlanError("the lazy naive NLJ supports time windows only", hint="use --algorithm lazy or lazy-restore for count windows with SLIDE")
 
     def __init__(self, query: JoinQuery, **kwargs) -> None:
         super().__init__(query, **kwargs)
@@ -76,8 +75,7 @@ class NaiveNLJ(LazyNestedLoopJoin):
                     out.add(list(members))
         self.purge(now)
 
-    def _plan(self, depth: int, members: list, new_stream: int,
-              new: Iterable[Tup]) -> Iterator[list]:
+    def _plan(self, depth: int, members: list, new_stream: int, new: Iterable[Tup]) -> Iterator[list]:
         """Results of ``o_depth ⋈ (... ⋈ o_n)``; the inner join is re-run for every outer tuple."""
         level = self.naive_levels[depth]
         s = level.stream

@@ -108,8 +108,7 @@ def compile_levels(query: JoinQuery, seq: list[int]) -> list[Level]:
                 eqs += [(a, s, mine[0]) for a in mine[1:]]
         before = set(bound)
         bound[s] = depth
-        filters = tuple(f for f in query.filters_within(set(bound))
-                        if depth == 0 or not streams_of(f) <= before)
+        filters = tuple(f for f in query.filters_within(set(bound)) if depth == 0 or not streams_of(f) <= before)
         levels.append(Level(s, tuple(eqs), filters))
     return levels
 
@@ -135,14 +134,13 @@ class NestedLoopJoin(JoinOperator):
         unknown = sorted(set(self.options) - self.options_allowed)
         if unknown:
             accepted = ", ".join(sorted(self.options_allowed)) or "no options"
-            raise OptionError(f"unknown option(s) for {self.name}: {', '.join(unknown)}",
-                              hint=f"{self.name} accepts {accepted}")
+            raise OptionError(f"unknown option(s) for {self.name}: {', '.join(unknown)}", hint=f"{self.name} accepts {accepted}")
         if self.negatives and not self.supports_negatives:
-            raise PlanError(f"algorithm {self.name!r} does not produce negative tuples (retractions)",
-                            hint="run without negative tuples, or choose an algorithm that emits them")
+            raise PlanError(
+                f"algorithm {self.name!r} does not produce negative tuples (retractions)", hint="run without negative tuples, or choose an algorithm that emits them"
+            )
         self.specs = [s.window for s in query.streams]
-        self.windows = [make_window(query, i, expire_every=self._expire_every())
-                        for i in range(self.n)]
+        self.windows = [make_window(query, i, expire_every=self._expire_every()) for i in range(self.n)]
         #: probe levels per origin stream, for the order origin first then the global order
         self.levels = {i: compile_levels(query, self.origin_order(i)) for i in range(self.n)}
 
@@ -153,9 +151,10 @@ class NestedLoopJoin(JoinOperator):
     @staticmethod
     def _require_eager(cls_name: str, query: JoinQuery) -> None:
         if query.slide:
-            raise PlanError(f"{cls_name} evaluates eagerly but the query asks for lazy "
-                            f"re-evaluation every {query.slide} (SLIDE)",
-                            hint="use --algorithm lazy, lazy-restore or general-lazy, or drop SLIDE")
+            raise PlanError(
+                f"{cls_name} evaluates eagerly but the query asks for lazy re-evaluation every {query.slide} (SLIDE)",
+                hint="use --algorithm lazy, lazy-restore or general-lazy, or drop SLIDE",
+            )
 
     # -- predicate checks (counted) ----------------------------------------
     def passes(self, level: Level, members: list) -> bool:
@@ -166,16 +165,17 @@ class NestedLoopJoin(JoinOperator):
             if u.get(attr) != members[other].get(oattr):
                 return False
         if level.filters:
+
             def get(s: int, a: str):
                 return members[s].get(a)
+
             for f in level.filters:
                 self.comparisons += 1
                 if not evaluate(f, get):
                     return False
         return True
 
-    def probe(self, levels: list[Level], depth: int, members: list,
-              emit: Callable[[list], None], valid: Callable[[Tup], bool] | None = None) -> None:
+    def probe(self, levels: list[Level], depth: int, members: list, emit: Callable[[list], None], valid: Callable[[Tup], bool] | None = None) -> None:
         """Nested loops over ``self.windows`` for ``levels[depth:]``; ``emit`` each full match.
 
         ``valid`` (not counted) filters scanned tuples before the predicates,

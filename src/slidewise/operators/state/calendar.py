@@ -59,18 +59,16 @@ class CalendarQueue:
 
     def __init__(self, partitions: int = 10, width: int | None = None):
         if int(partitions) < 1:
-            raise PlanError(f"a calendar queue needs at least one partition, got {partitions}",
-                            hint="use e.g. --partitions 10 (the thesis tests 10 and 50)")
+            raise PlanError(f"a calendar queue needs at least one partition, got {partitions}", hint="use e.g. --partitions 10 (the thesis tests 10 and 50)")
         if width is not None and int(width) < 1:
-            raise PlanError(f"calendar partition width must be positive, got {width}",
-                            hint="leave it unset to derive it from the first row's lifetime")
+            raise PlanError(f"calendar partition width must be positive, got {width}", hint="leave it unset to derive it from the first row's lifetime")
         self.partitions = int(partitions)
         self.width = None if width is None else int(width)
         self._buckets: list[list] = [[] for _ in range(self.partitions)]
-        self._sorted = [False] * self.partitions   # bucket sorted by exp (due rows first)
-        self._lo = [NO_EXP] * self.partitions      # lower bound of the exps in each partition
-        self._hi = [-1] * self.partitions          # upper bound
-        self._next = NO_EXP                        # lower bound of every finite exp held
+        self._sorted = [False] * self.partitions  # bucket sorted by exp (due rows first)
+        self._lo = [NO_EXP] * self.partitions  # lower bound of the exps in each partition
+        self._hi = [-1] * self.partitions  # upper bound
+        self._next = NO_EXP  # lower bound of every finite exp held
         self._never: list = []
         self._n = 0
 

@@ -57,7 +57,7 @@ class HashStore:
     def __init__(self, key=None):
         self.key = key
         self._index: dict = {}
-        self.index_get = self._index.get   # key -> bucket or None, without a method call in between
+        self.index_get = self._index.get  # key -> bucket or None, without a method call in between
         self._n = 0
 
     def _key(self, vals):
@@ -138,7 +138,7 @@ class ScanStore(HashStore):
 
     def __init__(self, key=None):
         super().__init__(key)
-        self._min_exp = NO_EXP   # lower bound: no scan while nothing can be due
+        self._min_exp = NO_EXP  # lower bound: no scan while nothing can be due
 
     def insert(self, row) -> None:
         super().insert(row)
@@ -184,7 +184,7 @@ class FifoStore(HashStore):
     def __init__(self, key=None):
         super().__init__(key)
         self._queue: deque = deque()
-        self._dead: dict = {}    # rows deleted early, skipped when they reach the head
+        self._dead: dict = {}  # rows deleted early, skipped when they reach the head
 
     def _new_bucket(self, row):
         return deque((row,))
@@ -198,7 +198,7 @@ class FifoStore(HashStore):
         if not q or q[-1][2] <= exp:
             q.append(row)
             return
-        i = len(q) - 1                      # out of order (e.g. mixed window lengths)
+        i = len(q) - 1  # out of order (e.g. mixed window lengths)
         while i >= 0 and q[i][2] > exp:
             i -= 1
         q.insert(i + 1, row)
@@ -249,7 +249,7 @@ class CalendarStore(HashStore):
 
     def insert(self, row) -> None:
         if not self.indexed:
-            self.calendar.insert(row)          # NO_EXP rows: kept aside by the calendar
+            self.calendar.insert(row)  # NO_EXP rows: kept aside by the calendar
             self._n += 1
             return
         super().insert(row)

@@ -46,8 +46,7 @@ class _Buffer:
         keep = slice(self.start, None)
         self.pos = np.concatenate([self.pos[keep], batch.pos])
         self.ts = np.concatenate([self.ts[keep], batch.ts])
-        self.cols = {k: np.concatenate([self.cols[k][keep], v]) if k in self.cols else v
-                     for k, v in batch.cols.items()}
+        self.cols = {k: np.concatenate([self.cols[k][keep], v]) if k in self.cols else v for k, v in batch.cols.items()}
         self.start = 0
 
     def __len__(self) -> int:
@@ -95,7 +94,7 @@ class MWJoin:
 
     def _arrive(self, pos: int, stream: int, ts: int) -> ResultBatch | None:
         bufs = self.buffers
-        for j, b in enumerate(bufs):            # Mode 1: the removal rule
+        for j, b in enumerate(bufs):  # Mode 1: the removal rule
             b.start = max(b.start, int(np.searchsorted(b.ts, ts - self.reach[j], "left")))
         me = bufs[stream]
         own = int(np.searchsorted(me.pos, pos))
@@ -103,7 +102,7 @@ class MWJoin:
         lo = {j: np.full(1, ts - self.d[j][stream]) for j in range(self.n)}
         hi = {j: np.full(1, ts + self.d[stream][j]) for j in range(self.n)}
         rows = 1
-        for j in self.orders[stream][1:]:       # Mode 2: enumeration inside the period
+        for j in self.orders[stream][1:]:  # Mode 2: enumeration inside the period
             b = bufs[j]
             end = int(np.searchsorted(b.pos, pos))
             first = np.maximum(np.searchsorted(b.ts[:end], lo[j], "left"), b.start)
@@ -119,15 +118,17 @@ class MWJoin:
             idx = {k: v[take] for k, v in idx.items()}
             idx[j] = picked
             t_j = b.ts[picked]
-            for k in range(self.n):             # shrink every partial combination's period
+            for k in range(self.n):  # shrink every partial combination's period
                 lo[k] = np.maximum(lo[k][take], t_j - self.d[k][j])
                 hi[k] = np.minimum(hi[k][take], t_j + self.d[j][k])
         members = np.stack([bufs[k].pos[idx[k]] for k in range(self.n)], axis=1)
         member_ts = [bufs[k].ts[idx[k]] for k in range(self.n)]
         ok = np.ones(rows, bool)
         if self.predicates:
+
             def get(s: int, attr: str):
                 return member_ts[s] if attr == "ts" else bufs[s].cols[attr][idx[s]]
+
             for p in self.predicates:
                 ok &= np.broadcast_to(np.asarray(evaluate(p, get), bool), ok.shape)
         if not ok.any():

@@ -50,7 +50,7 @@ __all__ = ["FORMATS", "TS_UNITS", "RawChunk", "Source", "open_source"]
 
 # Text-file block sizes. The text readers look them up here on each use, so
 # setting them on this package (as tests do) takes effect.
-_SAMPLE_BYTES = 1 << 20   # text files: schema and timestamp unit are inferred from this much
+_SAMPLE_BYTES = 1 << 20  # text files: schema and timestamp unit are inferred from this much
 _MIN_BLOCK, _MAX_BLOCK = 1 << 20, 64 << 20  # bytes parsed per pyarrow call
-_MAX_ROW_BYTES = 64 << 20   # CSV records longer than this are rejected, not read
+_MAX_ROW_BYTES = 64 << 20  # CSV records longer than this are rejected, not read
 _PRESCAN_BYTES = 512 << 20  # text files: integer columns are checked for missing values this far

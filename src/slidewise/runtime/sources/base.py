@@ -11,8 +11,7 @@ import pyarrow as pa
 from slidewise.errors import SourceError
 from slidewise.runtime.rejects import rows_as_text
 
-_KIND_DTYPE = {"int": np.dtype(np.int64), "float": np.dtype(np.float64), "bool": np.dtype(np.bool_),
-               "str": np.dtype(object)}
+_KIND_DTYPE = {"int": np.dtype(np.int64), "float": np.dtype(np.float64), "bool": np.dtype(np.bool_), "str": np.dtype(object)}
 _KIND_ARROW = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
 
 
@@ -34,10 +33,10 @@ class RawChunk:
 
 @dataclass
 class _Info:
-    names: list[str]                 # all columns in order, ts included
-    kinds: dict[str, str]            # inferred kind per column (ts excluded)
-    ts_type: pa.DataType | None      # arrow type of the ts column as read
-    ts_sample: pa.Array | None       # sample of ts values (for unit detection and checks)
+    names: list[str]  # all columns in order, ts included
+    kinds: dict[str, str]  # inferred kind per column (ts excluded)
+    ts_type: pa.DataType | None  # arrow type of the ts column as read
+    ts_sample: pa.Array | None  # sample of ts values (for unit detection and checks)
 
 
 @dataclass
@@ -46,9 +45,9 @@ class _Block:
 
     table: pa.Table
     lines: np.ndarray
-    raw: object          # callable: row indices -> pa.Array of row texts
-    malformed: int = 0   # rows already rejected by the reader
-    bad: tuple | None = None   # (mask, reasons) of rows the reader found bad but kept for line alignment
+    raw: object  # callable: row indices -> pa.Array of row texts
+    malformed: int = 0  # rows already rejected by the reader
+    bad: tuple | None = None  # (mask, reasons) of rows the reader found bad but kept for line alignment
 
 
 def _table_block(table: pa.Table, rows_before: int) -> _Block:
@@ -61,6 +60,7 @@ def _table_texts(table: pa.Table):
     def texts(idx: np.ndarray) -> pa.Array:
         sub = table.take(pa.array(idx, pa.int64()))
         return rows_as_text({c: sub.column(c).to_numpy(zero_copy_only=False) for c in sub.column_names})
+
     return texts
 
 
@@ -71,18 +71,15 @@ def _one_line(e: BaseException) -> str:
 
 def _unreadable(file: str, e: BaseException) -> SourceError:
     """A pyarrow or decoding failure, as a one-line error (never a pyarrow traceback)."""
-    return SourceError(f"cannot read: {_one_line(e)}", location=file,
-                       hint="check the file's format and encoding (UTF-8)")
+    return SourceError(f"cannot read: {_one_line(e)}", location=file, hint="check the file's format and encoding (UTF-8)")
 
 
 def _missing_ts(file: str, names: list[str], ts_column: str) -> SourceError:
     cols = ", ".join(names) if names else "(none)"
-    return SourceError(f"no timestamp column {ts_column!r}", location=file,
-                       hint=f"the columns are: {cols}; choose the timestamp column with --ts-column")
+    return SourceError(f"no timestamp column {ts_column!r}", location=file, hint=f"the columns are: {cols}; choose the timestamp column with --ts-column")
 
 
-_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe\x00\x00", "UTF-32"), (b"\xfe\xff", "UTF-16"),
-         (b"\xff\xfe", "UTF-16"))
+_BOMS = ((b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe\x00\x00", "UTF-32"), (b"\xfe\xff", "UTF-16"), (b"\xff\xfe", "UTF-16"))
 
 
 def _check_text(sample: bytes, file: str) -> None:
@@ -104,11 +101,10 @@ def _check_text(sample: bytes, file: str) -> None:
             return
         except UnicodeDecodeError as e:
             encoding, what = "LATIN1", f"invalid UTF-8 at byte {e.start} of the first line"
-    hint = (f"convert it, e.g. iconv -f {encoding} -t UTF-8 {file} > converted{_suffix(file)}" if encoding
-            else "give a CSV or JSON lines text file (UTF-8)")
+    hint = f"convert it, e.g. iconv -f {encoding} -t UTF-8 {file} > converted{_suffix(file)}" if encoding else "give a CSV or JSON lines text file (UTF-8)"
     raise SourceError(f"file is not UTF-8 text: {what}", location=file, hint=hint)
 
 
 def _suffix(file: str) -> str:
     name = Path(file).name
-    return name[name.index("."):] if "." in name else ".csv"
+    return name[name.index(".") :] if "." in name else ".csv"

@@ -18,7 +18,7 @@ _TRUE = pa.array([v.lower() for v in pacsv.ConvertOptions().true_values] + ["t",
 _FALSE = pa.array([v.lower() for v in pacsv.ConvertOptions().false_values] + ["f", "no"], pa.string())
 _INT_RE = r"^[+-]?\d{1,18}$"
 _FLOAT_RE = r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(?i:inf|infinity|nan)$"
-_TS_LIMIT = 2 ** 62  # keeps ts + window arithmetic inside int64
+_TS_LIMIT = 2**62  # keeps ts + window arithmetic inside int64
 _SCALE = {"raw": 1, "ms": 1, "s": 1000, "us": 1 / 1000, "ns": 1 / 1_000_000}
 
 
@@ -126,7 +126,7 @@ def _fast_numeric_ts(arr: pa.Array, unit: str, reasons: np.ndarray):
     """Text timestamps that are all clean numbers: one cast, no per-value checks."""
     bad = np.zeros(len(arr), bool)
     # a failing cast is slow (~100 ns per value): try the likely type first
-    for typ in ((pa.float64(), pa.int64()) if unit == "s" else (pa.int64(), pa.float64())):
+    for typ in (pa.float64(), pa.int64()) if unit == "s" else (pa.int64(), pa.float64()):
         try:
             vals = pc.cast(arr, typ).to_numpy(zero_copy_only=False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -161,8 +161,7 @@ def _scale_ints(v: np.ndarray, unit: str, bad: np.ndarray, reasons: np.ndarray) 
     return v
 
 
-def _scale_floats(fv: np.ndarray, valid: np.ndarray, unit: str, bad: np.ndarray, reasons: np.ndarray,
-                  text: pa.Array) -> np.ndarray:
+def _scale_floats(fv: np.ndarray, valid: np.ndarray, unit: str, bad: np.ndarray, reasons: np.ndarray, text: pa.Array) -> np.ndarray:
     """Float timestamps -> int64 ms (floor, after rounding away binary noise below 1 µs)."""
     with np.errstate(invalid="ignore", over="ignore"):
         scaled = np.round(fv * _SCALE[unit], 3)
@@ -170,8 +169,7 @@ def _scale_floats(fv: np.ndarray, valid: np.ndarray, unit: str, bad: np.ndarray,
         nonfinite = valid & ~np.isfinite(scaled)
         fractional = valid & np.isfinite(scaled) & (whole != scaled) & (unit == "raw")
         out_of_range = valid & np.isfinite(scaled) & (np.abs(whole) >= _TS_LIMIT)
-    for mask, what in ((nonfinite, "non-finite timestamp"), (fractional, "non-integer timestamp"),
-                       (out_of_range, "timestamp out of range")):
+    for mask, what in ((nonfinite, "non-finite timestamp"), (fractional, "non-integer timestamp"), (out_of_range, "timestamp out of range")):
         _flag(mask & ~bad, text, lambda v, what=what: f"{what} {v!r}", bad, reasons)
     return np.where(bad | ~valid, 0, whole).astype(np.int64)
 
@@ -185,8 +183,7 @@ def _parse_iso(s: pa.Array) -> tuple[np.ndarray, np.ndarray]:
             return np.floor_divide(ns.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), 10**6), ok
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             pass
-    parsed = pd.to_datetime(pd.Series(s.to_numpy(zero_copy_only=False), dtype=object), utc=True,
-                            format="ISO8601", errors="coerce")
+    parsed = pd.to_datetime(pd.Series(s.to_numpy(zero_copy_only=False), dtype=object), utc=True, format="ISO8601", errors="coerce")
     ok = parsed.notna().to_numpy()
     ns = np.where(ok, parsed.dt.tz_convert(None).to_numpy(dtype="datetime64[ns]").view(np.int64), 0)
     return np.floor_divide(ns, 10**6).astype(np.int64), ok
@@ -203,8 +200,7 @@ def _column(arr, kind: str, name: str) -> tuple[np.ndarray, np.ndarray | None, n
             try:
                 arr = pc.cast(arr, pa.string())
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                arr = pa.array([None if v is None else (v if isinstance(v, str) else json.dumps(v, default=str))
-                                for v in arr.to_pylist()], pa.string())
+                arr = pa.array([None if v is None else (v if isinstance(v, str) else json.dumps(v, default=str)) for v in arr.to_pylist()], pa.string())
         vals = arr.fill_null("").to_numpy(zero_copy_only=False)
         return (vals if vals.dtype == object else vals.astype(object)), None, None
     reasons = np.full(n, None, dtype=object)
@@ -250,8 +246,7 @@ def _column(arr, kind: str, name: str) -> tuple[np.ndarray, np.ndarray | None, n
     return vals, (bad if bad.any() else None), (reasons if bad.any() else None)
 
 
-def _convert(block: _Block, file: str, kinds: dict[str, str], ts_column: str, unit: str,
-             rejects: Rejects, stream: str) -> RawChunk:
+def _convert(block: _Block, file: str, kinds: dict[str, str], ts_column: str, unit: str, rejects: Rejects, stream: str) -> RawChunk:
     table, lines = block.table, block.lines
     n = table.num_rows
     ts, bad, reasons = _ts_values(table.column(ts_column), unit)

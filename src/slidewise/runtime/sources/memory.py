@@ -24,8 +24,7 @@ def _frame_table(df: pd.DataFrame) -> pa.Table:
         try:
             cols[str(c)] = pa.array(values, from_pandas=True)
         except (pa.ArrowException, TypeError, ValueError):
-            cols[str(c)] = pa.array([None if v is None or (isinstance(v, float) and v != v) else str(v)
-                                     for v in values.tolist()], pa.string())
+            cols[str(c)] = pa.array([None if v is None or (isinstance(v, float) and v != v) else str(v) for v in values.tolist()], pa.string())
     return pa.table(cols) if cols else pa.table({})
 
 
@@ -56,8 +55,7 @@ class _RecordsReader:
     def _table(self, rows: list) -> pa.Table:
         bad = next((r for r in rows if not isinstance(r, dict)), None)
         if bad is not None:
-            raise SourceError(f"records must be dicts, got {type(bad).__name__}", location=self.file,
-                              hint="pass an iterable of {column: value} dicts")
+            raise SourceError(f"records must be dicts, got {type(bad).__name__}", location=self.file, hint="pass an iterable of {column: value} dicts")
         return _frame_table(pd.DataFrame.from_records(rows)) if rows else pa.table({})
 
     def inspect(self, ts_column: str) -> _Info:

@@ -14,8 +14,7 @@ from slidewise.runtime.sources.schema import _arrow_kind
 
 
 def _parquet_error(e: BaseException, location: str) -> SourceError:
-    return SourceError(f"cannot read Parquet file: {_one_line(e)}", location=location,
-                       hint="check that the file is a complete Parquet file")
+    return SourceError(f"cannot read Parquet file: {_one_line(e)}", location=location, hint="check that the file is a complete Parquet file")
 
 
 class _ParquetReader:

@@ -44,7 +44,7 @@ def _few_strays(n_num: int, n_other: int) -> bool:
 
 
 def _mostly_numbers(text: pa.Array) -> str | None:
-    """"int" / "float" when all but at most max(1, 1%) of the present values are numbers."""
+    """ "int" / "float" when all but at most max(1, 1%) of the present values are numbers."""
     s = pc.utf8_trim_whitespace(text)
     present = ~_missing_mask(s)
     is_num = _match(s, _FLOAT_RE) & present
@@ -62,11 +62,9 @@ def _resolve_unit(reader, info: _Info, ts_column: str, ts_unit: str) -> str:
     temporal = pa.types.is_timestamp(t) or pa.types.is_date(t)
     numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
     if not (temporal or numeric or pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)):
-        raise SourceError(f"timestamp column {ts_column!r} has type {t}", location=reader.file,
-                          hint="timestamps must be numbers or ISO-8601 text")
+        raise SourceError(f"timestamp column {ts_column!r} has type {t}", location=reader.file, hint="timestamps must be numbers or ISO-8601 text")
     if ts_unit == "iso" and numeric:
-        raise SourceError(f"timestamp column {ts_column!r} holds numbers, not ISO-8601 text",
-                          location=reader.file, hint="use --ts-unit auto, raw, s, ms, us or ns")
+        raise SourceError(f"timestamp column {ts_column!r} holds numbers, not ISO-8601 text", location=reader.file, hint="use --ts-unit auto, raw, s, ms, us or ns")
     if temporal:
         unit = "iso"
     elif ts_unit != "auto":
@@ -80,23 +78,22 @@ def _resolve_unit(reader, info: _Info, ts_column: str, ts_unit: str) -> str:
         if present.any() and not (present & ~bad).any():
             first = int(np.flatnonzero(present)[0])
             reason = reasons[first] if reasons is not None else None
-            why = f"; out of range (timestamps must stay below {_TS_LIMIT})" \
-                if reason and "out of range" in reason else ""
-            raise SourceError(f"no timestamp in the first {int(present.sum())} rows parses as "
-                              f"{'ISO-8601' if unit == 'iso' else unit + ' (numbers)'}, "
-                              f"e.g. {str(sample[first].as_py())[:40]!r}{why}",
-                              location=reader.file,
-                              hint=f"check --ts-column (now {ts_column!r}) and --ts-unit (now {unit!r})")
+            why = f"; out of range (timestamps must stay below {_TS_LIMIT})" if reason and "out of range" in reason else ""
+            raise SourceError(
+                f"no timestamp in the first {int(present.sum())} rows parses as "
+                f"{'ISO-8601' if unit == 'iso' else unit + ' (numbers)'}, "
+                f"e.g. {str(sample[first].as_py())[:40]!r}{why}",
+                location=reader.file,
+                hint=f"check --ts-column (now {ts_column!r}) and --ts-unit (now {unit!r})",
+            )
     return unit
 
 
 #: lower bounds of the magnitudes that read as epoch s, ms, us and ns (1973 on); below: a small number
-_EPOCH_BANDS = np.array([10 ** 8, 10 ** 11, 10 ** 14, 10 ** 17], np.float64)
-_BAND_NAMES = ("a small number", "epoch seconds", "epoch milliseconds", "epoch microseconds",
-               "epoch nanoseconds")
+_EPOCH_BANDS = np.array([10**8, 10**11, 10**14, 10**17], np.float64)
+_BAND_NAMES = ("a small number", "epoch seconds", "epoch milliseconds", "epoch microseconds", "epoch nanoseconds")
 _WHOLE_RE = r"^[+-]?\d+$"
-_UNIT_CHOICES = ("raw (numbers as they are), s, ms, us or ns (epoch numbers in that unit), "
-                 "iso (ISO-8601 text)")
+_UNIT_CHOICES = "raw (numbers as they are), s, ms, us or ns (epoch numbers in that unit), iso (ISO-8601 text)"
 
 
 def _auto_unit(sample: pa.Array | None, t: pa.DataType | None, file: str, ts_column: str) -> str:
@@ -125,8 +122,7 @@ def _auto_unit(sample: pa.Array | None, t: pa.DataType | None, file: str, ts_col
             idx = np.flatnonzero(others)
             iso[idx] = _parse_iso(texts.take(pa.array(idx, pa.int64())))[1]
             if iso.any():
-                raise _ambiguous(file, ts_column, texts, int(np.flatnonzero(is_num)[0]),
-                                 int(np.flatnonzero(iso)[0]), "a number", "ISO-8601 text")
+                raise _ambiguous(file, ts_column, texts, int(np.flatnonzero(is_num)[0]), int(np.flatnonzero(iso)[0]), "a number", "ISO-8601 text")
             if is_num.sum() * 2 < present.sum():
                 return "iso"
         present = is_num
@@ -143,16 +139,17 @@ def _auto_unit(sample: pa.Array | None, t: pa.DataType | None, file: str, ts_col
         jumps = np.where((bands[1:] != bands[:-1]) & (ratio > 100), ratio, 0.0)
         if jumps.any():
             k = int(np.argmax(jumps))
-            raise _ambiguous(file, ts_column, texts, int(idx[order[k]]), int(idx[order[k + 1]]),
-                             _BAND_NAMES[bands[k]], _BAND_NAMES[bands[k + 1]])
+            raise _ambiguous(file, ts_column, texts, int(idx[order[k]]), int(idx[order[k + 1]]), _BAND_NAMES[bands[k]], _BAND_NAMES[bands[k + 1]])
     return "s" if fraction[present].any() else "raw"
 
 
 def _ambiguous(file: str, ts_column: str, texts: pa.Array, i: int, j: int, what_i: str, what_j: str):
     a, b = (str(texts[k].as_py())[:40] for k in (i, j))
-    return SourceError(f"timestamp column {ts_column!r} mixes values that would be different units: "
-                       f"{a!r} ({what_i}) and {b!r} ({what_j}); slidewise will not guess",
-                       location=file, hint=f"name the unit with --ts-unit: {_UNIT_CHOICES}")
+    return SourceError(
+        f"timestamp column {ts_column!r} mixes values that would be different units: {a!r} ({what_i}) and {b!r} ({what_j}); slidewise will not guess",
+        location=file,
+        hint=f"name the unit with --ts-unit: {_UNIT_CHOICES}",
+    )
 
 
 def _unify(readers, infos: list[_Info], units: list[str], ts_column: str) -> dict[str, str]:
@@ -160,15 +157,16 @@ def _unify(readers, infos: list[_Info], units: list[str], ts_column: str) -> dic
     first, kinds = readers[0], dict(infos[0].kinds)
     for reader, info, unit in zip(readers[1:], infos[1:], units[1:]):
         diff = sorted(set(kinds) ^ set(info.kinds))
-        clash = [f"{c} ({kinds[c]} vs {info.kinds[c]})" for c in kinds
-                 if c in info.kinds and kinds[c] != info.kinds[c] and {kinds[c], info.kinds[c]} != {"int", "float"}]
+        clash = [f"{c} ({kinds[c]} vs {info.kinds[c]})" for c in kinds if c in info.kinds and kinds[c] != info.kinds[c] and {kinds[c], info.kinds[c]} != {"int", "float"}]
         if unit != units[0]:
             clash.insert(0, f"{ts_column} (timestamps as {units[0]} vs {unit})")
         if diff or clash:
             what = ", ".join(diff + clash)
-            raise SourceError(f"files do not share a schema: {first.file} and {reader.file} differ in {what}",
-                              location=str(Path(first.file).parent),
-                              hint="all files of one source need the same columns and column types")
+            raise SourceError(
+                f"files do not share a schema: {first.file} and {reader.file} differ in {what}",
+                location=str(Path(first.file).parent),
+                hint="all files of one source need the same columns and column types",
+            )
         for c in kinds:
             if kinds[c] != info.kinds[c]:
                 kinds[c] = "float"

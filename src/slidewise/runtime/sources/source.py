@@ -24,8 +24,7 @@ FORMATS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json", 
 _COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
 
 
-def open_source(name: str, spec, *, ts_column: str = "ts", ts_unit: str = "auto",
-                chunk_rows: int = DEFAULT_CHUNK_ROWS, rejects: Rejects | None = None) -> Source:
+def open_source(name: str, spec, *, ts_column: str = "ts", ts_unit: str = "auto", chunk_rows: int = DEFAULT_CHUNK_ROWS, rejects: Rejects | None = None) -> Source:
     """Open ``spec`` as stream ``name``: a path (file or directory), a DataFrame,
     a dict of columns or an iterable of dicts. Reads only a sample now."""
     if ts_unit not in TS_UNITS:
@@ -47,8 +46,7 @@ def open_source(name: str, spec, *, ts_column: str = "ts", ts_unit: str = "auto"
 class Source:
     """One input stream. ``schema``: column -> numpy dtype (``ts`` excluded), in file order."""
 
-    def __init__(self, name: str, readers: list, kinds: dict[str, str], ts_column: str, ts_unit: str,
-                 chunk_rows: int, rejects: Rejects | None):
+    def __init__(self, name: str, readers: list, kinds: dict[str, str], ts_column: str, ts_unit: str, chunk_rows: int, rejects: Rejects | None):
         self.name = name
         self._readers = readers
         self.kinds = kinds
@@ -86,13 +84,13 @@ class Source:
                     raise _unreadable(reader.file, e) from None
                 self.rows_rejected += rej.total - before + block.malformed
                 for start in range(0, len(chunk), self.chunk_rows):
-                    part = chunk.take(slice(start, start + self.chunk_rows)) if len(chunk) > self.chunk_rows \
-                        else chunk
+                    part = chunk.take(slice(start, start + self.chunk_rows)) if len(chunk) > self.chunk_rows else chunk
                     self.rows_read += len(part)
                     yield part
 
 
 # --------------------------------------------------------------------------- locating inputs
+
 
 def _readers(spec) -> list:
     if isinstance(spec, pd.DataFrame):
@@ -103,16 +101,17 @@ def _readers(spec) -> list:
         try:
             frame = pd.DataFrame(spec) if spec else pd.DataFrame()
         except (ValueError, TypeError) as e:
-            raise SourceError(f"cannot read a dict of columns: {_one_line(e)}", location="<dict>",
-                              hint="give equal-length lists or arrays, e.g. {'ts': [1, 2], 'a': [5, 6]}") from None
+            raise SourceError(
+                f"cannot read a dict of columns: {_one_line(e)}", location="<dict>", hint="give equal-length lists or arrays, e.g. {'ts': [1, 2], 'a': [5, 6]}"
+            ) from None
         return [_MemoryReader("<dict>", _frame_table(frame))]
     if isinstance(spec, (str, Path)):
         return _path_readers(Path(spec))
     if isinstance(spec, Iterable):
         return [_RecordsReader("<records>", iter(spec))]
-    raise SourceError(f"cannot read a source from {type(spec).__name__}",
-                      hint="give a file or directory path, a pandas DataFrame, a dict of columns "
-                           "or an iterable of dicts")
+    raise SourceError(
+        f"cannot read a source from {type(spec).__name__}", hint="give a file or directory path, a pandas DataFrame, a dict of columns or an iterable of dicts"
+    )
 
 
 def _format_of(path: Path) -> str | None:
@@ -132,14 +131,12 @@ _EXT_HINT = "expected .csv, .jsonl, .ndjson, .json (JSON lines) or .parquet file
 
 def _path_readers(path: Path) -> list:
     if not path.exists():
-        raise SourceError("no such file or directory", location=str(path),
-                          hint="check the path given to --source NAME=PATH")
+        raise SourceError("no such file or directory", location=str(path), hint="check the path given to --source NAME=PATH")
     if path.is_dir():
         try:
             entries = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_")))
         except OSError as e:
-            raise SourceError(f"cannot list directory: {e.strerror or e}", location=str(path),
-                              hint="check its permissions") from None
+            raise SourceError(f"cannot list directory: {e.strerror or e}", location=str(path), hint="check its permissions") from None
         files = [p for p in entries if _format_of(p)]
         if not files:
             raise SourceError("directory holds no data files", location=str(path), hint=_EXT_HINT)
@@ -150,6 +147,5 @@ def _path_readers(path: Path) -> list:
 def _file_reader(path: Path):
     fmt = _format_of(path)
     if fmt is None:
-        raise SourceError(f"unknown file type {path.suffix or '(no extension)'!r}", location=str(path),
-                          hint=_EXT_HINT)
+        raise SourceError(f"unknown file type {path.suffix or '(no extension)'!r}", location=str(path), hint=_EXT_HINT)
     return {"csv": _CsvReader, "json": _JsonReader, "parquet": _ParquetReader}[fmt](path)

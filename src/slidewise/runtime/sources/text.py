@@ -30,8 +30,7 @@ def _open_stream(path: Path):
     try:
         return pa.input_stream(str(path), compression="detect")
     except (OSError, pa.ArrowException) as e:
-        raise SourceError(f"cannot read file: {_one_line(e)}", location=str(path),
-                          hint="check that the file exists and is readable") from None
+        raise SourceError(f"cannot read file: {_one_line(e)}", location=str(path), hint="check that the file exists and is readable") from None
 
 
 def _record_ends(buf: np.ndarray, quotes: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -68,16 +67,17 @@ def _has_quoted_newline(body: bytes) -> bool:
 
 def _raw_texts(block: bytes, starts: np.ndarray, recs: np.ndarray):
     """Callable: indices into ``recs`` -> those records' text (trailing newline stripped)."""
+
     def texts(idx: np.ndarray) -> pa.Array:
         offsets = np.concatenate((starts, [len(block)])).astype(np.int64)
-        arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(starts),
-                                               [None, pa.py_buffer(offsets), pa.py_buffer(block)])
+        arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(starts), [None, pa.py_buffer(offsets), pa.py_buffer(block)])
         taken = arr.take(pa.array(recs[idx], pa.int64()))
         try:
             s = taken.cast(pa.large_string())
         except pa.ArrowInvalid:
             s = pa.array([b.decode("utf-8", "replace") for b in taken.to_pylist()], pa.large_string())
         return pc.utf8_rtrim(s, characters="\r\n").cast(pa.string())
+
     return texts
 
 
@@ -111,8 +111,7 @@ class _TextReader:
                 try:
                     data = stream.read(block_bytes)
                 except (OSError, pa.ArrowException) as e:
-                    raise SourceError(f"cannot read file: {_one_line(e)}", location=self.file,
-                                      hint="check that the file is readable and not corrupt") from None
+                    raise SourceError(f"cannot read file: {_one_line(e)}", location=self.file, hint="check that the file is readable and not corrupt") from None
                 eof = not data
                 carry += data
                 if first:
@@ -173,6 +172,7 @@ class _TextReader:
 
 # --------------------------------------------------------------------------- CSV
 
+
 class _CsvReader(_TextReader):
     quotes_matter = True
 
@@ -183,15 +183,13 @@ class _CsvReader(_TextReader):
     def inspect(self, ts_column: str) -> _Info:
         block = self._first_block()
         if block is None:
-            raise SourceError("empty file (no header line)", location=self.file,
-                              hint="a CSV source needs a header line naming its columns")
+            raise SourceError("empty file (no header line)", location=self.file, hint="a CSV source needs a header line naming its columns")
         body, _ = self._split_header(block)
         if ts_column not in self.header:
             raise _missing_ts(self.file, self.header, ts_column)
         if not body.strip():
             empty = pa.table({c: pa.array([], pa.string()) for c in self.header})
-            return _Info(list(self.header), {c: "str" for c in self.header if c != ts_column},
-                         pa.string(), empty.column(ts_column).combine_chunks())
+            return _Info(list(self.header), {c: "str" for c in self.header if c != ts_column}, pa.string(), empty.column(ts_column).combine_chunks())
         table, _, _ = self._parse(body, {ts_column: pa.string()}, sample=True)
         self._bytes_per_row = len(body) / max(1, body.count(b"\n"))
         info = _info_from_table(table, ts_column, dirty_numbers=True)
@@ -205,13 +203,11 @@ class _CsvReader(_TextReader):
         if not _may_hold_missing(block):
             return None
         read = pacsv.ReadOptions(column_names=self.header)
-        parse = pacsv.ParseOptions(invalid_row_handler=lambda row: "skip",
-                                   newlines_in_values=_has_quoted_newline(block))
+        parse = pacsv.ParseOptions(invalid_row_handler=lambda row: "skip", newlines_in_values=_has_quoted_newline(block))
         for types in ({c: _KIND_ARROW[kinds[c]] for c in cols}, {c: pa.string() for c in cols}):
             conv = pacsv.ConvertOptions(include_columns=cols, column_types=types, strings_can_be_null=False)
             try:
-                table = pacsv.read_csv(io.BytesIO(block), read_options=read, parse_options=parse,
-                                       convert_options=conv)
+                table = pacsv.read_csv(io.BytesIO(block), read_options=read, parse_options=parse, convert_options=conv)
             except pa.ArrowInvalid:
                 continue
             return {c for c in cols if _missing_mask(table.column(c).combine_chunks()).any()}
@@ -226,18 +222,15 @@ class _CsvReader(_TextReader):
         head = block[:end].decode("utf-8", "replace").rstrip("\r\n")
         names = next(csv.reader([head]), []) if head.strip() else []
         if not names:
-            raise SourceError("empty header line", location=f"{self.file}:1",
-                              hint="a CSV source needs a header line naming its columns")
+            raise SourceError("empty header line", location=f"{self.file}:1", hint="a CSV source needs a header line naming its columns")
         dup = sorted({c for c in names if names.count(c) > 1})
         if dup or any(not c.strip() for c in names):
             what = f"duplicate column name {dup[0]!r}" if dup else "empty column name"
-            raise SourceError(f"bad header: {what}", location=f"{self.file}:1",
-                              hint="give every column a distinct name")
+            raise SourceError(f"bad header: {what}", location=f"{self.file}:1", hint="give every column a distinct name")
         self.header = names
         return block[end:], max(1, block[:end].count(b"\n"))
 
-    def _parse(self, body: bytes, types: dict, sample: bool = False, threads: bool = True,
-               quoted_newlines: bool | None = None):
+    def _parse(self, body: bytes, types: dict, sample: bool = False, threads: bool = True, quoted_newlines: bool | None = None):
         """pyarrow parse of one block -> (table or None on a conversion error, invalid rows, error)."""
         bad: list = []
 
@@ -257,8 +250,7 @@ class _CsvReader(_TextReader):
         except pa.ArrowInvalid as e:
             if "conversion error" in str(e) and not sample:
                 return None, bad, str(e)
-            raise SourceError(f"cannot parse CSV: {_one_line(e)}", location=self.file,
-                              hint="check that the file is UTF-8 CSV with a header line") from None
+            raise SourceError(f"cannot parse CSV: {_one_line(e)}", location=self.file, hint="check that the file is UTF-8 CSV with a header line") from None
         if not sample and bad and any(b[2] is None for b in bad):
             return self._parse(body, types, threads=False, quoted_newlines=quoted_newlines)
         return table, bad, None
@@ -280,8 +272,7 @@ class _CsvReader(_TextReader):
             buf, starts, ends, lines, qnl = self._records(block, lines_before, quotes)
             too_long = (ends - starts) > _pkg._MAX_ROW_BYTES
             if too_long.any():
-                block, (buf, starts, ends, lines, qnl) = self._drop_rows(block, starts, ends, lines, too_long,
-                                                                         rejects, stream)
+                block, (buf, starts, ends, lines, qnl) = self._drop_rows(block, starts, ends, lines, too_long, rejects, stream)
                 if not len(starts):
                     continue
             table, bad, _ = self._parse(block, typed, quoted_newlines=qnl)
@@ -291,9 +282,9 @@ class _CsvReader(_TextReader):
             if table is None:  # invalid UTF-8: read bytes, reject the rows that do not decode
                 table, bad, err = self._parse(block, {c: pa.binary() for c in self.header}, quoted_newlines=qnl)
                 if table is None:
-                    raise SourceError(f"cannot parse CSV: {_one_line(Exception(err))}",
-                                      location=f"{self.file}:{lines_before + 1}",
-                                      hint="check that the file is CSV with a header line") from None
+                    raise SourceError(
+                        f"cannot parse CSV: {_one_line(Exception(err))}", location=f"{self.file}:{lines_before + 1}", hint="check that the file is CSV with a header line"
+                    ) from None
                 table, utf8 = _decode_utf8(table)
             lens = ends - starts
             empty = (lens == 0) | ((lens == 1) & (buf[np.minimum(starts, len(buf) - 1)] == 13))
@@ -301,30 +292,33 @@ class _CsvReader(_TextReader):
             if bad:
                 bad_rows = np.array([b[2] - 1 for b in bad], np.int64)
                 reasons = [f"malformed row: expected {b[0]} fields, found {b[1]}" for b in bad]
-                rejects.add_many(stream, self.file, lines[nonempty[bad_rows]], reasons, [b[3] for b in bad],
-                                 kind="malformed row")
+                rejects.add_many(stream, self.file, lines[nonempty[bad_rows]], reasons, [b[3] for b in bad], kind="malformed row")
                 valid = np.delete(nonempty, bad_rows)
             else:
                 valid = nonempty
             if len(valid) != table.num_rows:  # defensive: the record scan and pyarrow disagree
-                raise SourceError(f"cannot align {table.num_rows} parsed rows with {len(valid)} records",
-                                  location=f"{self.file}:{lines_before + 1}",
-                                  hint="the file may hold unbalanced quotes")
+                raise SourceError(
+                    f"cannot align {table.num_rows} parsed rows with {len(valid)} records",
+                    location=f"{self.file}:{lines_before + 1}",
+                    hint="the file may hold unbalanced quotes",
+                )
             yield _Block(table, lines[valid].astype(np.int64), _raw_texts(block, starts, valid), len(bad), utf8)
-
 
     def _drop_rows(self, block: bytes, starts, ends, lines, drop: np.ndarray, rejects, stream):
         """Reject the records ``drop`` (longer than ``_MAX_ROW_BYTES``) and give the block without them,
         with its records, each keeping its line in the file."""
         limit = _pkg._MAX_ROW_BYTES
         idx = np.flatnonzero(drop)
-        rejects.add_many(stream, self.file, lines[idx],
-                         [f"row too long: {int(ends[i] - starts[i]):,} bytes (at most {limit:,} are read)"
-                          for i in idx],
-                         [block[starts[i]:starts[i] + 200].decode("utf-8", "replace") + "..." for i in idx],
-                         kind="row too long")
+        rejects.add_many(
+            stream,
+            self.file,
+            lines[idx],
+            [f"row too long: {int(ends[i] - starts[i]):,} bytes (at most {limit:,} are read)" for i in idx],
+            [block[starts[i] : starts[i] + 200].decode("utf-8", "replace") + "..." for i in idx],
+            kind="row too long",
+        )
         keep = np.flatnonzero(~drop)
-        rest = b"".join(block[starts[i]:ends[i]] + b"\n" for i in keep)
+        rest = b"".join(block[starts[i] : ends[i]] + b"\n" for i in keep)
         records = self._records(rest, 0, b'"' in rest)
         return rest, (*records[:3], lines[keep], records[4])
 
@@ -362,21 +356,19 @@ def _decode_utf8(table: pa.Table) -> tuple[pa.Table, tuple | None]:
 def _may_hold_missing(block: bytes) -> bool:
     """False when no field of the CSV block can be null: no empty field and no null token
     (every non-empty default null token contains 'n', 'N' or '#')."""
-    return (block.startswith(b",") or block.rstrip(b"\r\n").endswith(b",")
-            or any(t in block for t in (b",,", b",\n", b",\r", b"\n,", b'""', b"n", b"N", b"#")))
+    return block.startswith(b",") or block.rstrip(b"\r\n").endswith(b",") or any(t in block for t in (b",,", b",\n", b",\r", b"\n,", b'""', b"n", b"N", b"#"))
 
 
 # --------------------------------------------------------------------------- JSON lines
+
 
 class _JsonReader(_TextReader):
     def inspect(self, ts_column: str) -> _Info:
         block = self._first_block()
         if block is None or not block.strip():
-            raise SourceError("empty file (no JSON lines)", location=self.file,
-                              hint="a JSON lines source needs one object per line")
+            raise SourceError("empty file (no JSON lines)", location=self.file, hint="a JSON lines source needs one object per line")
         if block.lstrip()[:1] == b"[":
-            raise SourceError("a JSON array, not JSON lines", location=self.file,
-                              hint="write one JSON object per line (JSON lines, .jsonl)")
+            raise SourceError("a JSON array, not JSON lines", location=self.file, hint="write one JSON object per line (JSON lines, .jsonl)")
         self._bytes_per_row = len(block) / max(1, block.count(b"\n"))
         try:
             table = _read_json(block)
@@ -385,8 +377,7 @@ class _JsonReader(_TextReader):
         else:
             info = _info_from_table(table, ts_column)
             # nested values stay nested when read (and become JSON text per column later)
-            self._keep = {f.name: f.type for f in table.schema
-                          if pa.types.is_nested(f.type) and f.name != ts_column}
+            self._keep = {f.name: f.type for f in table.schema if pa.types.is_nested(f.type) and f.name != ts_column}
         self._widen(info)
         self._info = info
         return info
@@ -411,7 +402,7 @@ class _JsonReader(_TextReader):
             ts_texts.append(_json_text(obj.get(ts_column)))
         kinds = {}
         for k, counts in seen.items():
-            has_null = counts[type(None)] > 0 or sum(counts.values()) < n_obj   # null or absent
+            has_null = counts[type(None)] > 0 or sum(counts.values()) < n_obj  # null or absent
             n_int, n_num = counts[int], counts[int] + counts[float]
             n_other = sum(counts.values()) - n_num - counts[type(None)]
             if n_other == 0 and counts.keys() - {type(None)} == {bool}:
@@ -421,8 +412,7 @@ class _JsonReader(_TextReader):
             else:
                 kinds[k] = "str"
         ts_types = {t for t, c in seen.get(ts_column, {}).items() if c} - {type(None)}
-        ts_type = pa.int64() if ts_types == {int} else pa.float64() if ts_types and ts_types <= {int, float} \
-            else pa.string()
+        ts_type = pa.int64() if ts_types == {int} else pa.float64() if ts_types and ts_types <= {int, float} else pa.string()
         kinds.pop(ts_column, None)
         self._keep = {}
         return _Info(list(seen), kinds, ts_type, pa.array(ts_texts, pa.string()) if ts_column in seen else None)
@@ -446,7 +436,7 @@ class _JsonReader(_TextReader):
 
     def _parse_range(self, block, starts, ends, lines, recs, rejects, stream) -> Iterator[_Block]:
         """Parse records ``recs`` with pyarrow; on failure split in halves, single lines in Python."""
-        piece = block[int(starts[recs[0]]):int(ends[recs[-1]])]
+        piece = block[int(starts[recs[0]]) : int(ends[recs[-1]])]
         try:
             table = _read_json(piece, self._schema)
             if table.num_rows == len(recs):
@@ -461,7 +451,7 @@ class _JsonReader(_TextReader):
             return
         good, cols = [], {f.name: [] for f in self._schema}
         for r in recs:
-            text = block[starts[r]:ends[r]].decode("utf-8", "replace").rstrip("\r")
+            text = block[starts[r] : ends[r]].decode("utf-8", "replace").rstrip("\r")
             try:
                 obj = json.loads(text)
                 reason = None if isinstance(obj, dict) else "malformed JSON line: not an object"
@@ -482,8 +472,7 @@ def _read_json(piece: bytes, schema: pa.Schema | None = None) -> pa.Table:
     """pyarrow read of JSON lines; with ``schema``, exactly its columns (other fields ignored)."""
     longest = max((len(x) for x in piece.split(b"\n")), default=0) if len(piece) > (1 << 20) else len(piece)
     read = pajson.ReadOptions(block_size=max(1 << 20, longest + 2))
-    parse = None if schema is None else pajson.ParseOptions(explicit_schema=schema,
-                                                             unexpected_field_behavior="ignore")
+    parse = None if schema is None else pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     return pajson.read_json(io.BytesIO(piece), read_options=read, parse_options=parse)
 
 
