@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from slidewise.cql import parse_any
 from slidewise.cql.wjoin import parse_wjoin
-from slidewise.errors import QueryError
+from slidewise.errors import OptionError, QueryError
 from slidewise.model.batch import StreamBatch, Tup
-from slidewise.operators.wjoin import MWJoin
+from slidewise.operators.wjoin import WJOINS, HWJoin, MWJoin
 from slidewise.plan.wjoin import WindowConstraint, WJoinQuery
 from tests.oracle_wjoin import oracle_wjoin, order_key
 
@@ -105,8 +105,8 @@ def _tuples(rows) -> list[Tup]:
     return sorted(arrived, key=lambda t: t.pos)
 
 
-def _run(query: WJoinQuery, tuples: list[Tup], chunk: int):
-    op = MWJoin(query)
+def _run(query: WJoinQuery, tuples: list[Tup], chunk: int, algorithm: str = "mw-join"):
+    op = WJOINS[algorithm](query)
     keys = []
     for start in range(0, len(tuples), chunk):
         part = tuples[start : start + chunk]
@@ -121,24 +121,44 @@ def _run(query: WJoinQuery, tuples: list[Tup], chunk: int):
     return keys
 
 
+@pytest.mark.parametrize("algorithm", list(WJOINS))
 @settings(max_examples=150, deadline=None)
 @given(cases())
-def test_mw_join_equals_the_oracle(case):
+def test_w_joins_equal_the_oracle(algorithm, case):
+    """Every W-join operator equals the oracle; NLW-join and HW-join also give MW-join's order."""
     text, rows, chunk = case
     query = parse_wjoin(text)
+    try:
+        WJOINS[algorithm].check(query)
+    except OptionError:
+        assert algorithm == "hw-join"
+        return
     tuples = _tuples(rows)
-    got = _run(query, tuples, chunk)
+    got = _run(query, tuples, chunk, algorithm)
     expected = oracle_wjoin(query, tuples)
     assert sorted(got) == sorted(expected.elements()), text
     assert len(set(got)) == len(got)  # each result once
+    if algorithm != "mw-join":
+        assert got == _run(query, tuples, chunk), text  # MW-join's order, ts and exp
 
 
-def test_removal_rule_bounds_the_state():
-    query = parse_wjoin("SELECT * FROM A, B WINDOW(A, B) = 2")
-    op = MWJoin(query)
-    for i in range(100):
-        op.process([StreamBatch(0, [2 * i], [i], {}), StreamBatch(1, [2 * i + 1], [i], {})])
-    assert op.state_tuples() <= 8
+@pytest.mark.parametrize("algorithm", list(WJOINS))
+def test_removal_rule_bounds_the_state(algorithm):
+    query = parse_wjoin("SELECT * FROM A, B, C WINDOW = 2 WHERE A.k = B.k AND B.k = C.k")
+    op = WJOINS[algorithm](query)
+    k = np.zeros(1, np.int64)
+    for i in range(200):
+        op.process([StreamBatch(s, [3 * i + s], [i], {"k": k + i % 5}) for s in range(3)])
+    assert op.state_tuples() <= 60
+
+
+def test_hw_join_needs_equalities_connecting_the_streams():
+    query = parse_wjoin("SELECT * FROM A, B, C WINDOW = 2 WHERE A.k = B.k AND A.x < C.x")
+    with pytest.raises(OptionError) as info:
+        HWJoin(query)
+    assert str(info.value).split("\n")[0] == (
+        "hw-join needs equi-join predicates connecting every stream; none reaches C (hint: add WHERE X.a = Y.b between the streams, or use --algorithm nlw-join or mw-join)"
+    )
 
 
 def test_run_through_the_cli(tmp_path, capsys):

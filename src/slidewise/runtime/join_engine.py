@@ -18,7 +18,7 @@ import pandas as pd
 
 from slidewise.errors import OptionError, SourceError
 from slidewise.operators.project import output_columns, output_names
-from slidewise.operators.wjoin import MWJoin
+from slidewise.operators.wjoin import WJOINS, MWJoin, NLWJoin
 from slidewise.optimizer.planner import choose
 from slidewise.options import RunOptions
 from slidewise.plan.bind import bind_query
@@ -88,8 +88,8 @@ def execute(
     and ``partitions`` mean nothing to a join query. ``overload`` (:class:`~slidewise.runtime.overload.OverloadOptions`) and
     ``adaptive`` (drift factor) enable load shedding and re-planning; both may
     also arrive inside ``operator_options`` (the Python API passes extras there).
-    A :class:`~slidewise.plan.wjoin.WJoinQuery` runs on the merge W-join (``algorithm``,
-    ``order`` and operator options are refused).
+    A :class:`~slidewise.plan.wjoin.WJoinQuery` runs on the merge W-join, or on the W-join
+    ``algorithm`` names (nlw-join, hw-join); ``order`` and operator options are refused.
     """
     opts = RunOptions.of(run_options, **settings)
     lateness, chunk_rows, collect = opts.lateness, opts.chunk_rows, opts.collecting()
@@ -169,14 +169,14 @@ def execute(
     return RunResult(frame, stats, rejects)
 
 
-def _wjoin_operator(query: WJoinQuery, algorithm, order, options) -> tuple[MWJoin, None]:
-    """The operator of a W-join; the join path's choices do not apply to it."""
-    if algorithm not in (None, "auto", "mw-join"):
-        raise OptionError(f"algorithm {algorithm!r} does not run W-joins", hint="W-joins (a WINDOW clause) run on mw-join; drop --algorithm")
+def _wjoin_operator(query: WJoinQuery, algorithm, order, options) -> tuple[MWJoin | NLWJoin, None]:
+    """The operator of a W-join (mw-join unless ``algorithm`` names another); the join path's choices do not apply to it."""
+    if algorithm not in (None, "auto", *WJOINS):
+        raise OptionError(f"algorithm {algorithm!r} does not run W-joins", hint=f"W-joins (a WINDOW clause) run on {', '.join(WJOINS)}; drop --algorithm or name one of them")
     given = [k for k, v in (options or {}).items() if v not in (None, False)]
     if order is not None or given:
         raise OptionError(
             f"option {'order' if order is not None else given[0]!r} does not apply to a W-join",
-            hint="drop it: the merge W-join chooses its own order from the WINDOW constraints",
+            hint="drop it: the W-joins choose their own order from the WINDOW constraints",
         )
-    return MWJoin(query), None
+    return WJOINS[algorithm if algorithm in WJOINS else "mw-join"](query), None

@@ -69,6 +69,10 @@ class MWJoin:
         self.predicates = [Cmp("=", e.left, e.right) for e in query.join.equalities] + list(query.join.filters)
         self.comparisons = 0
 
+    @classmethod
+    def check(cls, query: WJoinQuery) -> None:
+        """Every W-join runs on the merge W-join."""
+
     def _order(self, first: int) -> list[int]:
         """Streams in the order Mode 2 adds them after ``first``: the tightest period first."""
         order, rest = [first], set(range(self.n)) - {first}

@@ -1,0 +1,67 @@
+"""HW-join: the hash W-join (Hammad, Aref & Elmagarmid, "Stream Window Join: Tracking Moving
+Objects in Sensor-Network Databases", SSDBM 2003, §3.1.2).
+
+NLW-join's pipeline (:mod:`~slidewise.operators.wjoin.nlw_join`) with both buffers of every level
+hashed on an equi-join attribute between the level's right stream and a stream below it: a new
+tuple (or m-tuple) probes only the bucket of its key, and the removal rule runs on the probed
+buckets; every ``sweep`` arrivals it visits all buckets (the paper's update routine for rarely
+probed buckets). The pipeline's order adds the streams along the equalities.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from slidewise.errors import OptionError
+from slidewise.operators.wjoin.nlw_join import NLWJoin, Rows, _Side
+from slidewise.plan.wjoin import WJoinQuery
+
+__all__ = ["HWJoin"]
+
+
+class HWJoin(NLWJoin):
+    """The hash W-join over ``query``'s streams (see the module docstring)."""
+
+    name = "hw-join"
+
+    @classmethod
+    def check(cls, query: WJoinQuery) -> None:
+        """The equalities must connect every stream (the paper's equi-join case)."""
+        join, linked = query.join, {0}
+        while True:
+            more = {e.left.stream for e in join.equalities if e.right.stream in linked} | {e.right.stream for e in join.equalities if e.left.stream in linked}
+            if more <= linked:
+                break
+            linked |= more
+        if len(linked) < query.n:
+            missing = ", ".join(a for i, a in enumerate(join.aliases) if i not in linked)
+            raise OptionError(
+                f"hw-join needs equi-join predicates connecting every stream; none reaches {missing}",
+                hint="add WHERE X.a = Y.b between the streams, or use --algorithm nlw-join or mw-join",
+            )
+
+    def _pipeline_order(self) -> list[int]:
+        """MW-join's greedy order restricted to the streams an equality links to those below."""
+        eqs = self.query.join.equalities
+        order, rest = [0], set(range(1, self.n))
+        while rest:
+            linked = {e.left.stream for e in eqs if e.right.stream in order} | {e.right.stream for e in eqs if e.left.stream in order}
+            nxt = min(rest & linked, key=lambda j: (min(self.d[i][j] + self.d[j][i] for i in order), j))
+            order.append(nxt)
+            rest.discard(nxt)
+        return order
+
+    def _keys(self, k: int) -> tuple[tuple[int, str] | None, tuple[int, str] | None]:
+        if k == 0:
+            return None, None
+        j, below = self.order[k], set(self.order[:k])
+        for e in self.query.join.equalities:
+            for mine, other in ((e.left, e.right), (e.right, e.left)):
+                if mine.stream == j and other.stream in below:
+                    return (other.stream, other.attr), (j, mine.attr)
+        raise AssertionError("checked by HWJoin.check")
+
+    def _probe_keys(self, side: _Side, rows: Rows, probe_right: bool) -> np.ndarray | None:
+        k = self.right.index(side) if probe_right else self.left.index(side)
+        mine = self.left[k] if probe_right else self.right[k]
+        return mine.keys_of(rows)
