@@ -12,7 +12,7 @@ from slidewise.cql import parse_any
 from slidewise.cql.wjoin import parse_wjoin
 from slidewise.errors import OptionError, QueryError
 from slidewise.model.batch import StreamBatch, Tup
-from slidewise.operators.wjoin import WJOINS, HWJoin, MWJoin
+from slidewise.operators.wjoin import WJOINS, HWJoin
 from slidewise.plan.wjoin import WindowConstraint, WJoinQuery
 from tests.oracle_wjoin import oracle_wjoin, order_key
 
@@ -69,7 +69,8 @@ def test_model_refuses_a_negative_window():
 
 
 @st.composite
-def cases(draw):
+def cases(draw, equi: bool = False):
+    """A W-join text, rows (stream, ts, k) and a chunk size; ``equi``: ``k`` equalities linking every stream."""
     n = draw(st.integers(2, 4))
     names = NAMES[:n]
     items = []
@@ -85,7 +86,7 @@ def cases(draw):
         for _ in range(draw(st.integers(0, 2))):  # extra constraints (cycles)
             a, b = draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True))
             items.append(f"WINDOW({names[a]}, {names[b]}) = {draw(st.integers(0, 6))}")
-    where = [f"{names[i]}.k = {names[i + 1]}.k" for i in range(n - 1) if draw(st.booleans())]
+    where = [f"{names[i]}.k = {names[i + 1]}.k" for i in range(n - 1) if equi or draw(st.booleans())]
     if draw(st.booleans()):
         where.append(f"{names[0]}.k < 2")
     text = f"SELECT * FROM {', '.join(names)} {' AND '.join(items)}" + (f" WHERE {' AND '.join(where)}" if where else "")
@@ -123,10 +124,10 @@ def _run(query: WJoinQuery, tuples: list[Tup], chunk: int, algorithm: str = "mw-
 
 @pytest.mark.parametrize("algorithm", list(WJOINS))
 @settings(max_examples=150, deadline=None)
-@given(cases())
-def test_w_joins_equal_the_oracle(algorithm, case):
+@given(st.data())
+def test_w_joins_equal_the_oracle(algorithm, data):
     """Every W-join operator equals the oracle; NLW-join and HW-join also give MW-join's order."""
-    text, rows, chunk = case
+    text, rows, chunk = data.draw(cases(equi=algorithm == "hw-join" and data.draw(st.integers(0, 3)) > 0))
     query = parse_wjoin(text)
     try:
         WJOINS[algorithm].check(query)
@@ -157,11 +158,13 @@ def test_hw_join_needs_equalities_connecting_the_streams():
     with pytest.raises(OptionError) as info:
         HWJoin(query)
     assert str(info.value).split("\n")[0] == (
-        "hw-join needs equi-join predicates connecting every stream; none reaches C (hint: add WHERE X.a = Y.b between the streams, or use --algorithm nlw-join or mw-join)"
+        "hw-join needs equi-join predicates connecting every stream; none reaches C "
+        "(hint: add WHERE X.a = Y.b between the streams, or use --algorithm nlw-join or mw-join)"
     )
 
 
-def test_run_through_the_cli(tmp_path, capsys):
+@pytest.mark.parametrize("algorithm", [None, *WJOINS])
+def test_run_through_the_cli(tmp_path, capsys, algorithm):
     from slidewise.cli import main
 
     (tmp_path / "a.csv").write_text("ts,id\n1,1\n3,2\n5,1\n")
@@ -178,6 +181,7 @@ def test_run_through_the_cli(tmp_path, capsys):
             "--out",
             str(out),
             "--quiet",
+            *(["--algorithm", algorithm] if algorithm else []),
         ]
     )
     assert code == 0
@@ -187,21 +191,33 @@ def test_run_through_the_cli(tmp_path, capsys):
 def test_spark_is_refused_and_explain_shows_the_bounds(tmp_path, capsys):
     import slidewise
     from slidewise.cli import main
-    from slidewise.errors import OptionError
 
     with pytest.raises(OptionError, match="W-joins run on the local engine only so far"):
         slidewise.run("SELECT * FROM A, B WINDOW = 1", {"A": [{"ts": 1}], "B": [{"ts": 1}]}, engine="spark")
     assert main(["explain", "SELECT * FROM A, B, C WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3"]) == 0
     assert capsys.readouterr().out == ("W-join on mw-join: WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3; reach {'A': 5, 'B': 3, 'C': 2}\n")
+    assert main(["explain", "SELECT * FROM A, B WINDOW = 1", "--algorithm", "nlw-join"]) == 0
+    assert capsys.readouterr().out.startswith("W-join on nlw-join: WINDOW(A, B) = 1")
 
 
+def test_other_algorithms_are_refused():
+    import slidewise
+
+    with pytest.raises(OptionError) as info:
+        slidewise.run("SELECT * FROM A, B WINDOW = 1", {"A": [{"ts": 1}], "B": [{"ts": 1}]}, algorithm="hash")
+    assert str(info.value).split("\n")[0] == (
+        "algorithm 'hash' does not run W-joins (hint: W-joins (a WINDOW clause) run on mw-join, nlw-join, hw-join; drop --algorithm or name one of them)"
+    )
+
+
+@pytest.mark.parametrize("algorithm", list(WJOINS))
 @settings(max_examples=25, deadline=None)
-@given(cases())
-def test_the_local_engine_equals_the_oracle(case):
+@given(st.data())
+def test_the_local_engine_equals_the_oracle(algorithm, data):
     """Through ``slidewise.run``: the engine's merge gives the oracle's order (ts, stream, input order)."""
     import slidewise
 
-    text, rows, chunk = case
+    text, rows, chunk = data.draw(cases(equi=algorithm == "hw-join"))
     query = parse_wjoin(text)
     tuples = _tuples(rows)
     sources = {name: [{"ts": t.ts, "k": t.vals["k"]} for t in sorted(tuples, key=lambda t: t.pos) if t.stream == i] for i, name in enumerate(query.join.aliases)}
@@ -210,7 +226,7 @@ def test_the_local_engine_equals_the_oracle(case):
         if sources[name][-1]["ts"] == 10**6:
             tuples.append(Tup(query.join.aliases.index(name), len(tuples), 10**6, 1, {"k": 9}))
     by_pos = {t.pos: t for t in tuples}
-    res = slidewise.run(query, sources, chunk_rows=chunk).results
+    res = slidewise.run(query, sources, chunk_rows=chunk, algorithm=algorithm).results
     got = sorted(tuple(int(v) for v in row) for row in res.itertuples(index=False))
     expected = sorted(
         tuple(x for p in key for x in (by_pos[p].ts, by_pos[p].vals["k"])) + (ts, exp, sign) for key, ts, exp, sign in oracle_wjoin(query, tuples).elements()

@@ -306,7 +306,10 @@ def cmd_explain(args) -> int:
 
     q = load_any(_query(args))
     if isinstance(q, WJoinQuery):  # a W-join: its constraints, closed, and its operator
-        print(f"W-join on mw-join: {q.describe()}; reach {dict(zip(q.join.aliases, q.reach()))}")
+        from slidewise.runtime.join_engine import wjoin_operator
+
+        operator, _ = wjoin_operator(q, args.algorithm, args.order, {})
+        print(f"W-join on {operator.name}: {q.describe()}; reach {dict(zip(q.join.aliases, q.reach()))}")
         return 0
     if isinstance(q, Plan):  # a general query: the update-pattern annotated logical plan
         from slidewise.optimizer.explain import plan_info, render_plan

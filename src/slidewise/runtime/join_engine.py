@@ -108,7 +108,7 @@ def execute(
     query = bind_query(query, [src.kinds for src in opened])
     plan: PhysicalPlan | None
     if wjoin is not None:
-        operator, plan = _wjoin_operator(replace(wjoin, join=query), algorithm, order, operator_options)
+        operator, plan = wjoin_operator(replace(wjoin, join=query), algorithm, order, operator_options)
     else:
         plan = choose(query, algorithm, order, **(operator_options or {}))
         operator = plan.build()
@@ -169,10 +169,12 @@ def execute(
     return RunResult(frame, stats, rejects)
 
 
-def _wjoin_operator(query: WJoinQuery, algorithm, order, options) -> tuple[MWJoin | NLWJoin, None]:
+def wjoin_operator(query: WJoinQuery, algorithm, order, options) -> tuple[MWJoin | NLWJoin, None]:
     """The operator of a W-join (mw-join unless ``algorithm`` names another); the join path's choices do not apply to it."""
     if algorithm not in (None, "auto", *WJOINS):
-        raise OptionError(f"algorithm {algorithm!r} does not run W-joins", hint=f"W-joins (a WINDOW clause) run on {', '.join(WJOINS)}; drop --algorithm or name one of them")
+        raise OptionError(
+            f"algorithm {algorithm!r} does not run W-joins", hint=f"W-joins (a WINDOW clause) run on {', '.join(WJOINS)}; drop --algorithm or name one of them"
+        )
     given = [k for k, v in (options or {}).items() if v not in (None, False)]
     if order is not None or given:
         raise OptionError(
