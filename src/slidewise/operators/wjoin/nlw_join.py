@@ -149,10 +149,11 @@ class NLWJoin:
         new: Rows = {s: {"pos": batch.pos[i : i + 1], "ts": batch.ts[i : i + 1], **{c: v[i : i + 1] for c, v in batch.cols.items()}}}
         self.arrivals += 1
         sweep = self.arrivals % self.sweep == 0 or self.right[1].key is None
-        self._remove(ts, everywhere=True) if sweep else None
+        if sweep:
+            self._remove(ts)
         k = self.level[s]
         if k == 0:
-            self.left[1].add(new) if self.n > 1 else None
+            self.left[1].add(new)
             rows: Rows | None = new
             start = 1
         else:
@@ -162,7 +163,8 @@ class NLWJoin:
         for level in range(start, self.n):
             if rows is None or not _len(rows):
                 return None
-            self.left[level].add(rows) if level > 1 else None
+            if level > 1:
+                self.left[level].add(rows)
             rows = self._join(self.right[level], rows, level, probe_right=True, clock=ts, sweep=sweep)
         if rows is None or not _len(rows):
             return None
