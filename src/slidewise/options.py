@@ -142,12 +142,12 @@ def parse_schema_option(pairs: list[str] | None) -> dict[str, dict[str, str]] | 
             raise OptionError(f"bad --schema {pair!r}", hint=_SCHEMA_HINT)
         if name in out:
             raise OptionError(f"--schema {name} is given twice", hint="give each stream's schema once")
-        if spec.startswith("@") or ":" not in spec or spec.lower().endswith((".json", ".schema")):
+        if spec.startswith("@") or spec.lower().endswith((".json", ".schema")) or (":" not in spec and Path(spec).is_file()):
             path = Path(spec.removeprefix("@"))
             try:
                 cols = json.loads(path.read_text(encoding="utf-8"))
             except OSError as e:
-                raise OptionError(f"cannot read --schema file: {e.strerror or e}", hint=f"{path}: {_SCHEMA_HINT}") from None
+                raise OptionError(f"cannot read --schema file {path}: {e.strerror or e}", hint=_SCHEMA_HINT) from None
             except ValueError as e:
                 raise OptionError(f"--schema file {path} is not JSON: {e}", hint=_SCHEMA_HINT) from None
             if not isinstance(cols, dict):

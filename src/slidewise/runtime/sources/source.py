@@ -24,7 +24,16 @@ FORMATS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json", 
 _COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
 
 
-def open_source(name: str, spec, *, ts_column: str = "ts", ts_unit: str = "auto", chunk_rows: int = DEFAULT_CHUNK_ROWS, rejects: Rejects | None = None, schema: dict[str, str] | None = None) -> Source:
+def open_source(
+    name: str,
+    spec,
+    *,
+    ts_column: str = "ts",
+    ts_unit: str = "auto",
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    rejects: Rejects | None = None,
+    schema: dict[str, str] | None = None,
+) -> Source:
     """Open ``spec`` as stream ``name``: a path (file or directory), a DataFrame,
     a dict of columns or an iterable of dicts. Reads only a sample now.
     ``schema``: declared column -> kind (``int``, ``float``, ``bool``, ``str``); others inferred."""

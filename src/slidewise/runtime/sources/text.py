@@ -22,7 +22,7 @@ import pyarrow.json as pajson
 from slidewise.errors import SourceError
 from slidewise.runtime import sources as _pkg  # the package, for its block sizes
 from slidewise.runtime.sources.base import _KIND_ARROW, _Block, _check_text, _Info, _missing_ts, _one_line
-from slidewise.runtime.sources.convert import _missing_mask
+from slidewise.runtime.sources.convert import _match, _missing_mask
 from slidewise.runtime.sources.schema import _few_strays, _info_from_table
 
 
@@ -193,6 +193,12 @@ class _CsvReader(_TextReader):
         table, _, _ = self._parse(body, {ts_column: pa.string()}, sample=True)
         self._bytes_per_row = len(body) / max(1, body.count(b"\n"))
         info = _info_from_table(table, ts_column, dirty_numbers=True)
+        numeric = [c for c, k in info.kinds.items() if k in ("int", "float")]
+        if numeric and _has_leading_zero(body):
+            texts, _, _ = self._parse(body, {c: pa.string() for c in self.header}, sample=True)
+            for c in numeric:
+                if _match(pc.utf8_trim_whitespace(texts.column(c).combine_chunks()), _LEADING_ZERO_RE).any():
+                    info.kinds[c] = "str"  # "00123" read as a number would lose its zeros
         self._widen(info)
         return info
 
@@ -351,6 +357,20 @@ def _decode_utf8(table: pa.Table) -> tuple[pa.Table, tuple | None]:
                     bad[i], reasons[i] = True, f"invalid UTF-8 in column {name!r}"
         cols[name] = pa.array(out, pa.string())
     return pa.table(cols), ((bad, reasons) if bad.any() else None)
+
+
+_LEADING_ZERO_RE = r"^[+-]?0\d"
+
+
+def _has_leading_zero(block: bytes) -> bool:
+    """Whether some field of the CSV block may start with a zero followed by a digit (vectorised)."""
+    buf = np.frombuffer(block, np.uint8)
+    digit = (buf[1:] >= 48) & (buf[1:] <= 57)
+    zero = np.flatnonzero((buf[:-1] == 48) & digit)
+    if not len(zero):
+        return False
+    before = buf[np.maximum(zero - 1, 0)]
+    return bool(((zero == 0) | np.isin(before, (44, 10, 34, 32, 43, 45))).any())
 
 
 def _may_hold_missing(block: bytes) -> bool:
