@@ -85,3 +85,19 @@ def test_python_errors(data: Path) -> None:
     with pytest.raises(SourceError, match="no column 'x'"):
         slidewise.run(QUERY, {"A": data / "a.csv"}, schemas={"A": {"x": "int"}})
     assert parse_schema_option(["A=id:string, n:int"]) == {"A": {"id": "string", "n": "int"}}
+
+
+def test_leading_zeros_past_the_sample_are_rejects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import slidewise.runtime.sources as sources
+
+    monkeypatch.setattr(sources, "_SAMPLE_BYTES", 64)
+    monkeypatch.setattr(sources, "_MIN_BLOCK", 64)
+    path = tmp_path / "a.csv"
+    path.write_text("ts,id\n" + "".join(f"{i},{i + 10}\n" for i in range(1, 40)) + "40,007\n41,08.5\n42,0\n")
+    res = slidewise.run("SELECT ISTREAM A.id FROM A [RANGE 100]", {"A": path})
+    assert res.results["A.id"].tolist()[-2:] == [39 + 10, 0]
+    rejected = res.rejects.to_frame()
+    assert rejected["line"].tolist() == [41, 42]
+    assert set(rejected["reason"]) == {"value with leading zeros in number column 'id' (inferred from the first rows); declare it as text: --schema A=id:string"}
+    declared = slidewise.run("SELECT ISTREAM A.id FROM A [RANGE 100]", {"A": path}, schemas={"A": {"id": "string"}})
+    assert declared.results["A.id"].tolist()[-3:] == ["007", "08.5", "0"]

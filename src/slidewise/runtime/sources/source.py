@@ -52,6 +52,8 @@ def open_source(
     kinds = _unify(readers, infos, units, ts_column)
     if schema:
         kinds = _declare(kinds, schema, name, ts_column, readers[0].file if readers else name)
+        for r in readers:
+            r.declared = set(schema)
     return Source(name, readers, kinds, ts_column, units[0] if units else "raw", int(chunk_rows), rejects)
 
 

@@ -90,6 +90,8 @@ class _TextReader:
         self.path = path
         self.file = str(path)
         self._bytes_per_row = 100.0
+        #: columns whose type was declared (``--schema``): read as declared, never second-guessed
+        self.declared: set[str] = set()
 
     def _first_block(self) -> bytes | None:
         gen = self._chunks_of_bytes(_pkg._SAMPLE_BYTES)
@@ -308,7 +310,24 @@ class _CsvReader(_TextReader):
                     location=f"{self.file}:{lines_before + 1}",
                     hint="the file may hold unbalanced quotes",
                 )
-            yield _Block(table, lines[valid].astype(np.int64), _raw_texts(block, starts, valid), len(bad), utf8)
+            zeros = self._leading_zeros(block, kinds, qnl, len(valid), stream) if utf8 is None else None
+            yield _Block(table, lines[valid].astype(np.int64), _raw_texts(block, starts, valid), len(bad), utf8 or zeros)
+
+    def _leading_zeros(self, block: bytes, kinds: dict[str, str], qnl: bool, n: int, stream: str) -> tuple | None:
+        """(bad mask, reasons) of rows with a number like ``00123`` in an inferred numeric column:
+        reading it as a number would change its text (the sample had none, or the column were text)."""
+        cols = [c for c, k in kinds.items() if k in ("int", "float") and c not in self.declared]
+        if not cols or not _has_leading_zero(block):
+            return None
+        texts, _, _ = self._parse(block, {c: pa.string() for c in self.header}, quoted_newlines=qnl)
+        if texts is None or texts.num_rows != n:
+            return None
+        bad, reasons = np.zeros(n, bool), np.full(n, None, dtype=object)
+        for c in cols:
+            hit = _match(pc.utf8_trim_whitespace(texts.column(c).combine_chunks()), _LEADING_ZERO_RE) & ~bad
+            reasons[hit] = f"value with leading zeros in number column {c!r} (inferred from the first rows); declare it as text: --schema {stream}={c}:string"
+            bad |= hit
+        return (bad, reasons) if bad.any() else None
 
     def _drop_rows(self, block: bytes, starts, ends, lines, drop: np.ndarray, rejects, stream):
         """Reject the records ``drop`` (longer than ``_MAX_ROW_BYTES``) and give the block without them,
