@@ -383,13 +383,16 @@ _LEADING_ZERO_RE = r"^[+-]?0\d"
 
 def _has_leading_zero(block: bytes) -> bool:
     """Whether some field of the CSV block may start with a zero followed by a digit (vectorised)."""
-    buf = np.frombuffer(block, np.uint8)
-    digit = (buf[1:] >= 48) & (buf[1:] <= 57)
-    zero = np.flatnonzero((buf[:-1] == 48) & digit)
-    if not len(zero):
+    buf = np.frombuffer(b"\n" + block, np.uint8)  # a leading newline: the first field starts after a delimiter
+    nxt = buf[2:]
+    z = (buf[1:-1] == 48) & (nxt >= 48) & (nxt <= 57)
+    if not z.any():
         return False
-    before = buf[np.maximum(zero - 1, 0)]
-    return bool(((zero == 0) | np.isin(before, (44, 10, 34, 32, 43, 45))).any())
+    p = buf[:-2]
+    if (z & ((p == 44) | (p == 10) | (p == 34) | (p == 32) | (p == 9) | (p == 13))).any():  # , newline " space tab CR
+        return True
+    signed = np.flatnonzero(z & ((p == 45) | (p == 43)))  # -0 +0: a field start only after a delimiter
+    return bool(len(signed) and np.isin(buf[np.maximum(signed - 1, 0)], (44, 10, 34, 32, 9, 13)).any())
 
 
 def _may_hold_missing(block: bytes) -> bool:
