@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import slidewise
 from slidewise.errors import OptionError, SourceError
 from slidewise.options import parse_schema_option
 from slidewise.runtime.sources import open_source
+from slidewise.runtime.sources.text import _has_leading_zero
 from tests.faults.conftest import assert_clear_error, run_cli
 
 QUERY = "SELECT ISTREAM A.id, A.n FROM A [RANGE 10]"
@@ -101,3 +105,10 @@ def test_leading_zeros_past_the_sample_are_rejects(tmp_path: Path, monkeypatch: 
     assert set(rejected["reason"]) == {"value with leading zeros in number column 'id' (inferred from the first rows); declare it as text: --schema A=id:string"}
     declared = slidewise.run("SELECT ISTREAM A.id FROM A [RANGE 100]", {"A": path}, schemas={"A": {"id": "string"}})
     assert declared.results["A.id"].tolist()[-3:] == ["007", "08.5", "0"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='0123456789,+-."\n x', max_size=40))
+def test_leading_zero_scan_matches_its_definition(text: str) -> None:
+    block = text.encode()
+    assert _has_leading_zero(block) == bool(re.search(rb'(?:^|[,\n\r" \t])[+-]?0[0-9]', block))
