@@ -47,6 +47,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         choices=TS_UNITS,
         help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms, and an error when values imply different units",
     )
+    p.add_argument(
+        "--schema",
+        action="append",
+        metavar="NAME=COL:TYPE,...",
+        help="declared column types of a stream (repeatable; string, int, double, bool; or NAME=PATH of a JSON object); other columns inferred",
+    )
     p.add_argument("--chunk-rows", type=int, default=DEFAULTS.chunk_rows, help=f"rows per processing chunk (default {DEFAULTS.chunk_rows})")
     p.add_argument("--buckets", type=int, help="hash buckets per window (hash joins)")
     _add_stats_options(p)

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from slidewise.errors import OptionError, require_extra
-from slidewise.options import RunOptions
+from slidewise.options import RunOptions, parse_schema_option
 
 DEMO_QUERY = """\
 -- Which hosts looked a name up and then opened a TLS session within 5 seconds?
@@ -96,6 +96,7 @@ def run_options(args, *, collect: bool | None) -> RunOptions:
         progress=not args.quiet,
         strategy=args.strategy,
         partitions=args.partitions,
+        schemas=parse_schema_option(getattr(args, "schema", None)),
     )
 
 
@@ -187,6 +188,8 @@ def cmd_run(args) -> int:
     if args.engine == "local" and spark_asked:
         raise OptionError(f"{spark_asked[0]} applies to the Spark engine, but this run uses the local engine", hint="add --engine spark, or drop the option")
     if args.engine == "spark":
+        if getattr(args, "schema", None):
+            raise OptionError("--schema works with the local engine only", hint="drop --schema, or run with --engine local")
         require_extra("spark", "--engine spark")
         _refuse_wjoin(args.query, tables)
     _check_outputs(args, tables, _is_general(args.query, tables))

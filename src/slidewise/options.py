@@ -49,7 +49,8 @@ class RunOptions:
     callback; ``collect``: keep results in memory (None: when there is no ``out``);
     ``rejects``: where rejected rows go; ``progress``: a progress line;
     ``strategy`` / ``partitions``: how general plans run (``nt``, ``direct``,
-    ``upa``; UPA calendar queue partitions).
+    ``upa``; UPA calendar queue partitions); ``schemas``: declared column types,
+    stream -> {column: type} (see :func:`declared_schemas`), other columns inferred.
     """
 
     lateness: int = 0
@@ -62,9 +63,13 @@ class RunOptions:
     progress: bool = False
     strategy: str = "upa"
     partitions: int = 10
+    schemas: dict | None = None
 
     def __post_init__(self) -> None:  # chunk_rows and ts_unit: checked by the readers (open_source)
         from slidewise.model.time import parse_duration
+
+        if self.schemas is not None:
+            object.__setattr__(self, "schemas", declared_schemas(self.schemas))
 
         object.__setattr__(self, "lateness", parse_duration(self.lateness, what="lateness"))
         if self.strategy not in STRATEGIES:
@@ -92,6 +97,71 @@ class RunOptions:
     def collecting(self) -> bool:
         """Whether results are kept in memory: ``collect`` if given, else when there is no ``out``."""
         return self.out is None if self.collect is None else bool(self.collect)
+
+
+#: declared column type -> reader kind
+SCHEMA_TYPES = {
+    "string": "str", "text": "str", "str": "str",
+    "int": "int", "bigint": "int", "integer": "int", "long": "int",
+    "double": "float", "float": "float",
+    "bool": "bool", "boolean": "bool",
+}  # fmt: skip
+_SCHEMA_HINT = "write NAME=col:type,col:type (types: string, int, double, bool) or NAME=PATH of a JSON object {column: type}"
+
+
+def declared_schemas(schemas: dict) -> dict[str, dict[str, str]]:
+    """Stream -> {column: kind} from stream -> {column: type name}; an OptionError for an unknown type."""
+    if not isinstance(schemas, dict):
+        raise OptionError(f"schemas must be a dict of stream -> {{column: type}}, got {type(schemas).__name__}", hint=_SCHEMA_HINT)
+    out = {}
+    for stream, cols in schemas.items():
+        if not isinstance(cols, dict):
+            raise OptionError(f"the schema of {stream!r} must map column -> type, got {type(cols).__name__}", hint=_SCHEMA_HINT)
+        out[str(stream)] = {}
+        for col, typ in cols.items():
+            kind = SCHEMA_TYPES.get(str(typ).strip().lower()) if isinstance(typ, str) else None
+            if kind is None and typ in SCHEMA_TYPES.values():
+                kind = typ
+            if kind is None:
+                raise OptionError(f"unknown type {typ!r} for column {col!r} of {stream!r}", hint="use string, int, double or bool")
+            out[str(stream)][str(col)] = kind
+    return out
+
+
+def parse_schema_option(pairs: list[str] | None) -> dict[str, dict[str, str]] | None:
+    """``--schema NAME=col:type,...`` / ``NAME=PATH`` / ``NAME=@PATH`` (a JSON object) -> stream -> {column: type}."""
+    import json
+    from pathlib import Path
+
+    if not pairs:
+        return None
+    out: dict[str, dict[str, str]] = {}
+    for pair in pairs:
+        name, sep, spec = (x.strip() for x in pair.partition("="))
+        if not sep or not name or not spec:
+            raise OptionError(f"bad --schema {pair!r}", hint=_SCHEMA_HINT)
+        if name in out:
+            raise OptionError(f"--schema {name} is given twice", hint="give each stream's schema once")
+        if spec.startswith("@") or spec.lower().endswith((".json", ".schema")) or (":" not in spec and Path(spec).is_file()):
+            path = Path(spec.removeprefix("@"))
+            try:
+                cols = json.loads(path.read_text(encoding="utf-8"))
+            except OSError as e:
+                raise OptionError(f"cannot read --schema file {path}: {e.strerror or e}", hint=_SCHEMA_HINT) from None
+            except ValueError as e:
+                raise OptionError(f"--schema file {path} is not JSON: {e}", hint=_SCHEMA_HINT) from None
+            if not isinstance(cols, dict):
+                raise OptionError(f"--schema file {path} must hold a JSON object", hint=_SCHEMA_HINT)
+            out[name] = cols
+            continue
+        cols = {}
+        for item in spec.split(","):
+            col, sep, typ = (x.strip() for x in item.partition(":"))
+            if not sep or not col or not typ:
+                raise OptionError(f"bad --schema column {item.strip()!r} in {pair!r}", hint=_SCHEMA_HINT)
+            cols[col] = typ
+        out[name] = cols
+    return out
 
 
 def _is_int(value) -> bool:

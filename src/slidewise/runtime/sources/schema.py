@@ -171,3 +171,15 @@ def _unify(readers, infos: list[_Info], units: list[str], ts_column: str) -> dic
             if kinds[c] != info.kinds[c]:
                 kinds[c] = "float"
     return kinds
+
+
+def _declare(kinds: dict[str, str], schema: dict[str, str], stream: str, ts_column: str, file: str) -> dict[str, str]:
+    """Inferred kinds with the declared ones in their place; values that do not convert become rejects."""
+    for col in schema:
+        if col == ts_column:
+            raise SourceError(f"--schema {stream}: {col!r} is the timestamp column", location=file, hint="declare only other columns; the timestamp unit is --ts-unit")
+        if col not in kinds:
+            raise SourceError(
+                f"--schema {stream}: no column {col!r} in the input", location=file, hint=f"columns: {', '.join(kinds) or '(none)'}; check the names in --schema"
+            )
+    return {c: schema.get(c, k) for c, k in kinds.items()}

@@ -16,7 +16,7 @@ from slidewise.runtime.sources.base import _KIND_DTYPE, RawChunk, _one_line, _un
 from slidewise.runtime.sources.convert import _convert
 from slidewise.runtime.sources.memory import _frame_table, _MemoryReader, _RecordsReader
 from slidewise.runtime.sources.parquet import _ParquetReader
-from slidewise.runtime.sources.schema import _resolve_unit, _unify
+from slidewise.runtime.sources.schema import _declare, _resolve_unit, _unify
 from slidewise.runtime.sources.text import _CsvReader, _JsonReader
 
 #: File extension -> format. Text formats may also be compressed (``.csv.gz`` ...).
@@ -24,9 +24,19 @@ FORMATS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json", 
 _COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
 
 
-def open_source(name: str, spec, *, ts_column: str = "ts", ts_unit: str = "auto", chunk_rows: int = DEFAULT_CHUNK_ROWS, rejects: Rejects | None = None) -> Source:
+def open_source(
+    name: str,
+    spec,
+    *,
+    ts_column: str = "ts",
+    ts_unit: str = "auto",
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    rejects: Rejects | None = None,
+    schema: dict[str, str] | None = None,
+) -> Source:
     """Open ``spec`` as stream ``name``: a path (file or directory), a DataFrame,
-    a dict of columns or an iterable of dicts. Reads only a sample now."""
+    a dict of columns or an iterable of dicts. Reads only a sample now.
+    ``schema``: declared column -> kind (``int``, ``float``, ``bool``, ``str``); others inferred."""
     if ts_unit not in TS_UNITS:
         raise OptionError(f"unknown timestamp unit {ts_unit!r}", hint=f"use one of {', '.join(TS_UNITS)}")
     if not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
@@ -40,6 +50,10 @@ def open_source(name: str, spec, *, ts_column: str = "ts", ts_unit: str = "auto"
             raise _unreadable(r.file, e) from None
     units = [_resolve_unit(r, info, ts_column, ts_unit) for r, info in zip(readers, infos)]
     kinds = _unify(readers, infos, units, ts_column)
+    if schema:
+        kinds = _declare(kinds, schema, name, ts_column, readers[0].file if readers else name)
+        for r in readers:
+            r.declared = set(schema)
     return Source(name, readers, kinds, ts_column, units[0] if units else "raw", int(chunk_rows), rejects)
 
 

@@ -22,7 +22,7 @@ import pyarrow.json as pajson
 from slidewise.errors import SourceError
 from slidewise.runtime import sources as _pkg  # the package, for its block sizes
 from slidewise.runtime.sources.base import _KIND_ARROW, _Block, _check_text, _Info, _missing_ts, _one_line
-from slidewise.runtime.sources.convert import _missing_mask
+from slidewise.runtime.sources.convert import _match, _missing_mask
 from slidewise.runtime.sources.schema import _few_strays, _info_from_table
 
 
@@ -90,6 +90,8 @@ class _TextReader:
         self.path = path
         self.file = str(path)
         self._bytes_per_row = 100.0
+        #: columns whose type was declared (``--schema``): read as declared, never second-guessed
+        self.declared: set[str] = set()
 
     def _first_block(self) -> bytes | None:
         gen = self._chunks_of_bytes(_pkg._SAMPLE_BYTES)
@@ -193,6 +195,12 @@ class _CsvReader(_TextReader):
         table, _, _ = self._parse(body, {ts_column: pa.string()}, sample=True)
         self._bytes_per_row = len(body) / max(1, body.count(b"\n"))
         info = _info_from_table(table, ts_column, dirty_numbers=True)
+        numeric = [c for c, k in info.kinds.items() if k in ("int", "float")]
+        if numeric and _has_leading_zero(body):
+            texts, _, _ = self._parse(body, {c: pa.string() for c in self.header}, sample=True)
+            for c in numeric:
+                if _match(pc.utf8_trim_whitespace(texts.column(c).combine_chunks()), _LEADING_ZERO_RE).any():
+                    info.kinds[c] = "str"  # "00123" read as a number would lose its zeros
         self._widen(info)
         return info
 
@@ -302,7 +310,24 @@ class _CsvReader(_TextReader):
                     location=f"{self.file}:{lines_before + 1}",
                     hint="the file may hold unbalanced quotes",
                 )
-            yield _Block(table, lines[valid].astype(np.int64), _raw_texts(block, starts, valid), len(bad), utf8)
+            zeros = self._leading_zeros(block, kinds, qnl, len(valid), stream) if utf8 is None else None
+            yield _Block(table, lines[valid].astype(np.int64), _raw_texts(block, starts, valid), len(bad), utf8 or zeros)
+
+    def _leading_zeros(self, block: bytes, kinds: dict[str, str], qnl: bool, n: int, stream: str) -> tuple | None:
+        """(bad mask, reasons) of rows with a number like ``00123`` in an inferred numeric column:
+        reading it as a number would change its text (the sample had none, or the column were text)."""
+        cols = [c for c, k in kinds.items() if k in ("int", "float") and c not in self.declared]
+        if not cols or not _has_leading_zero(block):
+            return None
+        texts, _, _ = self._parse(block, {c: pa.string() for c in self.header}, quoted_newlines=qnl)
+        if texts is None or texts.num_rows != n:
+            return None
+        bad, reasons = np.zeros(n, bool), np.full(n, None, dtype=object)
+        for c in cols:
+            hit = _match(pc.utf8_trim_whitespace(texts.column(c).combine_chunks()), _LEADING_ZERO_RE) & ~bad
+            reasons[hit] = f"value with leading zeros in number column {c!r} (inferred from the first rows); declare it as text: --schema {stream}={c}:string"
+            bad |= hit
+        return (bad, reasons) if bad.any() else None
 
     def _drop_rows(self, block: bytes, starts, ends, lines, drop: np.ndarray, rejects, stream):
         """Reject the records ``drop`` (longer than ``_MAX_ROW_BYTES``) and give the block without them,
@@ -351,6 +376,23 @@ def _decode_utf8(table: pa.Table) -> tuple[pa.Table, tuple | None]:
                     bad[i], reasons[i] = True, f"invalid UTF-8 in column {name!r}"
         cols[name] = pa.array(out, pa.string())
     return pa.table(cols), ((bad, reasons) if bad.any() else None)
+
+
+_LEADING_ZERO_RE = r"^[+-]?0\d"
+
+
+def _has_leading_zero(block: bytes) -> bool:
+    """Whether some field of the CSV block may start with a zero followed by a digit (vectorised)."""
+    buf = np.frombuffer(b"\n" + block, np.uint8)  # a leading newline: the first field starts after a delimiter
+    nxt = buf[2:]
+    z = (buf[1:-1] == 48) & (nxt >= 48) & (nxt <= 57)
+    if not z.any():
+        return False
+    p = buf[:-2]
+    if (z & ((p == 44) | (p == 10) | (p == 34) | (p == 32) | (p == 9) | (p == 13))).any():  # , newline " space tab CR
+        return True
+    signed = np.flatnonzero(z & ((p == 45) | (p == 43)))  # -0 +0: a field start only after a delimiter
+    return bool(len(signed) and np.isin(buf[np.maximum(signed - 1, 0)], (44, 10, 34, 32, 9, 13)).any())
 
 
 def _may_hold_missing(block: bytes) -> bool:
