@@ -278,7 +278,7 @@ def avro_records(values: list[bytes | None], uri: KafkaURI) -> list[tuple[int, d
         except SourceError:
             raise
         except Exception as e:  # noqa: BLE001 - fastavro raises many kinds on bad bytes
-            out.append((i, f"{MALFORMED_AVRO}{_why(e)}"))
+            out.append((i, f"{MALFORMED_AVRO}does not decode with {'its container' if v.startswith(_CONTAINER) else 'the writer schema'} ({_why(e)})"))
             continue
         out.extend((i, r if isinstance(r, dict) else f"{MALFORMED_AVRO}not a record") for r in recs)
     return out

@@ -6,7 +6,8 @@ with it; otherwise with :class:`KafkaSource`, a PySpark streaming data source ov
 Spark's checkpoint, partitions assigned, no consumer groups. With ``once`` the end offsets seen
 at start bound the read (as Spark's available-now). The schema is inferred from the topic's
 first messages by the local reader's rules; values are decoded in ``mapInArrow``
-(:func:`kafka_batches`) into the text columns of the file readers and converted by
+(:func:`kafka_batches`; Avro by :func:`~slidewise.kafka.io.decode_avro`, a container's records
+sharing their message's offset) into the text columns of the file readers and converted by
 :func:`slidewise.spark.ingest.convert_raw`: the same kinds, units and reject reasons. Input
 order within a micro-batch is (partition, offset); a reject's line is its offset + 1.
 
