@@ -46,8 +46,8 @@ def start_broker(binary: str) -> tuple[subprocess.Popen, str]:
             time.sleep(0.1)
 
 
-def produce(address: str, topic: str, rows: list[dict] | list[str], partitions: int = 1) -> None:
-    """Create ``topic`` if needed and send ``rows`` (dicts as JSON, strings as they are), round-robin."""
+def produce(address: str, topic: str, rows: list[dict] | list[str] | list[bytes], partitions: int = 1) -> None:
+    """Create ``topic`` if needed and send ``rows`` (dicts as JSON, strings and bytes as they are), round-robin."""
     from kafka import KafkaAdminClient, KafkaProducer
     from kafka.admin import NewTopic
 
@@ -58,8 +58,8 @@ def produce(address: str, topic: str, rows: list[dict] | list[str], partitions: 
     admin.close()
     producer = KafkaProducer(bootstrap_servers=address)
     for i, row in enumerate(rows):
-        value = row if isinstance(row, str) else json.dumps(row)
-        producer.send(topic, value=value.encode(), partition=i % n)
+        value = row if isinstance(row, bytes) else (row if isinstance(row, str) else json.dumps(row)).encode()
+        producer.send(topic, value=value, partition=i % n)
     producer.flush()
     producer.close()
 

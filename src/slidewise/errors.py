@@ -75,7 +75,7 @@ class CheckpointError(SlidewiseError):
 
 
 #: the optional extras of ``pip install 'slidewise[...]'`` and the modules each provides
-EXTRAS = {"spark": ("pyspark", "google.protobuf"), "bench": ("duckdb", "matplotlib", "psutil"), "kafka": ("kafka",)}
+EXTRAS = {"spark": ("pyspark", "google.protobuf"), "bench": ("duckdb", "matplotlib", "psutil"), "kafka": ("kafka", "fastavro")}
 
 
 def require_extra(extra: str, what: str) -> None:
@@ -87,3 +87,8 @@ def require_extra(extra: str, what: str) -> None:
             importlib.import_module(module)
         except ImportError:
             raise OptionError(f"{what} needs {module.split('.')[-1]}, which is not installed", hint=f"pip install 'slidewise[{extra}]'") from None
+
+
+#: a value a reader could not decode, written into a record file as ``MALFORMED_AVRO + reason``:
+#: the file readers take that text as the reject reason (see ``slidewise.kafka.io.avro_records``)
+MALFORMED_AVRO = "malformed Avro record: "

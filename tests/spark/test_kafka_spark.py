@@ -134,3 +134,22 @@ def test_csv_values_and_their_rejects_as_on_the_local_engine(spark, kafka_broker
     assert rows(r.results) == rows(local.results) and len(local.results) == 2
     reasons = lambda res: sorted(res.rejects.table().column("reason").to_pylist())  # noqa: E731
     assert reasons(r) == reasons(local) and len(reasons(local)) == 2
+
+
+def test_avro_values_and_their_rejects_as_on_the_local_engine(spark, kafka_broker, tmp_path):
+    import json
+
+    import slidewise
+    from tests.test_kafka_avro import SCHEMAS, schemaless
+
+    path = tmp_path / "A.avsc"
+    path.write_text(json.dumps(SCHEMAS["A"]))
+    good = schemaless("A", pd.DataFrame({"ts": [1, 5], "k": [3, 3]}))
+    produce(kafka_broker, "sp-avro-A", [good[0], b"\xff\xff\xff", good[1]])
+    produce(kafka_broker, "sp-avro-B", [{"ts": 4, "k": 3, "v": "b"}])
+    sources = {"A": f"kafka://{kafka_broker}/sp-avro-A?format=avro&schema={path}", "B": f"kafka://{kafka_broker}/sp-avro-B"}
+    local = slidewise.run(Q, sources)
+    r = run_spark(Q, sources, once=True, spark=spark, collect=True)
+    assert rows(r.results) == rows(local.results) and len(local.results) == 2
+    reasons = lambda res: sorted(res.rejects.table().column("reason").to_pylist())  # noqa: E731
+    assert reasons(r) == reasons(local) and reasons(local)[0].startswith("malformed Avro record: ")

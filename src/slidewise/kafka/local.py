@@ -1,7 +1,7 @@
 """Kafka on the local engine: topics read up to their end offsets at start, results written once.
 
 :func:`run_local` reads each ``kafka://`` source from its beginning to the end offsets seen at
-start (``--once``) into a JSON-lines or CSV file of a temporary directory (one record per
+start (``--once``) into a JSON-lines or CSV file of a temporary directory (Avro records as JSON lines; one record per
 message, so values, types and reject reasons are the file readers'; a reject's line is the
 message's place in that read, in (partition, offset) order; errors name the topic, rejects the
 temporary file), runs the query over them and sends the results to a

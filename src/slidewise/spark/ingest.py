@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from slidewise.errors import OptionError, SourceError
+from slidewise.errors import MALFORMED_AVRO, OptionError, SourceError
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources import open_source
 from slidewise.spark.layout import EOF, REJECT, TUPLE, WIRE_DDL, Layout, StreamInfo, pack, wire_batch
@@ -325,6 +325,8 @@ def _ordinals(files: np.ndarray, offsets: np.ndarray, counters: dict) -> np.ndar
 def _malformed(text: str | None, expected: int, fmt: str) -> str:
     """The local engine's reason for a row Spark found corrupt."""
     text = (text or "").rstrip("\r\n")
+    if text.startswith(MALFORMED_AVRO):
+        return text
     if fmt == "csv":
         return f"malformed row: expected {expected} fields, found {len(next(csv.reader([text]), []))}"
     import json

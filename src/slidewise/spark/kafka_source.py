@@ -6,7 +6,8 @@ with it; otherwise with :class:`KafkaSource`, a PySpark streaming data source ov
 Spark's checkpoint, partitions assigned, no consumer groups. With ``once`` the end offsets seen
 at start bound the read (as Spark's available-now). The schema is inferred from the topic's
 first messages by the local reader's rules; values are decoded in ``mapInArrow``
-(:func:`kafka_batches`) into the text columns of the file readers and converted by
+(:func:`kafka_batches`; Avro by :func:`~slidewise.kafka.io.decode_avro`, a container's records
+sharing their message's offset) into the text columns of the file readers and converted by
 :func:`slidewise.spark.ingest.convert_raw`: the same kinds, units and reject reasons. Input
 order within a micro-batch is (partition, offset); a reject's line is its offset + 1.
 
@@ -27,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from slidewise.kafka.io import TopicWriter, consumer, decode_json, end_offsets, message_lines, read
+from slidewise.kafka.io import TopicWriter, consumer, decode_avro, decode_json, end_offsets, message_lines, read
 from slidewise.kafka.uri import KafkaURI
 from slidewise.spark.layout import WIRE_DDL, Layout, StreamInfo, wire_batch
 
@@ -120,7 +121,7 @@ def inspect_topic(alias: str, name: str, text: str, *, ts_column: str, ts_unit: 
             hint="start the run once the topic has messages",
         )
     with tempfile.TemporaryDirectory(prefix="slidewise-kafka-") as work:
-        path = Path(work) / ("sample.csv" if uri.format == "csv" else "sample.jsonl")
+        path = Path(work) / ("sample.csv" if uri.format == "csv" else "sample.jsonl")  # Avro: as JSON lines
         path.write_bytes(message_lines([m[2] for m in sorted(msgs)], uri))
         src = open_source(name, str(path), ts_column=ts_column, ts_unit=ts_unit)
         kinds = dict(src.kinds)
@@ -159,15 +160,16 @@ def topic_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layou
         if recipe.get("until"):
             reader = reader.option("until", recipe["until"])
         raw = reader.load()
-    body = functools.partial(kafka_batches, stream=index, layout=layout, names=tuple(recipe["names"]), ts_column=ts_column)
+    body = functools.partial(kafka_batches, stream=index, layout=layout, names=tuple(recipe["names"]), ts_column=ts_column, uri=recipe["uri"])
     return raw.mapInArrow(body, WIRE_DDL)
 
 
 # --------------------------------------------------------------------------- executor side
 
 
-def kafka_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...], ts_column: str):
-    """``mapInArrow`` body: message values decoded to text columns, converted, packed (order: partition, offset)."""
+def kafka_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...], ts_column: str, uri: str = ""):
+    """``mapInArrow`` body: message values decoded to text columns, converted, packed (order: partition, offset;
+    an Avro container's records share their message's offset)."""
     from slidewise.spark.ingest import convert_raw, wire_chunks
 
     info = layout.streams[stream]
@@ -176,15 +178,19 @@ def kafka_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...
         if n == 0:
             continue
         values = b.column("value").to_pylist()
+        rows = np.arange(n)
         if info.fmt == "csv":
             cols, corrupt = _decode_csv(values, names)
+        elif info.fmt == "avro":
+            index, cols, corrupt = decode_avro(values, list(names), KafkaURI.parse(uri))
+            rows = np.asarray(index, dtype=np.int64)
         else:
             cols, corrupt = decode_json(values, list(names))
         raw = pa.RecordBatch.from_pydict({**{f"v{j}": pa.array(cols[c], pa.string()) for j, c in enumerate(names)}, "_corrupt": pa.array(corrupt, pa.string())})
         ts, conv, bad, reasons, raws = convert_raw(raw, names, info, ts_column)
-        partition = b.column("partition").to_numpy(zero_copy_only=False).astype(np.int64)
-        offset = b.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)
-        files = np.full(n, info.dirs[1], dtype=object)
+        partition = b.column("partition").to_numpy(zero_copy_only=False).astype(np.int64)[rows]
+        offset = b.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)[rows]
+        files = np.full(len(rows), info.dirs[1], dtype=object)
         yield wire_batch(wire_chunks(stream, bad, ts, conv, offset, files, partition, offset + 1, reasons, raws))
 
 

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 
-from slidewise.errors import SourceError
+from slidewise.errors import MALFORMED_AVRO, SourceError
 from slidewise.runtime import sources as _pkg  # the package, for its block sizes
 from slidewise.runtime.sources.base import _KIND_ARROW, _Block, _check_text, _Info, _missing_ts, _one_line
 from slidewise.runtime.sources.convert import _match, _missing_mask
@@ -498,9 +498,9 @@ class _JsonReader(_TextReader):
                 obj = json.loads(text)
                 reason = None if isinstance(obj, dict) else "malformed JSON line: not an object"
             except ValueError as e:
-                reason = f"malformed JSON line: {getattr(e, 'msg', e)} at column {getattr(e, 'colno', '?')}"
+                reason = text if text.startswith(MALFORMED_AVRO) else f"malformed JSON line: {getattr(e, 'msg', e)} at column {getattr(e, 'colno', '?')}"
             if reason:
-                rejects.add(stream, self.file, int(lines[r]), reason, text, kind="malformed JSON line")
+                rejects.add(stream, self.file, int(lines[r]), reason, text, kind=reason.split(":")[0])
                 continue
             good.append(r)
             for c in cols:
