@@ -168,3 +168,21 @@ def sequence_into_buckets(seq, seq_state: dict, batch) -> dict[int, list]:
         for b, group in f.groupby("b", sort=True):
             by_bucket[int(b)].append(group)
     return by_bucket
+
+
+def step_rows(step, first: int, kinds: dict) -> list[dict]:
+    """The sequencer's input rows for one micro-batch of stream S: ``"eof"`` (end of input) or a frame
+    whose tuples get input positions from ``first`` on (none for an empty frame)."""
+    if isinstance(step, str):
+        return [{"k": EOF, "s": 0}]
+    if not len(step):
+        return []
+    columns = {
+        "t": step["ts"].to_numpy(np.int64),
+        "q": first + np.arange(len(step), dtype=np.int64),
+        "o": np.zeros(len(step), np.int64),
+        "fi": np.zeros(len(step), np.int32),
+        "files": ["file:///in/S.csv"],
+        **{a: step[a].to_numpy() for a in kinds},
+    }
+    return [{"k": TUPLE, "s": 0, "q": len(step), "p": pack(columns)}]

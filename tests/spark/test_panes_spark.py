@@ -27,11 +27,11 @@ from slidewise.plan.bind import bind
 from slidewise.plan.prune import prune_columns
 from slidewise.runtime.plan_engine import execute_plan
 from slidewise.spark.keying import Keying
-from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, unpack, wire_frame
+from slidewise.spark.layout import TUPLE, Layout, StreamInfo, pack, unpack, wire_frame
 from slidewise.spark.panes import PaneBucket, pane_bucket
 from slidewise.spark.plan_state import REJECTS, RESULT, partition_attribute
 from slidewise.spark.sequencer import SequencerLogic
-from tests.spark.harness import sequence_into_buckets
+from tests.spark.harness import sequence_into_buckets, step_rows
 from tests.test_sliding_aggregate import HAVING, WHERE, streams
 
 KINDS = {"a": "int", "k": "str", "b": "int", "f": "float"}
@@ -80,32 +80,8 @@ def simulate(query: str, steps: list, buckets: int = 3, lateness: int = 0) -> tu
     seq, seq_state, blobs, seen = SequencerLogic(layout, keying), {}, {}, 0
     out, rejects = Counter(), []
     for step in steps:
-        if isinstance(step, str):
-            rows = [{"k": EOF, "s": 0}]
-        else:
-            idx = seen + np.arange(len(step), dtype=np.int64)
-            seen += len(step)
-            rows = (
-                [
-                    {
-                        "k": TUPLE,
-                        "s": 0,
-                        "q": len(step),
-                        "p": pack(
-                            {
-                                "t": step["ts"].to_numpy(np.int64),
-                                "q": idx,
-                                "o": np.zeros(len(step), np.int64),
-                                "fi": np.zeros(len(step), np.int32),
-                                "files": ["file:///in/S.csv"],
-                                **{a: step[a].to_numpy() for a in KINDS},
-                            }
-                        ),
-                    }
-                ]
-                if len(step)
-                else []
-            )
+        rows = step_rows(step, seen, KINDS)
+        seen += 0 if isinstance(step, str) else len(step)
         if not rows:
             continue
         for b, parts in sorted(sequence_into_buckets(seq, seq_state, wire_frame(rows)).items()):
