@@ -172,8 +172,7 @@ q.awaitTermination()
 
 @pytest.mark.slow
 @pytest.mark.xfail(
-    reason="flaky: in some runs the query restarted after the SIGKILL misses the results of its later input files "
-    "(timing-dependent; under investigation)",
+    reason="flaky: in some runs the query restarted after the SIGKILL misses the results of its later input files (timing-dependent; under investigation)",
     strict=False,
 )
 def test_user_write_stream_killed_and_restarted(spark, tmp_path):
