@@ -133,11 +133,13 @@ class NLWJoin:
             for side, limit in ((self.left[k], None), (self.right[k], self.d[j][members].max())):
                 for b in list(side.buckets) if everywhere else [bucket] if bucket in side.buckets else []:
                     rows = side.buckets[b]
-                    if limit is None:
-                        end = np.min(np.stack([rows[i]["ts"] + self.d[i][j] for i in members]), axis=0)
-                    else:
-                        end = rows[j]["ts"] + limit
+                    end = self._period(rows, members, j)[1] if limit is None else rows[j]["ts"] + limit
                     side.drop(b, end >= clock)
+
+    def _period(self, rows: Rows, members: list[int], j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per m-tuple of ``rows`` (over ``members``): its period over stream ``j`` (module docstring)."""
+        ts = np.stack([rows[i]["ts"] for i in members])
+        return np.max(ts - self.d[j][members][:, None], axis=0), np.min(ts + self.d[members, j][:, None], axis=0)
 
     def _arrive(self, batch: StreamBatch, i: int) -> ResultBatch | None:
         s, ts = batch.stream, int(batch.ts[i])
@@ -180,8 +182,7 @@ class NLWJoin:
             mine = rows if probe_keys is None else _take(rows, np.flatnonzero(probe_keys == value))
             left, right = (mine, other) if probe_right else (other, mine)
             t_j = right[j]["ts"]
-            lo = np.max(np.stack([left[i]["ts"] - self.d[j][i] for i in members]), axis=0)
-            hi = np.min(np.stack([left[i]["ts"] + self.d[i][j] for i in members]), axis=0)
+            lo, hi = self._period(left, members, j)
             self.comparisons += len(lo) * len(t_j)
             a, b = np.nonzero((t_j[None, :] >= lo[:, None]) & (t_j[None, :] <= hi[:, None]))
             joined = {**_take(left, a), **_take(right, b)}
