@@ -294,6 +294,8 @@ FUNCTIONS: dict[str, tuple[int, int]] = {
 #: the functions of numbers, of text, and those whose arguments share one type
 NUMBER_FUNCTIONS = frozenset(("abs", "round", "floor", "ceil"))
 TEXT_FUNCTIONS = frozenset(("lower", "upper", "length", "substr"))
+#: the kind of a function's result where it is not its first argument's
+FUNCTION_KINDS = {"length": "int", "lower": "str", "upper": "str", "substr": "str", "floor": "float", "ceil": "float"}
 CONDITIONS = (Cmp, And, Or, Not, Like)
 
 
