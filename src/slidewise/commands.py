@@ -300,7 +300,7 @@ def cmd_explain(args) -> int:
     if isinstance(q, WJoinQuery):  # a W-join: its constraints, closed, and its operator
         from slidewise.runtime.join_engine import wjoin_operator
 
-        operator, _ = wjoin_operator(q, args.algorithm, args.order, {})
+        operator = wjoin_operator(q, args.algorithm, args.order, {})
         print(f"W-join on {operator.name}: {q.describe()}; reach {dict(zip(q.join.aliases, q.reach()))}")
         return 0
     if isinstance(q, Plan):  # a general query: the update-pattern annotated logical plan
