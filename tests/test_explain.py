@@ -19,6 +19,7 @@ from slidewise.cli import main
 FIXTURES = Path(__file__).parent / "fixtures" / "explain"
 Q4 = "SELECT * FROM S1 [RANGE 100], S2 [RANGE 100], S3 [RANGE 200], S4 [RANGE 100] WHERE S1.a = S2.a AND S2.a = S3.a AND S3.a = S4.a"
 TABLE5 = ["--stats", "S1:rate=10,distinct=500", "--stats", "S2:rate=1,distinct=50", "--stats", "S3:rate=1,distinct=40", "--stats", "S4:rate=3,distinct=5"]
+SKEWED = ["--stats", "S1:rate=1,distinct=50", "--stats", "S2:rate=1,distinct=50", "--stats", "S3:rate=1,distinct=50", "--stats", "S4:rate=10,distinct=50"]
 
 
 def explain(capsys, *args) -> str:
@@ -34,14 +35,7 @@ def explain(capsys, *args) -> str:
             "lazy_general",
             [
                 Q4.replace("]", " SLIDE 20]"),
-                "--stats",
-                "S1:rate=1,distinct=50",
-                "--stats",
-                "S2:rate=1,distinct=50",
-                "--stats",
-                "S3:rate=1,distinct=50",
-                "--stats",
-                "S4:rate=10,distinct=50",
+                *SKEWED,
                 "--algorithm",
                 "general-lazy",
             ],
@@ -99,14 +93,7 @@ def test_explain_general_lazy_shows_per_origin_orders(capsys):
             "--json",
             "--algorithm",
             "general-lazy",
-            "--stats",
-            "S1:rate=1,distinct=50",
-            "--stats",
-            "S2:rate=1,distinct=50",
-            "--stats",
-            "S3:rate=1,distinct=50",
-            "--stats",
-            "S4:rate=10,distinct=50",
+            *SKEWED,
         )
     )
     assert info["model"]["kind"] == "general" and info["orders"]["S4"][-1] == "S4"

@@ -173,10 +173,6 @@ def test_repository_stands_alone():
     assert not hits, hits
 
 
-# removed when the local plan engine offers the Spark engine a public API for its network and tables
-PRIVATE_ACROSS: set[str] = set()
-
-
 def test_no_private_names_across_packages():
     """A package uses another package's public names only (``_name`` stays inside its package)."""
     found = set()
@@ -186,4 +182,4 @@ def test_no_private_names_across_packages():
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("slidewise."):
                 if node.module.split(".")[:2] != module.split(".")[:2]:
                     found |= {f"{module} -> {node.module}.{a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")}
-    assert found == PRIVATE_ACROSS
+    assert not found, sorted(found)

@@ -173,18 +173,12 @@ def test_cli_shedding_stats_and_rejects(tmp_path):
     for name, cols in src.items():
         pd.DataFrame(cols).to_csv(tmp_path / f"{name}.csv", index=False)
     stats, rejects = tmp_path / "stats.json", tmp_path / "rejects.csv"
+    run = ["run", FIG5_QUERY, "--source", f"A={tmp_path / 'A.csv'}", "--source", f"B={tmp_path / 'B.csv'}", "--stats-json", str(stats)]
     code = main(
         [
-            "run",
-            FIG5_QUERY,
-            "--source",
-            f"A={tmp_path / 'A.csv'}",
-            "--source",
-            f"B={tmp_path / 'B.csv'}",
+            *run,
             "--out",
             str(tmp_path / "r.csv"),
-            "--stats-json",
-            str(stats),
             "--rejects",
             str(rejects),
             "--cpu-budget",
@@ -212,22 +206,6 @@ def test_cli_shedding_stats_and_rejects(tmp_path):
     rows = pd.read_csv(rejects)
     assert len(rows) == shed and set(rows["reason"]) == {"shed (overload)"}
     assert data["results"] == sh["results"] == len(pd.read_csv(tmp_path / "r.csv"))
-    code = main(
-        [
-            "run",
-            FIG5_QUERY,
-            "--source",
-            f"A={tmp_path / 'A.csv'}",
-            "--source",
-            f"B={tmp_path / 'B.csv'}",
-            "--stats-json",
-            str(stats),
-            "--cpu-budget",
-            "100",
-            "--speed",
-            "1000",
-            "--quiet",
-        ]
-    )
+    code = main([*run, "--cpu-budget", "100", "--speed", "1000", "--quiet"])
     again = json.loads(stats.read_text())
     assert code == 0 and again["rejects"] == 0  # shed tuples go to rejects only when asked

@@ -39,21 +39,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="result file (.csv, .jsonl, .parquet) or - for stdout")
     p.add_argument("--stats-json", help="write the run's stats as JSON here")
     p.add_argument("--rejects", help="write rejected rows with reasons here (CSV)")
-    p.add_argument("--lateness", default=str(DEFAULTS.lateness), help=f"allowed out-of-orderness, e.g. 500, 10s (default {DEFAULTS.lateness})")
-    p.add_argument("--ts-column", default=DEFAULTS.ts_column, help=f"timestamp column (default {DEFAULTS.ts_column})")
-    p.add_argument(
-        "--ts-unit",
-        default=DEFAULTS.ts_unit,
-        choices=TS_UNITS,
-        help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms, and an error when values imply different units",
-    )
+    _add_input_options(p)
     p.add_argument(
         "--schema",
         action="append",
         metavar="NAME=COL:TYPE,...",
         help="declared column types of a stream (repeatable; string, int, double, bool; or NAME=PATH of a JSON object); other columns inferred",
     )
-    p.add_argument("--chunk-rows", type=int, default=DEFAULTS.chunk_rows, help=f"rows per processing chunk (default {DEFAULTS.chunk_rows})")
     p.add_argument("--buckets", type=int, help="hash buckets per window (hash joins)")
     _add_stats_options(p)
     p.add_argument("--negative-tuples", action="store_true", help="emit retractions (sign -1) when count-window members expire")
@@ -73,6 +65,19 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--partitions", type=int, default=DEFAULTS.partitions, help=f"general queries: calendar queue partitions for --strategy upa (default {DEFAULTS.partitions})"
     )
+
+
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    """How the inputs are read and ordered (``run`` and ``run-many``), defaults from :data:`DEFAULTS`."""
+    p.add_argument("--lateness", default=str(DEFAULTS.lateness), help=f"allowed out-of-orderness, e.g. 500, 10s (default {DEFAULTS.lateness})")
+    p.add_argument("--ts-column", default=DEFAULTS.ts_column, help=f"timestamp column (default {DEFAULTS.ts_column})")
+    p.add_argument(
+        "--ts-unit",
+        default=DEFAULTS.ts_unit,
+        choices=TS_UNITS,
+        help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms, and an error when values imply different units",
+    )
+    p.add_argument("--chunk-rows", type=int, default=DEFAULTS.chunk_rows, help=f"rows per processing chunk (default {DEFAULTS.chunk_rows})")
 
 
 def _add_stats_options(p: argparse.ArgumentParser) -> None:
@@ -114,10 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--format", default="csv", choices=["csv", "jsonl", "parquet"], help="result files' format")
     m.add_argument("--stats-json", metavar="PATH", help="write the run's stats (which synopsis serves which query) as JSON")
     m.add_argument("--no-sharing", action="store_true", help="run every query alone (for comparison)")
-    m.add_argument("--lateness", default="0", help="allowed out-of-orderness, e.g. 500, 10s (default 0)")
-    m.add_argument("--ts-column", default="ts", help="timestamp column (default ts)")
-    m.add_argument("--ts-unit", default="auto", choices=["auto", "raw", "s", "ms", "us", "ns", "iso"], help="as for run")
-    m.add_argument("--chunk-rows", type=int, default=DEFAULTS.chunk_rows, help="rows per processing chunk")
+    _add_input_options(m)
     m.add_argument("--rejects", help="write rejected (too late) rows here")
     m.add_argument("--quiet", action="store_true", help="no summary on stderr")
     m.set_defaults(func=cmd_run_many)

@@ -6,6 +6,7 @@ the parsed arguments and returns the exit status.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from importlib import resources
@@ -168,6 +169,9 @@ def _print_summary(stats: dict, results, shown: int = 10) -> None:
 
 def cmd_run(args) -> int:
     from slidewise.api import run
+    from slidewise.cql.parser import load_any
+    from slidewise.plan.logical import Plan
+    from slidewise.plan.wjoin import WJoinQuery, local_only
     from slidewise.runtime.overload import kwargs_from_args, summary_line
     from slidewise.spark.cli import resolve_engine
 
@@ -177,7 +181,8 @@ def cmd_run(args) -> int:
     # a Spark option without --engine selects Spark; a general query stays local without one
     spark_asked = [f"--{name}" for name in ("master", "conf", "trigger", "once", "checkpoint") if getattr(args, name)]
     spark_asked += ["--mode batch"] if args.mode == "batch" else []
-    general = not spark_asked and _is_general(args.query, tables)
+    parsed = functools.cache(lambda: load_any(args.query, tables))  # parsed once, when first needed
+    general = not spark_asked and isinstance(parsed(), Plan)
     args.engine = resolve_engine(args.engine, local_only=bool(kwargs_from_args(args)) or general, spark_asked=bool(spark_asked))
     if args.engine == "local" and _uses_kafka(args) and "--once" in spark_asked:
         spark_asked.remove("--once")  # the local engine reads topics to the end offsets seen at start
@@ -191,14 +196,15 @@ def cmd_run(args) -> int:
         if getattr(args, "schema", None):
             raise OptionError("--schema works with the local engine only", hint="drop --schema, or run with --engine local")
         require_extra("spark", "--engine spark")
-        _refuse_wjoin(args.query, tables)
-    _check_outputs(args, tables, _is_general(args.query, tables))
+        if isinstance(parsed(), WJoinQuery):  # no W-join runs on Spark yet: say so before the session starts
+            raise local_only()
+    _check_outputs(args, tables, isinstance(parsed(), Plan))
     opts = run_options(args, collect=show and not args.quiet)
     if args.engine == "local":
         from slidewise.runtime.outputs import install_signal_handlers
 
         install_signal_handlers()  # SIGINT / SIGTERM: stop reading, finish the files, exit 130 / 143
-    if args.engine == "spark" and _is_general(args.query, tables):
+    if args.engine == "spark" and isinstance(parsed(), Plan):
         from slidewise.spark.cli import plan_from_args
 
         result = plan_from_args(args, _sources(args.source), tables, opts, {**_operator_options(args), **kwargs_from_args(args)})
@@ -236,23 +242,6 @@ def _uses_kafka(args) -> bool:
     from slidewise.kafka.uri import is_kafka
 
     return is_kafka(args.out) or any(is_kafka(p.partition("=")[2]) for p in args.source or [])
-
-
-def _refuse_wjoin(query: str, tables: dict) -> None:
-    """A W-join cannot run on Spark yet: say so before the session starts."""
-    from slidewise.cql.parser import load_any
-    from slidewise.plan.wjoin import WJoinQuery, local_only
-
-    if isinstance(load_any(query, tables), WJoinQuery):
-        raise local_only()
-
-
-def _is_general(query: str, tables: dict) -> bool:
-    """Whether the query needs the general plan executor (not a plain join query)."""
-    from slidewise.cql.parser import load_any
-    from slidewise.plan.logical import Plan
-
-    return isinstance(load_any(query, tables), Plan)
 
 
 def cmd_run_many(args) -> int:
@@ -311,7 +300,7 @@ def cmd_explain(args) -> int:
     if isinstance(q, WJoinQuery):  # a W-join: its constraints, closed, and its operator
         from slidewise.runtime.join_engine import wjoin_operator
 
-        operator, _ = wjoin_operator(q, args.algorithm, args.order, {})
+        operator = wjoin_operator(q, args.algorithm, args.order, {})
         print(f"W-join on {operator.name}: {q.describe()}; reach {dict(zip(q.join.aliases, q.reach()))}")
         return 0
     if isinstance(q, Plan):  # a general query: the update-pattern annotated logical plan

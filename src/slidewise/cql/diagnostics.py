@@ -82,6 +82,11 @@ def excerpt(text: str, line: int, column: int) -> str:
     return f"{printable(src)}\n{pad}^"
 
 
+def line_col(text: str, offset: int) -> tuple[int, int]:
+    """The 1-based line and column of character ``offset`` of ``text``."""
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
 def query_error(text: str, message: str, line: int, column: int, hint: str | None = None) -> QueryError:
     """A :class:`QueryError` at ``line``/``column`` of ``text`` with its excerpt."""
     return QueryError(message, line=line, column=column, excerpt=excerpt(text, line, column), hint=hint)

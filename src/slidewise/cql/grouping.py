@@ -111,11 +111,16 @@ class Grouping:
         if len(args) != arity:
             example = f"{func.upper()}(S.x, 0.9)" if arity == 2 else f"{func.upper()}(S.x)"
             raise self.error(name_tok, f"{func.upper()} takes {arity} argument{'s' if arity > 1 else ''}, got {len(args)}", hint=f"write e.g. {example}")
-        self.context = "aggregate"
-        arg = self.value(args[0], func.upper())
-        self.context = "SELECT"
+        arg = self.aggregated(args[0], func.upper())
         param = self.fraction(args[1]) if arity == 2 else 0.5 if func == "median" else None
         return AggCall(func, arg, tree.data == "agg_distinct", alias, pos=_pos(name_tok), param=param)
+
+    def aggregated(self, node: Tree, what: str) -> Expr:
+        """An aggregate's argument, read in the ``aggregate`` context (then back in SELECT's)."""
+        self.context = "aggregate"
+        arg = self.value(node, what)
+        self.context = "SELECT"
+        return arg
 
     def fraction(self, node: Tree) -> float:
         """The literal fraction p of ``QUANTILE(x, p)``, 0 <= p <= 1."""
@@ -139,9 +144,7 @@ class Grouping:
         k = args[0]
         if k.data != "number" or not str(k.children[0]).isdigit() or int(str(k.children[0])) < 1:
             raise self.error(k, "TOPK's k must be a whole number of at least 1", hint="write e.g. TOPK(3, S.src)")
-        self.context = "aggregate"
-        arg = self.value(args[1], "TOPK")
-        self.context = "SELECT"
+        arg = self.aggregated(args[1], "TOPK")
         return AggCall("topk", arg, False, alias, pos=_pos(name_tok), param=int(str(k.children[0])))
 
     def aggregate(self, node: Node, items: list[tuple[Tree, SelectItem | AggCall]], keys: list[Expr], having: Tree | None = None) -> Node:

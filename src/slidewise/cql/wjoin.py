@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from slidewise.cql.diagnostics import query_error
+from slidewise.cql.diagnostics import line_col, query_error
 from slidewise.cql.join_builder import UNITS
 from slidewise.cql.parser import parse
 from slidewise.errors import QueryError
@@ -44,9 +44,7 @@ def has_window_clause(text: str) -> bool:
 
 
 def _error(text: str, offset: int, message: str, hint: str = _USAGE) -> QueryError:
-    line = text.count("\n", 0, offset) + 1
-    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
-    return query_error(text, message, line, column, hint)
+    return query_error(text, message, *line_col(text, offset), hint)
 
 
 def parse_wjoin(text: str) -> WJoinQuery:

@@ -52,10 +52,7 @@ class Select(JoinOperator):
 import operator as _op  # noqa: E402
 
 from slidewise.operators.incremental import Incremental  # noqa: E402
-from slidewise.plan.expr import And, BinOp, Cmp, Col, Func, Like, Lit, Not, Or, arithmetic, cast, like, scalar_function  # noqa: E402
-
-_ROW_BINOPS = {"+": _op.add, "-": _op.sub, "*": _op.mul, "/": _op.truediv, "%": _op.mod}
-_ROW_CMPS = {"=": _op.eq, "!=": _op.ne, "<": _op.lt, "<=": _op.le, ">": _op.gt, ">=": _op.ge}
+from slidewise.plan.expr import BINOPS, CMPS, And, BinOp, Cmp, Col, Func, Like, Lit, Not, Or, arithmetic, like, scalar_function  # noqa: E402
 
 
 def column_index(col: Col, schema: tuple[str, ...], aliases: tuple[str, ...]) -> int:
@@ -82,7 +79,7 @@ def row_function(expr, schema: tuple[str, ...], aliases: tuple[str, ...]):
         v = expr.value
         return lambda vals: v
     if isinstance(expr, BinOp):
-        op, fn = expr.op, _ROW_BINOPS[expr.op]
+        op, fn = expr.op, BINOPS[expr.op]
         left, right = row_function(expr.left, schema, aliases), row_function(expr.right, schema, aliases)
         if op in ("/", "%"):
             return lambda vals: arithmetic(op, left(vals), right(vals))
@@ -91,7 +88,7 @@ def row_function(expr, schema: tuple[str, ...], aliases: tuple[str, ...]):
             return lambda vals: fn(left(vals), c)
         return lambda vals: fn(left(vals), right(vals))
     if isinstance(expr, Cmp):
-        fn = _ROW_CMPS[expr.op]
+        fn = CMPS[expr.op]
         left, right = row_function(expr.left, schema, aliases), row_function(expr.right, schema, aliases)
         if isinstance(expr.right, Lit):
             c = expr.right.value
@@ -134,9 +131,6 @@ def row_function(expr, schema: tuple[str, ...], aliases: tuple[str, ...]):
         item, pattern = row_function(expr.item, schema, aliases), expr.pattern
         return lambda vals: like(item(vals), pattern)
     if isinstance(expr, Func):
-        if expr.name == "cast":
-            inner, kind = row_function(expr.args[0], schema, aliases), expr.args[1].value
-            return lambda vals: cast(inner(vals), kind)
         fn = scalar_function(expr.name)
         parts = [row_function(a, schema, aliases) for a in expr.args]
         return lambda vals: fn(*(p(vals) for p in parts))

@@ -73,7 +73,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from slidewise.errors import PlanError
-from slidewise.operators.joins import JoinOperator, get_algorithm
+from slidewise.operators.joins import JoinOperator, get_algorithm, mode_of
 from slidewise.operators.joins.nlj import equality_classes
 from slidewise.optimizer.stats import Statistics
 from slidewise.plan.expr import streams_of
@@ -103,7 +103,7 @@ def model_kind(algorithm: str | type[JoinOperator], lazy: bool) -> str:
         raise PlanError(f"{cls.name}: unknown cost family {cls.cost_family!r}", hint=f"use one of {FAMILIES}")
     if cls.cost_family != "probe":
         return cls.cost_family
-    return "lazy" if lazy else "eager"
+    return mode_of(lazy)
 
 
 @lru_cache(maxsize=65536)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from slidewise.errors import PlanError
 from slidewise.optimizer.stats import DEFAULT_DISTINCT, DEFAULT_RATE
+from slidewise.options import DEFAULTS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -241,7 +242,7 @@ def _plan_node(node: Node, patterns: dict[Node, Pattern], strategy: str, partiti
     }
 
 
-def plan_info(plan: Plan, stats: StatSpecs = None, strategy: str = "upa", partitions: int = 10, premature: float | None = None) -> dict:
+def plan_info(plan: Plan, stats: StatSpecs = None, strategy: str = DEFAULTS.strategy, partitions: int = DEFAULTS.partitions, premature: float | None = None) -> dict:
     """Everything ``explain`` shows for a general query (a logical plan), as a JSON-ready dict.
 
     ``plan``: the chosen rewriting's tree, one node per operator with its

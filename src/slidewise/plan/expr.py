@@ -216,14 +216,15 @@ def _substr(v: Any, start: Any, length: Any = None) -> Any:
     return _text(lambda x: x[begin:end])(v)
 
 
-_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+#: the arithmetic and comparison operators on scalars or arrays (``/`` and ``%`` by zero: see :func:`arithmetic`)
+BINOPS: dict[str, Callable[[Any, Any], Any]] = {
     "+": operator.add,
     "-": operator.sub,
     "*": operator.mul,
     "/": operator.truediv,
     "%": operator.mod,
 }
-_CMPS: dict[str, Callable[[Any, Any], Any]] = {
+CMPS: dict[str, Callable[[Any, Any], Any]] = {
     "=": operator.eq,
     "!=": operator.ne,
     "<": operator.lt,
@@ -293,6 +294,8 @@ FUNCTIONS: dict[str, tuple[int, int]] = {
 #: the functions of numbers, of text, and those whose arguments share one type
 NUMBER_FUNCTIONS = frozenset(("abs", "round", "floor", "ceil"))
 TEXT_FUNCTIONS = frozenset(("lower", "upper", "length", "substr"))
+#: the kind of a function's result where it is not its first argument's
+FUNCTION_KINDS = {"length": "int", "lower": "str", "upper": "str", "substr": "str", "floor": "float", "ceil": "float"}
 CONDITIONS = (Cmp, And, Or, Not, Like)
 
 
@@ -326,8 +329,8 @@ def _truth(expr: Expr, get: Callable[[int, str], object]) -> tuple[Any, Any]:
         na, nb = is_null(a), is_null(b)
         null = na if nb is False else nb if na is False else np.logical_or(na, nb)
         if null is False or not np.any(null):
-            return _CMPS[expr.op](a, b), None
-        return _CMPS[expr.op](_filled(a, null), _filled(b, null)), null
+            return CMPS[expr.op](a, b), None
+        return CMPS[expr.op](_filled(a, null), _filled(b, null)), null
     if isinstance(expr, Not):
         value, unknown = _truth(expr.item, get)
         return np.logical_not(value), unknown
@@ -378,9 +381,9 @@ def arithmetic(op: str, a: Any, b: Any) -> Any:
 
     ``%`` by a column is float (it may be NULL); by a non-zero constant it keeps ``a``'s type."""
     if op not in ("/", "%"):
-        return _BINOPS[op](a, b)
+        return BINOPS[op](a, b)
     if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):  # scalars (per-tuple paths)
-        return NAN if b == 0 else _BINOPS[op](a, b)
+        return NAN if b == 0 else BINOPS[op](a, b)
     zero = np.equal(b, 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.true_divide(a, b) if op == "/" else np.mod(a, b)

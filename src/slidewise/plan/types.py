@@ -38,7 +38,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from slidewise.errors import PlanError
-from slidewise.plan.expr import NUMBER_FUNCTIONS, TEXT_FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Like, Lit, Not, Or, columns_of, evaluate
+from slidewise.plan.expr import FUNCTION_KINDS, NUMBER_FUNCTIONS, TEXT_FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Like, Lit, Not, Or, columns_of, evaluate
 
 if TYPE_CHECKING:
     from slidewise.plan.logical import AggCall
@@ -147,8 +147,7 @@ class Typer:
                     raise PlanError(
                         f"{name.upper()} needs {wants}, got {_side(a, k)}", location=_location(expr, a), hint=f"{_TEXT_WHY}; {fix}" if wants == "a number" else fix
                     )
-            kind = {"length": "int", "lower": "str", "upper": "str", "substr": "str", "floor": "float", "ceil": "float"}.get(name, args[0][1])
-            return typed, kind
+            return typed, FUNCTION_KINDS.get(name, args[0][1])
         known = [(a, k) for a, k in values if k is not None and not (isinstance(a, Lit) and a.value is None)]
         for a, k in known[1:]:
             if _family(k) != _family(known[0][1]):

@@ -111,7 +111,7 @@ def execute(
     query = bind_query(query, [src.kinds for src in opened])
     plan: PhysicalPlan | None
     if wjoin is not None:
-        operator, plan = wjoin_operator(replace(wjoin, join=query), algorithm, order, operator_options)
+        operator, plan = wjoin_operator(replace(wjoin, join=query), algorithm, order, operator_options), None
     else:
         plan = choose(query, algorithm, order, **(operator_options or {}))
         operator = plan.build()
@@ -172,7 +172,7 @@ def execute(
     return RunResult(frame, stats, rejects)
 
 
-def wjoin_operator(query: WJoinQuery, algorithm, order, options) -> tuple[MWJoin | NLWJoin, None]:
+def wjoin_operator(query: WJoinQuery, algorithm, order, options) -> MWJoin | NLWJoin:
     """The operator of a W-join (mw-join unless ``algorithm`` names another); the join path's choices do not apply to it."""
     if algorithm not in (None, "auto", *WJOINS):
         raise OptionError(
@@ -184,4 +184,4 @@ def wjoin_operator(query: WJoinQuery, algorithm, order, options) -> tuple[MWJoin
             f"option {'order' if order is not None else given[0]!r} does not apply to a W-join",
             hint="drop it: the W-joins choose their own order from the WINDOW constraints",
         )
-    return WJOINS[algorithm if algorithm in WJOINS else "mw-join"](query), None
+    return WJOINS[algorithm if algorithm in WJOINS else "mw-join"](query)

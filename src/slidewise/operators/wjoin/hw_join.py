@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from slidewise.errors import OptionError
-from slidewise.operators.wjoin.nlw_join import NLWJoin, Rows, _Side
+from slidewise.operators.wjoin.mw_join import Rows, greedy_order
+from slidewise.operators.wjoin.nlw_join import NLWJoin, _Side
 from slidewise.plan.wjoin import WJoinQuery
 
 __all__ = ["HWJoin"]
@@ -43,13 +44,7 @@ class HWJoin(NLWJoin):
     def _pipeline_order(self) -> list[int]:
         """MW-join's greedy order restricted to the streams an equality links to those below."""
         eqs = self.query.join.equalities
-        order, rest = [0], set(range(1, self.n))
-        while rest:
-            linked = {e.left.stream for e in eqs if e.right.stream in order} | {e.right.stream for e in eqs if e.left.stream in order}
-            nxt = min(rest & linked, key=lambda j: (min(self.d[i][j] + self.d[j][i] for i in order), j))
-            order.append(nxt)
-            rest.discard(nxt)
-        return order
+        return greedy_order(self.d, 0, lambda order: {e.left.stream for e in eqs if e.right.stream in order} | {e.right.stream for e in eqs if e.left.stream in order})
 
     def _keys(self, k: int) -> tuple[tuple[int, str] | None, tuple[int, str] | None]:
         if k == 0:

@@ -3,32 +3,76 @@ Objects in Sensor-Network Databases", SSDBM 2003, §3.2).
 
 The paper's MW-join alternates two modes over the streams' buffers. Mode 1 searches the time axis
 for a period holding one tuple of every stream and drops the tuples left of it; Mode 2 enumerates
-the combinations inside the period. Here, as for the other joins of slidewise, tuples are processed
-one at a time in the global order and each result is produced when its last member arrives:
+the combinations inside the period. Here, as for the other joins of slidewise, each result is
+produced when its last member arrives (in the global order), and a chunk's arrivals of one stream
+are processed together, columnar:
 
-* Mode 1 (period search, dropping tuples): for a new tuple at ``τ``, the removal rule drops from
-  each buffer the tuples that no later arrival can meet, ``ts + reach < τ``
+* Mode 1 (period search, dropping tuples): the removal rule drops from each buffer the tuples
+  that no later arrival can meet, ``ts + reach < τ`` with ``τ`` the chunk's last timestamp
   (:meth:`~slidewise.plan.wjoin.WJoinQuery.reach`); buffers are in ``ts`` order, so this is a
-  prefix. The new tuple's period over stream ``j`` is ``[τ - d[j][i], τ + d[i][j]]`` with the
-  closed bounds ``d`` (for a single window ``w`` the paper's ``[TSmax - w, TSmin + w]``).
+  prefix. A new tuple's period over stream ``j`` is ``[τ - d[j][i], τ + d[i][j]]`` with the
+  closed bounds ``d`` (for a single window ``w`` the paper's ``[TSmax - w, TSmin + w]``); as
+  ``reach`` bounds every ``d``, the dropped tuples lie outside every later period.
 * Mode 2 (enumeration inside the period): streams are added one by one (in an order that follows
   the constraint graph); each partial combination carries its own period, shrunk by every member
-  added, and a binary search finds the buffered tuples inside it. Equalities and filters are
-  then evaluated over the columns of the complete combinations.
+  added, and a binary search finds the buffered tuples inside it that arrived before the new
+  tuple. Equalities and filters are then evaluated over the columns of the complete combinations.
 
 Buffers are columnar: per stream the arrived chunks, concatenated, with a start index (Mode 1) and
-an end found by position (the tuples that arrived before the new one).
+per new tuple an end found by position (the tuples that arrived before it). Results come in the
+order of the arrivals that complete them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 import numpy as np
 
 from slidewise.model.batch import ResultBatch, StreamBatch
-from slidewise.plan.expr import Cmp, evaluate
+from slidewise.plan.expr import Cmp, Expr, evaluate
 from slidewise.plan.wjoin import WJoinQuery
 
-__all__ = ["MWJoin"]
+__all__ = ["MWJoin", "Rows", "greedy_order", "results", "take_rows"]
+
+Rows = dict[int, dict[str, np.ndarray]]  # per member stream: "pos", "ts" and its value columns
+
+
+def take_rows(rows: Rows, idx: np.ndarray) -> Rows:
+    return {s: {c: v[idx] for c, v in cols.items()} for s, cols in rows.items()}
+
+
+def greedy_order(d: np.ndarray, first: int, linked: Callable[[list[int]], Iterable[int]] | None = None) -> list[int]:
+    """The streams from ``first`` on, each next one the one with the tightest period to those
+    before (``min_i d[i][j] + d[j][i]``), among ``linked(order)`` if given."""
+    order, rest = [first], set(range(len(d))) - {first}
+    while rest:
+        allowed = rest if linked is None else rest & set(linked(order))
+        nxt = min(allowed, key=lambda j: (min(d[i][j] + d[j][i] for i in order), j))
+        order.append(nxt)
+        rest.discard(nxt)
+    return order
+
+
+def results(rows: Rows, predicates: list[Expr], aliases: list[str], reach: np.ndarray) -> ResultBatch | None:
+    """The complete combinations ``rows`` (every stream of FROM) that satisfy ``predicates``:
+    ``ts`` their last member's, ``exp`` the first instant a member leaves its buffer."""
+    n = len(aliases)
+    ok = np.ones(len(rows[0]["pos"]), bool)
+    for p in predicates:
+        ok &= np.broadcast_to(np.asarray(evaluate(p, lambda st, attr: rows[st][attr]), bool), ok.shape)
+    if not ok.any():
+        return None
+    if not ok.all():
+        rows = take_rows(rows, np.flatnonzero(ok))
+    members = np.stack([rows[k]["pos"] for k in range(n)], axis=1)
+    member_ts = np.stack([rows[k]["ts"] for k in range(n)])
+    cols: dict[str, np.ndarray] = {}
+    for k, alias in enumerate(aliases):
+        cols[f"{alias}.ts"] = rows[k]["ts"]
+        cols.update({f"{alias}.{c}": v for c, v in rows[k].items() if c not in ("pos", "ts")})
+    exp = np.min(member_ts + reach[:, None], axis=0)
+    return ResultBatch(members, member_ts.max(axis=0), exp, np.ones(len(members), np.int8), cols)
 
 
 class _Buffer:
@@ -49,6 +93,9 @@ class _Buffer:
         self.cols = {k: np.concatenate([self.cols[k][keep], v]) if k in self.cols else v for k, v in batch.cols.items()}
         self.start = 0
 
+    def rows(self, idx: np.ndarray) -> dict[str, np.ndarray]:
+        return {"pos": self.pos[idx], "ts": self.ts[idx], **{c: v[idx] for c, v in self.cols.items()}}
+
     def __len__(self) -> int:
         return len(self.pos) - self.start
 
@@ -65,22 +112,13 @@ class MWJoin:
         self.reach = np.array(query.reach(), dtype=np.int64)
         self.aliases = query.join.aliases
         self.buffers = [_Buffer() for _ in range(self.n)]
-        self.orders = [self._order(i) for i in range(self.n)]
-        self.predicates = [Cmp("=", e.left, e.right) for e in query.join.equalities] + list(query.join.filters)
+        self.orders = [greedy_order(self.d, i) for i in range(self.n)]
+        self.predicates: list[Expr] = [Cmp("=", e.left, e.right) for e in query.join.equalities] + list(query.join.filters)
         self.comparisons = 0
 
     @classmethod
     def check(cls, query: WJoinQuery) -> None:
         """Every W-join runs on the merge W-join."""
-
-    def _order(self, first: int) -> list[int]:
-        """Streams in the order Mode 2 adds them after ``first``: the tightest period first."""
-        order, rest = [first], set(range(self.n)) - {first}
-        while rest:
-            nxt = min(rest, key=lambda j: (min(self.d[i][j] + self.d[j][i] for i in order), j))
-            order.append(nxt)
-            rest.discard(nxt)
-        return order
 
     def state_tuples(self) -> int:
         return sum(len(b) for b in self.buffers)
@@ -89,59 +127,43 @@ class MWJoin:
         """Join one chunk of arrivals (one batch per stream, in global order)."""
         for b in chunk:
             self.buffers[b.stream].append(b)
-        arrivals = sorted((int(p), b.stream, int(t)) for b in chunk for p, t in zip(b.pos, b.ts))
-        parts = [self._arrive(pos, stream, ts) for pos, stream, ts in arrivals]
-        return ResultBatch.concat([p for p in parts if p is not None], self.n)
+        parts = [p for p in (self._arrive(b.stream, b.pos) for b in chunk if len(b)) if p is not None]
+        last = max((int(b.ts[-1]) for b in chunk if len(b)), default=None)
+        if last is not None:  # Mode 1: the removal rule
+            for j, b in enumerate(self.buffers):
+                b.start = max(b.start, int(np.searchsorted(b.ts, last - self.reach[j], "left")))
+        out = ResultBatch.concat(parts, self.n)
+        if len(parts) > 1:  # in the order of the completing arrivals (each result's last member)
+            o = np.argsort(out.members.max(axis=1), kind="stable")
+            out = ResultBatch(out.members[o], out.ts[o], out.exp[o], out.sign[o], {c: v[o] for c, v in out.cols.items()})
+        return out
 
     def finish(self) -> ResultBatch:
         return ResultBatch.empty(self.n)
 
-    def _arrive(self, pos: int, stream: int, ts: int) -> ResultBatch | None:
+    def _arrive(self, stream: int, pos: np.ndarray) -> ResultBatch | None:
+        """Mode 2 for the new tuples ``pos`` of ``stream`` (all buffered already)."""
         bufs = self.buffers
-        for j, b in enumerate(bufs):  # Mode 1: the removal rule
-            b.start = max(b.start, int(np.searchsorted(b.ts, ts - self.reach[j], "left")))
-        me = bufs[stream]
-        own = int(np.searchsorted(me.pos, pos))
-        idx = {stream: np.array([own], np.int64)}
-        lo = {j: np.full(1, ts - self.d[j][stream]) for j in range(self.n)}
-        hi = {j: np.full(1, ts + self.d[stream][j]) for j in range(self.n)}
-        rows = 1
-        for j in self.orders[stream][1:]:  # Mode 2: enumeration inside the period
+        idx = {stream: np.searchsorted(bufs[stream].pos, pos)}
+        ts = bufs[stream].ts[idx[stream]]
+        lo = {j: ts - self.d[j][stream] for j in range(self.n)}
+        hi = {j: ts + self.d[stream][j] for j in range(self.n)}
+        for j in self.orders[stream][1:]:
             b = bufs[j]
-            end = int(np.searchsorted(b.pos, pos))
-            first = np.maximum(np.searchsorted(b.ts[:end], lo[j], "left"), b.start)
-            last = np.searchsorted(b.ts[:end], hi[j], "right")
+            end = np.searchsorted(b.pos, pos)  # the tuples that arrived before the new one
+            first = np.maximum(np.searchsorted(b.ts, lo[j], "left"), b.start)
+            last = np.minimum(np.searchsorted(b.ts, hi[j], "right"), end)
             counts = np.maximum(last - first, 0)
-            self.comparisons += int(counts.sum())
             rows = int(counts.sum())
+            self.comparisons += rows
             if rows == 0:
                 return None
             take = np.repeat(np.arange(len(counts)), counts)
-            offsets = np.arange(rows) - np.repeat(np.cumsum(counts) - counts, counts)
-            picked = np.repeat(first, counts) + offsets
+            picked = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(rows)
             idx = {k: v[take] for k, v in idx.items()}
-            idx[j] = picked
+            idx[j], pos = picked, pos[take]
             t_j = b.ts[picked]
             for k in range(self.n):  # shrink every partial combination's period
                 lo[k] = np.maximum(lo[k][take], t_j - self.d[k][j])
                 hi[k] = np.minimum(hi[k][take], t_j + self.d[j][k])
-        members = np.stack([bufs[k].pos[idx[k]] for k in range(self.n)], axis=1)
-        member_ts = [bufs[k].ts[idx[k]] for k in range(self.n)]
-        ok = np.ones(rows, bool)
-        if self.predicates:
-
-            def get(s: int, attr: str):
-                return member_ts[s] if attr == "ts" else bufs[s].cols[attr][idx[s]]
-
-            for p in self.predicates:
-                ok &= np.broadcast_to(np.asarray(evaluate(p, get), bool), ok.shape)
-        if not ok.any():
-            return None
-        exp = np.min(np.stack([member_ts[k] + self.reach[k] for k in range(self.n)]), axis=0)
-        cols: dict[str, np.ndarray] = {}
-        for k, alias in enumerate(self.aliases):
-            cols[f"{alias}.ts"] = member_ts[k][ok]
-            for c, v in bufs[k].cols.items():
-                cols[f"{alias}.{c}"] = v[idx[k][ok]]
-        count = int(ok.sum())
-        return ResultBatch(members[ok], np.full(count, ts, np.int64), exp[ok], np.ones(count, np.int8), cols)
+        return results({k: bufs[k].rows(idx[k]) for k in range(self.n)}, self.predicates, self.aliases, self.reach)

@@ -26,21 +26,16 @@ from __future__ import annotations
 import numpy as np
 
 from slidewise.model.batch import ResultBatch, StreamBatch
-from slidewise.operators.wjoin.mw_join import MWJoin
+from slidewise.operators.wjoin.mw_join import Rows, greedy_order, results
+from slidewise.operators.wjoin.mw_join import take_rows as _take
 from slidewise.plan.expr import Cmp, evaluate
 from slidewise.plan.wjoin import WJoinQuery
 
-__all__ = ["NLWJoin", "Rows"]
-
-Rows = dict[int, dict[str, np.ndarray]]  # per member stream: "pos", "ts" and its value columns
+__all__ = ["NLWJoin"]
 
 
 def _len(rows: Rows) -> int:
     return len(next(iter(rows.values()))["pos"])
-
-
-def _take(rows: Rows, idx: np.ndarray) -> Rows:
-    return {s: {c: v[idx] for c, v in cols.items()} for s, cols in rows.items()}
 
 
 def _concat(a: Rows | None, b: Rows) -> Rows:
@@ -100,7 +95,7 @@ class NLWJoin:
         keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
         self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
         self.right = [_Side(keys[k][1]) for k in range(self.n)]  # right[k]: source order[k]
-        self.mw_orders = [MWJoin._order(self, i) for i in range(self.n)]  # type: ignore[arg-type]
+        self.mw_orders = [greedy_order(self.d, i) for i in range(self.n)]
         eqs = query.join.equalities
         self.level_eqs = [[Cmp("=", e.left, e.right) for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
         self.filters = list(query.join.filters)
@@ -113,7 +108,7 @@ class NLWJoin:
 
     def _pipeline_order(self) -> list[int]:
         """The streams bottom-up: MW-join's order from the first stream (tightest period first)."""
-        return MWJoin._order(self, 0)  # type: ignore[arg-type]
+        return greedy_order(self.d, 0)
 
     def _keys(self, k: int) -> tuple[tuple[int, str] | None, tuple[int, str] | None]:
         """The bucket keys of level ``k``'s left and right buffers (none: one bucket)."""
@@ -138,11 +133,13 @@ class NLWJoin:
             for side, limit in ((self.left[k], None), (self.right[k], self.d[j][members].max())):
                 for b in list(side.buckets) if everywhere else [bucket] if bucket in side.buckets else []:
                     rows = side.buckets[b]
-                    if limit is None:
-                        end = np.min(np.stack([rows[i]["ts"] + self.d[i][j] for i in members]), axis=0)
-                    else:
-                        end = rows[j]["ts"] + limit
+                    end = self._period(rows, members, j)[1] if limit is None else rows[j]["ts"] + limit
                     side.drop(b, end >= clock)
+
+    def _period(self, rows: Rows, members: list[int], j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per m-tuple of ``rows`` (over ``members``): its period over stream ``j`` (module docstring)."""
+        ts = np.stack([rows[i]["ts"] for i in members])
+        return np.max(ts - self.d[j][members][:, None], axis=0), np.min(ts + self.d[members, j][:, None], axis=0)
 
     def _arrive(self, batch: StreamBatch, i: int) -> ResultBatch | None:
         s, ts = batch.stream, int(batch.ts[i])
@@ -168,7 +165,7 @@ class NLWJoin:
             rows = self._join(self.right[level], rows, level, probe_right=True, clock=ts, sweep=sweep)
         if rows is None or not _len(rows):
             return None
-        return self._results(rows, s, ts)
+        return self._results(rows, s)
 
     def _join(self, side: _Side, rows: Rows, k: int, probe_right: bool, clock: int, sweep: bool) -> Rows | None:
         """``rows`` (new left m-tuples, or one new right tuple) joined with ``side``'s buffer at level ``k``."""
@@ -185,8 +182,7 @@ class NLWJoin:
             mine = rows if probe_keys is None else _take(rows, np.flatnonzero(probe_keys == value))
             left, right = (mine, other) if probe_right else (other, mine)
             t_j = right[j]["ts"]
-            lo = np.max(np.stack([left[i]["ts"] - self.d[j][i] for i in members]), axis=0)
-            hi = np.min(np.stack([left[i]["ts"] + self.d[i][j] for i in members]), axis=0)
+            lo, hi = self._period(left, members, j)
             self.comparisons += len(lo) * len(t_j)
             a, b = np.nonzero((t_j[None, :] >= lo[:, None]) & (t_j[None, :] <= hi[:, None]))
             joined = {**_take(left, a), **_take(right, b)}
@@ -202,21 +198,6 @@ class NLWJoin:
         """The values ``rows`` probe ``side``'s buckets with (none: NLW's single bucket)."""
         return None
 
-    def _results(self, rows: Rows, s: int, ts: int) -> ResultBatch | None:
-        ok = np.ones(_len(rows), bool)
-        for p in self.filters:
-            ok &= np.broadcast_to(np.asarray(evaluate(p, lambda st, attr: rows[st][attr]), bool), ok.shape)
-        if not ok.any():
-            return None
-        rows = _take(rows, np.flatnonzero(ok))
+    def _results(self, rows: Rows, s: int) -> ResultBatch | None:
         rows = _take(rows, np.lexsort([rows[o]["pos"] for o in reversed(self.mw_orders[s][1:])]))  # MW-join's order
-        members = np.stack([rows[k]["pos"] for k in range(self.n)], axis=1)
-        exp = np.min(np.stack([rows[k]["ts"] + self.reach[k] for k in range(self.n)]), axis=0)
-        cols: dict[str, np.ndarray] = {}
-        for k, alias in enumerate(self.aliases):
-            cols[f"{alias}.ts"] = rows[k]["ts"]
-            for c, v in rows[k].items():
-                if c not in ("pos", "ts"):
-                    cols[f"{alias}.{c}"] = v
-        count = len(members)
-        return ResultBatch(members, np.full(count, ts, np.int64), exp, np.ones(count, np.int8), cols)
+        return results(rows, self.filters, self.aliases, self.reach)

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from slidewise.errors import OptionError, SourceError
-from slidewise.options import DEFAULT_CHUNK_ROWS, TS_UNITS
+from slidewise.options import DEFAULTS, TS_UNITS
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources.base import _KIND_DTYPE, RawChunk, _one_line, _unreadable
 from slidewise.runtime.sources.convert import _convert
@@ -28,9 +28,9 @@ def open_source(
     name: str,
     spec,
     *,
-    ts_column: str = "ts",
-    ts_unit: str = "auto",
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    ts_column: str = DEFAULTS.ts_column,
+    ts_unit: str = DEFAULTS.ts_unit,
+    chunk_rows: int = DEFAULTS.chunk_rows,
     rejects: Rejects | None = None,
     schema: dict[str, str] | None = None,
 ) -> Source:

@@ -195,12 +195,10 @@ class _CsvReader(_TextReader):
         table, _, _ = self._parse(body, {ts_column: pa.string()}, sample=True)
         self._bytes_per_row = len(body) / max(1, body.count(b"\n"))
         info = _info_from_table(table, ts_column, dirty_numbers=True)
-        numeric = [c for c, k in info.kinds.items() if k in ("int", "float")]
-        if numeric and _has_leading_zero(body):
-            texts, _, _ = self._parse(body, {c: pa.string() for c in self.header}, sample=True)
-            for c in numeric:
-                if _match(pc.utf8_trim_whitespace(texts.column(c).combine_chunks()), _LEADING_ZERO_RE).any():
-                    info.kinds[c] = "str"  # "00123" read as a number would lose its zeros
+        hits = self._zero_hits(body, [c for c, k in info.kinds.items() if k in ("int", "float")], sample=True)
+        for c, hit in (hits or {}).items():
+            if hit.any():
+                info.kinds[c] = "str"  # "00123" read as a number would lose its zeros
         self._widen(info)
         return info
 
@@ -316,18 +314,25 @@ class _CsvReader(_TextReader):
     def _leading_zeros(self, block: bytes, kinds: dict[str, str], qnl: bool, n: int, stream: str) -> tuple | None:
         """(bad mask, reasons) of rows with a number like ``00123`` in an inferred numeric column:
         reading it as a number would change its text (the sample had none, or the column were text)."""
-        cols = [c for c, k in kinds.items() if k in ("int", "float") and c not in self.declared]
-        if not cols or not _has_leading_zero(block):
-            return None
-        texts, _, _ = self._parse(block, {c: pa.string() for c in self.header}, quoted_newlines=qnl)
-        if texts is None or texts.num_rows != n:
+        hits = self._zero_hits(block, [c for c, k in kinds.items() if k in ("int", "float") and c not in self.declared], qnl)
+        if hits is None or any(len(h) != n for h in hits.values()):
             return None
         bad, reasons = np.zeros(n, bool), np.full(n, None, dtype=object)
-        for c in cols:
-            hit = _match(pc.utf8_trim_whitespace(texts.column(c).combine_chunks()), _LEADING_ZERO_RE) & ~bad
+        for c, hit in hits.items():
+            hit = hit & ~bad
             reasons[hit] = f"value with leading zeros in number column {c!r} (inferred from the first rows); declare it as text: --schema {stream}={c}:string"
             bad |= hit
         return (bad, reasons) if bad.any() else None
+
+    def _zero_hits(self, block: bytes, cols: list[str], qnl: bool | None = None, sample: bool = False) -> dict[str, np.ndarray] | None:
+        """Per column of ``cols``: which rows of ``block`` hold a number with leading zeros, as text
+        (``None``: none can, by a byte scan, or the block does not parse as text)."""
+        if not cols or not _has_leading_zero(block):
+            return None
+        texts, _, _ = self._parse(block, {c: pa.string() for c in self.header}, sample=sample, quoted_newlines=qnl)
+        if texts is None:
+            return None
+        return {c: _match(pc.utf8_trim_whitespace(texts.column(c).combine_chunks()), _LEADING_ZERO_RE) for c in cols}
 
     def _drop_rows(self, block: bytes, starts, ends, lines, drop: np.ndarray, rejects, stream):
         """Reject the records ``drop`` (longer than ``_MAX_ROW_BYTES``) and give the block without them,
