@@ -61,7 +61,7 @@ class FrequentBucket:
             st["buffer"] = {c: buffer[c] for c in st["buffer"]}
         if not meta["entries"]:
             entries = {"items": np.empty(0, object), "counts": np.empty(0, np.int64)}
-        held = Summaries(subs["ids"], subs["delta"], np.concatenate(([0], np.cumsum(subs["sizes"], dtype=np.int64))), entries["items"], entries["counts"])
+        held = Summaries.of_sizes(subs["ids"], subs["delta"], subs["sizes"], entries["items"], entries["counts"])
         run.restore(meta["run"], held, (carry["sub"], carry["item"]) if meta["carry"] else None)
         return st, run
 
@@ -72,7 +72,7 @@ class FrequentBucket:
         tables = [
             st["buffer"] if n else empty,
             {"items": held.items, "counts": held.counts} if len(held.items) else empty,
-            {"ids": held.ids, "delta": held.delta, "sizes": np.diff(held.starts)},
+            {"ids": held.ids, "delta": held.delta, "sizes": held.sizes},
             {"sub": carry[0], "item": carry[1]} if carry is not None else empty,
         ]
         return pack_state(
