@@ -137,8 +137,9 @@ def test_summaries_and_counters():
     assert sm.items.tolist() == [5, 7, 9, 3] and sm.counts.tolist() == [2, 1, 2, 1]
     w = WindowCounters(2)
     for j in range(2):
-        a, z = sm.starts[j], sm.starts[j + 1]
-        w.add(int(sm.ids[j]), int(sm.delta[j]), sm.items[a:z], sm.counts[a:z])
+        w.add(int(sm.ids[j]), int(sm.delta[j]), *sm.entries(j))
+    held = w.summaries()
+    assert held.ids.tolist() == [1, 2] and held.sizes.tolist() == [2, 2] and held.after(1).items.tolist() == [9, 3]
     ans = w.answer()
     assert ans.items.tolist() == [5, 9] and ans.threshold == 2 and ans.guaranteed.tolist() == [False, False]
     w.expire(2)
