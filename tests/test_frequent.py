@@ -74,21 +74,24 @@ def test_algorithm_6_guarantees(stream, window, k, chunk):
     for instant, window_items, subs in expected:
         rows = got[got.ts == instant]
         true = Counter(window_items.tolist())
-        delta = 0
+        delta, counters = 0, Counter()
         for sid in np.unique(subs):
-            counts = sorted(Counter(window_items[subs == sid].tolist()).values(), reverse=True)
-            delta += counts[k - 1] if len(counts) >= k else 0
+            ranked = sorted(Counter(window_items[subs == sid].tolist()).items(), key=lambda vc: (-vc[1], vc[0]))
+            delta += ranked[k - 1][1] if len(ranked) >= k else 0
+            for item, n in ranked[:k]:  # the sub-window's top-k list (ties by item value)
+                counters[item] += n
         assert (rows.threshold == delta).all()  # δ = Σ δᵢ
         for item, freq, guaranteed in zip(rows.a, rows.frequency, rows.guaranteed):
             assert freq <= true[item]  # a sum of some sub-windows' counts
             assert guaranteed == (freq > delta)
             if guaranteed:
                 assert true[item] >= delta  # never a false positive
-        # every item above δ is reported (it is in some top-k list) and the k best are there
-        above = {i for i, c in true.items() if c > delta}
-        reported = set(rows.a.tolist())
-        assert {i for i in above if rows.frequency[rows.a == i].sum() > delta} <= reported
-        assert len(rows) >= min(k, len(true)) or len(rows) == len(set(window_items[np.isin(window_items, list(reported))]))
+        # the answer: the items of the k largest global counters (ties at the k-th) and every one above δ,
+        # each with its counter, the sum of its counts in the sub-windows' top-k lists
+        best = sorted(counters.values(), reverse=True)
+        kth = best[k - 1] if len(best) >= k else 0
+        assert dict(zip(rows.a.tolist(), rows.frequency.tolist())) == {i: f for i, f in counters.items() if f >= kth or f > delta}
+        assert len(rows) >= min(k, len(true))  # a sub-window lists k items, or all of its items if fewer
 
 
 @settings(max_examples=100, deadline=None)
@@ -134,8 +137,9 @@ def test_summaries_and_counters():
     assert sm.items.tolist() == [5, 7, 9, 3] and sm.counts.tolist() == [2, 1, 2, 1]
     w = WindowCounters(2)
     for j in range(2):
-        a, z = sm.starts[j], sm.starts[j + 1]
-        w.add(int(sm.ids[j]), int(sm.delta[j]), sm.items[a:z], sm.counts[a:z])
+        w.add(int(sm.ids[j]), int(sm.delta[j]), *sm.entries(j))
+    held = w.summaries()
+    assert held.ids.tolist() == [1, 2] and held.sizes.tolist() == [2, 2] and held.after(1).items.tolist() == [9, 3]
     ans = w.answer()
     assert ans.items.tolist() == [5, 9] and ans.threshold == 2 and ans.guaranteed.tolist() == [False, False]
     w.expire(2)

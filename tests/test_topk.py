@@ -62,3 +62,25 @@ def test_topk_in_a_group_by_query():
         parse_plan("SELECT RSTREAM(TOPK(0, S.d)) FROM S [RANGE 9 SLIDE 3]")
     with pytest.raises(QueryError, match=r"TOPK takes k and a column: TOPK\(k, S.x\)"):
         parse_plan("SELECT RSTREAM(TOPK(S.d)) FROM S [RANGE 9 SLIDE 3]")
+
+
+def test_topk_of_panes_and_tuples_agree():
+    """The pane accumulator and the per-tuple operator (``panes=False``; text values take it always) rank
+    alike: count descending, then value."""
+    import pandas as pd
+
+    from slidewise.cql import parse_plan
+    from slidewise.runtime.plan_engine import execute_plan
+
+    rng = np.random.default_rng(7)
+    n = 400
+    frame = pd.DataFrame({"ts": np.sort(rng.integers(0, 300, n)), "a": rng.integers(0, 3, n), "x": rng.integers(0, 6, n), "w": rng.choice(list("pqrst"), n)})
+    q = parse_plan("SELECT RSTREAM(S.a, TOPK(2, S.x) AS tx) FROM S [RANGE 29 SLIDE 5] GROUP BY S.a")
+    panes = execute_plan(q, {"S": frame}, collect=True)
+    assert panes.stats["path"].startswith("sliding aggregate: running synopsis")
+    got = sorted(map(tuple, panes.results.values.tolist()))
+    assert got == sorted(map(tuple, execute_plan(q, {"S": frame}, collect=True, panes=False).results.values.tolist()))
+    window = frame[(frame.ts > 150 - 30) & (frame.ts <= 150) & (frame.a == 1)]
+    assert next(r for r in got if r[0] == 1 and r[2] == 150)[1] == _oracle(window.x.tolist(), 2)
+    text = execute_plan(parse_plan("SELECT RSTREAM(S.a, TOPK(3, S.w) AS tw) FROM S [RANGE 29 SLIDE 5] GROUP BY S.a"), {"S": frame}, collect=True).results
+    assert text[(text.ts == 150) & (text["S.a"] == 1)].tw.tolist() == [_oracle(window.w.tolist(), 3)]

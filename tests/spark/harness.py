@@ -8,7 +8,11 @@ Spark tests only need to show that Spark runs it the same way.
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
+import os
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,8 +20,9 @@ import pandas as pd
 from slidewise.plan.expr import BinOp, Cmp, Func, Lit
 from slidewise.plan.query import Equality, WindowSpec
 from slidewise.spark.bucket import BucketJoin
-from slidewise.spark.keying import choose_keying
-from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, wire_frame
+from slidewise.spark.keying import Keying, choose_keying
+from slidewise.spark.layout import EOF, TUPLE, Layout, StreamInfo, pack, unpack, wire_frame
+from slidewise.spark.plan_state import REJECTS, RESULT
 from slidewise.spark.sequencer import SequencerLogic
 from tests.oracle import oracle
 from tests.streams import build_tuples, col, common_key, query_of
@@ -186,3 +191,62 @@ def step_rows(step, first: int, kinds: dict) -> list[dict]:
         **{a: step[a].to_numpy() for a in kinds},
     }
     return [{"k": TUPLE, "s": 0, "q": len(step), "p": pack(columns)}]
+
+
+def sequencer(kinds: dict, keying: Keying, lateness: int = 0) -> SequencerLogic:
+    """The sequencer of one stream S with columns ``kinds``."""
+    return SequencerLogic(Layout((StreamInfo("S", "S", kinds, "raw", lateness, "csv", 1),)), keying)
+
+
+def norm(frame: pd.DataFrame | None) -> Counter:
+    """Result rows as a multiset (NaN as None, numpy scalars as Python values)."""
+    if frame is None or not len(frame):
+        return Counter()
+    return Counter(
+        tuple(None if isinstance(v, float) and math.isnan(v) else (v.item() if hasattr(v, "item") else v) for v in r) for r in frame.itertuples(index=False, name=None)
+    )
+
+
+def run_buckets(logic, kinds: dict, steps: list, keying: Keying, lateness: int = 0) -> tuple[Counter, list[str]]:
+    """The sequencer of S and a bucket stage ``logic`` (``process(bucket, blob, frame)``, ``columns``)
+    in-process over ``steps`` (frames of S per micro-batch, or ``"eof"``), state as bytes per bucket
+    between calls: the results (:func:`norm`) and the reject reasons."""
+    seq, seq_state, blobs, seen = sequencer(kinds, keying, lateness), {}, {}, 0
+    out, rejects = Counter(), []
+    for step in steps:
+        rows = step_rows(step, seen, kinds)
+        seen += 0 if isinstance(step, str) else len(step)
+        if not rows:
+            continue
+        for b, parts in sorted(sequence_into_buckets(seq, seq_state, wire_frame(rows)).items()):
+            blobs[b], frames = logic.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
+            for f in frames:
+                for r in f.itertuples(index=False):
+                    if r.k == RESULT:
+                        out += norm(pd.DataFrame(unpack(r.p))[logic.columns])
+                    elif r.k == REJECTS:
+                        rejects += list(unpack(r.p)["reason"])
+    return out, rejects
+
+
+def cut(frame: pd.DataFrame, points: list[int]) -> list[pd.DataFrame]:
+    """``frame`` cut at ``points`` (clipped, deduplicated) into consecutive parts."""
+    bounds = sorted({min(p, len(frame)) for p in points} | {0, len(frame)})
+    return [frame.iloc[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def csv_files(frame: pd.DataFrame, d: Path, parts: int, first: int = 0) -> None:
+    """``frame`` as ``parts`` CSV files ``part-NNN.csv`` in ``d`` (numbered from ``first``, modified in that order)."""
+    d.mkdir(parents=True, exist_ok=True)
+    for j, idx in enumerate(np.array_split(np.arange(len(frame)), parts)):
+        f = d / f"part-{first + j:03d}.csv"
+        frame.iloc[idx].to_csv(f, index=False)
+        os.utime(f, (1_000_000 + first + j, 1_000_000 + first + j))
+
+
+def wait_for_first_commit(ckpt: Path, seconds: float = 240) -> None:
+    """Wait until the Spark query checkpointed at ``ckpt`` committed its first micro-batch."""
+    deadline = time.monotonic() + seconds
+    while not (ckpt / "query" / "commits" / "0").exists():
+        assert time.monotonic() < deadline, "no committed micro-batch in time"
+        time.sleep(0.1)

@@ -10,7 +10,6 @@ rerun on its checkpoint with more files.
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import numpy as np
@@ -24,11 +23,8 @@ from slidewise.runtime.frequent import bind_frequent
 from slidewise.runtime.plan_engine import execute_plan
 from slidewise.spark.frequent import FrequentBucket
 from slidewise.spark.keying import Keying
-from slidewise.spark.layout import TUPLE, Layout, StreamInfo, pack, unpack, wire_frame
-from slidewise.spark.plan_state import REJECTS, RESULT
-from slidewise.spark.sequencer import SequencerLogic
-from tests.spark.harness import sequence_into_buckets, step_rows
-from tests.spark.test_panes_spark import _files, cut, norm
+from slidewise.spark.layout import wire_frame
+from tests.spark.harness import csv_files, cut, norm, run_buckets, sequence_into_buckets, sequencer, step_rows, wait_for_first_commit
 
 KINDS = {"src": "str", "a": "int"}
 QUERIES = [
@@ -60,23 +56,7 @@ def simulate(query: str, steps: list, lateness: int = 0) -> tuple[Counter, list[
     """Sequencer and the FREQUENT bucket in-process over ``steps`` (frames of S per micro-batch, or
     ``"eof"``): the results, the reject reasons and the bucket logic."""
     logic = FrequentBucket(bind_frequent(parse_any(query), KINDS), KINDS, lateness)
-    layout = Layout((StreamInfo("S", "S", KINDS, "raw", lateness, "csv", 1),))
-    seq, seq_state, blob, seen = SequencerLogic(layout, Keying("single", 1)), {}, None, 0
-    out, rejects = Counter(), []
-    for step in steps:
-        rows = step_rows(step, seen, KINDS)
-        seen += 0 if isinstance(step, str) else len(step)
-        if not rows:
-            continue
-        for b, parts in sorted(sequence_into_buckets(seq, seq_state, wire_frame(rows)).items()):
-            blob, frames = logic.process(b, blob, pd.concat(parts, ignore_index=True))
-            for f in frames:
-                for r in f.itertuples(index=False):
-                    if r.k == RESULT:
-                        out += norm(pd.DataFrame(unpack(r.p))[logic.columns])
-                    elif r.k == REJECTS:
-                        rejects += list(unpack(r.p)["reason"])
-    return out, rejects, logic
+    return (*run_buckets(logic, KINDS, steps, Keying("single", 1), lateness), logic)
 
 
 @given(frame=streams, query=st.sampled_from(QUERIES), points=st.lists(st.integers(0, 60), max_size=3))
@@ -118,26 +98,7 @@ def test_state_holds_the_summaries_not_the_tuples():
     frame = pd.DataFrame({"ts": np.arange(n), "src": np.asarray(list("xyzw"))[np.arange(n) % 4], "a": np.arange(n) % 50})
     got, _, logic = simulate("SELECT RSTREAM FREQUENT(S.a, 3) FROM S [ROWS 500 SLIDE 30]", [frame])
     assert sum(got.values()) > 0
-    layout = Layout((StreamInfo("S", "S", KINDS, "raw", 0, "csv", 1),))
-    seq = SequencerLogic(layout, Keying("single", 1))
-    rows = [
-        {
-            "k": TUPLE,
-            "s": 0,
-            "q": n,
-            "p": pack(
-                {
-                    "t": frame.ts.to_numpy(),
-                    "q": np.arange(n),
-                    "o": np.zeros(n, np.int64),
-                    "fi": np.zeros(n, np.int32),
-                    "files": ["f"],
-                    **{a: frame[a].to_numpy() for a in KINDS},
-                }
-            ),
-        }
-    ]
-    ((b, parts),) = sequence_into_buckets(seq, {}, wire_frame(rows)).items()
+    ((b, parts),) = sequence_into_buckets(sequencer(KINDS, Keying("single", 1)), {}, wire_frame(step_rows(frame, 0, KINDS))).items()
     blob, frames = logic.process(b, None, pd.concat(parts, ignore_index=True))
     st_, run = logic._load(blob, lambda cols: None)
     held = run.pending[0]
@@ -163,7 +124,7 @@ def test_spark_frequent_equals_local(spark, tmp_path, name):
     from slidewise.spark.plan_runner import run_plan_spark
 
     query, frame = SPARK_CASES[name], _frame(3)
-    _files(frame, tmp_path / "S", 3)
+    csv_files(frame, tmp_path / "S", 3)
     res = run_plan_spark(query, {"S": str(tmp_path / "S")}, spark=spark, max_files_per_trigger=1, once=True)
     assert res.stats["path"].startswith("frequent items:")
     want = local(query, frame)
@@ -180,18 +141,15 @@ def test_spark_frequent_restart_after_stop_is_exactly_once(spark, runs, tmp_path
 
     query, frame = SPARK_CASES["rows"], _frame(8, n=120)
     half = len(frame) // 2
-    _files(frame.iloc[:half], tmp_path / "S", 2)
+    csv_files(frame.iloc[:half], tmp_path / "S", 2)
     ckpt, out = tmp_path / "ckpt", tmp_path / "out.parquet"
     opts = dict(spark=spark, checkpoint=str(ckpt), out=str(out), max_files_per_trigger=1)
     run = start_plan_spark(query, {"S": str(tmp_path / "S")}, once=False, trigger="1s", **opts)
     runs.append(run)
-    deadline = time.monotonic() + 240
-    while not (ckpt / "query" / "commits" / "0").exists():
-        assert time.monotonic() < deadline, "no committed micro-batch in time"
-        time.sleep(0.1)
+    wait_for_first_commit(ckpt)
     run.stop()  # mid-stream: its input has not ended
     assert not run.ended
-    _files(frame.iloc[half:], tmp_path / "S", 2, first=2)
+    csv_files(frame.iloc[half:], tmp_path / "S", 2, first=2)
     res = run_plan_spark(query, {"S": str(tmp_path / "S")}, once=True, **opts)
     assert res.stats["input_ended"]
     assert norm(read_results(out)) == local(query, frame)

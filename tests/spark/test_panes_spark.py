@@ -11,10 +11,7 @@ checkpoint with more files (no row lost or repeated).
 
 from __future__ import annotations
 
-import math
-import os
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,11 +24,10 @@ from slidewise.plan.bind import bind
 from slidewise.plan.prune import prune_columns
 from slidewise.runtime.plan_engine import execute_plan
 from slidewise.spark.keying import Keying
-from slidewise.spark.layout import TUPLE, Layout, StreamInfo, pack, unpack, wire_frame
+from slidewise.spark.layout import wire_frame
 from slidewise.spark.panes import PaneBucket, pane_bucket
-from slidewise.spark.plan_state import REJECTS, RESULT, partition_attribute
-from slidewise.spark.sequencer import SequencerLogic
-from tests.spark.harness import sequence_into_buckets, step_rows
+from slidewise.spark.plan_state import RESULT, partition_attribute
+from tests.spark.harness import csv_files, cut, norm, run_buckets, sequence_into_buckets, sequencer, step_rows, wait_for_first_commit
 from tests.test_sliding_aggregate import HAVING, WHERE, streams
 
 KINDS = {"a": "int", "k": "str", "b": "int", "f": "float"}
@@ -55,15 +51,6 @@ def queries(draw) -> str:
     )
 
 
-def norm(frame: pd.DataFrame | None) -> Counter:
-    """Result rows as a multiset (NaN as None, numpy scalars as Python values)."""
-    if frame is None or not len(frame):
-        return Counter()
-    return Counter(
-        tuple(None if isinstance(v, float) and math.isnan(v) else (v.item() if hasattr(v, "item") else v) for v in r) for r in frame.itertuples(index=False, name=None)
-    )
-
-
 def local(query: str, frame: pd.DataFrame, lateness: int = 0) -> Counter:
     return norm(execute_plan(parse_plan(query), {"S": frame}, collect=True, lateness=lateness).results)
 
@@ -76,28 +63,7 @@ def simulate(query: str, steps: list, buckets: int = 3, lateness: int = 0) -> tu
     assert isinstance(logic, PaneBucket)
     attr, _ = partition_attribute(plan)
     keying = Keying("hash", buckets, keys=(attr,), key_kind=KINDS[attr]) if attr else Keying("single", 1)
-    layout = Layout((StreamInfo("S", "S", KINDS, "raw", lateness, "csv", 1),))
-    seq, seq_state, blobs, seen = SequencerLogic(layout, keying), {}, {}, 0
-    out, rejects = Counter(), []
-    for step in steps:
-        rows = step_rows(step, seen, KINDS)
-        seen += 0 if isinstance(step, str) else len(step)
-        if not rows:
-            continue
-        for b, parts in sorted(sequence_into_buckets(seq, seq_state, wire_frame(rows)).items()):
-            blobs[b], frames = logic.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
-            for f in frames:
-                for r in f.itertuples(index=False):
-                    if r.k == RESULT:
-                        out += norm(pd.DataFrame(unpack(r.p))[logic.columns])
-                    elif r.k == REJECTS:
-                        rejects += list(unpack(r.p)["reason"])
-    return out, rejects
-
-
-def cut(frame: pd.DataFrame, points: list[int]) -> list[pd.DataFrame]:
-    bounds = sorted({min(p, len(frame)) for p in points} | {0, len(frame)})
-    return [frame.iloc[a:b] for a, b in zip(bounds, bounds[1:])]
+    return run_buckets(logic, KINDS, steps, keying, lateness)
 
 
 @given(frame=streams(), query=queries(), points=st.lists(st.integers(0, 25), max_size=3), buckets=st.integers(1, 3))
@@ -144,25 +110,7 @@ def test_state_holds_the_pane_partials_of_open_windows_only():
     logic = pane_bucket(plan, ["S"], [KINDS], 0)
     n = 1000
     frame = pd.DataFrame({"ts": np.arange(n), "a": np.arange(n) % 10, "k": ["x"] * n, "b": np.ones(n, np.int64), "f": np.zeros(n)})
-    seq = SequencerLogic(Layout((StreamInfo("S", "S", KINDS, "raw", 0, "csv", 1),)), Keying("single", 1))
-    rows = [
-        {
-            "k": TUPLE,
-            "s": 0,
-            "q": n,
-            "p": pack(
-                {
-                    "t": frame.ts.to_numpy(),
-                    "q": np.arange(n),
-                    "o": np.zeros(n, np.int64),
-                    "fi": np.zeros(n, np.int32),
-                    "files": ["f"],
-                    **{a: frame[a].to_numpy() for a in KINDS},
-                }
-            ),
-        }
-    ]
-    ((b, parts),) = sequence_into_buckets(seq, {}, wire_frame(rows)).items()
+    ((b, parts),) = sequence_into_buckets(sequencer(KINDS, Keying("single", 1)), {}, wire_frame(step_rows(frame, 0, KINDS))).items()
     blob, frames = logic.process(b, None, pd.concat(parts, ignore_index=True))
     st_ = logic._load(blob)
     # the window at 1000, (900, 1000], is next: panes 91 .. 100 of ((p-1)s, ps]; pane 100 has 9 tuples so far
@@ -189,14 +137,6 @@ def _frame(seed: int, n: int = 80) -> pd.DataFrame:
     return pd.DataFrame({"ts": ts, "a": rng.integers(0, 4, n), "k": rng.choice(list("xyz"), n), "b": rng.integers(-2, 5, n), "f": rng.choice([-1.5, 0.25, 2.0], n)})
 
 
-def _files(frame: pd.DataFrame, d: Path, parts: int, first: int = 0) -> None:
-    d.mkdir(parents=True, exist_ok=True)
-    for j, idx in enumerate(np.array_split(np.arange(len(frame)), parts)):
-        f = d / f"part-{first + j:03d}.csv"
-        frame.iloc[idx].to_csv(f, index=False)
-        os.utime(f, (1_000_000 + first + j, 1_000_000 + first + j))
-
-
 SPARK_CASES = {
     "rstream-count-sum": "SELECT RSTREAM(S.a, COUNT(*) AS n, SUM(S.b) AS s) FROM S [RANGE 9 SLIDE 3] GROUP BY S.a",
     "istream-avg-min-max": ("SELECT ISTREAM(S.k, AVG(S.f) AS v, MIN(S.b) AS lo, MAX(S.b) AS hi) FROM S [RANGE 11 SLIDE 4] WHERE S.b > -2 GROUP BY S.k"),
@@ -210,7 +150,7 @@ def test_spark_pane_path_equals_local(spark, tmp_path, name):
     from slidewise.spark.plan_runner import run_plan_spark
 
     query, frame = SPARK_CASES[name], _frame(5)
-    _files(frame, tmp_path / "S", 3)
+    csv_files(frame, tmp_path / "S", 3)
     res = run_plan_spark(query, {"S": str(tmp_path / "S")}, spark=spark, max_files_per_trigger=1, once=True)
     assert res.stats["path"].startswith("sliding aggregate:")
     want = local(query, frame)
@@ -228,20 +168,15 @@ def test_spark_pane_path_restart_after_stop_is_exactly_once(spark, runs, tmp_pat
     query = SPARK_CASES["istream-avg-min-max"]
     frame = _frame(8, n=120)
     half = len(frame) // 2
-    _files(frame.iloc[:half], tmp_path / "S", 2)
+    csv_files(frame.iloc[:half], tmp_path / "S", 2)
     ckpt, out = tmp_path / "ckpt", tmp_path / "out.parquet"
     opts = dict(spark=spark, checkpoint=str(ckpt), out=str(out), max_files_per_trigger=1)
     run = start_plan_spark(query, {"S": str(tmp_path / "S")}, once=False, trigger="1s", **opts)
     runs.append(run)
-    import time
-
-    deadline = time.monotonic() + 240
-    while not (ckpt / "query" / "commits" / "0").exists():
-        assert time.monotonic() < deadline, "no committed micro-batch in time"
-        time.sleep(0.1)
+    wait_for_first_commit(ckpt)
     run.stop()  # mid-stream: its input has not ended
     assert not run.ended
-    _files(frame.iloc[half:], tmp_path / "S", 2, first=2)
+    csv_files(frame.iloc[half:], tmp_path / "S", 2, first=2)
     res = run_plan_spark(query, {"S": str(tmp_path / "S")}, once=True, **opts)
     assert res.stats["input_ended"]
     assert norm(read_results(out)) == local(query, frame)

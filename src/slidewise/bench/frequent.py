@@ -33,6 +33,7 @@ from slidewise.bench.common import machine_info, pyplot, save_png, write_json
 from slidewise.cql import parse_any
 from slidewise.plan.frequent import FrequentQuery
 from slidewise.runtime.frequent import FrequentRun
+from slidewise.synopses.frequent import ENTRY_BYTES
 
 __all__ = ["accuracy", "datasets", "run_frequent_bench", "summary", "throughput", "true_counts"]
 
@@ -97,7 +98,7 @@ def accuracy(items: np.ndarray, n: int, b: int, k: int, kind: str = "topk", true
         "delta": float(np.mean(deltas)),
         "over": float(np.mean(overs)),
         "recall": found / sum(overs) if sum(overs) else None,
-        "space": approx.counters.peak_bytes // 16,
+        "space": approx.counters.peak_bytes // ENTRY_BYTES,
         "rel_error": float(np.mean(errors)) if errors else 0.0,
         "evaluations": len(deltas),
     }
@@ -105,14 +106,11 @@ def accuracy(items: np.ndarray, n: int, b: int, k: int, kind: str = "topk", true
 
 def datasets(zipf_tuples: int = 100_000, seed: int = 0) -> dict[str, tuple[np.ndarray, int]]:
     """Item streams and their window sizes: the Zeek sample's hosts and query names, a Zipf stream."""
-    from slidewise.bench.update_patterns_inputs import load_links
-
-    links, arrival, _ = load_links(None, n_links=1)
-    trace = links["Link1"]
     import pandas as pd
 
-    from slidewise.bench.update_patterns_inputs import sample_dir
+    from slidewise.bench.update_patterns_inputs import load_links, sample_dir
 
+    trace = load_links(None, n_links=1)[0]["Link1"]
     dns = pd.read_csv(sample_dir() / "dns.csv", usecols=["query"], dtype={"query": str}).dropna()
     rng = np.random.default_rng(seed)
     return {

@@ -28,6 +28,7 @@ from bisect import bisect_left, insort
 
 from slidewise.model.batch import NO_EXP
 from slidewise.operators.aggregates.quantile import of_sorted
+from slidewise.operators.aggregates.topk import top_of
 from slidewise.operators.incremental import Incremental
 from slidewise.operators.select import row_function
 from slidewise.plan.logical import Pattern
@@ -127,8 +128,7 @@ class AggregateRows(Incremental):
             elif kind == _MINMAX:
                 out.append((s[0] if func == "min" else s[-1]) if s else None)
             elif kind == _TOPK:
-                ranked = sorted(s.items(), key=lambda vc: (-vc[1], vc[0]))[: int(p or 1)]
-                out.append(",".join(str(v) for v, _ in ranked) if ranked else None)
+                out.append(top_of(s, int(p or 1)))
             elif kind == _QUANTILE:
                 out.append(of_sorted(s, p))
             else:

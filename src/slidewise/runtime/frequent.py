@@ -139,10 +139,9 @@ class FrequentRun:
             sm = self.pending[0]
             n = int(np.searchsorted(sm.ids, last, "right"))
             for j in range(n):
-                a, z = sm.starts[j], sm.starts[j + 1]
-                self.counters.add(int(sm.ids[j]), int(sm.delta[j]), sm.items[a:z], sm.counts[a:z])
+                self.counters.add(int(sm.ids[j]), int(sm.delta[j]), *sm.entries(j))
             if n < len(sm.ids):
-                self.pending[0] = Summaries(sm.ids[n:], sm.delta[n:], sm.starts[n:] - sm.starts[n], sm.items[sm.starts[n] :], sm.counts[sm.starts[n] :])
+                self.pending[0] = sm.after(n)
                 return
             self.pending.pop(0)
 
@@ -151,28 +150,7 @@ class FrequentRun:
     def snapshot(self) -> tuple[dict, Summaries, tuple[np.ndarray, np.ndarray] | None]:
         """The run between calls, columnar: its scalars, one :class:`Summaries` of the sub-windows held
         (in the window, then pending; items as values), the open sub-window's ids and items."""
-        c = self.counters
-        subs = list(c.subs)
-        values = np.empty(len(c.values), object)
-        values[:] = c.values
-        parts = [
-            Summaries(
-                np.asarray([x[0] for x in subs], np.int64),
-                np.asarray([x[1] for x in subs], np.int64),
-                np.concatenate(([0], np.cumsum([len(x[2]) for x in subs], dtype=np.int64))),
-                values[np.concatenate([x[2] for x in subs])] if subs else values[:0],
-                np.concatenate([x[3] for x in subs]) if subs else np.zeros(0, np.int64),
-            ),
-            *self.pending,
-        ]
-        sizes = np.concatenate([np.diff(p.starts) for p in parts])
-        held = Summaries(
-            np.concatenate([p.ids for p in parts]),
-            np.concatenate([p.delta for p in parts]),
-            np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))),
-            np.concatenate([np.asarray(p.items, object) for p in parts]),
-            np.concatenate([p.counts for p in parts]).astype(np.int64),
-        )
+        held = Summaries.concat([self.counters.summaries(), *self.pending])
         meta = {
             "seen": self.seen,
             "next_eval": self.next_eval,

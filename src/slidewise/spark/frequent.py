@@ -26,8 +26,8 @@ import pandas as pd
 from slidewise.plan.frequent import FrequentQuery
 from slidewise.runtime.frequent import FrequentRun
 from slidewise.runtime.plan_driver import end_instant
-from slidewise.spark.layout import EOF, KIND_NUMPY, MARKER, REJECT, TUPLE, concat, pack, take, unpack
-from slidewise.spark.plan_state import ADMITTED, NEG, REJECTS, RESULT, STATS, late_rejects, out_frame
+from slidewise.spark.layout import EOF, KIND_NUMPY, MARKER, TUPLE, concat, pack, take, unpack
+from slidewise.spark.plan_state import ADMITTED, NEG, RESULT, STATS, late_rejects, out_frame, passed_rejects
 from slidewise.spark.state_codec import pack_state, state_key, unpack_state
 from slidewise.synopses.frequent import Summaries
 
@@ -61,7 +61,7 @@ class FrequentBucket:
             st["buffer"] = {c: buffer[c] for c in st["buffer"]}
         if not meta["entries"]:
             entries = {"items": np.empty(0, object), "counts": np.empty(0, np.int64)}
-        held = Summaries(subs["ids"], subs["delta"], np.concatenate(([0], np.cumsum(subs["sizes"], dtype=np.int64))), entries["items"], entries["counts"])
+        held = Summaries.of_sizes(subs["ids"], subs["delta"], subs["sizes"], entries["items"], entries["counts"])
         run.restore(meta["run"], held, (carry["sub"], carry["item"]) if meta["carry"] else None)
         return st, run
 
@@ -72,7 +72,7 @@ class FrequentBucket:
         tables = [
             st["buffer"] if n else empty,
             {"items": held.items, "counts": held.counts} if len(held.items) else empty,
-            {"ids": held.ids, "delta": held.delta, "sizes": np.diff(held.starts)},
+            {"ids": held.ids, "delta": held.delta, "sizes": held.sizes},
             {"sub": carry[0], "item": carry[1]} if carry is not None else empty,
         ]
         return pack_state(
@@ -85,11 +85,8 @@ class FrequentBucket:
         """New state bytes and the output rows of one call (rejects passed on, admitted counts, results, stats)."""
         out: list[dict] = []
         st, run = self._load(blob, out.append)
-        q, rows = self.spec, []
-        kind = frame["k"].to_numpy()
-        streams = frame["s"].to_numpy().astype(np.int64)
-        for payload, s, n in zip(frame["p"][kind == REJECT], streams[kind == REJECT], frame["q"][kind == REJECT]):
-            rows.append({"k": REJECTS, "s": int(s), "q": int(n), "p": bytes(payload)})
+        q = self.spec
+        rows, kind, streams = passed_rejects(frame)
         marks = kind == MARKER
         if marks.any():
             st["frontier"] = max(st["frontier"], int(frame["t"].to_numpy(np.int64)[marks].max()))

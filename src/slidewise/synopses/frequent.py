@@ -51,6 +51,37 @@ class Summaries:
     items: np.ndarray
     counts: np.ndarray
 
+    @classmethod
+    def of_sizes(cls, ids, delta, sizes, items, counts) -> Summaries:
+        """Summaries with ``sizes[j]`` entries for sub-window ``ids[j]``."""
+        return cls(np.asarray(ids, np.int64), np.asarray(delta, np.int64), np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))), items, counts)
+
+    @classmethod
+    def concat(cls, parts: list[Summaries]) -> Summaries:
+        """Consecutive summaries as one (items as an object array)."""
+        return cls.of_sizes(
+            np.concatenate([p.ids for p in parts]),
+            np.concatenate([p.delta for p in parts]),
+            np.concatenate([p.sizes for p in parts]),
+            np.concatenate([np.asarray(p.items, object) for p in parts]),
+            np.concatenate([p.counts for p in parts]).astype(np.int64),
+        )
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Entries per sub-window."""
+        return np.diff(self.starts)
+
+    def entries(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """The items and counts of the ``j``-th sub-window."""
+        a, z = self.starts[j], self.starts[j + 1]
+        return self.items[a:z], self.counts[a:z]
+
+    def after(self, n: int) -> Summaries:
+        """The sub-windows from the ``n``-th on."""
+        a = self.starts[n]
+        return Summaries(self.ids[n:], self.delta[n:], self.starts[n:] - a, self.items[a:], self.counts[a:])
+
 
 @dataclass
 class Answer:
@@ -159,6 +190,15 @@ class WindowCounters:
         total[: len(live)] = self.total[live]
         self.total = total
         self.subs = deque((s, d, remap[c], n) for s, d, c, n in self.subs)
+
+    def summaries(self) -> Summaries:
+        """The summaries held, oldest first, items as values."""
+        values = np.empty(len(self.values), object)
+        values[:] = self.values
+        subs = list(self.subs)
+        codes = np.concatenate([x[2] for x in subs]) if subs else np.zeros(0, np.int64)
+        counts = np.concatenate([x[3] for x in subs]) if subs else np.zeros(0, np.int64)
+        return Summaries.of_sizes([x[0] for x in subs], [x[1] for x in subs], [len(x[2]) for x in subs], values[codes], counts)
 
     def space(self) -> tuple[int, int]:
         """Counters held (summary entries plus live global counters) and their bytes (:data:`ENTRY_BYTES` each)."""

@@ -5,8 +5,10 @@ The exact counterpart of the frequent-items query (Golab's thesis ch. 6,
 count per (group, value) pair present in the block, as for the DISTINCT
 aggregates (:mod:`~slidewise.operators.aggregates.distinct`), so it runs on
 the running synopsis. :meth:`TopK.value` ranks each window's pairs of a group
-by count descending, then value, and gives the first ``k`` values as text
-joined by ``,`` (null for a group without values).
+(:func:`ranked`: count descending, then value) and gives the first ``k``
+values as text (:func:`joined`: joined by ``,``; null for a group without
+values); the per-tuple operator (:mod:`slidewise.operators.aggregate`) ranks
+with the same two functions (:func:`top_of`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,26 @@ from __future__ import annotations
 import numpy as np
 
 from slidewise.operators.aggregates.distinct import Distinct
+
+
+def ranked(counts, values, *outer) -> np.ndarray:
+    """TOPK's order of entries: by the ``outer`` keys (the first most significant), then count descending,
+    then value."""
+    return np.lexsort((values, -np.asarray(counts), *reversed(outer)))
+
+
+def joined(values) -> str:
+    """A top-k list as text: its values joined by ``,``."""
+    return ",".join(str(v) for v in values)
+
+
+def top_of(counts: dict, k: int) -> str | None:
+    """The top-``k`` text of one multiset ``{value: count}``, None if it is empty."""
+    if not counts:
+        return None
+    values = list(counts)
+    order = ranked(np.fromiter(counts.values(), np.int64, len(values)), np.asarray(values))
+    return joined(values[i] for i in order[:k].tolist())
 
 
 class TopK(Distinct):
@@ -36,7 +58,7 @@ class TopK(Distinct):
         keep = flat > 0
         row, col, flat = row[keep], col[keep], flat[keep]
         group = self.pair_group[col]
-        order = np.lexsort((col, -flat, group, row))  # per (window, group): count descending, then value
+        order = ranked(flat, col, row, group)  # per (window, group); a group's pairs are in value order
         row, col, group = row[order], col[order], group[order]
         cell = row * self.groups + group
         start = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
@@ -49,6 +71,6 @@ class TopK(Distinct):
         values = self.pair_value[col].tolist()
         flat_out = out.reshape(-1)
         for a, z in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-            flat_out[cell[a]] = ",".join(str(v) for v in values[a:z])
+            flat_out[cell[a]] = joined(values[a:z])
         null = np.equal(out, None)
         return out, (null if null.any() else None)
