@@ -33,7 +33,7 @@ from slidewise.optimizer.pane_plan import SlidingAggregate
 from slidewise.plan.expr import evaluate
 from slidewise.synopses import SYNOPSES, running
 
-__all__ = ["BLOCK_CELLS", "PaneRun", "WindowAnswers"]
+__all__ = ["BLOCK_CELLS", "PaneRun", "TupleBuffer", "WindowAnswers", "select"]
 
 #: target size of a block's (evaluations x groups) answer matrices (a few MB: they stay in cache)
 BLOCK_CELLS = 1 << 19
@@ -59,15 +59,7 @@ class WindowAnswers:
 
     def filtered(self, ts: np.ndarray, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """``ts`` and the attributes the query reads, of the tuples WHERE admits."""
-        data = {"ts": ts, **{a: cols[a] for a in self.attrs if a != "ts"}}
-        if self.spec.where is not None:
-
-            def get(_stream, a):
-                return ts if a == "ts" else cols[a]
-
-            keep = np.broadcast_to(np.asarray(evaluate(self.spec.where, get), dtype=bool), ts.shape)
-            data = {a: v[keep] for a, v in data.items()}
-        return data
+        return select(self.spec.where, ts, cols, self.attrs)
 
     def partials(self, data: dict, pane: np.ndarray, groups: np.ndarray, shape: tuple[int, int]) -> list:
         """Pane partials of ``data`` (tuples in pane ``pane`` of group ``groups``): ``COUNT(*)`` first,
@@ -160,7 +152,7 @@ class PaneRun(WindowAnswers):
 
     def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit, key_filter=None):
         super().__init__(spec, dtypes, emit, key_filter)
-        self.parts: list[dict] = []  # buffered chunks (filtered), in ts order
+        self.buffer = TupleBuffer()
         self.next_k: int | None = None  # the next evaluation k (instant kD) to answer
         self.last_ts: int | None = None
         self.groups_seen = 1024  # groups in the last block (sizes the next one)
@@ -172,50 +164,56 @@ class PaneRun(WindowAnswers):
         """Arrivals in timestamp order (all of the stream's attributes by name)."""
         if not len(ts):
             return
-        if self.next_k is None:
-            self.next_k = -(-int(ts[0]) // self.spec.slide)
+        self.start(int(ts[0]))
         self.last_ts = int(ts[-1])
-        data = self.filtered(ts, cols)
-        if len(data["ts"]):
-            self.parts.append(data)
+        self.buffer.append(self.filtered(ts, cols))
         self._answer(-(-self.last_ts // self.spec.slide) - 1)  # instants before the last ts are complete
 
     def finish(self) -> None:
         if self.last_ts is not None:
             self._answer(-(-self.last_ts // self.spec.slide))
 
+    def start(self, ts: int) -> None:
+        """The first evaluation: the first slide multiple at or after the first arrival ``ts``."""
+        if self.next_k is None:
+            self.next_k = -(-ts // self.spec.slide)
+
     # ---------------------------------------------------------------- blocks
 
-    def _buffer(self) -> dict:
-        if len(self.parts) > 1:
-            self.parts = [{a: np.concatenate([p[a] for p in self.parts]) for a in self.parts[0]}]
-        return self.parts[0] if self.parts else {}
+    def due(self, k_last: int, buf: dict) -> int | None:
+        """The first evaluation up to ``k_last`` to answer from the buffered tuples ``buf``; None (and
+        ``next_k`` past ``k_last``) when their windows hold nothing."""
+        if self.next_k is None or self.next_k > k_last:
+            return None
+        if not buf:  # (a non-empty last answer keeps its tuples: its rows leave at the next instant)
+            self.next_k, self.last_nonempty = k_last + 1, False
+            return None
+        # skip instants whose windows hold nothing; ISTREAM / DSTREAM: not right after a non-empty answer
+        k0 = self.next_k if self.lead and self.last_nonempty else max(self.next_k, -(-int(buf["ts"][0]) // self.spec.slide))
+        if k0 > k_last:
+            self.next_k = k_last + 1
+            return None
+        return k0
 
     def _answer(self, k_last: int) -> None:
         """Answer every evaluation up to ``k_last``."""
         spec = self.spec
         T, D, lead = spec.length, spec.slide, self.lead
         while self.next_k is not None and self.next_k <= k_last:
-            buf = self._buffer()
-            if not buf:  # (a non-empty last answer keeps its tuples: its rows leave at the next instant)
-                self.next_k, self.last_nonempty = k_last + 1, False
+            buf = self.buffer.whole()
+            if buf:
+                self.buffered_peak = max(self.buffered_peak, len(buf["ts"]))
+            k0 = self.due(k_last, buf)
+            if k0 is None:
                 return
-            self.buffered_peak = max(self.buffered_peak, len(buf["ts"]))
             ts = buf["ts"]
-            # skip instants whose windows hold nothing; ISTREAM / DSTREAM: not right after a non-empty answer
-            k0 = self.next_k if lead and self.last_nonempty else max(self.next_k, -(-int(ts[0]) // D))
-            if k0 > k_last:
-                self.next_k = k_last + 1
-                return
             e = max(1, BLOCK_CELLS // max(self.groups_seen, 1))
             k1 = min(k_last + 1, k0 + e)
             lo = np.searchsorted(ts, (k0 - lead) * D - T, "left")
             hi = np.searchsorted(ts, (k1 - 1) * D, "right")
             self._block(k0, k1, {a: v[lo:hi] for a, v in buf.items()})
             self.next_k = k1
-            drop = np.searchsorted(ts, (k1 - lead) * D - T, "left")
-            if drop:
-                self.parts = [{a: v[drop:] for a, v in buf.items()}] if drop < len(ts) else []
+            self.buffer.drop_before((k1 - lead) * D - T)
 
     def _block(self, k0: int, k1: int, data: dict) -> None:
         """Evaluations ``k0 .. k1-1`` (and ``k0-1`` before them for ISTREAM / DSTREAM) from ``data``."""
@@ -245,6 +243,39 @@ class PaneRun(WindowAnswers):
         partials = self.partials(data, pane, groups, shape)
         self.groups_seen = max([g] + [getattr(acc, "width", 0) for acc in self.accs])  # DISTINCT: pair columns
         self.answer(uniq, partials, lo, hi, ends)
+
+
+class TupleBuffer:
+    """Column dicts of tuples in ``ts`` order, joined into one when read."""
+
+    def __init__(self) -> None:
+        self.parts: list[dict] = []
+
+    def append(self, data: dict) -> None:
+        if len(data["ts"]):
+            self.parts.append(data)
+
+    def whole(self) -> dict:
+        """All buffered tuples as one column dict ({}: none)."""
+        if len(self.parts) > 1:
+            self.parts = [{a: np.concatenate([p[a] for p in self.parts]) for a in self.parts[0]}]
+        return self.parts[0] if self.parts else {}
+
+    def drop_before(self, t: int) -> None:
+        """Drop the tuples with ``ts < t``."""
+        buf = self.whole()
+        drop = np.searchsorted(buf["ts"], t, "left") if buf else 0
+        if drop:
+            self.parts = [{a: v[drop:] for a, v in buf.items()}] if drop < len(buf["ts"]) else []
+
+
+def select(where, ts: np.ndarray, cols: dict[str, np.ndarray], attrs) -> dict[str, np.ndarray]:
+    """``ts`` and the attributes ``attrs`` of the tuples the condition ``where`` (None: all) admits."""
+    data = {"ts": ts, **{a: cols[a] for a in attrs if a != "ts"}}
+    if where is None:
+        return data
+    keep = np.broadcast_to(np.asarray(evaluate(where, lambda _s, a: ts if a == "ts" else cols[a]), dtype=bool), ts.shape)
+    return {a: v[keep] for a, v in data.items()}
 
 
 def _take(cells: np.ndarray, flat: np.ndarray) -> np.ndarray:
