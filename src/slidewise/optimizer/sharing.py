@@ -116,10 +116,7 @@ def why_not(a: SlidingAggregate, b: SlidingAggregate) -> list[str]:
 
 def pane_width(specs: Iterable[SlidingAggregate]) -> int:
     """The grid every window and slide of ``specs`` is whole on: gcd of every ``T + 1`` and ``D``."""
-    s = 0
-    for spec in specs:
-        s = gcd(gcd(s, spec.length + 1), spec.slide)
-    return s
+    return gcd(*(spec.pane for spec in specs))  # each query's own grid: SlidingAggregate.pane
 
 
 @dataclass(frozen=True)
