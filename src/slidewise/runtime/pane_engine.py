@@ -50,6 +50,12 @@ class WindowAnswers:
         self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct, a.param) for a in spec.aggs]
         self.synopses = [SYNOPSES[spec.synopsis(a)] for a in spec.aggs]
         self.count = Count()
+        #: (accumulator, attribute or None) of each pane partial: ``COUNT(*)`` first, then one per aggregate
+        #: (None for a ``COUNT(*)``: it reads the first)
+        self.states = [(self.count, None)] + [
+            None if a.func == "count" and a.arg is None else (acc, a.arg.attr)  # type: ignore[attr-defined]  # match() admits only Col arguments
+            for a, acc in zip(spec.aggs, self.accs)
+        ]
         self.results = 0
         self.lead = int(spec.kind != "rstream")  # ISTREAM / DSTREAM compare with the evaluation before
         self.last_nonempty = False  # the last evaluation answered had rows
@@ -64,10 +70,7 @@ class WindowAnswers:
     def partials(self, data: dict, pane: np.ndarray, groups: np.ndarray, shape: tuple[int, int]) -> list:
         """Pane partials of ``data`` (tuples in pane ``pane`` of group ``groups``): ``COUNT(*)`` first,
         then one per aggregate (None for ``COUNT(*)``, which is the first)."""
-        out = [self.count.partial(None, pane, groups, shape)]
-        for a, acc in zip(self.spec.aggs, self.accs):
-            out.append(None if a.func == "count" and a.arg is None else acc.partial(data[a.arg.attr], pane, groups, shape))
-        return out
+        return [None if st is None else st[0].partial(None if st[1] is None else data[st[1]], pane, groups, shape) for st in self.states]
 
     def respond(self, ends: np.ndarray, uniq: list[np.ndarray], cuts: np.ndarray, partial, memo: dict | None = None) -> None:
         """The windows ending at ``ends`` from pane partials built on demand: pane i is ``(cuts[i-1], cuts[i]]``,
@@ -76,9 +79,7 @@ class WindowAnswers:
         :mod:`slidewise.runtime.shared`)."""
         lo = np.searchsorted(cuts, ends - self.spec.length - 1) + 1
         hi = np.searchsorted(cuts, ends) + 1
-        partials = [partial(self.count, None)]
-        for a, acc in zip(self.spec.aggs, self.accs):
-            partials.append(None if a.func == "count" and a.arg is None else partial(acc, a.arg.attr))
+        partials = [None if st is None else partial(*st) for st in self.states]
         self.answer(uniq, partials, lo, hi, ends, memo)
         self.groups_seen = max([partials[0][0].shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])
 
