@@ -81,7 +81,7 @@ class WindowAnswers:
         hi = np.searchsorted(cuts, ends) + 1
         partials = [None if st is None else partial(*st) for st in self.states]
         self.answer(uniq, partials, lo, hi, ends, memo)
-        self.groups_seen = max([partials[0][0].shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])
+        self.groups_seen = max([partials[0][0].shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])  # DISTINCT: pair columns
 
     def answer(self, uniq: list[np.ndarray], partials: list, lo: np.ndarray, hi: np.ndarray, ends: np.ndarray, memo: dict | None = None) -> None:
         """Emit the windows ``[lo[k], hi[k])`` of pane rows of :meth:`partials` at the instants ``ends``
@@ -235,15 +235,10 @@ class PaneRun(WindowAnswers):
             return
         self.blocks += 1
         ends = np.arange(k0 - lead, k1, dtype=np.int64) * spec.slide
-        starts = ends - spec.length - 1
-        cuts = np.union1d(ends, starts)  # pane boundaries of the block
+        cuts = np.union1d(ends, ends - spec.length - 1)  # pane boundaries of the block: window ends and starts
         pane = np.searchsorted(cuts, data["ts"], "left")  # pane i: (cuts[i-1], cuts[i]]
-        lo = np.searchsorted(cuts, starts) + 1
-        hi = np.searchsorted(cuts, ends) + 1
         shape = (len(cuts), g)
-        partials = self.partials(data, pane, groups, shape)
-        self.groups_seen = max([g] + [getattr(acc, "width", 0) for acc in self.accs])  # DISTINCT: pair columns
-        self.answer(uniq, partials, lo, hi, ends)
+        self.respond(ends, uniq, cuts, lambda acc, attr: acc.partial(None if attr is None else data[attr], pane, groups, shape))
 
 
 class TupleBuffer:
