@@ -177,3 +177,20 @@ def test_api_names_and_positions():
     assert str(e.value).startswith("query line 1, column 8: query 2 (b): unexpected 'FROM'")
     with pytest.raises(slidewise.OptionError, match="query 1: 'a b' is not a valid name"):
         slidewise.run_many({"a b": "SELECT RSTREAM(COUNT(*)) FROM S [RANGE 3 SLIDE 1]"}, {})
+
+
+def test_run_options_as_for_run():
+    from slidewise.options import RunOptions
+
+    frame = pd.DataFrame({"ts": [3, 1, 2, 5, 4, 9], "a": [1, 2, 1, 2, 1, 2]})
+    queries = {"n": "SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 3 SLIDE 1] GROUP BY S.a", "d": "SELECT DISTINCT S.a FROM S [RANGE 3]"}
+    by_keyword = slidewise.run_many(queries, {"S": frame}, lateness=1, chunk_rows=2)
+    given = slidewise.run_many(queries, {"S": frame}, run_options=RunOptions(lateness=5, chunk_rows=2), lateness=1)  # keywords override
+    for name in queries:
+        assert rows(given.results[name].results) == rows(by_keyword.results[name].results)
+        assert given.results[name].stats["rejects"] == by_keyword.results[name].stats["rejects"]
+    assert by_keyword.results["n"].stats["rejects"] == 1
+    with pytest.raises(slidewise.OptionError, match="run_many writes one result per query, not one out"):
+        slidewise.run_many(queries, {"S": frame}, out="x.csv")
+    with pytest.raises(TypeError, match="unknown run option 'latenes'"):
+        slidewise.run_many(queries, {"S": frame}, latenes=2)

@@ -255,13 +255,15 @@ def cmd_run_many(args) -> int:
         _sources(args.source),
         out_dir=args.out_dir,
         out_format=args.format,
-        collect=False,
-        lateness=parse_duration(args.lateness, what="--lateness"),
-        ts_column=args.ts_column,
-        ts_unit=args.ts_unit,
-        chunk_rows=args.chunk_rows,
         shared=not args.no_sharing,
-        rejects=args.rejects,
+        run_options=RunOptions(
+            lateness=parse_duration(args.lateness, what="--lateness"),
+            ts_column=args.ts_column,
+            ts_unit=args.ts_unit,
+            chunk_rows=args.chunk_rows,
+            collect=False,
+            rejects=args.rejects,
+        ),
     )
     if args.stats_json:
         Path(args.stats_json).write_text(json.dumps(result.stats, indent=2, default=str) + "\n")

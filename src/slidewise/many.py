@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from slidewise.cql.queryfile import NAME, NamedQuery, load_queries, located
 from slidewise.errors import OptionError, SlidewiseError
 from slidewise.optimizer.pane_plan import match
 from slidewise.optimizer.sharing import THESIS_RULES, decisions, share
-from slidewise.options import DEFAULT_CHUNK_ROWS
+from slidewise.options import RunOptions
 from slidewise.plan.bind import bind
 from slidewise.plan.logical import Plan
 from slidewise.plan.prune import prune_columns
@@ -46,7 +46,7 @@ class ManyResult:
     stats: dict = field(default_factory=dict)
 
 
-def _named(queries, where: str) -> list[NamedQuery]:
+def _named(queries) -> list[NamedQuery]:
     if isinstance(queries, (str, os.PathLike)):
         return load_queries(queries)
     items = list(queries.items()) if isinstance(queries, dict) else list(queries)
@@ -86,24 +86,26 @@ def run_many(
     *,
     out_dir: str | os.PathLike | None = None,
     out_format: str = "csv",
-    collect: bool | None = None,
-    lateness: int = 0,
-    ts_column: str = "ts",
-    ts_unit: str = "auto",
-    chunk_rows: int = DEFAULT_CHUNK_ROWS,
     shared: bool = True,
-    rejects: str | None = None,
+    run_options: RunOptions | None = None,
+    **options,
 ) -> ManyResult:
     """Run named queries over ``sources`` on the local engine.
 
     ``queries``: a query file (``name: query;`` statements, :mod:`slidewise.cql.queryfile`), or a dict /
     list of (name, query text). ``out_dir``: one file ``NAME.{out_format}`` per query (csv, jsonl,
     parquet); rows are collected into each result unless ``out_dir`` is given (or ``collect`` says so).
+    How the run reads comes in ``run_options`` (:class:`slidewise.options.RunOptions`) or as keywords
+    of the same names, as for :func:`slidewise.run` (``lateness``, ``ts_column``, ``ts_unit``,
+    ``chunk_rows``, ``collect``, ``rejects``, ...; not ``out``: results go to ``out_dir``).
     ``shared=False`` runs every query alone (for comparison). ``stats["shared"]`` lists each sharing group:
     its synopsis, its queries, the pane partial states it keeps and the memory its sharing saved.
     """
-    named = _named(queries, "queries")
-    collect = out_dir is None if collect is None else collect
+    opts = RunOptions.of(run_options, **options)
+    if opts.out is not None:
+        raise OptionError("run_many writes one result per query, not one out", hint="give out_dir (--out-dir) instead of out")
+    named = _named(queries)
+    collect = out_dir is None if opts.collect is None else opts.collect
     if out_format not in ("csv", "jsonl", "parquet"):
         raise OptionError(f"unknown output format {out_format!r}", hint="use csv, jsonl or parquet")
     outs = {}
@@ -112,7 +114,7 @@ def run_many(
         outs = {q.name: str(Path(out_dir) / f"{q.name}.{out_format}") for q in named}
     started = time.perf_counter()
     streams = sorted({s.source for q in named if isinstance(q.query, Plan) for s in q.query.scans()} & set(sources))
-    opened = {n: open_source(n, sources[n], ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows) for n in streams}
+    opened = {n: _open(n, sources, opts) for n in streams}
     schemas = {n: dict(src.kinds) for n, src in opened.items()}
     specs, plans, alone = {}, {}, []
     for q in named:
@@ -132,12 +134,12 @@ def run_many(
             specs[q.name], plans[q.name] = spec, plan
     results: dict[str, RunResult] = {}
     groups = share(specs)
-    group_stats = _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_unit, chunk_rows, rejects, results) if groups else []
+    group_stats = _run_groups(groups, plans, sources, outs, collect, opts, results) if groups else []
     from slidewise.api import run
 
-    for q in alone:
+    for q in alone:  # rejects: written once, by the shared pass
         try:
-            results[q.name] = run(q.query, sources, out=outs.get(q.name), collect=collect, lateness=lateness, ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows)
+            results[q.name] = run(q.query, sources, run_options=replace(opts, out=outs.get(q.name), collect=collect, rejects=None))
         except SlidewiseError as e:
             raise located(e, q.index, q.name, q.where) from None
     used = {r for g in group_stats for r in g["rules"]}
@@ -156,10 +158,16 @@ def run_many(
     return ManyResult({q.name: results[q.name] for q in named}, stats)
 
 
-def _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_unit, chunk_rows, rejects_path, results) -> list[dict]:
+def _open(name: str, sources: dict, opts: RunOptions):
+    """Stream ``name`` opened as the engines open it (:func:`slidewise.runtime.sources.open_source`)."""
+    return open_source(name, sources[name], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=opts.chunk_rows, schema=(opts.schemas or {}).get(name))
+
+
+def _run_groups(groups, plans, sources, outs, collect, opts: RunOptions, results) -> list[dict]:
     """Every sharing group over one pass of the merged streams."""
     names = sorted({g.source for g in groups})
-    opened = [open_source(n, sources[n], ts_column=ts_column, ts_unit=ts_unit, chunk_rows=chunk_rows) for n in names]
+    opened = [_open(n, sources, opts) for n in names]
+    chunk_rows = opts.chunk_rows
     frames: dict[str, list] = {m.name: [] for g in groups for m in g.members}
     columns = {name: list(plans[name].root.schema) + ["ts", "sign"] for name in frames}
     sinks: dict = {}
@@ -186,7 +194,7 @@ def _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_u
         for g in groups:
             schema = dict(opened[names.index(g.source)].schema)
             runs.append(SharedRun(g, {"ts": np.dtype(np.int64), **schema}, {m.name: emitter(m.name) for m in g.members}))
-        for chunk in merge_all(opened, lateness, rejects, chunk_rows):
+        for chunk in merge_all(opened, opts.lateness, rejects, chunk_rows):
             for i, b in enumerate(chunk):
                 if len(b):
                     inputs[names[i]] += len(b)
@@ -195,7 +203,7 @@ def _run_groups(groups, plans, sources, outs, collect, lateness, ts_column, ts_u
                             r.add(b.ts, b.cols)
         for r in runs:
             r.finish()
-    guard.finish(rejects, rejects_path)
+    guard.finish(rejects, opts.rejects)
     seconds = time.perf_counter() - started
     out = []
     for g, r in zip(groups, runs):

@@ -142,19 +142,27 @@ def _isolated(target, spec: dict) -> dict:
 # ---------------------------------------------------------------- checks
 
 
-def check_answers(slidewise_out: str, duck_out: str) -> dict:
-    """Two result files hold the same multiset of rows (count, and sums of 64-bit row hashes and of
-    ``n``, ``ts·n``: one scan each) and slidewise's rows are in output order (instant, then ``a``)."""
+def multiset(relation: str, columns: tuple[str, ...], where: str | None = None) -> tuple:
+    """``(rows, sum of 64-bit hashes of columns, sum of n, sum of ts·n)`` of the SQL ``relation`` (rows
+    ``where`` holds; one DuckDB scan): equal for equal multisets of rows, almost surely not otherwise."""
     import duckdb
-    import numpy as np
-    import pyarrow.parquet as pq
 
     con = duckdb.connect()
     con.execute("SET enable_progress_bar = false")
-    cols = ", ".join(f'CAST({c} AS BIGINT)' for c in ('"S.a"', "n", "ts", "sign"))  # hashes depend on types
-    sums = f"count(*), sum(hash({cols})), sum(n), sum(ts * n)"
-    mine = con.sql(f"SELECT {sums} FROM read_parquet('{slidewise_out}')").fetchall()[0]
-    peer = con.sql(f"SELECT {sums} FROM read_parquet('{duck_out}')").fetchall()[0]
+    cols = ", ".join(f"CAST({c} AS BIGINT)" for c in columns)  # hashes depend on types
+    cond = f" WHERE {where}" if where else ""
+    return tuple(con.sql(f"SELECT count(*), sum(hash({cols})), sum(n), sum(ts * n) FROM ({relation}){cond}").fetchall()[0])
+
+
+def check_answers(slidewise_out: str, duck_out: str) -> dict:
+    """Two result files hold the same multiset of rows (:func:`multiset`) and slidewise's rows are in
+    output order (instant, then ``a``)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    cols = ('"S.a"', "n", "ts", "sign")
+    mine = multiset(f"SELECT * FROM read_parquet('{slidewise_out}')", cols)
+    peer = multiset(f"SELECT * FROM read_parquet('{duck_out}')", cols)
     table = pq.read_table(slidewise_out, columns=["ts", "S.a"])
     ts, key = table.column("ts").to_numpy(), table.column("S.a").to_numpy()
     ordered = bool(np.all((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (key[1:] > key[:-1]))))

@@ -128,18 +128,11 @@ def window_child(spec: dict, send) -> dict:
 
 
 def multiset(relation: str, upper: int | None = None) -> tuple:
-    """``(rows, sum of row hashes, sum of n, sum of ts·n)`` of ``relation`` (SQL with columns a, n, ts):
-    rows of real groups (``a >= 0``) of the windows ``ts <= upper``."""
-    import duckdb
+    """:func:`slidewise.bench.aggregation.multiset` of ``relation`` (SQL with columns a, n, ts): rows of
+    real groups (``a >= 0``) of the windows ``ts <= upper``."""
+    from slidewise.bench.aggregation import multiset as rows_multiset
 
-    con = duckdb.connect()
-    con.execute("SET enable_progress_bar = false")
-    where = "a >= 0" + (f" AND ts <= {upper}" if upper is not None else "")
-    return tuple(
-        con.sql(f"SELECT count(*), sum(hash(CAST(a AS BIGINT), CAST(n AS BIGINT), CAST(ts AS BIGINT))), sum(n), sum(ts * n) FROM ({relation}) WHERE {where}").fetchall()[
-            0
-        ]
-    )
+    return rows_multiset(relation, ("a", "n", "ts"), "a >= 0" + (f" AND ts <= {upper}" if upper is not None else ""))
 
 
 def run_spark_systems(frame, local_out: str, tmp: Path, *, files: int = 20, window_tuples: int | None = None, isolate: bool = True) -> dict:

@@ -257,17 +257,28 @@ def _load(query, parse_text: Callable[[str], object]):
         raise
 
 
-def _load_file(path: str, parse_text: Callable[[str], object]):
-    """The query in file ``path``; its text appears in errors only if it is named ``*.cql``."""
+def read_query_file(path: str, *, missing: str, large: str, unreadable: str) -> str:
+    """The UTF-8 text of query file ``path``; a SourceError (with the hint given for the case) if it is
+    missing, larger than MAX_QUERY_BYTES or unreadable."""
     if not os.path.isfile(path):
         what = "is not a regular file" if os.path.exists(path) else "not found"
-        raise SourceError(f"query file {what}: {path}", hint="pass an existing file or the query text itself")
+        raise SourceError(f"query file {what}: {path}", hint=missing)
     try:
         if os.path.getsize(path) > MAX_QUERY_BYTES:
-            raise SourceError(f"query file {path} is larger than {MAX_QUERY_BYTES >> 20} MiB", hint="is it really a query? pass a CQL text file")
-        text = Path(path).read_text(encoding="utf-8")
+            raise SourceError(f"query file {path} is larger than {MAX_QUERY_BYTES >> 20} MiB", hint=large)
+        return Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise SourceError(f"cannot read query file {path}: {e}", hint="pass a readable UTF-8 text file or the query text itself") from None
+        raise SourceError(f"cannot read query file {path}: {e}", hint=unreadable) from None
+
+
+def _load_file(path: str, parse_text: Callable[[str], object]):
+    """The query in file ``path``; its text appears in errors only if it is named ``*.cql``."""
+    text = read_query_file(
+        path,
+        missing="pass an existing file or the query text itself",
+        large="is it really a query? pass a CQL text file",
+        unreadable="pass a readable UTF-8 text file or the query text itself",
+    )
     try:
         return parse_text(text)
     except QueryError as e:

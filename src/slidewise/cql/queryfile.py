@@ -17,10 +17,9 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
-from slidewise.cql.parser import MAX_QUERY_BYTES, parse_any
-from slidewise.errors import QueryError, SlidewiseError, SourceError
+from slidewise.cql.parser import parse_any, read_query_file
+from slidewise.errors import QueryError, SlidewiseError
 
 __all__ = ["NAME", "NamedQuery", "load_queries", "located", "parse_queries"]
 
@@ -116,12 +115,5 @@ def parse_queries(text: str, where: str = "query", tables=frozenset()) -> list[N
 def load_queries(path: str | os.PathLike, tables=frozenset()) -> list[NamedQuery]:
     """The named queries of the file ``path``."""
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise SourceError(f"query file {'is not a regular file' if os.path.exists(path) else 'not found'}: {path}", hint="pass a file of statements name: SELECT ...;")
-    try:
-        if os.path.getsize(path) > MAX_QUERY_BYTES:
-            raise SourceError(f"query file {path} is larger than {MAX_QUERY_BYTES >> 20} MiB", hint="is it really a query file?")
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise SourceError(f"cannot read query file {path}: {e}", hint="pass a readable UTF-8 text file") from None
+    text = read_query_file(path, missing="pass a file of statements name: SELECT ...;", large="is it really a query file?", unreadable="pass a readable UTF-8 text file")
     return parse_queries(text, path, tables)

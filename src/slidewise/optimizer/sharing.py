@@ -18,8 +18,9 @@ returns None (holds) or why not:
   a tuple satisfies — and a query merges the regions it covers (a disjoint
   cover, Golab's thesis §8.3.3), or subtracts the others from the whole for
   SUM/COUNT (a disjoint supercover) when fewer;
-* ``aggregates`` — every aggregate has pane partials (:data:`~slidewise.operators.aggregates.REGISTRY`),
-  equal for equal :attr:`~slidewise.operators.aggregates.base.Accumulator.share_key`
+* aggregates never prevent sharing: every aggregate of the pane path has pane
+  partials (:data:`~slidewise.operators.aggregates.REGISTRY`; :func:`~slidewise.optimizer.pane_plan.match`
+  admits no other), equal for equal :attr:`~slidewise.operators.aggregates.base.Accumulator.share_key`
   and attribute (SUM and AVG share (sum, count); COUNT DISTINCT, MEDIAN and QUANTILE
   share the frequency counts);
 * windows and slides never prevent sharing: the shared panes are the grid of
@@ -56,8 +57,7 @@ def split_where(spec: SlidingAggregate) -> tuple[frozenset[Expr], Expr | None]:
     for c in items:
         c = _plain(c, spec.source)
         (on_keys if columns_of(c) and {a for _, a in columns_of(c)} <= keys else on_tuples).append(c)
-    group = None if not on_keys else on_keys[0] if len(on_keys) == 1 else And(tuple(on_keys))
-    return frozenset(on_tuples), group
+    return frozenset(on_tuples), _and(on_keys)
 
 
 def _plain(e: Expr, name: str) -> Expr:
@@ -105,12 +105,8 @@ def _predicate(a: SlidingAggregate, b: SlidingAggregate) -> str | None:
     )
 
 
-def _aggregates(a: SlidingAggregate, b: SlidingAggregate) -> str | None:
-    return None  # every aggregate of the pane path has pane partials (match() admits registry aggregates only)
-
-
 #: the sharing rules: name -> test of two queries (None: the rule holds, else the reason it does not)
-RULES = {"stream": _stream, "keys": _keys, "predicate": _predicate, "aggregates": _aggregates}
+RULES = {"stream": _stream, "keys": _keys, "predicate": _predicate}
 
 
 def why_not(a: SlidingAggregate, b: SlidingAggregate) -> list[str]:
@@ -120,10 +116,7 @@ def why_not(a: SlidingAggregate, b: SlidingAggregate) -> list[str]:
 
 def pane_width(specs: Iterable[SlidingAggregate]) -> int:
     """The grid every window and slide of ``specs`` is whole on: gcd of every ``T + 1`` and ``D``."""
-    s = 0
-    for spec in specs:
-        s = gcd(gcd(s, spec.length + 1), spec.slide)
-    return s
+    return gcd(*(spec.pane for spec in specs))  # each query's own grid: SlidingAggregate.pane
 
 
 @dataclass(frozen=True)
@@ -155,8 +148,8 @@ class Group:
         return pane_width(m.spec for m in self.members)
 
     def predicate(self) -> Expr | None:
-        items = sorted(self.where, key=str)
-        return None if not items else items[0] if len(items) == 1 else And(tuple(items))
+        """The common conjuncts as one condition (None: every tuple)."""
+        return _conj(self.where)
 
     def describe(self) -> str:
         where = self.predicate()
@@ -201,8 +194,12 @@ def share(specs: dict[str, SlidingAggregate]) -> list[Group]:
 
 
 def _conj(items: frozenset[Expr]) -> Expr | None:
-    xs = sorted(items, key=str)
-    return None if not xs else xs[0] if len(xs) == 1 else And(tuple(xs))
+    """The conjunction of ``items`` in a fixed order (None: no item)."""
+    return _and(sorted(items, key=str))
+
+
+def _and(items: list[Expr]) -> Expr | None:
+    return None if not items else items[0] if len(items) == 1 else And(tuple(items))
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from slidewise.optimizer.pane_plan import SlidingAggregate
 from slidewise.plan.expr import evaluate
 from slidewise.synopses import SYNOPSES, running
 
-__all__ = ["BLOCK_CELLS", "PaneRun", "WindowAnswers"]
+__all__ = ["BLOCK_CELLS", "PaneRun", "TupleBuffer", "WindowAnswers", "select"]
 
 #: target size of a block's (evaluations x groups) answer matrices (a few MB: they stay in cache)
 BLOCK_CELLS = 1 << 19
@@ -50,6 +50,12 @@ class WindowAnswers:
         self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct, a.param) for a in spec.aggs]
         self.synopses = [SYNOPSES[spec.synopsis(a)] for a in spec.aggs]
         self.count = Count()
+        #: (accumulator, attribute or None) of each pane partial: ``COUNT(*)`` first, then one per aggregate
+        #: (None for a ``COUNT(*)``: it reads the first)
+        self.states = [(self.count, None)] + [
+            None if a.func == "count" and a.arg is None else (acc, a.arg.attr)  # type: ignore[attr-defined]  # match() admits only Col arguments
+            for a, acc in zip(spec.aggs, self.accs)
+        ]
         self.results = 0
         self.lead = int(spec.kind != "rstream")  # ISTREAM / DSTREAM compare with the evaluation before
         self.last_nonempty = False  # the last evaluation answered had rows
@@ -59,23 +65,12 @@ class WindowAnswers:
 
     def filtered(self, ts: np.ndarray, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """``ts`` and the attributes the query reads, of the tuples WHERE admits."""
-        data = {"ts": ts, **{a: cols[a] for a in self.attrs if a != "ts"}}
-        if self.spec.where is not None:
-
-            def get(_stream, a):
-                return ts if a == "ts" else cols[a]
-
-            keep = np.broadcast_to(np.asarray(evaluate(self.spec.where, get), dtype=bool), ts.shape)
-            data = {a: v[keep] for a, v in data.items()}
-        return data
+        return select(self.spec.where, ts, cols, self.attrs)
 
     def partials(self, data: dict, pane: np.ndarray, groups: np.ndarray, shape: tuple[int, int]) -> list:
         """Pane partials of ``data`` (tuples in pane ``pane`` of group ``groups``): ``COUNT(*)`` first,
         then one per aggregate (None for ``COUNT(*)``, which is the first)."""
-        out = [self.count.partial(None, pane, groups, shape)]
-        for a, acc in zip(self.spec.aggs, self.accs):
-            out.append(None if a.func == "count" and a.arg is None else acc.partial(data[a.arg.attr], pane, groups, shape))
-        return out
+        return [None if st is None else st[0].partial(None if st[1] is None else data[st[1]], pane, groups, shape) for st in self.states]
 
     def respond(self, ends: np.ndarray, uniq: list[np.ndarray], cuts: np.ndarray, partial, memo: dict | None = None) -> None:
         """The windows ending at ``ends`` from pane partials built on demand: pane i is ``(cuts[i-1], cuts[i]]``,
@@ -84,11 +79,9 @@ class WindowAnswers:
         :mod:`slidewise.runtime.shared`)."""
         lo = np.searchsorted(cuts, ends - self.spec.length - 1) + 1
         hi = np.searchsorted(cuts, ends) + 1
-        partials = [partial(self.count, None)]
-        for a, acc in zip(self.spec.aggs, self.accs):
-            partials.append(None if a.func == "count" and a.arg is None else partial(acc, a.arg.attr))
+        partials = [None if st is None else partial(*st) for st in self.states]
         self.answer(uniq, partials, lo, hi, ends, memo)
-        self.groups_seen = max([partials[0][0].shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])
+        self.groups_seen = max([partials[0][0].shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])  # DISTINCT: pair columns
 
     def answer(self, uniq: list[np.ndarray], partials: list, lo: np.ndarray, hi: np.ndarray, ends: np.ndarray, memo: dict | None = None) -> None:
         """Emit the windows ``[lo[k], hi[k])`` of pane rows of :meth:`partials` at the instants ``ends``
@@ -160,7 +153,7 @@ class PaneRun(WindowAnswers):
 
     def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit, key_filter=None):
         super().__init__(spec, dtypes, emit, key_filter)
-        self.parts: list[dict] = []  # buffered chunks (filtered), in ts order
+        self.buffer = TupleBuffer()
         self.next_k: int | None = None  # the next evaluation k (instant kD) to answer
         self.last_ts: int | None = None
         self.groups_seen = 1024  # groups in the last block (sizes the next one)
@@ -172,50 +165,56 @@ class PaneRun(WindowAnswers):
         """Arrivals in timestamp order (all of the stream's attributes by name)."""
         if not len(ts):
             return
-        if self.next_k is None:
-            self.next_k = -(-int(ts[0]) // self.spec.slide)
+        self.start(int(ts[0]))
         self.last_ts = int(ts[-1])
-        data = self.filtered(ts, cols)
-        if len(data["ts"]):
-            self.parts.append(data)
+        self.buffer.append(self.filtered(ts, cols))
         self._answer(-(-self.last_ts // self.spec.slide) - 1)  # instants before the last ts are complete
 
     def finish(self) -> None:
         if self.last_ts is not None:
             self._answer(-(-self.last_ts // self.spec.slide))
 
+    def start(self, ts: int) -> None:
+        """The first evaluation: the first slide multiple at or after the first arrival ``ts``."""
+        if self.next_k is None:
+            self.next_k = -(-ts // self.spec.slide)
+
     # ---------------------------------------------------------------- blocks
 
-    def _buffer(self) -> dict:
-        if len(self.parts) > 1:
-            self.parts = [{a: np.concatenate([p[a] for p in self.parts]) for a in self.parts[0]}]
-        return self.parts[0] if self.parts else {}
+    def due(self, k_last: int, buf: dict) -> int | None:
+        """The first evaluation up to ``k_last`` to answer from the buffered tuples ``buf``; None (and
+        ``next_k`` past ``k_last``) when their windows hold nothing."""
+        if self.next_k is None or self.next_k > k_last:
+            return None
+        if not buf:  # (a non-empty last answer keeps its tuples: its rows leave at the next instant)
+            self.next_k, self.last_nonempty = k_last + 1, False
+            return None
+        # skip instants whose windows hold nothing; ISTREAM / DSTREAM: not right after a non-empty answer
+        k0 = self.next_k if self.lead and self.last_nonempty else max(self.next_k, -(-int(buf["ts"][0]) // self.spec.slide))
+        if k0 > k_last:
+            self.next_k = k_last + 1
+            return None
+        return k0
 
     def _answer(self, k_last: int) -> None:
         """Answer every evaluation up to ``k_last``."""
         spec = self.spec
         T, D, lead = spec.length, spec.slide, self.lead
         while self.next_k is not None and self.next_k <= k_last:
-            buf = self._buffer()
-            if not buf:  # (a non-empty last answer keeps its tuples: its rows leave at the next instant)
-                self.next_k, self.last_nonempty = k_last + 1, False
+            buf = self.buffer.whole()
+            if buf:
+                self.buffered_peak = max(self.buffered_peak, len(buf["ts"]))
+            k0 = self.due(k_last, buf)
+            if k0 is None:
                 return
-            self.buffered_peak = max(self.buffered_peak, len(buf["ts"]))
             ts = buf["ts"]
-            # skip instants whose windows hold nothing; ISTREAM / DSTREAM: not right after a non-empty answer
-            k0 = self.next_k if lead and self.last_nonempty else max(self.next_k, -(-int(ts[0]) // D))
-            if k0 > k_last:
-                self.next_k = k_last + 1
-                return
             e = max(1, BLOCK_CELLS // max(self.groups_seen, 1))
             k1 = min(k_last + 1, k0 + e)
             lo = np.searchsorted(ts, (k0 - lead) * D - T, "left")
             hi = np.searchsorted(ts, (k1 - 1) * D, "right")
             self._block(k0, k1, {a: v[lo:hi] for a, v in buf.items()})
             self.next_k = k1
-            drop = np.searchsorted(ts, (k1 - lead) * D - T, "left")
-            if drop:
-                self.parts = [{a: v[drop:] for a, v in buf.items()}] if drop < len(ts) else []
+            self.buffer.drop_before((k1 - lead) * D - T)
 
     def _block(self, k0: int, k1: int, data: dict) -> None:
         """Evaluations ``k0 .. k1-1`` (and ``k0-1`` before them for ISTREAM / DSTREAM) from ``data``."""
@@ -236,15 +235,43 @@ class PaneRun(WindowAnswers):
             return
         self.blocks += 1
         ends = np.arange(k0 - lead, k1, dtype=np.int64) * spec.slide
-        starts = ends - spec.length - 1
-        cuts = np.union1d(ends, starts)  # pane boundaries of the block
+        cuts = np.union1d(ends, ends - spec.length - 1)  # pane boundaries of the block: window ends and starts
         pane = np.searchsorted(cuts, data["ts"], "left")  # pane i: (cuts[i-1], cuts[i]]
-        lo = np.searchsorted(cuts, starts) + 1
-        hi = np.searchsorted(cuts, ends) + 1
         shape = (len(cuts), g)
-        partials = self.partials(data, pane, groups, shape)
-        self.groups_seen = max([g] + [getattr(acc, "width", 0) for acc in self.accs])  # DISTINCT: pair columns
-        self.answer(uniq, partials, lo, hi, ends)
+        self.respond(ends, uniq, cuts, lambda acc, attr: acc.partial(None if attr is None else data[attr], pane, groups, shape))
+
+
+class TupleBuffer:
+    """Column dicts of tuples in ``ts`` order, joined into one when read."""
+
+    def __init__(self) -> None:
+        self.parts: list[dict] = []
+
+    def append(self, data: dict) -> None:
+        if len(data["ts"]):
+            self.parts.append(data)
+
+    def whole(self) -> dict:
+        """All buffered tuples as one column dict ({}: none)."""
+        if len(self.parts) > 1:
+            self.parts = [{a: np.concatenate([p[a] for p in self.parts]) for a in self.parts[0]}]
+        return self.parts[0] if self.parts else {}
+
+    def drop_before(self, t: int) -> None:
+        """Drop the tuples with ``ts < t``."""
+        buf = self.whole()
+        drop = np.searchsorted(buf["ts"], t, "left") if buf else 0
+        if drop:
+            self.parts = [{a: v[drop:] for a, v in buf.items()}] if drop < len(buf["ts"]) else []
+
+
+def select(where, ts: np.ndarray, cols: dict[str, np.ndarray], attrs) -> dict[str, np.ndarray]:
+    """``ts`` and the attributes ``attrs`` of the tuples the condition ``where`` (None: all) admits."""
+    data = {"ts": ts, **{a: cols[a] for a in attrs if a != "ts"}}
+    if where is None:
+        return data
+    keep = np.broadcast_to(np.asarray(evaluate(where, lambda _s, a: ts if a == "ts" else cols[a]), dtype=bool), ts.shape)
+    return {a: v[keep] for a, v in data.items()}
 
 
 def _take(cells: np.ndarray, flat: np.ndarray) -> np.ndarray:

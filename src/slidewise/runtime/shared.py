@@ -26,7 +26,7 @@ import numpy as np
 
 from slidewise.optimizer.sharing import Group
 from slidewise.plan.expr import columns_of, evaluate
-from slidewise.runtime.pane_engine import BLOCK_CELLS, PaneRun, encode_groups
+from slidewise.runtime.pane_engine import BLOCK_CELLS, PaneRun, TupleBuffer, encode_groups, select
 
 __all__ = ["SharedRun"]
 
@@ -44,7 +44,7 @@ class SharedRun:
         self.covers = [{"disjoint": 0, "supercover": 0} for _ in group.members]  # per member: partials read so
         extra = tuple(a for e in self.regions for _, a in columns_of(e) if a != "ts")
         self.attrs = tuple(dict.fromkeys(group.keys + tuple(a for r in self.runs for a in r.attrs) + extra))
-        self.parts: list[dict] = []
+        self.buffer = TupleBuffer()
         self.last_ts: int | None = None
         self.groups_seen = 1024
         self.blocks = self.buffered_peak = 0
@@ -56,15 +56,9 @@ class SharedRun:
         if not len(ts):
             return
         for r in self.runs:
-            if r.next_k is None:
-                r.next_k = -(-int(ts[0]) // r.spec.slide)
+            r.start(int(ts[0]))
         self.last_ts = int(ts[-1])
-        data = {"ts": ts, **{a: cols[a] for a in self.attrs if a != "ts"}}
-        if self.where is not None:
-            keep = np.broadcast_to(np.asarray(evaluate(self.where, lambda _s, a: ts if a == "ts" else cols[a]), dtype=bool), ts.shape)
-            data = {a: v[keep] for a, v in data.items()}
-        if len(data["ts"]):
-            self.parts.append(data)
+        self.buffer.append(select(self.where, ts, cols, self.attrs))
         last = self.last_ts
         self._answer(lambda d: -(-last // d) - 1)
 
@@ -77,28 +71,16 @@ class SharedRun:
     def results(self) -> int:
         return sum(r.results for r in self.runs)
 
-    def _buffer(self) -> dict:
-        if len(self.parts) > 1:
-            self.parts = [{a: np.concatenate([p[a] for p in self.parts]) for a in self.parts[0]}]
-        return self.parts[0] if self.parts else {}
-
     def _answer(self, k_last) -> None:
         """Answer every member's evaluations up to ``k_last(D)`` (its slide ``D``)."""
         while True:
-            buf = self._buffer()
+            buf = self.buffer.whole()
             work = []
             for r in self.runs:
-                D, last = r.spec.slide, k_last(r.spec.slide)
-                if r.next_k is None or r.next_k > last:
-                    continue
-                if not buf:
-                    r.next_k, r.last_nonempty = last + 1, False
-                    continue
-                k0 = r.next_k if r.lead and r.last_nonempty else max(r.next_k, -(-int(buf["ts"][0]) // D))
-                if k0 > last:
-                    r.next_k = last + 1
-                    continue
-                work.append((r, k0, last))
+                last = k_last(r.spec.slide)
+                k0 = r.due(last, buf)
+                if k0 is not None:
+                    work.append((r, k0, last))
             if not work:
                 return
             ts = buf["ts"]
@@ -115,10 +97,7 @@ class SharedRun:
             self._block(jobs, start, end, {a: v[lo:hi] for a, v in buf.items()})
             for r, _, k1 in jobs:
                 r.next_k = k1 + 1
-            keep_from = min((r.next_k - r.lead) * r.spec.slide - r.spec.length for r in self.runs)
-            drop = np.searchsorted(ts, keep_from, "left")
-            if drop:
-                self.parts = [{a: v[drop:] for a, v in buf.items()}] if drop < len(ts) else []
+            self.buffer.drop_before(min((r.next_k - r.lead) * r.spec.slide - r.spec.length for r in self.runs))
 
     def _block(self, jobs: list, start: int, end: int, data: dict) -> None:
         """Each job's evaluations ``k0 .. k1`` from the panes of ``(start, end]``."""

@@ -160,10 +160,9 @@ class PaneBucket:
             groups = len(st["keys"][0])
         else:
             moved, groups = np.zeros(old, np.int64), 1
-        accs = [answers.count] + answers.accs
         p0 = pa if st["p0"] is None else min(st["p0"], pa)
         p1 = pb + 1 if st["p0"] is None else max(st["p0"] + st["partials"][0][0].shape[0], pb + 1)
-        parts = [None if i and a.func == "count" and a.arg is None else acc.identity((p1 - p0, groups)) for i, (acc, a) in enumerate(zip(accs, (None, *spec.aggs)))]
+        parts = [None if state is None else state[0].identity((p1 - p0, groups)) for state in answers.states]
         if st["partials"] is not None:
             r0 = st["p0"] - p0
             for new, kept in zip(parts, st["partials"]):
@@ -172,9 +171,9 @@ class PaneBucket:
                         x[r0 : r0 + len(y), moved] = y
         batch = answers.partials(data, pane - pa, codes, (pb - pa + 1, groups))
         r0, r1 = pa - p0, pb + 1 - p0
-        for acc, new, got in zip(accs, parts, batch):
+        for state, new, got in zip(answers.states, parts, batch):
             if new is not None:
-                merged = acc.merge(tuple(x[r0:r1] for x in new), got)
+                merged = state[0].merge(tuple(x[r0:r1] for x in new), got)
                 for x, m in zip(new, merged):
                     x[r0:r1] = m
         st.update(p0=p0, partials=parts, groups=groups)

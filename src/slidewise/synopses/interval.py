@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from slidewise.synopses.running import memoized
+
 
 def levels(acc, partials: tuple) -> list[tuple]:
     """Level 0 = the panes; level l+1 merges pairs of level l (an odd tail padded with the identity)."""
@@ -28,11 +30,7 @@ def levels(acc, partials: tuple) -> list[tuple]:
 def windows(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dict | None = None) -> tuple:
     """The state of each window ``[lo[k], hi[k])`` of pane rows, from the dyadic intervals; ``memo`` keeps
     the intervals of partials that several queries probe (keyed by the partials' identity)."""
-    tree = None if memo is None else memo.get(("interval", id(partials)))
-    if tree is None:
-        tree = levels(acc, partials)
-        if memo is not None:
-            memo[("interval", id(partials))] = tree
+    tree = memoized(memo, "interval", partials, lambda p: levels(acc, p))
     res = acc.identity((len(lo),) + partials[0].shape[1:])
     lo, hi = lo.astype(np.int64).copy(), hi.astype(np.int64).copy()
     for level in tree:

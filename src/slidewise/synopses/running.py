@@ -16,12 +16,18 @@ def windows(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dict | N
     running merges of partials that several queries probe (keyed by the partials' identity)."""
     if not acc.subtractable:
         raise ValueError(f"{type(acc).__name__} is not subtractable: use an interval synopsis")
-    run = None if memo is None else memo.get(("running", id(partials)))
-    if run is None:
-        run = acc.prefix(partials)  # row i: the panes before i
-        if memo is not None:
-            memo[("running", id(partials))] = run
+    run = memoized(memo, "running", partials, acc.prefix)  # row i: the panes before i
     return acc.subtract(tuple(_rows(r, hi) for r in run), tuple(_rows(r, lo) for r in run))
+
+
+def memoized(memo: dict | None, kind: str, partials: tuple, build):
+    """``build(partials)``, kept in ``memo`` (if given) under ``kind`` and the partials' identity."""
+    key = (kind, id(partials))
+    if memo is None:
+        return build(partials)
+    if key not in memo:
+        memo[key] = build(partials)
+    return memo[key]
 
 
 def _rows(x: np.ndarray, index: np.ndarray) -> np.ndarray:
