@@ -18,6 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from slidewise.cql.diagnostics import line_col
 from slidewise.cql.parser import parse_any, read_query_file
 from slidewise.errors import QueryError, SlidewiseError
 
@@ -68,11 +69,6 @@ def _statements(text: str):
     return parts
 
 
-def _line_col(text: str, offset: int) -> tuple[int, int]:
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
-
-
 def parse_queries(text: str, where: str = "query", tables=frozenset()) -> list[NamedQuery]:
     """The named queries of a query file's ``text``; ``where`` names the file in errors."""
     out: list[NamedQuery] = []
@@ -80,7 +76,7 @@ def parse_queries(text: str, where: str = "query", tables=frozenset()) -> list[N
     for i, (start, stmt) in enumerate(_statements(text), 1):
         body = re.sub(r"^(\s|--[^\n]*)*", "", stmt)  # comments before the name
         at = start + len(stmt) - len(body)
-        line, column = _line_col(text, at)
+        line, column = line_col(text, at)
         m = _NAME.match(body)
         if m is None:
             raise located(
