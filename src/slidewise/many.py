@@ -33,7 +33,7 @@ from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
 from slidewise.runtime.shared import SharedRun
 from slidewise.runtime.sinks import open_sink
-from slidewise.runtime.sources import open_source
+from slidewise.runtime.sources import open_stream
 
 __all__ = ["ManyResult", "run_many"]
 
@@ -160,7 +160,7 @@ def run_many(
 
 def _open(name: str, sources: dict, opts: RunOptions):
     """Stream ``name`` opened as the engines open it (:func:`slidewise.runtime.sources.open_source`)."""
-    return open_source(name, sources[name], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=opts.chunk_rows, schema=(opts.schemas or {}).get(name))
+    return open_stream(name, sources[name], opts)
 
 
 def _run_groups(groups, plans, sources, outs, collect, opts: RunOptions, results) -> list[dict]:

@@ -31,7 +31,7 @@ from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
 from slidewise.runtime.sinks import open_sink
-from slidewise.runtime.sources import open_source
+from slidewise.runtime.sources import open_stream
 
 
 @dataclass
@@ -103,10 +103,7 @@ def execute(
         raise SourceError(
             f"no input given for stream {missing[0]!r}", hint=f"pass --source {missing[0]}=PATH (FROM reads: {', '.join(dict.fromkeys(s.source for s in query.streams))})"
         )
-    opened = [
-        open_source(ref.source, sources[ref.source], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=chunk_rows, schema=(opts.schemas or {}).get(ref.source))
-        for ref in query.streams
-    ]
+    opened = [open_stream(ref.source, sources[ref.source], opts) for ref in query.streams]
     schemas = [list(src.schema) for src in opened]
     query = bind_query(query, [src.kinds for src in opened])
     plan: PhysicalPlan | None

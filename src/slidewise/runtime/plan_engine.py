@@ -57,7 +57,7 @@ from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
 from slidewise.runtime.sinks import BackgroundSink, open_sink
-from slidewise.runtime.sources import open_source
+from slidewise.runtime.sources import open_source, open_stream
 
 __all__ = ["PlanNetwork", "execute_plan", "open_table", "plan_inputs"]
 
@@ -99,9 +99,7 @@ def execute_plan(
     if isinstance(plan, FrequentQuery):
         return _execute_frequent(plan, sources, opts)
     opened = [open_table(n, tables[n], opts.ts_column, opts.ts_unit, chunk_rows) for n in table_names]
-    opened += [
-        open_source(n, sources[n], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=chunk_rows, schema=(opts.schemas or {}).get(n)) for n in stream_names
-    ]
+    opened += [open_stream(n, sources[n], opts) for n in stream_names]
     names = table_names + stream_names
     schemas = {n: dict(src.kinds) for n, src in zip(names, opened)}
     plan = bind(plan, schemas)
@@ -237,7 +235,7 @@ def _execute_frequent(q: FrequentQuery, sources: dict, opts: RunOptions) -> RunR
     from slidewise.runtime.frequent import bind_frequent, execute_frequent
 
     name = q.scan.source
-    opened = [open_source(name, sources[name], ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=opts.chunk_rows, schema=(opts.schemas or {}).get(name))]
+    opened = [open_stream(name, sources[name], opts)]
     q = bind_frequent(q, dict(opened[0].kinds))  # WHERE typed against the source's columns
     rejects = Rejects()
     frame, stats = execute_frequent(

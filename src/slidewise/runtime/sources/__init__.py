@@ -44,9 +44,9 @@ types and errors).
 from __future__ import annotations
 
 from slidewise.runtime.sources.base import RawChunk
-from slidewise.runtime.sources.source import FORMATS, TS_UNITS, Source, open_source
+from slidewise.runtime.sources.source import FORMATS, TS_UNITS, Source, open_source, open_stream
 
-__all__ = ["FORMATS", "TS_UNITS", "RawChunk", "Source", "open_source"]
+__all__ = ["FORMATS", "TS_UNITS", "RawChunk", "Source", "open_source", "open_stream"]
 
 # Text-file block sizes. The text readers look them up here on each use, so
 # setting them on this package (as tests do) takes effect.

@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from slidewise.errors import OptionError, SourceError
-from slidewise.options import DEFAULTS, TS_UNITS
+from slidewise.options import DEFAULTS, TS_UNITS, RunOptions
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources.base import _KIND_DTYPE, RawChunk, _one_line, _unreadable
 from slidewise.runtime.sources.convert import _convert
@@ -22,6 +22,11 @@ from slidewise.runtime.sources.text import _CsvReader, _JsonReader
 #: File extension -> format. Text formats may also be compressed (``.csv.gz`` ...).
 FORMATS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json", ".parquet": "parquet"}
 _COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
+
+
+def open_stream(name: str, spec, opts: RunOptions) -> Source:
+    """:func:`open_source` with a run's timestamp settings, chunk size and ``name``'s declared schema."""
+    return open_source(name, spec, ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=opts.chunk_rows, schema=(opts.schemas or {}).get(name))
 
 
 def open_source(
