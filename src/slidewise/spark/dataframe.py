@@ -13,7 +13,11 @@ units and bad-row reasons), then run through the same two stateful stages as
 ``slidewise run --engine spark`` (:func:`slidewise.spark.join.build_stream`).
 The result has the CLI's output columns, typed.
 
-Input order within a micro-batch is (Spark partition, row within it). Rows a
+Input order within a micro-batch is (file, split, row within it) where Spark
+reads files (as the CLI's file sources), else (Spark partition, row within it):
+a micro-batch may hold several files (e.g. the files a killed run had already
+listed, read with the next ones after a restart), and Spark's partitions do not
+follow file order. Rows a
 run rejects (late, bad timestamps) are not part of the result DataFrame:
 :func:`query_frame` returns the whole output layout (results, rejects, counters;
 :mod:`slidewise.spark.layout`), which the CLI's runner writes with
@@ -175,32 +179,37 @@ def _sample(schema: pa.Schema, ts_column: str) -> pa.Table:
 
 def frame_wire(df, index: int, layout: Layout, ts_column: str):
     """Stream ``index`` (a DataFrame) in the wire layout: converted, packed chunks (``mapInArrow``)."""
+    from pyspark.sql import functions as F
+
     info = layout.streams[index]
     names = (ts_column, *info.kinds)
     body = functools.partial(frame_batches, stream=index, layout=layout, names=names, ts_column=ts_column)
-    return df.select(*[f"`{c}`" for c in names]).mapInArrow(body, WIRE_DDL)
+    where = (F.input_file_name().alias("_f"), F.input_file_block_start().alias("_o"))
+    return df.select(*[f"`{c}`" for c in names], *where).mapInArrow(body, WIRE_DDL)
 
 
 # --------------------------------------------------------------------------- executor side
 
 
 def frame_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...], ts_column: str):
-    """``mapInArrow`` body for DataFrame inputs: input order (partition, row), conversion, packing."""
+    """``mapInArrow`` body for DataFrame inputs: input order (file, split, row) where Spark reads
+    files, else (partition, row); conversion, packing."""
     from pyspark import TaskContext
 
-    from slidewise.spark.ingest import convert_table, wire_chunks
+    from slidewise.spark.ingest import convert_table, split_ordinals, wire_chunks
 
     info = layout.streams[stream]
     ctx = TaskContext.get()
     part = ctx.partitionId() if ctx is not None else 0
-    seen = 0
+    counters: dict[tuple[str, int], int] = {}
     for b in batches:
         n = b.num_rows
         if n == 0:
             continue
+        files = np.asarray([f or "" for f in b.column("_f").to_pylist()], dtype=object)
+        offsets = b.column("_o").to_numpy(zero_copy_only=False).astype(np.int64)
+        offsets = np.where(files == "", part, offsets)
+        ordinal = split_ordinals(files, offsets, counters)
         ts, cols, bad, reasons, raws = convert_table(pa.Table.from_batches([b]).select(list(names)), info, ts_column)
-        ordinal = seen + np.arange(n, dtype=np.int64)
-        seen += n
-        files = np.full(n, info.source, dtype=object)
-        offsets = np.full(n, part, np.int64)
-        yield wire_batch(wire_chunks(stream, bad, ts, cols, ordinal, files, offsets, ordinal + 1, reasons, raws))
+        shown = np.full(n, info.source, dtype=object)
+        yield wire_batch(wire_chunks(stream, bad, ts, cols, ordinal, files, offsets, ordinal + 1, reasons, raws, shown=shown))

@@ -256,7 +256,7 @@ def scan_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...]
             continue
         files = b.column("_f").to_numpy(zero_copy_only=False)
         offsets = b.column("_o").to_numpy(zero_copy_only=False).astype(np.int64)
-        ordinal = _ordinals(files, offsets, counters)
+        ordinal = split_ordinals(files, offsets, counters)
         ts, cols, bad, reasons, raws = convert_raw(b, names, info, ts_column)
         lines = ordinal + 1 + np.where(offsets == 0, info.header_lines, 0)
         yield wire_batch(wire_chunks(stream, bad, ts, cols, ordinal, files, offsets, lines, reasons, raws))
@@ -278,8 +278,9 @@ def convert_raw(b, names: tuple[str, ...], info: StreamInfo, ts_column: str):
     return ts, cols, bad, reasons, raws
 
 
-def wire_chunks(stream: int, bad, ts, cols, q, files, offsets, lines, reasons, raws) -> list[dict]:
-    """Wire rows: one chunk of the good tuples, one of the rejects (if any)."""
+def wire_chunks(stream: int, bad, ts, cols, q, files, offsets, lines, reasons, raws, *, shown=None) -> list[dict]:
+    """Wire rows: one chunk of the good tuples, one of the rejects (if any); ``shown``: the rejects'
+    file names (default ``files``)."""
     rows = []
     ok = ~bad
     if ok.any():
@@ -299,14 +300,19 @@ def wire_chunks(stream: int, bad, ts, cols, q, files, offsets, lines, reasons, r
                 "s": stream,
                 "q": int(bad.sum()),
                 "p": pack(
-                    {"file": files[bad].astype(object), "line": lines[bad].astype(np.int64), "reason": reasons[bad].astype(object), "raw": raws[bad].astype(object)}
+                    {
+                        "file": (files if shown is None else shown)[bad].astype(object),
+                        "line": lines[bad].astype(np.int64),
+                        "reason": reasons[bad].astype(object),
+                        "raw": raws[bad].astype(object),
+                    }
                 ),
             }
         )
     return rows
 
 
-def _ordinals(files: np.ndarray, offsets: np.ndarray, counters: dict) -> np.ndarray:
+def split_ordinals(files: np.ndarray, offsets: np.ndarray, counters: dict) -> np.ndarray:
     """Row ordinal within its (file, split) across the batches of one partition (scan order)."""
     n = len(files)
     change = np.ones(n, bool)
