@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from slidewise.kafka.io import TopicWriter, consumer, decode_avro, decode_json, end_offsets, message_lines, read
+from slidewise.kafka.io import TopicWriter, beginnings, consumer, decode_avro, decode_json, end_offsets, message_lines, read
 from slidewise.kafka.uri import KafkaURI
 from slidewise.spark.layout import WIRE_DDL, Layout, StreamInfo, wire_batch
 
@@ -71,7 +71,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         return self._consumer
 
     def initialOffset(self) -> dict:
-        return {str(tp.partition): int(o) for tp, o in self._c.beginning_offsets(list(self._c.assignment())).items()}
+        return {str(p): o for p, o in beginnings(self._c).items()}
 
     def latestOffset(self) -> dict:
         ends = {str(p): e for p, e in end_offsets(self._c, KafkaURI.parse(self.text)).items()}
@@ -109,7 +109,7 @@ def inspect_topic(alias: str, name: str, text: str, *, ts_column: str, ts_unit: 
     uri = KafkaURI.parse(text)
     c = consumer(uri)
     try:
-        start = {tp.partition: int(o) for tp, o in c.beginning_offsets(list(c.assignment())).items()}
+        start = beginnings(c)
         ends = end_offsets(c, uri)
         msgs = read(c, uri, start, {p: min(e, start[p] + SAMPLE) for p, e in ends.items()})
     finally:
