@@ -211,24 +211,35 @@ def message_lines(values: list[bytes | None], uri: KafkaURI) -> bytes:
 def decode_json(values: list[bytes | None], names: list[str]) -> tuple[dict[str, list], list[str | None]]:
     """JSON values as text columns (numbers, booleans as their JSON text), and each value's text when it is
     not a JSON object (else None): the raw layout of the Spark engine's file readers."""
+    texts = [(v or b"").decode("utf-8", "replace") for v in values]
+    objs = []
+    for text in texts:
+        try:
+            objs.append(json.loads(text))
+        except ValueError:
+            objs.append(None)
+    return _text_columns(objs, texts, names)
+
+
+def _text_columns(objs: list, texts: list[str], names: list[str]) -> tuple[dict[str, list], list[str | None]]:
+    """Columns ``names`` of the objects ``objs`` as text (see :func:`_cell`); a non-object is corrupt: its ``texts`` entry."""
     cols: dict[str, list] = {n: [] for n in names}
     corrupt: list[str | None] = []
-    for v in values:
-        text = (v or b"").decode("utf-8", "replace")
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            obj = None
-        if not isinstance(obj, dict):
-            corrupt.append(text)
-            for n in names:
-                cols[n].append(None)
-            continue
-        corrupt.append(None)
+    for obj, text in zip(objs, texts):
+        ok = isinstance(obj, dict)
+        corrupt.append(None if ok else text)
         for n in names:
-            x = obj.get(n)
-            cols[n].append(None if x is None else x if isinstance(x, str) else json.dumps(x))
+            cols[n].append(_cell(obj.get(n)) if ok else None)
     return cols, corrupt
+
+
+def _cell(x) -> str | None:
+    """A value as text: strings as they are, JSON values as their JSON text, other Avro values by :func:`_avro_text`."""
+    if x is None or isinstance(x, str):
+        return x
+    if isinstance(x, (bool, int, float, list, dict)):
+        return json.dumps(x, default=_avro_text)
+    return _avro_text(x)
 
 
 _CONTAINER = b"Obj\x01"
@@ -286,8 +297,8 @@ def _avro_text(x):
 
 
 def decode_avro(values: list[bytes | None], names: list[str], uri: KafkaURI) -> tuple[list[int], dict[str, list], list[str | None]]:
-    """Avro values as :func:`decode_json` makes JSON ones, plus each row's message index (a container gives several)."""
+    """Avro values as :func:`decode_json` makes JSON ones, plus each row's message index (a container gives
+    several); a corrupt row's text is its reject reason (``MALFORMED_AVRO + reason``)."""
     recs = avro_records(values, uri)
-    text = [r if isinstance(r, str) else json.dumps(r, default=_avro_text) for _, r in recs]
-    cols, corrupt = decode_json([t.encode() for t in text], names)
+    cols, corrupt = _text_columns([r if isinstance(r, dict) else None for _, r in recs], [r if isinstance(r, str) else "" for _, r in recs], names)
     return [i for i, _ in recs], cols, corrupt

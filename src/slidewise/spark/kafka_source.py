@@ -178,16 +178,16 @@ def kafka_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...
         if n == 0:
             continue
         values = b.column("value").to_pylist()
-        rows = np.arange(n)
+        rows, known = np.arange(n), None
         if info.fmt == "csv":
             cols, corrupt = _decode_csv(values, names)
         elif info.fmt == "avro":
             index, cols, corrupt = decode_avro(values, list(names), KafkaURI.parse(uri))
-            rows = np.asarray(index, dtype=np.int64)
+            rows, known = np.asarray(index, dtype=np.int64), corrupt  # a corrupt record's text is its reason
         else:
             cols, corrupt = decode_json(values, list(names))
         raw = pa.RecordBatch.from_pydict({**{f"v{j}": pa.array(cols[c], pa.string()) for j, c in enumerate(names)}, "_corrupt": pa.array(corrupt, pa.string())})
-        ts, conv, bad, reasons, raws = convert_raw(raw, names, info, ts_column)
+        ts, conv, bad, reasons, raws = convert_raw(raw, names, info, ts_column, known)
         partition = b.column("partition").to_numpy(zero_copy_only=False).astype(np.int64)[rows]
         offset = b.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)[rows]
         files = np.full(len(rows), info.dirs[1], dtype=object)
