@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from slidewise.errors import OptionError, SourceError
+from slidewise.kafka.uri import is_kafka
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources import open_source
 from slidewise.spark.layout import EOF, REJECT, TUPLE, WIRE_DDL, Layout, StreamInfo, pack, wire_batch
@@ -62,7 +63,7 @@ def inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str,
     if is_frame(spec):
         info, recipe = inspect_frame(alias, name, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness)
         return info, {**recipe, "frame": spec}
-    if isinstance(spec, str) and spec.startswith("kafka://"):
+    if is_kafka(spec):
         from slidewise.spark.kafka_source import inspect_topic
 
         return inspect_topic(alias, name, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness)
