@@ -208,19 +208,6 @@ def message_lines(values: list[bytes | None], uri: KafkaURI) -> bytes:
     return b"".join(v + b"\n" for v in body)
 
 
-def decode_json(values: list[bytes | None], names: list[str]) -> tuple[dict[str, list], list[str | None]]:
-    """JSON values as text columns (numbers, booleans as their JSON text), and each value's text when it is
-    not a JSON object (else None): the raw layout of the Spark engine's file readers."""
-    texts = [(v or b"").decode("utf-8", "replace") for v in values]
-    objs = []
-    for text in texts:
-        try:
-            objs.append(json.loads(text))
-        except ValueError:
-            objs.append(None)
-    return _text_columns(objs, texts, names)
-
-
 def _text_columns(objs: list, texts: list[str], names: list[str]) -> tuple[dict[str, list], list[str | None]]:
     """Columns ``names`` of the objects ``objs`` as text (see :func:`_cell`); a non-object is corrupt: its ``texts`` entry."""
     cols: dict[str, list] = {n: [] for n in names}
@@ -297,8 +284,9 @@ def _avro_text(x):
 
 
 def decode_avro(values: list[bytes | None], names: list[str], uri: KafkaURI) -> tuple[list[int], dict[str, list], list[str | None]]:
-    """Avro values as :func:`decode_json` makes JSON ones, plus each row's message index (a container gives
-    several); a corrupt row's text is its reject reason (``MALFORMED_AVRO + reason``)."""
+    """Avro values as text columns (the raw layout of the Spark engine's file readers: numbers, booleans as
+    JSON text), each row's corrupt text (None if it decoded; else its reject reason, ``MALFORMED_AVRO + reason``)
+    and its message index (a container gives several)."""
     recs = avro_records(values, uri)
     cols, corrupt = _text_columns([r if isinstance(r, dict) else None for _, r in recs], [r if isinstance(r, str) else "" for _, r in recs], names)
     return [i for i, _ in recs], cols, corrupt
