@@ -3,7 +3,6 @@ topics in, results to a topic, a crash half-way and a rerun: the output topic ho
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -11,26 +10,8 @@ import slidewise
 from slidewise.cli import main
 from slidewise.errors import OptionError
 from slidewise.kafka.uri import KafkaURI
+from tests.e2e_case import Q, inputs, oracle, rows
 from tests.kafka_broker import consume, produce
-
-Q = "SELECT A.ts AS at, B.ts AS bt, A.k AS k, B.v AS v FROM A [RANGE 20], B [ROWS 5] WHERE A.k = B.k"
-COLS = ["at", "bt", "k", "v", "ts", "exp"]
-
-
-def inputs(n: int = 150, seed: int = 5) -> dict[str, pd.DataFrame]:
-    rng = np.random.default_rng(seed)
-    return {
-        "A": pd.DataFrame({"ts": np.sort(rng.integers(0, 500, n)), "k": rng.integers(0, 5, n)}),
-        "B": pd.DataFrame({"ts": np.sort(rng.integers(0, 500, n)), "k": rng.integers(0, 5, n), "v": [f"v{i}" for i in range(n)]}),
-    }
-
-
-def rows(frame: pd.DataFrame) -> list[tuple]:
-    return sorted(map(tuple, frame[COLS].astype(str).values.tolist()))
-
-
-def oracle(data: dict[str, pd.DataFrame]) -> list[tuple]:
-    return rows(slidewise.run(Q, data).results)
 
 
 def fill(address: str, prefix: str, data: dict[str, pd.DataFrame], start: int = 0, stop: int | None = None) -> dict:

@@ -11,8 +11,9 @@ import pytest
 
 import slidewise
 from slidewise.cli import main
+from tests.e2e_case import Q, inputs, oracle, rows
 from tests.kafka_broker import produce
-from tests.test_kafka import G, Q, fill, inputs, oracle, rows
+from tests.test_kafka import G, fill
 
 fastavro = pytest.importorskip("fastavro")
 

@@ -116,9 +116,9 @@ def run(
 
 def _uses_kafka(sources: dict, out) -> bool:
     """A ``kafka://`` source or ``out`` (then the ``kafka`` extra is needed)."""
-    from slidewise.kafka.uri import is_kafka
+    from slidewise.kafka.uri import uses_kafka
 
-    if not (is_kafka(out) or any(is_kafka(s) for s in sources.values())):
+    if not uses_kafka(sources, out):
         return False
     require_extra("kafka", "kafka:// sources and outputs")
     return True

@@ -3,33 +3,28 @@ the same rows as the local engine; a user's own ``writeStream`` restarted on its
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 
-import slidewise
 from slidewise.errors import OptionError
 from slidewise.spark.dataframe import end_input, query
+from tests.e2e_case import Q, inputs, kill_after_first_commit, oracle, rows
 
 pytestmark = pytest.mark.spark
 
-Q = "SELECT A.ts AS at, B.ts AS bt, A.k AS k, B.v AS v FROM A [RANGE 20], B [ROWS 5] WHERE A.k = B.k"
+
+def _inputs(n: int = 120) -> dict[str, pd.DataFrame]:
+    return inputs(n, seed=3, span=400)
 
 
-def _inputs(n: int = 120, seed: int = 3) -> dict[str, pd.DataFrame]:
-    rng = np.random.default_rng(seed)
-    return {
-        "A": pd.DataFrame({"ts": np.sort(rng.integers(0, 400, n)), "k": rng.integers(0, 5, n)}),
-        "B": pd.DataFrame({"ts": np.sort(rng.integers(0, 400, n)), "k": rng.integers(0, 5, n), "v": [f"v{i}" for i in range(n)]}),
-    }
-
-
-def _rows(frame: pd.DataFrame) -> list[tuple]:
-    return sorted(map(tuple, frame[["at", "bt", "k", "v", "ts", "exp"]].astype(str).values.tolist()))
-
-
-def _oracle(data) -> list[tuple]:
-    return _rows(slidewise.run(Q, data).results)
+def _finish(q, control) -> None:
+    """Drain ``q``, mark the end of input in ``control``, drain again, stop."""
+    try:
+        q.processAllAvailable()
+        end_input(control)
+        q.processAllAvailable()
+    finally:
+        q.stop()
 
 
 def test_batch_frames_match_the_local_engine(spark):
@@ -37,7 +32,7 @@ def test_batch_frames_match_the_local_engine(spark):
     out = query(spark, Q, {k: spark.createDataFrame(v) for k, v in data.items()})
     assert not out.isStreaming
     assert dict(out.dtypes)["at"] == "bigint" and dict(out.dtypes)["v"] == "string"
-    assert _rows(out.toPandas()) == _oracle(data)
+    assert rows(out.toPandas()) == oracle(data)
 
 
 class MemoryStream:
@@ -78,7 +73,7 @@ def test_memory_stream_matches_the_local_engine(spark, tmp_path):
         q.processAllAvailable()
     finally:
         q.stop()
-    assert _rows(pd.concat(got)) == _rows(slidewise.run(Q, data, lateness=5).results)
+    assert rows(pd.concat(got)) == oracle(data, lateness=5)
 
 
 def test_file_stream_with_end_of_input_matches_the_local_engine(spark, tmp_path):
@@ -95,13 +90,8 @@ def test_file_stream_with_end_of_input_matches_the_local_engine(spark, tmp_path)
     assert out.isStreaming
     got: list[pd.DataFrame] = []
     q = out.writeStream.queryName("api_file_stream").foreachBatch(lambda df, _: got.append(df.toPandas())).start()
-    try:
-        q.processAllAvailable()
-        end_input(tmp_path / "control")
-        q.processAllAvailable()
-    finally:
-        q.stop()
-    assert _rows(pd.concat(got)) == _oracle(data)
+    _finish(q, tmp_path / "control")
+    assert rows(pd.concat(got)) == oracle(data)
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["stream", "batch"])
@@ -160,13 +150,8 @@ def test_user_write_stream_restarted_on_its_checkpoint(spark, tmp_path):
     q.stop()
     write(2)
     q = start()
-    try:
-        q.processAllAvailable()
-        end_input(tmp_path / "control")
-        q.processAllAvailable()
-    finally:
-        q.stop()
-    assert _rows(pd.read_parquet(tmp_path / "out")) == _oracle(data)
+    _finish(q, tmp_path / "control")
+    assert rows(pd.read_parquet(tmp_path / "out")) == oracle(data)
 
 
 def test_inputs_must_be_dataframes_of_one_kind(spark, tmp_path):
@@ -200,11 +185,7 @@ q.awaitTermination()
 def test_user_write_stream_killed_and_restarted(spark, tmp_path):
     """A user's application (query + writeStream + checkpoint) SIGKILLed after its first committed
     micro-batch; the same application started again: every result once."""
-    import os
-    import signal
-    import subprocess
     import sys
-    import time
 
     data = _inputs()
     for name, df in data.items():
@@ -212,25 +193,10 @@ def test_user_write_stream_killed_and_restarted(spark, tmp_path):
         for part in range(3):
             third = len(df) // 3
             df.iloc[part * third : (part + 1) * third if part < 2 else None].to_parquet(tmp_path / name / f"p{part}.parquet")
-    log = tmp_path / "app.log"
-    with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-c", _USER_APP, str(tmp_path), Q], stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 300
-            while not (tmp_path / "ckpt" / "commits" / "0").exists():
-                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-                time.sleep(0.2)
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    kill_after_first_commit([sys.executable, "-c", _USER_APP, str(tmp_path), Q], tmp_path / "ckpt" / "commits", tmp_path / "app.log")
     assert not (tmp_path / "ckpt" / "commits" / "2").exists()  # killed mid-stream
     frames = {n: spark.readStream.schema(spark.read.parquet(str(tmp_path / n)).schema).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / n)) for n in data}
     out = query(spark, Q, frames, control=str(tmp_path / "control"))
     q = out.writeStream.queryName("user_app_again").format("parquet").option("checkpointLocation", str(tmp_path / "ckpt")).start(str(tmp_path / "out"))
-    try:
-        q.processAllAvailable()
-        end_input(tmp_path / "control")
-        q.processAllAvailable()
-    finally:
-        q.stop()
-    assert _rows(pd.read_parquet(tmp_path / "out")) == _oracle(data)
+    _finish(q, tmp_path / "control")
+    assert rows(pd.read_parquet(tmp_path / "out")) == oracle(data)

@@ -4,14 +4,13 @@ topic holds the oracle once."""
 
 from __future__ import annotations
 
-import time
-
 import pandas as pd
 import pytest
 
 from slidewise.spark.join_runner import run_spark, start_spark
+from tests.e2e_case import Q, inputs, kill_after_first_commit, oracle, rows
 from tests.kafka_broker import consume, produce
-from tests.test_kafka import Q, fill, inputs, oracle, rows
+from tests.test_kafka import fill
 
 pytestmark = pytest.mark.spark
 
@@ -78,20 +77,16 @@ def test_a_general_query_topic_to_topic(spark, kafka_broker, tmp_path):
 def test_cli_killed_mid_stream_and_rerun_writes_each_result_once(spark, kafka_broker, tmp_path):
     """SIGKILL the CLI following the topics after its first committed micro-batch; the topics grow; rerun
     the same command with --once: the output topic equals the oracle, once."""
-    import os
-    import signal
-    import subprocess
     import sys
 
     from slidewise.cli import main
-    from tests.test_kafka import Q as query
 
     data = inputs(120, seed=15)
     sources = fill(kafka_broker, "sp-cli", data, stop=60)
     ckpt = tmp_path / "ckpt"
     args = [
         "run",
-        query,
+        Q,
         *[a for name in sources for a in ("--source", f"{name}={sources[name]}")],
         "--engine",
         "spark",
@@ -107,17 +102,7 @@ def test_cli_killed_mid_stream_and_rerun_writes_each_result_once(spark, kafka_br
         "--trigger",
         "3s",
     ]
-    log = tmp_path / "first-run.log"
-    with open(log, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "slidewise.cli", *args], stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 300
-            while not (ckpt / "query" / "commits" / "0").exists():
-                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-                time.sleep(0.2)
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    kill_after_first_commit([sys.executable, "-m", "slidewise.cli", *args], ckpt / "query" / "commits", tmp_path / "first-run.log")
     fill(kafka_broker, "sp-cli", data, start=60)
     assert main([*args, "--once"]) == 0
     assert rows(pd.DataFrame(consume(kafka_broker, "sp-cli-out"))) == oracle(data)
@@ -126,7 +111,7 @@ def test_cli_killed_mid_stream_and_rerun_writes_each_result_once(spark, kafka_br
 def test_csv_values_and_their_rejects_as_on_the_local_engine(spark, kafka_broker, tmp_path):
     import slidewise
 
-    produce(kafka_broker, "sp-csv-A", ["1,3", "2,x", "5,3", "6,3,9"])
+    produce(kafka_broker, "sp-csv-A", ["1,3", "2,x", "5,3", "6,3,9", ""])  # an empty message: skipped on both engines
     produce(kafka_broker, "sp-csv-B", ['4,3,"b"'])
     sources = {"A": f"kafka://{kafka_broker}/sp-csv-A?format=csv&columns=ts,k", "B": f"kafka://{kafka_broker}/sp-csv-B?format=csv&columns=ts,k,v"}
     local = slidewise.run(Q, sources)

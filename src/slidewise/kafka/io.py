@@ -17,6 +17,7 @@ import contextlib
 import io
 import json
 import time
+from collections.abc import Iterator
 
 import pandas as pd
 
@@ -71,41 +72,51 @@ def end_offsets(c, uri: KafkaURI) -> dict[int, int]:
     return ends
 
 
-def read(c, uri: KafkaURI, start: dict[int, int], end: dict[int, int]) -> list[tuple[int, int, bytes | None]]:
-    """``(partition, offset, value)`` of every message from ``start`` (inclusive) to ``end`` (exclusive)."""
+def beginnings(c) -> dict[int, int]:
+    """Each assigned partition's first offset."""
+    return {tp.partition: int(o) for tp, o in c.beginning_offsets(list(c.assignment())).items()}
+
+
+def messages(c, uri: KafkaURI, start: dict[int, int], end: dict[int, int]) -> Iterator:
+    """Every message (kafka-python ``ConsumerRecord``) from ``start`` (inclusive) to ``end`` (exclusive), per
+    poll in partition order; a partition that stops returning messages for ``_STALL_SECONDS`` is an error."""
     from kafka import TopicPartition
 
-    out: list[tuple[int, int, bytes | None]] = []
     pending = {p for p in end if end[p] > start.get(p, 0)}
     for p in pending:
         c.seek(TopicPartition(uri.topic, p), start.get(p, 0))
     deadline = time.monotonic() + _STALL_SECONDS
-    while pending:
-        got = c.poll(_POLL_MS)
-        for tp, msgs in got.items():
-            p = tp.partition
-            if p not in pending:
-                continue
-            out.extend((p, m.offset, m.value) for m in msgs if m.offset < end[p])
-            if msgs and msgs[-1].offset >= end[p] - 1:
-                pending.discard(p)
-                c.pause(tp)
-        if got:
-            deadline = time.monotonic() + _STALL_SECONDS
-        elif time.monotonic() > deadline:
-            raise SourceError(
-                f"topic {uri.topic!r} stopped returning messages before its end offsets {end}", location=uri.text, hint="check the broker; rerun to continue"
-            )
-    c.resume(*c.paused())
-    return out
+    try:
+        while pending:
+            got = c.poll(_POLL_MS)
+            for tp, msgs in got.items():
+                p = tp.partition
+                if p not in pending:
+                    continue
+                yield from (m for m in msgs if m.offset < end[p])
+                if msgs and msgs[-1].offset >= end[p] - 1:
+                    pending.discard(p)
+                    c.pause(tp)
+            if got:
+                deadline = time.monotonic() + _STALL_SECONDS
+            elif time.monotonic() > deadline:
+                raise SourceError(
+                    f"topic {uri.topic!r} stopped returning messages before its end offsets {end}", location=uri.text, hint="check the broker; rerun to continue"
+                )
+    finally:
+        c.resume(*c.paused())
+
+
+def read(c, uri: KafkaURI, start: dict[int, int], end: dict[int, int]) -> list[tuple[int, int, bytes | None]]:
+    """``(partition, offset, value)`` of every message from ``start`` (inclusive) to ``end`` (exclusive)."""
+    return [(m.partition, m.offset, m.value) for m in messages(c, uri, start, end)]
 
 
 def read_bounded(uri: KafkaURI) -> list[tuple[int, int, bytes | None]]:
     """Every message of the topic up to the end offsets seen now."""
     c = consumer(uri)
     try:
-        start = {tp.partition: int(o) for tp, o in c.beginning_offsets(list(c.assignment())).items()}
-        return read(c, uri, start, end_offsets(c, uri))
+        return read(c, uri, beginnings(c), end_offsets(c, uri))
     finally:
         c.close()
 
@@ -145,26 +156,11 @@ class TopicWriter:
             admin.close()
 
     def _written_keys(self) -> set[bytes]:
+        """Keys of ``run`` already in the topic (the whole topic is read: Kafka cannot filter by key)."""
         prefix = self.run.encode() + b"/"
         c = consumer(self.uri)
         try:
-            start = {tp.partition: int(o) for tp, o in c.beginning_offsets(list(c.assignment())).items()}
-            end = end_offsets(c, self.uri)
-            keys: set[bytes] = set()
-            from kafka import TopicPartition
-
-            for p in end:
-                c.seek(TopicPartition(self.uri.topic, p), start.get(p, 0))
-            pending = {p for p in end if end[p] > start.get(p, 0)}
-            while pending:
-                got = c.poll(_POLL_MS)
-                if not got:
-                    break
-                for tp, msgs in got.items():
-                    keys.update(m.key for m in msgs if m.key is not None and m.key.startswith(prefix))
-                    if msgs and msgs[-1].offset >= end[tp.partition] - 1:
-                        pending.discard(tp.partition)
-            return keys
+            return {m.key for m in messages(c, self.uri, beginnings(c), end_offsets(c, self.uri)) if m.key is not None and m.key.startswith(prefix)}
         finally:
             c.close()
 
@@ -212,27 +208,25 @@ def message_lines(values: list[bytes | None], uri: KafkaURI) -> bytes:
     return b"".join(v + b"\n" for v in body)
 
 
-def decode_json(values: list[bytes | None], names: list[str]) -> tuple[dict[str, list], list[str | None]]:
-    """JSON values as text columns (numbers, booleans as their JSON text), and each value's text when it is
-    not a JSON object (else None): the raw layout of the Spark engine's file readers."""
+def _text_columns(objs: list, texts: list[str], names: list[str]) -> tuple[dict[str, list], list[str | None]]:
+    """Columns ``names`` of the objects ``objs`` as text (see :func:`_cell`); a non-object is corrupt: its ``texts`` entry."""
     cols: dict[str, list] = {n: [] for n in names}
     corrupt: list[str | None] = []
-    for v in values:
-        text = (v or b"").decode("utf-8", "replace")
-        try:
-            obj = json.loads(text)
-        except ValueError:
-            obj = None
-        if not isinstance(obj, dict):
-            corrupt.append(text)
-            for n in names:
-                cols[n].append(None)
-            continue
-        corrupt.append(None)
+    for obj, text in zip(objs, texts):
+        ok = isinstance(obj, dict)
+        corrupt.append(None if ok else text)
         for n in names:
-            x = obj.get(n)
-            cols[n].append(None if x is None else x if isinstance(x, str) else json.dumps(x))
+            cols[n].append(_cell(obj.get(n)) if ok else None)
     return cols, corrupt
+
+
+def _cell(x) -> str | None:
+    """A value as text: strings as they are, JSON values as their JSON text, other Avro values by :func:`_avro_text`."""
+    if x is None or isinstance(x, str):
+        return x
+    if isinstance(x, (bool, int, float, list, dict)):
+        return json.dumps(x, default=_avro_text)
+    return _avro_text(x)
 
 
 _CONTAINER = b"Obj\x01"
@@ -290,8 +284,9 @@ def _avro_text(x):
 
 
 def decode_avro(values: list[bytes | None], names: list[str], uri: KafkaURI) -> tuple[list[int], dict[str, list], list[str | None]]:
-    """Avro values as :func:`decode_json` makes JSON ones, plus each row's message index (a container gives several)."""
+    """Avro values as text columns (the raw layout of the Spark engine's file readers: numbers, booleans as
+    JSON text), each row's corrupt text (None if it decoded; else its reject reason, ``MALFORMED_AVRO + reason``)
+    and its message index (a container gives several)."""
     recs = avro_records(values, uri)
-    text = [r if isinstance(r, str) else json.dumps(r, default=_avro_text) for _, r in recs]
-    cols, corrupt = decode_json([t.encode() for t in text], names)
+    cols, corrupt = _text_columns([r if isinstance(r, dict) else None for _, r in recs], [r if isinstance(r, str) else "" for _, r in recs], names)
     return [i for i, _ in recs], cols, corrupt

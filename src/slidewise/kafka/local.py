@@ -30,11 +30,6 @@ from slidewise.kafka.io import TopicWriter, message_lines, read_bounded
 from slidewise.kafka.uri import KafkaURI, is_kafka
 
 
-def uses_kafka(sources: dict, out) -> bool:
-    """Whether a run reads or writes a topic."""
-    return is_kafka(out) or any(is_kafka(s) for s in sources.values())
-
-
 def run_local(run, query, sources: dict, *, out=None, **options):
     """``run(query, sources, out=out, **options)`` (:func:`slidewise.run`, local engine) with topics read
     to a temporary directory first and results sent to a topic."""

@@ -26,6 +26,11 @@ def is_kafka(spec) -> bool:
     return isinstance(spec, str) and spec.startswith(PREFIX)
 
 
+def uses_kafka(sources: dict, out) -> bool:
+    """Whether a run reads a ``kafka://`` source or writes a ``kafka://`` ``out``."""
+    return is_kafka(out) or any(is_kafka(s) for s in sources.values())
+
+
 @dataclass(frozen=True)
 class KafkaURI:
     """A topic: bootstrap servers, topic, value format; ``columns``: the CSV field names (values

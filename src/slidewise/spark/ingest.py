@@ -37,7 +37,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from slidewise.errors import MALFORMED_AVRO, OptionError, SourceError
+from slidewise.errors import OptionError, SourceError
+from slidewise.kafka.uri import is_kafka
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources import open_source
 from slidewise.spark.layout import EOF, REJECT, TUPLE, WIRE_DDL, Layout, StreamInfo, pack, wire_batch
@@ -62,7 +63,7 @@ def inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str,
     if is_frame(spec):
         info, recipe = inspect_frame(alias, name, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness)
         return info, {**recipe, "frame": spec}
-    if isinstance(spec, str) and spec.startswith("kafka://"):
+    if is_kafka(spec):
         from slidewise.spark.kafka_source import inspect_topic
 
         return inspect_topic(alias, name, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness)
@@ -262,9 +263,10 @@ def scan_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...]
         yield wire_batch(wire_chunks(stream, bad, ts, cols, ordinal, files, offsets, lines, reasons, raws))
 
 
-def convert_raw(b, names: tuple[str, ...], info: StreamInfo, ts_column: str):
+def convert_raw(b, names: tuple[str, ...], info: StreamInfo, ts_column: str, known: list[str | None] | None = None):
     """One raw record batch (columns ``v0..``, ``_corrupt``) converted: ``convert_table`` plus the
-    rows the reader could not parse, marked bad with the reason and their text."""
+    rows the reader could not parse, marked bad with the reason and their text. ``known``: per row,
+    the reason of a corrupt row when its decoder gave one (Avro), else it is the local reader's for the text."""
     table = pa.table({c: b.column(f"v{j}") for j, c in enumerate(names)})
     ts, cols, bad, reasons, raws = convert_table(table, info, ts_column)
     corrupt = b.column("_corrupt")
@@ -272,7 +274,7 @@ def convert_raw(b, names: tuple[str, ...], info: StreamInfo, ts_column: str):
     if broken.any():
         texts = np.asarray(corrupt.to_pylist(), dtype=object)
         idx = np.flatnonzero(broken)
-        reasons[idx] = [_malformed(texts[j], len(names), info.fmt) for j in idx]
+        reasons[idx] = [(known[j] if known is not None else None) or _malformed(texts[j], len(names), info.fmt) for j in idx]
         raws[idx] = [(texts[j] or "").rstrip("\r\n") for j in idx]
         bad = bad | broken
     return ts, cols, bad, reasons, raws
@@ -331,8 +333,6 @@ def split_ordinals(files: np.ndarray, offsets: np.ndarray, counters: dict) -> np
 def _malformed(text: str | None, expected: int, fmt: str) -> str:
     """The local engine's reason for a row Spark found corrupt."""
     text = (text or "").rstrip("\r\n")
-    if text.startswith(MALFORMED_AVRO):
-        return text
     if fmt == "csv":
         return f"malformed row: expected {expected} fields, found {len(next(csv.reader([text]), []))}"
     import json

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from slidewise.cql import load_query
 from slidewise.errors import CheckpointError, OptionError, SlidewiseError
+from slidewise.kafka.uri import is_kafka
 from slidewise.model.time import parse_duration
 from slidewise.options import RunOptions
 from slidewise.plan.query import JoinQuery
@@ -467,7 +468,7 @@ def _ctrl_c():
 
 def _is_live(spec) -> bool:
     """A source that may grow: a directory, a Kafka topic or the rate source."""
-    if isinstance(spec, str) and spec.startswith(("rate:", "kafka://")):
+    if is_kafka(spec) or (isinstance(spec, str) and spec.startswith("rate:")):
         return True
     return isinstance(spec, (str, Path)) and Path(spec).is_dir()
 

@@ -5,10 +5,11 @@ with it; otherwise with :class:`KafkaSource`, a PySpark streaming data source ov
 (registered as ``slidewise_kafka``): offsets are ``{partition: next offset}`` dicts kept in
 Spark's checkpoint, partitions assigned, no consumer groups. With ``once`` the end offsets seen
 at start bound the read (as Spark's available-now). The schema is inferred from the topic's
-first messages by the local reader's rules; values are decoded in ``mapInArrow``
-(:func:`kafka_batches`; Avro by :func:`~slidewise.kafka.io.decode_avro`, a container's records
-sharing their message's offset) into the text columns of the file readers and converted by
-:func:`slidewise.spark.ingest.convert_raw`: the same kinds, units and reject reasons. Input
+first messages by the local reader's rules. JSON and CSV values are parsed by Spark's own readers
+(``from_json`` / ``from_csv`` with the file readers' options), Avro ones in ``mapInArrow`` by
+:func:`~slidewise.kafka.io.decode_avro` (a container's records sharing their message's offset), into
+the text columns of the file readers, converted by :func:`slidewise.spark.ingest.convert_raw`
+(:func:`kafka_batches`): the same kinds, units and reject reasons. Input
 order within a micro-batch is (partition, offset); a reject's line is its offset + 1.
 
 Writing: :class:`BatchWriter` keys each micro-batch's results by batch id and content, so a
@@ -17,7 +18,6 @@ batch Spark replays after a crash is written once (:class:`~slidewise.kafka.io.T
 
 from __future__ import annotations
 
-import csv
 import functools
 import hashlib
 import json
@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from slidewise.kafka.io import TopicWriter, consumer, decode_avro, decode_json, end_offsets, message_lines, read
+from slidewise.kafka.io import TopicWriter, beginnings, consumer, decode_avro, end_offsets, message_lines, read
 from slidewise.kafka.uri import KafkaURI
 from slidewise.spark.layout import WIRE_DDL, Layout, StreamInfo, wire_batch
 
@@ -71,7 +71,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         return self._consumer
 
     def initialOffset(self) -> dict:
-        return {str(tp.partition): int(o) for tp, o in self._c.beginning_offsets(list(self._c.assignment())).items()}
+        return {str(p): o for p, o in beginnings(self._c).items()}
 
     def latestOffset(self) -> dict:
         ends = {str(p): e for p, e in end_offsets(self._c, KafkaURI.parse(self.text)).items()}
@@ -109,7 +109,7 @@ def inspect_topic(alias: str, name: str, text: str, *, ts_column: str, ts_unit: 
     uri = KafkaURI.parse(text)
     c = consumer(uri)
     try:
-        start = {tp.partition: int(o) for tp, o in c.beginning_offsets(list(c.assignment())).items()}
+        start = beginnings(c)
         ends = end_offsets(c, uri)
         msgs = read(c, uri, start, {p: min(e, start[p] + SAMPLE) for p, e in ends.items()})
     finally:
@@ -160,8 +160,24 @@ def topic_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layou
         if recipe.get("until"):
             reader = reader.option("until", recipe["until"])
         raw = reader.load()
-    body = functools.partial(kafka_batches, stream=index, layout=layout, names=tuple(recipe["names"]), ts_column=ts_column, uri=recipe["uri"])
+    names = tuple(recipe["names"])
+    if uri.format != "avro":
+        raw = _text_columns(raw, names, uri.format)
+    body = functools.partial(kafka_batches, stream=index, layout=layout, names=names, ts_column=ts_column, uri=recipe["uri"])
     return raw.mapInArrow(body, WIRE_DDL)
+
+
+def _text_columns(raw, names: tuple[str, ...], fmt: str):
+    """JSON or CSV message values parsed by Spark's own readers (``from_json`` / ``from_csv`` with the file
+    readers' options, :func:`slidewise.spark.ingest.file_reader`): text columns ``v0..`` and ``_corrupt``."""
+    from pyspark.sql import functions as F
+
+    ddl = ", ".join(f"`{c}` string" for c in names) + ", _corrupt string"
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt", **({"escape": '"'} if fmt == "csv" else {})}
+    parse = F.from_csv if fmt == "csv" else F.from_json
+    text = F.col("value").cast("string")
+    parsed = raw.where(F.length(F.trim(text)) > 0).select("partition", "offset", parse(text, ddl, options).alias("r"))  # blank: skipped, as blank lines
+    return parsed.select("partition", "offset", *[F.col("r").getField(c).alias(f"v{j}") for j, c in enumerate(names)], F.col("r._corrupt").alias("_corrupt"))
 
 
 # --------------------------------------------------------------------------- executor side
@@ -177,34 +193,16 @@ def kafka_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...
         n = b.num_rows
         if n == 0:
             continue
-        values = b.column("value").to_pylist()
-        rows = np.arange(n)
-        if info.fmt == "csv":
-            cols, corrupt = _decode_csv(values, names)
-        elif info.fmt == "avro":
-            index, cols, corrupt = decode_avro(values, list(names), KafkaURI.parse(uri))
-            rows = np.asarray(index, dtype=np.int64)
-        else:
-            cols, corrupt = decode_json(values, list(names))
-        raw = pa.RecordBatch.from_pydict({**{f"v{j}": pa.array(cols[c], pa.string()) for j, c in enumerate(names)}, "_corrupt": pa.array(corrupt, pa.string())})
-        ts, conv, bad, reasons, raws = convert_raw(raw, names, info, ts_column)
+        raw, rows, known = b, np.arange(n), None
+        if info.fmt == "avro":
+            index, cols, corrupt = decode_avro(b.column("value").to_pylist(), list(names), KafkaURI.parse(uri))
+            rows, known = np.asarray(index, dtype=np.int64), corrupt  # a corrupt record's text is its reason
+            raw = pa.RecordBatch.from_pydict({**{f"v{j}": pa.array(cols[c], pa.string()) for j, c in enumerate(names)}, "_corrupt": pa.array(corrupt, pa.string())})
+        ts, conv, bad, reasons, raws = convert_raw(raw, names, info, ts_column, known)
         partition = b.column("partition").to_numpy(zero_copy_only=False).astype(np.int64)[rows]
         offset = b.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)[rows]
         files = np.full(len(rows), info.dirs[1], dtype=object)
         yield wire_batch(wire_chunks(stream, bad, ts, conv, offset, files, partition, offset + 1, reasons, raws))
-
-
-def _decode_csv(values: list, names: tuple[str, ...]) -> tuple[dict[str, list], list[str | None]]:
-    cols: dict[str, list] = {c: [] for c in names}
-    corrupt: list[str | None] = []
-    for v in values:
-        text = (v or b"").decode("utf-8", "replace")
-        fields = next(csv.reader([text]), [])
-        ok = len(fields) == len(names)
-        corrupt.append(None if ok else text)
-        for j, c in enumerate(names):
-            cols[c].append(fields[j] if ok else None)
-    return cols, corrupt
 
 
 class BatchWriter:

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from slidewise.errors import OptionError
+from slidewise.kafka.uri import KafkaURI, is_kafka
 from slidewise.runtime.rejects import Rejects
 from slidewise.spark.dataframe import result_columns
 from slidewise.spark.layout import ADMITTED, REJECT, RESULT, STATS, Layout
@@ -55,9 +56,7 @@ def sink_kind(out) -> str:
         return "stdout"
     if out == "console":
         return "console"
-    if isinstance(out, str) and out.startswith("kafka://"):
-        from slidewise.kafka.uri import KafkaURI
-
+    if is_kafka(out):
         KafkaURI.parse(out)
         return "kafka"
     if not isinstance(out, (str, Path)):
