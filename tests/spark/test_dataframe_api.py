@@ -102,12 +102,12 @@ def test_files_of_one_micro_batch_are_read_in_file_order(spark, tmp_path, stream
     data = _inputs()
     for name, df in data.items():
         (tmp_path / name).mkdir()
-        for part, rows in enumerate((slice(0, 15), slice(15, 45), slice(45, None))):  # growing files
-            df.iloc[rows].to_parquet(tmp_path / name / f"p{part}.parquet")
+        for part, part_rows in enumerate((slice(0, 15), slice(15, 45), slice(45, None))):  # growing files
+            df.iloc[part_rows].to_parquet(tmp_path / name / f"p{part}.parquet")
     reader = spark.readStream if streaming else spark.read
     frames = {n: (reader.schema(spark.read.parquet(str(tmp_path / n)).schema) if streaming else reader).parquet(str(tmp_path / n)) for n in data}
     if not streaming:
-        assert _rows(query(spark, Q, frames).toPandas()) == _oracle(data)
+        assert rows(query(spark, Q, frames).toPandas()) == oracle(data)
         return
     got: list[pd.DataFrame] = []
     q = query(spark, Q, frames, control=str(tmp_path / "control")).writeStream.queryName("api_file_order").foreachBatch(lambda df, _: got.append(df.toPandas())).start()
@@ -117,7 +117,7 @@ def test_files_of_one_micro_batch_are_read_in_file_order(spark, tmp_path, stream
         q.processAllAvailable()
     finally:
         q.stop()
-    assert _rows(pd.concat(got)) == _oracle(data)
+    assert rows(pd.concat(got)) == oracle(data)
 
 
 def test_user_write_stream_restarted_on_its_checkpoint(spark, tmp_path):
