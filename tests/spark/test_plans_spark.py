@@ -73,11 +73,11 @@ def local(query: str, data: dict, strategy: str, tables: dict | None = None) -> 
 def simulate(query: str, data: dict, strategy: str, *, batches: int = 3, buckets: int = 4, tables: dict | None = None) -> Counter:
     """Sequencer and plan buckets in-process, as Spark runs them (state as bytes between calls)."""
     from slidewise.runtime.rejects import Rejects
-    from slidewise.spark.plan_runner import _read_tables
+    from slidewise.spark.plan_stream import read_tables
 
     plan = parse_plan(query, list(tables or ()))
     names = list(dict.fromkeys(s.source for s in plan.scans() if not s.is_relation))
-    table_rows, schemas = _read_tables(tables or {}, 0, "ts", "auto", Rejects())
+    table_rows, schemas = read_tables(tables or {}, 0, "ts", "auto", Rejects())
     plan = bind(plan, {**schemas, **{n: COLUMNS for n in names}})
     attr, _ = partition_attribute(plan)
     keying = Keying("hash", buckets, keys=(attr,) * len(names)) if attr else Keying("single", 1)

@@ -90,3 +90,16 @@ class ResultWriter:
 
     def close(self) -> None:
         self.writer.close()
+
+
+class BatchWriter:
+    """Results of micro-batch ``b`` to a topic, keyed ``b:<content>#<occurrence>`` under the run's identity."""
+
+    def __init__(self, text: str, run: str):
+        self.writer = TopicWriter(KafkaURI.parse(text) if isinstance(text, str) else text, hashlib.sha1(run.encode()).hexdigest()[:12])
+
+    def write(self, frame, batch_id: int) -> int:
+        return self.writer.write(frame, [f"{batch_id}:{t}" for t in content_tags(frame)])
+
+    def close(self) -> None:
+        self.writer.close()

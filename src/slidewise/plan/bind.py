@@ -47,7 +47,7 @@ from slidewise.plan.logical import Aggregate, Join, Negation, Node, Output, Plan
 from slidewise.plan.query import JoinQuery, SelectItem
 from slidewise.plan.types import Typer
 
-__all__ = ["bind", "bind_query", "column_name", "with_children"]
+__all__ = ["bind", "bind_query", "bind_typed", "column_name", "with_children"]
 
 #: a source's columns: names (kinds unknown) or name -> kind (int, float, bool, str)
 Columns = Sequence[str] | Mapping[str, str]
@@ -85,9 +85,14 @@ def column_name(col: Col, aliases: Sequence[str]) -> str:
 def bind(plan: Plan, schemas: Mapping[str, Columns]) -> Plan:
     """A new plan whose scans have ``columns`` from ``schemas`` (source name → attribute names,
     or attribute → kind: then expressions are typed too)."""
+    return bind_typed(plan, schemas)[0]
+
+
+def bind_typed(plan: Plan, schemas: Mapping[str, Columns]) -> tuple[Plan, dict[str, str | None]]:
+    """:func:`bind` and the kind of each output column of the bound plan (``None``: unknown)."""
     binder = _Binder(plan.aliases, schemas)
     root = binder.bind(plan.root)
-    return replace(plan, root=cast(Output, root))  # bind() keeps each node's class
+    return replace(plan, root=cast(Output, root)), binder.kinds_of(root)  # bind() keeps each node's class
 
 
 def bind_query(query: JoinQuery, schemas: Sequence[Columns]) -> JoinQuery:

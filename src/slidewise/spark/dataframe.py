@@ -1,4 +1,4 @@
-"""The Spark-native API: a slidewise join over Spark DataFrames, as a DataFrame.
+"""The Spark-native API: a slidewise query over Spark DataFrames, as a DataFrame.
 
 ::
 
@@ -10,8 +10,11 @@ DataFrames (any source: Kafka, files, a table, a memory stream); each row's
 timestamp (``ts_column``) and columns are converted by slidewise's own rules
 (:func:`slidewise.spark.ingest.convert_table`: the local engine's kinds,
 units and bad-row reasons), then run through the same two stateful stages as
-``slidewise run --engine spark`` (:func:`slidewise.spark.join.build_stream`).
-The result has the CLI's output columns, typed.
+``slidewise run --engine spark``: a join's (:func:`slidewise.spark.join.build_stream`),
+a general query's (GROUP BY, DISTINCT, negation, sliding aggregates on the pane
+path, FREQUENT: :func:`slidewise.spark.plan_stream.build_plan_stream`). The
+result has the CLI's output columns, typed (a general query's packed result
+chunks are unpacked by a ``mapInArrow`` step, :func:`slidewise.spark.plan_stream.plan_results`).
 
 Input order within a micro-batch is (file, split, row within it) where Spark
 reads files (as the CLI's file sources), else (Spark partition, row within it):
@@ -20,8 +23,8 @@ listed, read with the next ones after a restart), and Spark's partitions do not
 follow file order. Rows a
 run rejects (late, bad timestamps) are not part of the result DataFrame:
 :func:`query_frame` returns the whole output layout (results, rejects, counters;
-:mod:`slidewise.spark.layout`), which the CLI's runner writes with
-``foreachBatch``.
+:mod:`slidewise.spark.layout`, :data:`slidewise.spark.plan_state.OUT_DDL`), which the
+CLI's runners write with ``foreachBatch``.
 
 End of input. A batch input ends by itself: every window is flushed. A
 streaming input ends never, except with ``control=DIR``: :func:`end_input`
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import tempfile
 import uuid
 from pathlib import Path
@@ -54,10 +58,13 @@ def is_frame(spec) -> bool:
 def query(spark, query, inputs: dict, *, name: str | None = None, **options):
     """The results of ``query`` over the DataFrames ``inputs`` (source name as in FROM -> DataFrame).
 
-    Columns as the CLI's output, typed. Options as :func:`query_frame`: ``lateness``: time units
-    or a duration (``"2s"``); ``buckets``: key buckets (default: the session's shuffle
-    partitions); ``control``: a directory for :func:`end_input` (streaming inputs); ``ts_column``,
-    ``ts_unit``, ``algorithm``, ``order``. ``name``: an alias of the plan (shown in Spark's query plans).
+    ``query``: a join, or a general query (GROUP BY, DISTINCT, NOT EXISTS, a sliding
+    aggregate, FREQUENT: the CLI's Spark plan path). Columns as the CLI's output, typed. Options
+    as :func:`query_frame`: ``lateness``: time units or a duration (``"2s"``); ``buckets``: key
+    buckets (default: the session's shuffle partitions); ``control``: a directory for
+    :func:`end_input` (streaming inputs); ``ts_column``, ``ts_unit``; joins: ``algorithm``,
+    ``order``; general queries: ``strategy``, ``partitions``. ``name``: an alias of the plan
+    (shown in Spark's query plans).
     """
     frame, layout = query_frame(spark, query, inputs, **options)
     out = result_columns(frame, layout)
@@ -73,29 +80,41 @@ def query_frame(
     ts_column: str = "ts",
     ts_unit: str = "auto",
     buckets: int | None = None,
-    algorithm: str | None = None,
-    order=None,
     control: str | None = None,
     **options,
 ):
-    """``(frame, layout)``: the whole output of the join (results, rejects, counters) over ``inputs``."""
-    from slidewise.cql import load_query
+    """``(frame, layout)``: the whole output over ``inputs`` (results, rejects, counters): a join's
+    (layout: its :class:`~slidewise.spark.layout.Layout`) or a general query's (layout: its
+    :class:`~slidewise.spark.plan_stream.GeneralPlan`, rows of
+    :data:`~slidewise.spark.plan_state.OUT_DDL`)."""
+    from slidewise.cql.parser import load_any
     from slidewise.plan.query import JoinQuery
-    from slidewise.spark.join import build_stream, plan_join
-    from slidewise.spark.state_codec import run_key
 
-    q = query if isinstance(query, JoinQuery) else load_query(query)
+    q = load_any(query) if isinstance(query, (str, os.PathLike)) else query
     for alias, df in inputs.items():
         if not is_frame(df):
             raise OptionError(
                 f"input {alias!r} is a {type(df).__name__}, not a Spark DataFrame",
                 hint="pass spark.read... / spark.readStream... DataFrames (or use slidewise.run for files)",
             )
-    streaming = {bool(inputs[s.source].isStreaming) for s in q.streams if s.source in inputs}
+    streaming = {bool(df.isStreaming) for df in inputs.values()}
     if len(streaming) > 1:
         raise OptionError("the inputs mix streaming and batch DataFrames", hint="give all inputs as spark.readStream... or all as spark.read...")
     if buckets is None:
         buckets = int(spark.conf.get("spark.sql.shuffle.partitions", "2"))
+    if control is not None and streaming == {True}:
+        Path(control).mkdir(parents=True, exist_ok=True)
+    given = {"lateness": lateness, "ts_column": ts_column, "ts_unit": ts_unit, "buckets": buckets, "streaming": streaming == {True}}
+    control = None if control is None else str(control)
+    if isinstance(q, JoinQuery):
+        return _join_frame(spark, q, inputs, control, **given, **options)
+    return _plan_frame(spark, q, inputs, control, **given, **options)
+
+
+def _join_frame(spark, q, inputs: dict, control, *, lateness, ts_column, ts_unit, buckets, streaming, algorithm=None, order=None, **options):
+    from slidewise.spark.join import build_stream, plan_join
+    from slidewise.spark.state_codec import run_key
+
     jp = plan_join(
         q,
         inputs,
@@ -108,12 +127,37 @@ def query_frame(
         options=options,
         work_dir=Path(tempfile.gettempdir()),
     )
-    if control is not None and streaming == {True}:
-        Path(control).mkdir(parents=True, exist_ok=True)
-    frame = build_stream(
-        spark, jp, control_dir=None if control is None else str(control), ts_column=ts_column, key=run_key(persistent=streaming == {True}), ended=streaming == {False}
-    )
+    frame = build_stream(spark, jp, control_dir=control, ts_column=ts_column, key=run_key(persistent=streaming), ended=not streaming)
     return frame, jp.layout
+
+
+def _plan_frame(spark, plan, inputs: dict, control, *, lateness, ts_column, ts_unit, buckets, streaming, strategy="nt", partitions=1, **options):
+    from slidewise.runtime.plan_engine import plan_inputs
+    from slidewise.runtime.rejects import Rejects
+    from slidewise.spark.join import checked_lateness
+    from slidewise.spark.plan_runner import refuse_options
+    from slidewise.spark.plan_stream import build_plan_stream, load_plan, plan_general
+    from slidewise.spark.state_codec import run_key
+
+    refuse_options(options)
+    plan = load_plan(plan, ())
+    names, _ = plan_inputs(plan, inputs, {})
+    gp = plan_general(
+        plan,
+        inputs,
+        names,
+        {},
+        ts_column=ts_column,
+        ts_unit=ts_unit,
+        lateness=checked_lateness(lateness),
+        buckets=buckets,
+        key=run_key(persistent=streaming),
+        rejected=Rejects(),
+        work_dir=Path(tempfile.gettempdir()),
+        strategy=strategy,
+        partitions=partitions,
+    )
+    return build_plan_stream(spark, gp, control_dir=control, ts_column=ts_column, ended=not streaming), gp
 
 
 def end_input(control: str | Path) -> None:
@@ -124,10 +168,14 @@ def end_input(control: str | Path) -> None:
     tmp.rename(marker)
 
 
-def result_columns(frame, layout: Layout):
-    """The result rows of a join output frame, with their output names."""
+def result_columns(frame, layout):
+    """The result rows of an output frame of :func:`query_frame`, with their output names."""
     from pyspark.sql import functions as F
 
+    if not isinstance(layout, Layout):
+        from slidewise.spark.plan_stream import plan_results
+
+        return plan_results(frame, layout)
     return frame.filter(F.col("k") == RESULT).select(*[F.col(f"r{j}").alias(n) for j, n in enumerate(layout.out_names)])
 
 

@@ -132,8 +132,13 @@ def build_stream(
     sequenced = union.groupBy("s").transformWithStateInPandas(
         statefulProcessor=SequencerProcessor(SequencerLogic(layout, jp.keying)), outputStructType=WIRE_DDL, outputMode="Append", timeMode="None"
     )
-    q = jp.query
-    logic = BucketJoin(q, layout, algorithm=jp.plan.algorithm.name, order=[q.aliases[i] for i in jp.plan.order], options=jp.options, chunk_rows=chunk_rows, key=key)
+    logic = bucket_logic(jp, chunk_rows=chunk_rows, key=key)
     return sequenced.groupBy("b").transformWithStateInPandas(
         statefulProcessor=JoinProcessor(logic), outputStructType=layout.out_ddl(), outputMode="Append", timeMode="None"
     )
+
+
+def bucket_logic(jp: JoinPlan, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, key: bytes | None = None) -> BucketJoin:
+    """The join stage's logic (the hosted operator of the plan's algorithm and order)."""
+    q = jp.query
+    return BucketJoin(q, jp.layout, algorithm=jp.plan.algorithm.name, order=[q.aliases[i] for i in jp.plan.order], options=jp.options, chunk_rows=chunk_rows, key=key)

@@ -12,14 +12,13 @@ the text columns of the file readers, converted by :func:`slidewise.spark.ingest
 (:func:`kafka_batches`): the same kinds, units and reject reasons. Input
 order within a micro-batch is (partition, offset); a reject's line is its offset + 1.
 
-Writing: :class:`BatchWriter` keys each micro-batch's results by batch id and content, so a
+Writing: :class:`~slidewise.kafka.local.BatchWriter` keys each micro-batch's results by batch id and content, so a
 batch Spark replays after a crash is written once (:class:`~slidewise.kafka.io.TopicWriter`).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import tempfile
 from pathlib import Path
@@ -28,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from slidewise.kafka.io import TopicWriter, beginnings, consumer, decode_avro, end_offsets, message_lines, read
+from slidewise.kafka.io import beginnings, consumer, decode_avro, end_offsets, message_lines, read
 from slidewise.kafka.uri import KafkaURI
 from slidewise.spark.layout import WIRE_DDL, Layout, StreamInfo, wire_batch
 
@@ -203,18 +202,3 @@ def kafka_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...
         offset = b.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)[rows]
         files = np.full(len(rows), info.dirs[1], dtype=object)
         yield wire_batch(wire_chunks(stream, bad, ts, conv, offset, files, partition, offset + 1, reasons, raws))
-
-
-class BatchWriter:
-    """Results of micro-batch ``b`` to a topic, keyed ``b:<content>#<occurrence>`` under the run's identity."""
-
-    def __init__(self, text: str, run: str):
-        self.writer = TopicWriter(KafkaURI.parse(text), hashlib.sha1(run.encode()).hexdigest()[:12])
-
-    def write(self, frame, batch_id: int) -> int:
-        from slidewise.kafka.local import content_tags
-
-        return self.writer.write(frame, [f"{batch_id}:{t}" for t in content_tags(frame)])
-
-    def close(self) -> None:
-        self.writer.close()

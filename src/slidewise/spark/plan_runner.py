@@ -1,24 +1,16 @@
 """General plans (Golab's thesis ch. 3) on Spark Structured Streaming: ``run_plan_spark``.
 
-::
-
-    file sources ──mapInArrow: convert──┐  (slidewise.spark.ingest, one stream per source)
-    control (end of input) ─────────────┤ union
-                                        ▼
-      groupBy(s).transformWithStateInPandas(SequencerProcessor)   input order, late rejects, buckets
-                                        ▼
-      groupBy(b).transformWithStateInPandas(PlanProcessor)        the local executor's operator
-                                        ▼                         network per bucket (plan_state)
-             results, rejects, stats  ──▶ foreachBatch (driver: collect / file sink)
-
-Sources, sequencer and end-of-input marker are the join engine's
-(:mod:`slidewise.spark.ingest`, :mod:`slidewise.spark.sequencer`,
-:mod:`slidewise.spark.join_runner`); the bucket stage hosts
+The pipeline is :mod:`slidewise.spark.plan_stream`'s (planned by
+:func:`~slidewise.spark.plan_stream.plan_general`, built by
+:func:`~slidewise.spark.plan_stream.build_plan_stream`, as for
+:func:`slidewise.spark.query`): sources, sequencer and end-of-input marker
+are the join engine's, the bucket stage hosts the pane path, FREQUENT, or
 :class:`~slidewise.spark.plan_state.PlanBucket`. Buckets are a hash of the
 plan's partitioning attribute (:func:`~slidewise.spark.plan_state.partition_attribute`)
-or one bucket with a warning. Results are unpacked on the driver and go where
-the join engine on Spark puts them (:class:`_PlanSink`: collected, or a
-directory of per-micro-batch parts, replaced on replay).
+or one bucket with a warning. Here results are unpacked on the driver
+(``foreachBatch``) and go where the join engine on Spark puts them
+(:class:`_PlanSink`: collected, or a directory of per-micro-batch parts,
+replaced on replay).
 
 Runs are the join runner's (:class:`~slidewise.spark.join_runner.SparkRun`, as
 :class:`PlanRun`): ``once`` (available-now, the default for file inputs: the
@@ -58,9 +50,7 @@ relations alone runs in one bucket.
 
 from __future__ import annotations
 
-import functools
 import os
-import pickle
 import shutil
 import sys
 import time
@@ -70,47 +60,17 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from pyspark.sql.streaming import StatefulProcessor
 
-from slidewise.errors import OptionError, PlanError
+from slidewise.errors import OptionError
 from slidewise.options import DEFAULT_CHUNK_ROWS, RunOptions
 from slidewise.plan.logical import Plan
 from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.spark.join_runner import SparkRun
-from slidewise.spark.plan_state import ADMITTED, OUT_DDL, REJECTS, RESULT, STATE_DDL, STATS, PlanBucket, partition_attribute
+from slidewise.spark.plan_state import ADMITTED, REJECTS, RESULT, STATS, PlanBucket
 from slidewise.spark.sinks import FILE_KINDS, collected, print_console, refuse_other_parts, write_batch_rejects
 
-__all__ = ["PlanProcessor", "PlanRun", "run_plan_spark", "start_plan_spark"]
-
-
-class PlanProcessor(StatefulProcessor):
-    """Stage 2 for general plans (key: bucket): :class:`PlanBucket` with one binary ValueState."""
-
-    def __init__(self, logic: PlanBucket):
-        self._pickled = pickle.dumps(logic, protocol=pickle.HIGHEST_PROTOCOL)
-        self._logic = None
-
-    def __getstate__(self):
-        return {"_pickled": self._pickled, "_logic": None}
-
-    def init(self, handle) -> None:
-        self.state = handle.getValueState("plan_bucket", STATE_DDL)
-
-    def handleInputRows(self, key, rows, timerValues):
-        parts = [p for p in rows if len(p)]
-        if not parts:
-            return
-        frame = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
-        if self._logic is None:
-            self._logic = pickle.loads(self._pickled)
-        old = self.state.get()
-        blob, out = self._logic.process(int(key[0]), bytes(old[0]) if old else None, frame)
-        self.state.update((blob,))
-        yield from out
-
-    def close(self) -> None:
-        pass
+__all__ = ["PlanRun", "run_plan_spark", "start_plan_spark"]
 
 
 #: options of :func:`slidewise.run` / ``slidewise run`` that a general plan on Spark does not take, with the
@@ -250,7 +210,7 @@ class _PlanSink:
             for cols in results:
                 self.sink.write(cols)
         elif self.kind == "kafka" and results:
-            from slidewise.spark.kafka_source import BatchWriter
+            from slidewise.kafka.local import BatchWriter
 
             if self._topic is None:
                 self._topic = BatchWriter(self.out, self.run_id)
@@ -344,41 +304,21 @@ def start_plan_spark(
     a directory of per-batch reject CSVs. ``strategy``, ``partitions``, ``options``,
     ``rewrite``: the plan executor's (:func:`slidewise.runtime.plan_engine.execute_plan`).
     """
-    from slidewise.cql.parser import load_any
-    from slidewise.plan.bind import bind
-    from slidewise.plan.prune import prune_columns
-    from slidewise.runtime.frequent import bind_frequent
+    from slidewise.plan.frequent import FrequentQuery
     from slidewise.runtime.plan_engine import open_table, plan_inputs
-    from slidewise.spark.frequent import FrequentBucket
-    from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
     from slidewise.spark.join_runner import _checkpoint_meta, _partitions, open_checkpoint, removed_on_error, start_options, timed_session
-    from slidewise.spark.keying import Keying
-    from slidewise.spark.layout import WIRE_DDL, Layout
-    from slidewise.spark.panes import PaneBucket, pane_bucket
-    from slidewise.spark.processor import SequencerProcessor
-    from slidewise.spark.sequencer import SequencerLogic
+    from slidewise.spark.plan_stream import build_plan_stream, load_plan, plan_general
     from slidewise.spark.state_codec import run_key
 
     given = RunOptions.of(run_options, **settings)
     strategy, partitions, out = given.strategy, given.partitions, given.out
     ts_column, ts_unit = given.ts_column, given.ts_unit
-    if isinstance(plan, (str, os.PathLike)):
-        plan = load_any(plan, tables or {})
-        if not isinstance(plan, Plan):
-            from slidewise.cql.parser import parse_plan
-
-            plan = parse_plan(plan.text)
-    from slidewise.plan.frequent import FrequentQuery
-
-    frequent = isinstance(plan, FrequentQuery)
+    plan = load_plan(plan, tables or {})
     identity = plan.text or plan.root.label()
     tables = dict(tables or {})
-    if all(s.is_relation for s in plan.scans()):
-        raise PlanError("the query reads relations only; the Spark engine needs at least one stream", hint="run it with --engine local")
     names, table_names = plan_inputs(plan, sources, tables)
     spark_given = {"conf": conf, "buckets": buckets, "max_files_per_trigger": max_files_per_trigger, "trigger": trigger, "once": once, "master": master}
     opts = start_options([sources.get(n) for n in names], out=out, lateness=given.lateness, **spark_given)
-    lateness = opts.lateness
     rejects_dir = given.rejects
     rejected = Rejects()
     opened_tables = {n: open_table(n, tables[n], ts_column, ts_unit, given.chunk_rows) for n in table_names}  # schemas only
@@ -387,69 +327,33 @@ def start_plan_spark(
     with removed_on_error(root, temp):
         meta = _checkpoint_meta(root, identity, sources, opts.buckets or _partitions(spark, opts.conf), write=False, settings=settings)
         outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None, "--rejects": rejects_dir})
-        infos, recipes = [], []
-        for name in names:
-            info, recipe = inspect_stream(name, name, sources[name], ts_column=ts_column, ts_unit=ts_unit, lateness=lateness, work_dir=root)
-            infos.append(info)
-            recipes.append(recipe)
+        gp = plan_general(
+            plan,
+            sources,
+            names,
+            opened_tables,
+            ts_column=ts_column,
+            ts_unit=ts_unit,
+            lateness=opts.lateness,
+            buckets=int(meta["buckets"]),
+            key=run_key(persistent=not temp),
+            rejected=rejected,
+            work_dir=root,
+            strategy=strategy,
+            partitions=partitions,
+            options=options,
+            rewrite=rewrite and not isinstance(plan, FrequentQuery),
+        )
         if opts.once:
             from slidewise.spark.kafka_source import bound
 
-            bound(recipes)
-        if frequent:  # global over one stream (slidewise.spark.frequent): one bucket
-            plan = bind_frequent(plan, dict(infos[0].kinds))
-        else:
-            plan = bind(plan, {**{n: dict(t.kinds) for n, t in opened_tables.items()}, **{n: dict(i.kinds) for n, i in zip(names, infos)}})
-        table_rows, _ = _read_tables(opened_tables, lateness, ts_column, ts_unit, rejected)  # once the plan binds
-        if rewrite and not frequent:
-            from slidewise.optimizer.rewrite import choose_plan
-
-            chosen, _ = choose_plan(plan, strategy=strategy, partitions=partitions)
-            if chosen.root.schema == plan.root.schema:
-                plan = chosen
-        if not frequent:
-            plan = prune_columns(plan)
-        attr, why = (None, None) if frequent else partition_attribute(plan)
-        warnings = []
-        if attr is None:
-            keying = Keying("single", 1)
-            if why:
-                warnings.append(f"{why}: the plan runs in one key bucket (one task)")
-        else:
-            kinds = {i.kinds[attr] for i in infos}
-            key_kind = "str" if kinds == {"str"} else "float" if "float" in kinds else "int"
-            keying = Keying("hash", int(meta["buckets"]), keys=(attr,) * len(names), key_kind=key_kind)
-        layout = Layout(tuple(infos))
-        key = run_key(persistent=not temp)
-        logic: PaneBucket | PlanBucket | FrequentBucket | None
-        if frequent:
-            logic = FrequentBucket(plan, dict(infos[0].kinds), lateness, key=key)
-        else:
-            logic = pane_bucket(plan, names, [dict(i.kinds) for i in infos], lateness, tables=table_rows, key=key)
-        if logic is None:  # not a periodic one-stream GROUP BY (slidewise.spark.panes): the operator network
-            logic = PlanBucket(
-                plan,
-                names,
-                [list(i.kinds) for i in infos],
-                [lateness] * len(names),
-                strategy=strategy,
-                partitions=partitions,
-                options=options,
-                tables=table_rows,
-                key=key,
-            )
-            _check_tables(logic.new_state().runner, table_rows)  # operator and table errors now, not in a task
+            bound(gp.recipes)
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings, outputs=outputs)
-        frames = [stream_frame(session, i, info, recipes[i], layout, ts_column, opts.max_files) for i, info in enumerate(infos)]
-        frames.append(control_frame(session, str(root / "control"), layout))
-        union = functools.reduce(lambda a, b: a.union(b), frames)
-        sequenced = union.groupBy("s").transformWithStateInPandas(
-            statefulProcessor=SequencerProcessor(SequencerLogic(layout, keying)), outputStructType=WIRE_DDL, outputMode="Append", timeMode="None"
-        )
-        output = sequenced.groupBy("b").transformWithStateInPandas(statefulProcessor=PlanProcessor(logic), outputStructType=OUT_DDL, outputMode="Append", timeMode="None")
+        output = build_plan_stream(session, gp, control_dir=str(root / "control"), ts_column=ts_column, max_files=opts.max_files)
+        logic, attr, keying = gp.logic, gp.attr, gp.keying
         sink = _PlanSink(
-            logic.columns,
+            gp.columns,
             names,
             out=out,
             collect=bool(given.collect) if given.collect is not None else opts.kind == "memory",
@@ -463,69 +367,21 @@ def start_plan_spark(
             rejected.write(Path(rejects_dir) / "relations.csv")
         info = {
             "head": {
-                "query": plan.text or plan.root.label(),
+                "query": gp.plan.text or gp.plan.root.label(),
                 "engine": "spark",
                 "mode": "stream",
                 "strategy": strategy,
                 "partitions": int(partitions),
                 **({"path": logic.spec.describe()} if not isinstance(logic, PlanBucket) else {}),
             },
-            "tail": {"keying": f"hash of {attr} mod {keying.buckets} buckets" if attr else "one bucket (single task)", "buckets": keying.buckets, "warnings": warnings},
+            "tail": {
+                "keying": f"hash of {attr} mod {keying.buckets} buckets" if attr else "one bucket (single task)",
+                "buckets": keying.buckets,
+                "warnings": gp.warnings,
+            },
             "streams": names,
-            "table_inputs": {n: len(table_rows[n][0]) for n in table_names},  # relations once, not per bucket
+            "table_inputs": {n: len(gp.table_rows[n][0]) for n in table_names},  # relations once, not per bucket
         }
-        run = PlanRun(session, output, sink, info=info, layout=layout, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds)
+        run = PlanRun(session, output, sink, info=info, layout=gp.layout, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds)
         run.start()
     return run
-
-
-def _read_tables(tables: dict[str, object], lateness: int, ts_column: str, ts_unit: str, rejects: Rejects, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> tuple[dict, dict]:
-    """Each relation's admitted update rows ``name -> (ts, cols)`` in ``(ts, file order)``, and its schema
-    (``tables``: name -> input, or the :class:`~slidewise.runtime.sources.Source` already opened).
-
-    The local engine's reading: :func:`slidewise.runtime.plan_engine.open_table`
-    and :func:`~slidewise.runtime.reorder.merge_all` (late and bad rows go to
-    ``rejects``) and ``op`` column check as
-    :func:`~slidewise.runtime.plan_engine.execute_plan`.
-    """
-    import numpy as np
-
-    from slidewise.runtime.plan_engine import open_table
-    from slidewise.runtime.reorder import merge_all
-    from slidewise.runtime.sources import Source
-
-    if not tables:
-        return {}, {}
-    names = list(tables)
-    opened = [
-        t if isinstance(t, Source) else open_table(n, t, ts_column, ts_unit, chunk_rows)  # checks ``op``
-        for n, t in tables.items()
-    ]
-    parts: dict[str, list] = {n: [] for n in names}
-    for chunk in merge_all(opened, lateness, rejects, chunk_rows):
-        for i, b in enumerate(chunk):
-            if len(b):
-                parts[names[i]].append(b)
-    rows = {}
-    for name, src in zip(names, opened):
-        got = parts[name]
-        if got:
-            rows[name] = (np.concatenate([b.ts for b in got]), {c: np.concatenate([b.cols[c] for b in got]) for c in got[0].cols})
-        else:
-            rows[name] = (np.empty(0, np.int64), {c: np.empty(0, dt) for c, dt in src.schema.items()})
-    return rows, {n: dict(src.kinds) for n, src in zip(names, opened)}
-
-
-def _check_tables(runner, tables: dict) -> None:
-    """Push every relation's rows through its own operators (the relation scans) on the driver: a
-    bad ``op``, a key inserted twice, a delete of a missing key or a reused NRR key is the local
-    engine's :class:`~slidewise.errors.SourceError`, raised before Spark starts."""
-    from slidewise.spark.plan_state import _Batch
-
-    for name, (ts, cols) in tables.items():
-        if len(ts):
-            runner.add(name, _Batch(ts, cols), is_table=True)
-    for t in sorted(runner.queue):
-        for leaves, rows in runner.queue.pop(t):
-            for i in leaves:
-                runner.ops[i].push(0, rows, t)

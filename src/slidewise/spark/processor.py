@@ -3,7 +3,8 @@
 :class:`SequencerProcessor` (keyed by stream) runs
 :class:`~slidewise.spark.sequencer.SequencerLogic`;
 :class:`JoinProcessor` (keyed by bucket) runs
-:class:`~slidewise.spark.bucket.BucketJoin`, the hosted slidewise operator.
+:class:`~slidewise.spark.bucket.BucketJoin`, the hosted slidewise operator
+(:class:`PlanProcessor`: a general plan's bucket logic).
 Each keeps one ``ValueState`` per key (two numbers; one binary value), read
 and written once per call: the per-call cost is what limits a Spark stateful
 operator, so no per-row state and no timers — buckets advance on
@@ -84,3 +85,11 @@ class JoinProcessor(_Hosting):
 
     def close(self) -> None:
         pass
+
+
+class PlanProcessor(JoinProcessor):
+    """Stage 2 of general plans (key: bucket): the pane path, FREQUENT or the operator network
+    (:mod:`slidewise.spark.plan_stream`), with one binary ValueState."""
+
+    def init(self, handle) -> None:
+        self.state = handle.getValueState("plan_bucket", BUCKET_STATE)

@@ -164,7 +164,7 @@ class BatchSink:
             self._header = False
         elif self.kind == "kafka":
             if self._topic is None:
-                from slidewise.spark.kafka_source import BatchWriter
+                from slidewise.kafka.local import BatchWriter
 
                 self._topic = BatchWriter(self.out, self.run_id)
             self._topic.write(frame, batch_id)
