@@ -71,9 +71,9 @@ def test_crash_half_way_then_reruns_write_each_result_once(kafka_broker, monkeyp
     assert rows(pd.DataFrame(consume(kafka_broker, "crash-out"))) == oracle(data)
 
 
-def test_local_engine_needs_once_for_a_topic(kafka_broker, capsys):
+def test_local_engine_needs_once_or_a_checkpoint_for_a_topic(kafka_broker, capsys):
     assert main(["run", Q, "--engine", "local", "--source", f"A=kafka://{kafka_broker}/x", "--source", f"B=kafka://{kafka_broker}/y"]) == 2
-    assert "the local engine reads a Kafka topic up to the end offsets seen at its start" in capsys.readouterr().err
+    assert "the local engine follows a Kafka topic only with --checkpoint DIR (where it keeps its offsets and state)" in capsys.readouterr().err
 
 
 def test_missing_topic_is_a_source_error(kafka_broker, capsys):

@@ -184,11 +184,15 @@ def cmd_run(args) -> int:
     parsed = functools.cache(lambda: load_any(args.query, tables))  # parsed once, when first needed
     general = not spark_asked and isinstance(parsed(), Plan)
     args.engine = resolve_engine(args.engine, local_only=bool(kwargs_from_args(args)) or general, spark_asked=bool(spark_asked))
-    if args.engine == "local" and _uses_kafka(args) and "--once" in spark_asked:
+    follow = args.engine == "local" and _uses_kafka(args) and bool(args.checkpoint)
+    if follow:  # topics followed, offsets and state in the checkpoint (slidewise.spark.follow)
+        spark_asked = [o for o in spark_asked if o not in ("--once", "--checkpoint")]
+    elif args.engine == "local" and _uses_kafka(args) and "--once" in spark_asked:
         spark_asked.remove("--once")  # the local engine reads topics to the end offsets seen at start
     elif args.engine == "local" and _uses_kafka(args):
         raise OptionError(
-            "the local engine reads a Kafka topic up to the end offsets seen at its start, so it needs --once", hint="add --once, or follow the topic with --engine spark"
+            "the local engine follows a Kafka topic only with --checkpoint DIR (where it keeps its offsets and state)",
+            hint="add --checkpoint DIR; or --once to read up to the end offsets seen at start; or follow the topic with --engine spark",
         )
     if args.engine == "local" and spark_asked:
         raise OptionError(f"{spark_asked[0]} applies to the Spark engine, but this run uses the local engine", hint="add --engine spark, or drop the option")
@@ -216,6 +220,23 @@ def cmd_run(args) -> int:
         from slidewise.spark.cli import run_from_args
 
         result = run_from_args(args, _sources(args.source), opts, {**_operator_options(args), **kwargs_from_args(args)})
+    elif follow:
+        require_extra("spark", "following a Kafka topic with --checkpoint")
+        from slidewise.spark.follow import follow as follow_topics
+
+        result = follow_topics(
+            args.query,
+            _sources(args.source),
+            out=args.out,
+            checkpoint=args.checkpoint,
+            once=args.once,
+            tables=tables,
+            run_options=opts,
+            algorithm=args.algorithm,
+            order=args.order,
+            **_operator_options(args),
+            **kwargs_from_args(args),
+        )
     else:
         result = run(
             args.query,

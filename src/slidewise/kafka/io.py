@@ -208,6 +208,25 @@ def message_lines(values: list[bytes | None], uri: KafkaURI) -> bytes:
     return b"".join(v + b"\n" for v in body)
 
 
+def decode_text(values: list[bytes | None], names: list[str], fmt: str) -> tuple[dict[str, list], list[str | None]]:
+    """JSON objects or CSV records as text columns ``names`` (the raw layout of the Spark engine's
+    readers: numbers, booleans as JSON text) and each value's text when it does not parse (else None)."""
+    texts = [(v or b"").decode("utf-8", "replace") for v in values]
+    if fmt == "csv":
+        import csv
+
+        rows = [next(csv.reader([t]), []) for t in texts]
+        objs = [dict(zip(names, r)) if len(r) == len(names) else None for r in rows]
+    else:
+        objs = []
+        for text in texts:
+            try:
+                objs.append(json.loads(text))
+            except ValueError:
+                objs.append(None)
+    return _text_columns(objs, texts, names)
+
+
 def _text_columns(objs: list, texts: list[str], names: list[str]) -> tuple[dict[str, list], list[str | None]]:
     """Columns ``names`` of the objects ``objs`` as text (see :func:`_cell`); a non-object is corrupt: its ``texts`` entry."""
     cols: dict[str, list] = {n: [] for n in names}
