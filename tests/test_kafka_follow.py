@@ -80,6 +80,34 @@ def test_follow_killed_restarted_stopped_and_ended_writes_each_result_once(kafka
     assert rows(pd.DataFrame(consume(kafka_broker, "follow-out"))) == oracle(data)
 
 
+def test_a_crash_between_output_and_commit_replays_the_micro_batch_once(kafka_broker, tmp_path, monkeypatch):
+    """Micro-batch 2's results are in the output topic, its commit is not: the rerun replays it from the
+    recorded offsets and state, and the topic holds each result once."""
+    from slidewise.spark import follow as f
+
+    data = inputs(seed=15)
+    _send(kafka_broker, "crash2", data, slice(None))
+    sources = {s: f"kafka://{kafka_broker}/crash2-{s}" for s in data}
+    out = f"kafka://{kafka_broker}/crash2-out"
+    monkeypatch.setattr(f, "MAX_MESSAGES", 40)  # several micro-batches
+    real = f._Follower._write
+
+    def crash(self, name, obj):
+        if name == "follow.json" and obj["batch"] == 3:
+            raise RuntimeError("killed")
+        return real(self, name, obj)
+
+    monkeypatch.setattr(f._Follower, "_write", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        f.follow(Q, sources, out=out, checkpoint=str(tmp_path / "ckpt"), once=True)
+    partial = consume(kafka_broker, "crash2-out")
+    assert 0 < len(partial) < len(oracle(data))
+    monkeypatch.setattr(f._Follower, "_write", real)
+    result = f.follow(Q, sources, out=out, checkpoint=str(tmp_path / "ckpt"), once=True)
+    assert result.stats["micro_batches"] >= 2
+    assert rows(pd.DataFrame(consume(kafka_broker, "crash2-out"))) == oracle(data)
+
+
 def test_follow_a_general_query_in_two_runs(kafka_broker, tmp_path):
     """A sliding GROUP BY (the pane path): the first run ends the input it has read; the next one continues
     the checkpoint (pane partials kept): together, one run over all tuples."""

@@ -145,6 +145,8 @@ class _Follower:
         started = time.perf_counter()
         self.rejects, self.inputs, self.counts = Rejects(), Counter(), Counter()
         self.writer = BatchWriter(KafkaURI.parse(self.out), f"{self.identity}@{self.root.resolve()}")
+        if self.opts.rejects:
+            Path(self.opts.rejects).mkdir(parents=True, exist_ok=True)
         stop = None
         try:
             for n, c in self.consumers.items():
