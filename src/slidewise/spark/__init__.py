@@ -7,9 +7,10 @@ SparkSession builder), ``ingest`` (sources), ``keying`` (buckets), ``layout``
 (row layouts), ``sequencer`` and ``bucket`` (the two stateful stages, pure
 Python), ``processor`` (their Spark glue), ``join`` (the pipeline), ``sinks``
 (``foreachBatch``), ``join_runner`` (checkpoints, triggers, end of input, stats;
-the join path), ``plan_state`` and ``plan_runner`` (the plan path),
+the join path), ``plan_state``, ``plan_stream`` and ``plan_runner`` (the plan path),
 ``batch`` (batch replay), ``dataframe`` (the Spark-native API: :func:`query` over DataFrames, a
-DataFrame out; :func:`end_input`). Importing this package does not start a JVM.
+DataFrame out, for joins and general queries; :func:`end_input`), ``follow`` (the local engine
+following Kafka topics: the stages in-process, without Spark). Importing this package does not start a JVM.
 """
 
 from __future__ import annotations
