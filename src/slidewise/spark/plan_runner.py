@@ -304,7 +304,6 @@ def start_plan_spark(
     a directory of per-batch reject CSVs. ``strategy``, ``partitions``, ``options``,
     ``rewrite``: the plan executor's (:func:`slidewise.runtime.plan_engine.execute_plan`).
     """
-    from slidewise.plan.frequent import FrequentQuery
     from slidewise.runtime.plan_engine import open_table, plan_inputs
     from slidewise.spark.join_runner import _checkpoint_meta, _partitions, open_checkpoint, removed_on_error, start_options, timed_session
     from slidewise.spark.plan_stream import build_plan_stream, load_plan, plan_general
@@ -342,7 +341,7 @@ def start_plan_spark(
             strategy=strategy,
             partitions=partitions,
             options=options,
-            rewrite=rewrite and not isinstance(plan, FrequentQuery),
+            rewrite=rewrite,
         )
         if opts.once:
             from slidewise.spark.kafka_source import bound
