@@ -54,7 +54,11 @@ def run_updates(root: str, variant: str, first: int, last: int, kill_at: int) ->
         real(fd)
 
     store.os.fsync = fsync  # type: ignore[attr-defined]
-    archive = Archive.open(root) if Path(root, "manifest.json").exists() else Archive.create(root, key="k", variant=variant, n=9, every=EVERY, max_lifetime=12 * EVERY, row_group_rows=7)
+    archive = (
+        Archive.open(root)
+        if Path(root, "manifest.json").exists()
+        else Archive.create(root, key="k", variant=variant, n=9, every=EVERY, max_lifetime=12 * EVERY, row_group_rows=7)
+    )
     for j in range(first, last + 1):
         archive.update(*batch(j))
         print(f"done {j}", flush=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -139,9 +140,9 @@ class Archive:
             alive = exp >= now
             stats["expired_on_arrival"] = int((~alive).sum())
             table = table.filter(pa.array(alive))
-            cells = self.layout.cells(now, exp[alive])
-            for cell in np.unique(cells):
-                by_cell[int(cell)] = table.filter(pa.array(cells == cell))
+            where = self.layout.cells(now, exp[alive])
+            for cell in np.unique(where):
+                by_cell[int(cell)] = table.filter(pa.array(where == cell))
             stats["inserted"] = table.num_rows
         cells = {c: list(files) for c, files in m["cells"].items()}
         touched = sorted(set(by_cell) | {int(c) for c, files in cells.items() if any(f["min_exp"] < now for f in files)})
@@ -160,7 +161,7 @@ class Archive:
         store.collect_garbage(self.root, set(store.live_names(new)) | set(new["previous"]))
         return stats
 
-    def _incoming(self, rows) -> pa.Table | None:
+    def _incoming(self, rows: pa.Table | pd.DataFrame | dict | None) -> pa.Table | None:
         """``rows`` as an Arrow table of the archive's schema; an ExecutionError naming what does not fit."""
         if rows is None:
             return None
@@ -169,9 +170,15 @@ class Archive:
             if col not in table.column_names:
                 raise ExecutionError(f"the rows lack the archive's {role} column {col!r}", location=str(self.root), hint=f"they have {table.column_names}")
         if not pa.types.is_integer(table.schema.field(self.exp).type):
-            raise ExecutionError(f"the archive's expiration column {self.exp!r} must be integer, not {table.schema.field(self.exp).type}", location=str(self.root), hint="exp is an instant in the rows' time unit")
+            raise ExecutionError(
+                f"the archive's expiration column {self.exp!r} must be integer, not {table.schema.field(self.exp).type}",
+                location=str(self.root),
+                hint="exp is an instant in the rows' time unit",
+            )
         if table.column(self.exp).null_count:
-            raise ExecutionError(f"{table.column(self.exp).null_count} rows have no expiration time", location=str(self.root), hint=f"every row needs a value in {self.exp!r}")
+            raise ExecutionError(
+                f"{table.column(self.exp).null_count} rows have no expiration time", location=str(self.root), hint=f"every row needs a value in {self.exp!r}"
+            )
         schema = self.schema
         if schema is None:
             return table.cast(pa.schema([f.with_type(pa.int64()) if f.name == self.exp else f for f in table.schema]))
@@ -237,16 +244,16 @@ class Archive:
         return kept
 
     # --- probes ----------------------------------------------------------------------------
-    def probe(self, key) -> pa.Table:
+    def probe(self, key: object) -> pa.Table:
         """The rows with ``key`` (exp >= now), as one table."""
         value = self._key_value(key)
         return self._concat(self._select(value, value))
 
-    def scan(self, lo=None, hi=None) -> Iterator[pa.Table]:
+    def scan(self, lo: object = None, hi: object = None) -> Iterator[pa.Table]:
         """The rows with ``lo <= key <= hi`` (either bound may be None), one row group at a time."""
         return self._select(None if lo is None else self._key_value(lo), None if hi is None else self._key_value(hi))
 
-    def read(self, lo=None, hi=None) -> pa.Table:
+    def read(self, lo: object = None, hi: object = None) -> pa.Table:
         """:meth:`scan` as one table."""
         return self._concat(self.scan(lo, hi))
 
@@ -257,7 +264,7 @@ class Archive:
         schema = self.schema
         return schema.empty_table() if schema is not None else pa.table({})
 
-    def _key_value(self, key):
+    def _key_value(self, key: Any) -> Any:
         """``key`` in the type of the key column (a probe from the command line gives text)."""
         schema = self.schema
         if schema is None:
@@ -271,10 +278,12 @@ class Archive:
             if pa.types.is_string(kind) or pa.types.is_large_string(kind):
                 return str(key)
         except (TypeError, ValueError):
-            raise OptionError(f"key {key!r} is no value of the archive's key column {self.key!r} ({kind})", location=str(self.root), hint="give a key of that type") from None
+            raise OptionError(
+                f"key {key!r} is no value of the archive's key column {self.key!r} ({kind})", location=str(self.root), hint="give a key of that type"
+            ) from None
         return key
 
-    def _select(self, lo, hi) -> Iterator[pa.Table]:
+    def _select(self, lo: object, hi: object) -> Iterator[pa.Table]:
         now = self.now
         for name in store.live_names(self.manifest):
             path = self.root / name
@@ -298,4 +307,3 @@ class Archive:
                     table = table.filter(mask)
                 if table.num_rows:
                     yield table
-

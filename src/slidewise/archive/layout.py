@@ -92,7 +92,7 @@ class Layout:
         """The thesis's name of this layout (``rebuild``, ``d-ins``, ...)."""
         return next(name for name, ks in VARIANTS.items() if ks == (self.kind, self.strategy))
 
-    def slot(self, t) -> np.ndarray:
+    def slot(self, t: object) -> np.ndarray:
         """The update slot of instants ``t`` (floor division by Δ)."""
         return np.floor_divide(np.asarray(t, dtype=np.int64), self.every)
 
@@ -100,7 +100,7 @@ class Layout:
         """Slots per chronological run when the largest lifetime is cut into ``parts``."""
         return max(1, -(-self.max_lifetime // (self.every * parts)))
 
-    def cells(self, now: int, exp) -> np.ndarray:
+    def cells(self, now: int, exp: object) -> np.ndarray:
         """The cell of each row with expiration ``exp`` inserted by the update at ``now``."""
         ins = int(self.slot(now))
         out = self.slot(exp)
@@ -117,4 +117,5 @@ class Layout:
 
     @classmethod
     def from_json(cls, data: dict) -> Layout:
-        return cls(**{k: (v if k in ("kind", "strategy") else int(v)) for k, v in data.items()})
+        ints = {k: int(data[k]) for k in ("n", "every", "max_lifetime", "g", "e")}
+        return cls(str(data["kind"]), str(data["strategy"]), **ints)
