@@ -9,12 +9,12 @@ Python), ``processor`` (their Spark glue), ``join`` (the pipeline), ``sinks``
 (``foreachBatch``), ``join_runner`` (checkpoints, triggers, end of input, stats;
 the join path), ``plan_state`` and ``plan_runner`` (the plan path),
 ``batch`` (batch replay), ``dataframe`` (the Spark-native API: :func:`query` over DataFrames, a
-DataFrame out; :func:`end_input`). Importing this package does not start a JVM.
+DataFrame out; :func:`end_input`), ``archive`` (:func:`read_archive`: an archive's unexpired rows). Importing this package does not start a JVM.
 """
 
 from __future__ import annotations
 
-__all__ = ["SparkRun", "end_input", "get_session", "query", "read_results", "run_spark", "start_spark"]
+__all__ = ["SparkRun", "end_input", "get_session", "query", "read_archive", "read_results", "run_spark", "start_spark"]
 
 
 def __getattr__(name: str):
@@ -30,6 +30,10 @@ def __getattr__(name: str):
         from slidewise.spark.session import get_session
 
         return get_session
+    if name == "read_archive":
+        from slidewise.spark.archive import read_archive
+
+        return read_archive
     if name == "read_results":
         from slidewise.spark.sinks import read_results
 
