@@ -132,7 +132,17 @@ class Archive:
             raise ExecutionError(f"archive update at {now} is before its current time {self.now}", location=str(self.root), hint="updates go forward in time")
         table = self._incoming(rows)
         m = self.manifest
-        stats = {"now": now, "inserted": 0, "expired_on_arrival": 0, "deleted": 0, "cells_touched": 0, "files_read": 0, "files_written": 0, "rows_written": 0}
+        stats = {
+            "now": now,
+            "inserted": 0,
+            "expired_on_arrival": 0,
+            "deleted": 0,
+            "cells_touched": 0,
+            "files_read": 0,
+            "rows_read": 0,
+            "files_written": 0,
+            "rows_written": 0,
+        }
         store.collect_garbage(self.root, set(store.live_names(m)) | set(m["previous"]))
         by_cell: dict[int, pa.Table] = {}
         if table is not None and table.num_rows:
@@ -206,6 +216,7 @@ class Archive:
     def _read_alive(self, entry: dict, now: int, stats: dict) -> pa.Table:
         table = pq.read_table(self.root / entry["file"])
         stats["files_read"] += 1
+        stats["rows_read"] += table.num_rows
         if entry["min_exp"] >= now:
             return table
         alive = table.filter(pc.greater_equal(table.column(self.exp), now))
