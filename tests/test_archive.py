@@ -131,3 +131,22 @@ def test_errors(tmp_path):
     (tmp_path / "c" / "manifest.json").write_text(json.dumps({"format": 99}))
     with pytest.raises(SourceError, match="not a slidewise archive manifest"):
         Archive.open(tmp_path / "c")
+
+
+def test_an_update_holds_one_sub_index_and_a_probe_one_row_group(tmp_path, monkeypatch):
+    """Memory: what an update or a probe loads at once is one sub-index or one row group, never the whole archive."""
+    rng = np.random.default_rng(5)
+    a = Archive.create(tmp_path / "a", key="k", n=16, every=10, max_lifetime=320, row_group_rows=256)
+    for t in range(10, 330, 10):
+        a.update(t, {"k": rng.integers(0, 100, 500), "v": np.zeros(500, dtype=np.int64), "exp": t + rng.integers(1, 320, 500)})
+    loaded: list[int] = []
+    read_table, read_group = pa.parquet.read_table, pa.parquet.ParquetFile.read_row_group
+    monkeypatch.setattr(pa.parquet, "read_table", lambda *a, **k: (t := read_table(*a, **k), loaded.append(t.num_rows))[0])
+    monkeypatch.setattr(pa.parquet.ParquetFile, "read_row_group", lambda self, *a, **k: (t := read_group(self, *a, **k), loaded.append(t.num_rows))[0])
+    total, biggest = a.rows(), max(a.cell_rows())
+    a.update(330, {"k": rng.integers(0, 100, 500), "v": np.zeros(500, dtype=np.int64), "exp": 330 + rng.integers(1, 320, 500)})
+    assert loaded and max(loaded) <= biggest < total / 8
+    loaded.clear()
+    a.probe(7)
+    assert sum(t.num_rows for t in a.scan()) == a.rows()
+    assert loaded and max(loaded) <= 256
