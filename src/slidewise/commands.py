@@ -237,6 +237,13 @@ def cmd_run(args) -> int:
         _print_summary(result.stats, result.results)
         if summary_line(result.stats):
             print(summary_line(result.stats), file=sys.stderr)
+        if "archive" in result.stats:
+            a = result.stats["archive"]
+            print(
+                f"archive {a['dir']}: {a['rows']:,} unexpired rows at {a['now']} after {a['updates']:,} updates "
+                f"({a['inserted']:,} inserted, {a['deleted']:,} expired, {a['expired_on_arrival']:,} already expired when due)",
+                file=sys.stderr,
+            )
     return 0
 
 
