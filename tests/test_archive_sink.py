@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -76,13 +79,17 @@ def test_cli_run_and_probe(tmp_path, capsys):
     capsys.readouterr()
     assert main(["archive", "probe", str(tmp_path / "ar"), "3"]) == 0
     now = Archive.open(tmp_path / "ar").now
-    probed = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    probed = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert list(probed.columns) == list(results.columns)  # the query's output columns
     live = _unexpired(results, now)
     _same(live[live["A.k"] == 3], probed)
     assert main(["archive", "scan", str(tmp_path / "ar"), "--from", "2", "--to", "4"]) == 0
-    scanned = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    scanned = pd.read_csv(io.StringIO(capsys.readouterr().out))
     _same(live[live["A.k"].between(2, 4)], scanned)
+    assert main(["archive", "info", str(tmp_path / "ar")]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["key"] == "A.k" and info["now"] == now and info["rows"] == len(live) == sum(info["cell_rows"])
+    assert info["layout"]["g"] == info["layout"]["e"] == 4 and len(info["files"]) <= 16
 
 
 def test_cli_errors(tmp_path, capsys):

@@ -29,3 +29,11 @@ def test_doubly_partitioned_updates_cost_less_than_the_wave_index(tmp_path, caps
 def test_bench_archive_bad_option(capsys):
     assert main(["bench", "archive", "--rate", "0"]) == 2
     assert "--rate must be positive, got 0" in capsys.readouterr().err
+
+
+def test_fluctuating_rates_keep_every_answer_right(tmp_path):
+    """§4.4.4: rates varying by up to 4x between updates; the probes and scans stay exact."""
+    from slidewise.bench.archive import run_archive_bench
+
+    report = run_archive_bench(tmp_path, rate=100, slots=8, updates=4, ns=(4,), variants=("rebuild", "d-ins"), fluctuate=True)
+    assert report["fluctuate"] and report["summary"]["correct"]
