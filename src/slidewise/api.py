@@ -79,7 +79,10 @@ def run(
     non-retroactive unless FROM says ``TABLE name``; ``strategy`` is ``nt``,
     ``direct`` or ``upa`` and ``partitions`` the UPA calendar queue size.
     """
+    archive = {k: options.pop(k) for k in list(options) if k.startswith("archive")}
     opts, operator_options = RunOptions.split(run_options, options)
+    if archive.get("archive") is not None:
+        return _run_archived(query, sources, opts, archive, algorithm=algorithm, order=order, engine=engine, tables=tables, **operator_options)
     tables = dict(tables or {})
     if opts.schemas:
         unknown = sorted(set(opts.schemas) - set(sources))
@@ -112,6 +115,53 @@ def run(
     if engine != "local":
         raise OptionError(f"unknown engine {engine!r}", hint="use engine='local' or engine='spark'")
     return execute(q, sources, run_options=opts, algorithm=algorithm, order=order, operator_options=operator_options)
+
+
+def _run_archived(query, sources, opts: RunOptions, archive: dict, *, engine: str, **rest) -> RunResult:
+    """A run whose results also go to an archive (:class:`slidewise.archive.sink.ArchiveWriter`), and to ``out`` if given."""
+    import dataclasses
+
+    from slidewise.archive.sink import ArchiveWriter
+    from slidewise.runtime.sinks import open_sink
+
+    if engine != "local":
+        raise OptionError("--archive works with the local engine only", hint="run with --engine local, or read the Spark results into an archive from Python")
+    unknown = sorted(set(archive) - {"archive", "archive_key", "archive_lifetime", "archive_every", "archive_variant", "archive_n"})
+    if unknown:
+        raise OptionError(f"unknown option {unknown[0]!r}", hint="archive options: archive, archive_key, archive_lifetime, archive_every, archive_variant, archive_n")
+    check_run(
+        sources,
+        rest.get("tables"),
+        {"--out": opts.out, "--rejects": opts.rejects, "--archive": archive["archive"]},
+        directories=("--archive",),
+        formats={"--out": sink_format},
+    )
+    writer = ArchiveWriter(
+        archive["archive"],
+        key=archive.get("archive_key") or "",
+        lifetime=archive.get("archive_lifetime"),
+        every=archive.get("archive_every"),
+        variant=archive.get("archive_variant") or "rebuild",
+        n=archive.get("archive_n") or 16,
+    )
+    sink = open_sink(opts.out) if opts.out is not None else None
+
+    def deliver(frame):
+        writer(frame)
+        if sink is not None:
+            sink.write({c: frame[c].to_numpy() for c in frame.columns})
+
+    tee = dataclasses.replace(opts, out=deliver, collect=opts.collecting())
+    try:
+        result = run(query, sources, engine=engine, run_options=tee, **rest)
+    except BaseException:
+        if sink is not None:
+            sink.abort()
+        raise
+    if sink is not None:
+        sink.close()
+    result.stats["archive"] = writer.close()
+    return result
 
 
 def _uses_kafka(sources: dict, out) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from slidewise.commands import cmd_algorithms, cmd_calibrate, cmd_demo, cmd_explain, cmd_generate, cmd_run, cmd_run_many
+from slidewise.commands import cmd_algorithms, cmd_archive, cmd_calibrate, cmd_demo, cmd_explain, cmd_generate, cmd_run, cmd_run_many
 from slidewise.errors import SlidewiseError, require_extra
 from slidewise.options import DEFAULTS, STRATEGIES, TS_UNITS
 
@@ -39,6 +39,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="result file (.csv, .jsonl, .parquet) or - for stdout")
     p.add_argument("--stats-json", help="write the run's stats as JSON here")
     p.add_argument("--rejects", help="write rejected rows with reasons here (CSV)")
+    _add_archive_options(p)
     _add_input_options(p)
     p.add_argument(
         "--schema",
@@ -65,6 +66,18 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--partitions", type=int, default=DEFAULTS.partitions, help=f"general queries: calendar queue partitions for --strategy upa (default {DEFAULTS.partitions})"
     )
+
+
+def _add_archive_options(p: argparse.ArgumentParser) -> None:
+    """``run --archive DIR``: the results also go to an on-disk archive (:mod:`slidewise.archive`)."""
+    from slidewise.archive.layout import VARIANTS
+
+    p.add_argument("--archive", metavar="DIR", help="also keep the results in an archive directory (a doubly partitioned index of sorted Parquet files)")
+    p.add_argument("--archive-key", metavar="COL", help="with --archive: the result column the archive is probed by")
+    p.add_argument("--archive-lifetime", metavar="COL", help="with --archive: each row lives ts + COL (default: until the result's exp)")
+    p.add_argument("--archive-every", type=int, metavar="T", help="with --archive: update interval Δ in time units (default: largest lifetime / 4√n)")
+    p.add_argument("--archive-variant", default="rebuild", choices=list(VARIANTS), help="with --archive: index variant (default rebuild, the doubly partitioned index)")
+    p.add_argument("--archive-n", type=int, default=16, metavar="N", help="with --archive: sub-indices, G = E = √N (default 16)")
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
@@ -176,6 +189,19 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--clock", default="cpu", choices=["cpu", "wall"], help="process CPU time (default) or wall time (perf_counter)")
     c.add_argument("--rounds", type=int, help="measurements per point, median kept (default 3, 1 with --quick)")
     c.set_defaults(func=cmd_calibrate)
+
+    ar = sub.add_parser("archive", help="read an archive written by run --archive")
+    arsub = ar.add_subparsers(dest="action", required=True, metavar="ACTION")
+    ap = arsub.add_parser("probe", help="CSV of the unexpired rows with a key")
+    ap.add_argument("dir", metavar="DIR")
+    ap.add_argument("key", metavar="KEY")
+    asc = arsub.add_parser("scan", help="CSV of the unexpired rows, optionally of a key range")
+    asc.add_argument("dir", metavar="DIR")
+    asc.add_argument("--from", dest="lo", metavar="KEY", help="smallest key")
+    asc.add_argument("--to", dest="hi", metavar="KEY", help="largest key")
+    ai = arsub.add_parser("info", help="the archive's layout, current time, rows per sub-index and live files, as JSON")
+    ai.add_argument("dir", metavar="DIR")
+    ar.set_defaults(func=cmd_archive)
 
     a = sub.add_parser("algorithms", help="list the join algorithms")
     a.set_defaults(func=cmd_algorithms)

@@ -1,4 +1,4 @@
-"""The ``slidewise`` commands' handlers: run, run-many, demo, explain, generate, calibrate, algorithms.
+"""The ``slidewise`` commands' handlers: run, run-many, demo, explain, generate, calibrate, archive, algorithms.
 
 :mod:`slidewise.cli` builds the parser and dispatches to these; each takes
 the parsed arguments and returns the exit status.
@@ -216,6 +216,8 @@ def cmd_run(args) -> int:
         from slidewise.spark.batch import batch_from_args
 
         result = batch_from_args(args, _sources(args.source), opts, _operator_options(args))
+    elif args.engine == "spark" and args.archive:
+        raise OptionError("--archive works with the local engine only", hint="run with --engine local")
     elif args.engine == "spark":
         from slidewise.spark.cli import run_from_args
 
@@ -247,6 +249,7 @@ def cmd_run(args) -> int:
             run_options=opts,
             **_operator_options(args),
             **kwargs_from_args(args),
+            **_archive_options(args),
         )
     code = _finish_run(args, result.stats)
     if code:
@@ -255,6 +258,41 @@ def cmd_run(args) -> int:
         _print_summary(result.stats, result.results)
         if summary_line(result.stats):
             print(summary_line(result.stats), file=sys.stderr)
+        if "archive" in result.stats:
+            a = result.stats["archive"]
+            print(
+                f"archive {a['dir']}: {a['rows']:,} unexpired rows at {a['now']} after {a['updates']:,} updates "
+                f"({a['inserted']:,} inserted, {a['deleted']:,} expired, {a['expired_on_arrival']:,} already expired when due)",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _archive_options(args) -> dict:
+    """``--archive*`` as the keywords of :func:`slidewise.run`; none without --archive."""
+    if not args.archive:
+        given = [f"--archive-{n}" for n in ("key", "lifetime", "every") if getattr(args, f"archive_{n}") is not None]
+        if given:
+            raise OptionError(f"{given[0]} needs --archive DIR", hint="add --archive DIR, or drop it")
+        return {}
+    names = ("archive", "archive_key", "archive_lifetime", "archive_every", "archive_variant", "archive_n")
+    return {n: getattr(args, n) for n in names}
+
+
+def cmd_archive(args) -> int:
+    """``slidewise archive probe|scan|info DIR``: rows as CSV on stdout (exp >= the archive's current time), or its facts."""
+    from slidewise.archive import Archive
+    from slidewise.runtime.sinks import open_sink
+
+    archive = Archive.open(args.dir)
+    if args.action == "info":
+        m = archive.manifest
+        facts = {"key": m["key"], "now": m["now"], "updates": m["updates"], "layout": m["layout"], "rows": archive.rows(), "cell_rows": archive.cell_rows()}
+        print(json.dumps({**facts, "files": archive.live_files()}, indent=2))
+        return 0
+    table = archive.probe(args.key) if args.action == "probe" else archive.read(args.lo, args.hi)
+    with open_sink("-", table.column_names) as sink:  # the same CSV as run --out -
+        sink.write({c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names})
     return 0
 
 

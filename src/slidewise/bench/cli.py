@@ -133,6 +133,19 @@ def _synopses(args) -> int:
     return 0
 
 
+def _archive(args) -> int:
+    from slidewise.bench.archive import NS, VARIANTS, run_archive_bench
+
+    _positive(args.rate, "--rate", "rows per update, e.g. --rate 2000")
+    _positive(args.updates, "--updates", "measured updates, e.g. --updates 16")
+    _positive(args.slots, "--slots", "updates per largest lifetime, e.g. --slots 32")
+    ns = NS if args.n is None else tuple(_positive_ints(args.n, "--n"))
+    variants = VARIANTS if args.variants is None else tuple(args.variants.split(","))
+    report = run_archive_bench(args.out, rate=args.rate, slots=args.slots, updates=args.updates, ns=ns, variants=variants, fluctuate=args.fluctuate, progress=_say)
+    print_table("slidewise bench archive", report["summary"])
+    return 0 if report["summary"]["correct"] else 1
+
+
 def _positive_ints(text: str, option: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",")]
@@ -275,6 +288,21 @@ def build_parser() -> argparse.ArgumentParser:
     sy.add_argument("--windows", type=int, default=256, help="windows answered per b (default 256)")
     sy.add_argument("--groups", type=int, default=16, help="groups per pane (default 16)")
     sy.add_argument("--rounds", type=int, default=3, metavar="N", help="timing rounds, best kept (default 3)")
+
+    ar = _experiment(
+        sub,
+        "archive",
+        _archive,
+        "Golab's thesis §4.4: doubly partitioned vs wave index",
+        "Update, probe and scan times and update I/O against n for the doubly partitioned index (Rebuild, NoRebuild, chronological) "
+        "and the wave index (R-ins, D-ins) on variable lifetimes; archive.json/.png. Exit status 1 if a probe or scan is wrong.",
+    )
+    ar.add_argument("--rate", type=int, default=2000, help="rows per update (default 2000)")
+    ar.add_argument("--slots", type=int, default=32, help="updates per largest lifetime S / Δ (default 32)")
+    ar.add_argument("--updates", type=int, default=16, help="measured updates after the index is full (default 16)")
+    ar.add_argument("--n", metavar="N,N,...", help="numbers of sub-indices (default 4,9,16,25)")
+    ar.add_argument("--variants", metavar="V,V,...", help="variants (default rebuild,norebuild,rebuild-chr,r-ins,d-ins)")
+    ar.add_argument("--fluctuate", action="store_true", help="the rate varies at random by up to 4x between updates (§4.4.4)")
 
     s = _experiment(
         sub,

@@ -10,12 +10,13 @@ Python), ``processor`` (their Spark glue), ``join`` (the pipeline), ``sinks``
 the join path), ``plan_state``, ``plan_stream`` and ``plan_runner`` (the plan path),
 ``batch`` (batch replay), ``dataframe`` (the Spark-native API: :func:`query` over DataFrames, a
 DataFrame out, for joins and general queries; :func:`end_input`), ``follow`` (the local engine
-following Kafka topics: the stages in-process, without Spark). Importing this package does not start a JVM.
+following Kafka topics: the stages in-process, without Spark), ``archive`` (:func:`read_archive`: an archive's unexpired rows).
+Importing this package does not start a JVM.
 """
 
 from __future__ import annotations
 
-__all__ = ["SparkRun", "end_input", "get_session", "query", "read_results", "run_spark", "start_spark"]
+__all__ = ["SparkRun", "end_input", "get_session", "query", "read_archive", "read_results", "run_spark", "start_spark"]
 
 
 def __getattr__(name: str):
@@ -31,6 +32,10 @@ def __getattr__(name: str):
         from slidewise.spark.session import get_session
 
         return get_session
+    if name == "read_archive":
+        from slidewise.spark.archive import read_archive
+
+        return read_archive
     if name == "read_results":
         from slidewise.spark.sinks import read_results
 

@@ -1,0 +1,320 @@
+"""An on-disk archive of rows with variable lifetimes, kept by a doubly partitioned index.
+
+Golab, "Sliding Window Query Processing over Data Streams" (PhD thesis, Waterloo
+2006), ch. 4: rows with a key and an expiration time ``exp`` are buffered and
+added by periodic updates; an update at ``now`` also removes every row with
+``exp < now``, so the archive always holds exactly the rows with
+``exp >= now`` (its current time). Rows go to the cells of a
+:class:`~slidewise.archive.layout.Layout`; an update rewrites only the cells
+that receive rows or hold expired ones (``min_exp < now`` in the manifest).
+
+* ``rebuild`` (REINDEX for the wave index): a touched cell is read, purged,
+  merged with its new rows and re-clustered into one file sorted by key.
+* ``norebuild`` (DEL): new rows become one more sorted run of the cell; runs
+  whose rows all expired are dropped unread, runs with some expired rows
+  are rewritten without them.
+
+Probes (:meth:`Archive.probe`, :meth:`Archive.scan`) read one row group at a
+time, skipping row groups by their key statistics, so their memory is a row
+group, and an update holds one cell (plus the new rows) at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from slidewise.archive import store
+from slidewise.archive.layout import Layout
+from slidewise.errors import ExecutionError, OptionError
+
+
+class Archive:
+    """An archive directory: ``create`` a new one or ``open`` an existing one, then ``update`` and probe it."""
+
+    def __init__(self, root: Path, manifest: dict):
+        self.root = root
+        self.manifest = manifest
+        self.layout = Layout.from_json(manifest["layout"])
+        self._meta: dict[str, pq.FileMetaData] = {}
+
+    @classmethod
+    def create(
+        cls,
+        root: str | Path,
+        *,
+        key: str,
+        exp: str = "exp",
+        variant: str = "rebuild",
+        n: int = 16,
+        every: int = 1,
+        max_lifetime: int | None = None,
+        g: int | None = None,
+        e: int | None = None,
+        row_group_rows: int = 65536,
+    ) -> Archive:
+        """A new, empty archive at ``root`` (an empty or missing directory)."""
+        root = Path(root)
+        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+            raise OptionError("the archive directory exists and is not empty", location=str(root), hint="open it with Archive.open, or give a new directory")
+        if row_group_rows < 1:
+            raise OptionError(f"row_group_rows must be positive, not {row_group_rows}", hint="e.g. 65536")
+        layout = Layout.make(variant, n=n, every=every, max_lifetime=max_lifetime, g=g, e=e)
+        root.mkdir(parents=True, exist_ok=True)
+        manifest = {
+            "format": store.FORMAT,
+            "key": key,
+            "exp": exp,
+            "layout": layout.to_json(),
+            "row_group_rows": int(row_group_rows),
+            "now": None,
+            "updates": 0,
+            "schema": None,
+            "cells": {},
+            "previous": [],
+            "next_file": 0,
+        }
+        store.write_manifest(root, manifest)
+        return cls(root, manifest)
+
+    @classmethod
+    def open(cls, root: str | Path) -> Archive:
+        """The archive at ``root`` as its last completed update left it."""
+        root = Path(root)
+        return cls(root, store.read_manifest(root))
+
+    # --- facts -----------------------------------------------------------------------------
+    @property
+    def key(self) -> str:
+        return self.manifest["key"]
+
+    @property
+    def exp(self) -> str:
+        return self.manifest["exp"]
+
+    @property
+    def now(self) -> int | None:
+        """The instant of the last update: the archive holds exactly the rows with ``exp >= now``."""
+        return self.manifest["now"]
+
+    @property
+    def updates(self) -> int:
+        return self.manifest["updates"]
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        return store.decode_schema(self.manifest["schema"])
+
+    def rows(self) -> int:
+        return sum(f["rows"] for files in self.manifest["cells"].values() for f in files)
+
+    def live_files(self) -> list[str]:
+        """Absolute paths of the live Parquet files (for other readers, e.g. ``spark.read.parquet``)."""
+        return [str(self.root / name) for name in store.live_names(self.manifest)]
+
+    def cell_rows(self) -> list[int]:
+        """Rows per cell, cells 0 .. n-1."""
+        cells = self.manifest["cells"]
+        return [sum(f["rows"] for f in cells.get(str(c), [])) for c in range(self.layout.n)]
+
+    # --- update ----------------------------------------------------------------------------
+    def update(self, now: int, rows: pa.Table | pd.DataFrame | dict | None = None) -> dict:
+        """Add ``rows`` and remove every row with ``exp < now``, atomically; counts of what was done."""
+        now = int(now)
+        if self.now is not None and now < self.now:
+            raise ExecutionError(f"archive update at {now} is before its current time {self.now}", location=str(self.root), hint="updates go forward in time")
+        table = self._incoming(rows)
+        m = self.manifest
+        stats = {
+            "now": now,
+            "inserted": 0,
+            "expired_on_arrival": 0,
+            "deleted": 0,
+            "cells_touched": 0,
+            "files_read": 0,
+            "rows_read": 0,
+            "files_written": 0,
+            "rows_written": 0,
+        }
+        store.collect_garbage(self.root, set(store.live_names(m)) | set(m["previous"]))
+        by_cell: dict[int, pa.Table] = {}
+        if table is not None and table.num_rows:
+            exp = table.column(self.exp).to_numpy(zero_copy_only=False)
+            alive = exp >= now
+            stats["expired_on_arrival"] = int((~alive).sum())
+            table = table.filter(pa.array(alive))
+            where = self.layout.cells(now, exp[alive])
+            for cell in np.unique(where):
+                by_cell[int(cell)] = table.filter(pa.array(where == cell))
+            stats["inserted"] = table.num_rows
+        cells = {c: list(files) for c, files in m["cells"].items()}
+        touched = sorted(set(by_cell) | {int(c) for c, files in cells.items() if any(f["min_exp"] < now for f in files)})
+        for cell in touched:
+            files = cells.pop(str(cell), [])
+            rebuild = self._rebuild if self.layout.strategy == "rebuild" else self._runs
+            kept = rebuild(cell, files, by_cell.get(cell), now, stats)
+            if kept:
+                cells[str(cell)] = kept
+        stats["cells_touched"] = len(touched)
+        new = {**m, "now": now, "updates": m["updates"] + 1, "cells": cells, "previous": store.live_names(m)}
+        if table is not None and m["schema"] is None:
+            new["schema"] = store.encode_schema(table.schema)
+        store.write_manifest(self.root, new)
+        self.manifest = new
+        store.collect_garbage(self.root, set(store.live_names(new)) | set(new["previous"]))
+        return stats
+
+    def _incoming(self, rows: pa.Table | pd.DataFrame | dict | None) -> pa.Table | None:
+        """``rows`` as an Arrow table of the archive's schema; an ExecutionError naming what does not fit."""
+        if rows is None:
+            return None
+        table = rows if isinstance(rows, pa.Table) else pa.Table.from_pandas(rows, preserve_index=False) if isinstance(rows, pd.DataFrame) else pa.table(rows)
+        for col, role in ((self.key, "key"), (self.exp, "expiration")):
+            if col not in table.column_names:
+                raise ExecutionError(f"the rows lack the archive's {role} column {col!r}", location=str(self.root), hint=f"they have {table.column_names}")
+        if not pa.types.is_integer(table.schema.field(self.exp).type):
+            raise ExecutionError(
+                f"the archive's expiration column {self.exp!r} must be integer, not {table.schema.field(self.exp).type}",
+                location=str(self.root),
+                hint="exp is an instant in the rows' time unit",
+            )
+        if table.column(self.exp).null_count:
+            raise ExecutionError(
+                f"{table.column(self.exp).null_count} rows have no expiration time", location=str(self.root), hint=f"every row needs a value in {self.exp!r}"
+            )
+        schema = self.schema
+        if schema is None:
+            return table.cast(pa.schema([f.with_type(pa.int64()) if f.name == self.exp else f for f in table.schema]))
+        if table.column_names != schema.names:
+            raise ExecutionError("the rows' columns differ from the archive's", location=str(self.root), hint=f"archive: {schema.names}; rows: {table.column_names}")
+        try:
+            return table.cast(schema)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise ExecutionError(f"the rows do not fit the archive's column types: {exc}", location=str(self.root), hint=f"archive schema: {schema}") from None
+
+    def _sorted(self, table: pa.Table) -> pa.Table:
+        return table.sort_by([(self.key, "ascending"), (self.exp, "ascending")])
+
+    def _write(self, table: pa.Table, cell: int, stats: dict) -> dict:
+        """One new sorted file of ``cell``; its manifest entry."""
+        m = self.manifest
+        name = f"u{m['updates'] + 1:07d}-c{cell:04d}-{m['next_file']:08d}.parquet"
+        m["next_file"] += 1
+        store.write_parquet(self.root / name, table, m["row_group_rows"])
+        exp = table.column(self.exp)
+        stats["files_written"] += 1
+        stats["rows_written"] += table.num_rows
+        return {"file": name, "rows": table.num_rows, "min_exp": int(pc.min(exp).as_py()), "max_exp": int(pc.max(exp).as_py())}
+
+    def _read_alive(self, entry: dict, now: int, stats: dict) -> pa.Table:
+        table = pq.read_table(self.root / entry["file"])
+        stats["files_read"] += 1
+        stats["rows_read"] += table.num_rows
+        if entry["min_exp"] >= now:
+            return table
+        alive = table.filter(pc.greater_equal(table.column(self.exp), now))
+        stats["deleted"] += table.num_rows - alive.num_rows
+        return alive
+
+    def _rebuild(self, cell: int, files: list[dict], new: pa.Table | None, now: int, stats: dict) -> list[dict]:
+        """Rebuild: the cell's live rows and its new rows re-clustered into one file."""
+        parts = []
+        for entry in files:
+            if entry["max_exp"] < now:
+                stats["deleted"] += entry["rows"]
+            else:
+                parts.append(self._read_alive(entry, now, stats))
+        if new is not None:
+            parts.append(new)
+        parts = [p for p in parts if p.num_rows]
+        if not parts:
+            return []
+        return [self._write(self._sorted(pa.concat_tables(parts)), cell, stats)]
+
+    def _runs(self, cell: int, files: list[dict], new: pa.Table | None, now: int, stats: dict) -> list[dict]:
+        """NoRebuild: drop runs that expired whole, rewrite runs that expired in part, add the new rows as a run."""
+        kept = []
+        for entry in files:
+            if entry["max_exp"] < now:
+                stats["deleted"] += entry["rows"]
+            elif entry["min_exp"] < now:
+                alive = self._read_alive(entry, now, stats)
+                if alive.num_rows:
+                    kept.append(self._write(alive, cell, stats))
+            else:
+                kept.append(entry)
+        if new is not None and new.num_rows:
+            kept.append(self._write(self._sorted(new), cell, stats))
+        return kept
+
+    # --- probes ----------------------------------------------------------------------------
+    def probe(self, key: object) -> pa.Table:
+        """The rows with ``key`` (exp >= now), as one table."""
+        value = self._key_value(key)
+        return self._concat(self._select(value, value))
+
+    def scan(self, lo: object = None, hi: object = None) -> Iterator[pa.Table]:
+        """The rows with ``lo <= key <= hi`` (either bound may be None), one row group at a time."""
+        return self._select(None if lo is None else self._key_value(lo), None if hi is None else self._key_value(hi))
+
+    def read(self, lo: object = None, hi: object = None) -> pa.Table:
+        """:meth:`scan` as one table."""
+        return self._concat(self.scan(lo, hi))
+
+    def _concat(self, parts: Iterator[pa.Table]) -> pa.Table:
+        tables = list(parts)
+        if tables:
+            return pa.concat_tables(tables)
+        schema = self.schema
+        return schema.empty_table() if schema is not None else pa.table({})
+
+    def _key_value(self, key: Any) -> Any:
+        """``key`` in the type of the key column (a probe from the command line gives text)."""
+        schema = self.schema
+        if schema is None:
+            return key
+        kind = schema.field(self.key).type
+        try:
+            if pa.types.is_integer(kind):
+                return int(key)
+            if pa.types.is_floating(kind):
+                return float(key)
+            if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+                return str(key)
+        except (TypeError, ValueError):
+            raise OptionError(
+                f"key {key!r} is no value of the archive's key column {self.key!r} ({kind})", location=str(self.root), hint="give a key of that type"
+            ) from None
+        return key
+
+    def _select(self, lo: object, hi: object) -> Iterator[pa.Table]:
+        now = self.now
+        for name in store.live_names(self.manifest):
+            path = self.root / name
+            meta = self._meta.get(name)
+            pf = pq.ParquetFile(path, metadata=meta)
+            if meta is None:
+                self._meta[name] = pf.metadata
+            col = pf.schema_arrow.get_field_index(self.key)
+            for i in range(pf.metadata.num_row_groups):
+                st = pf.metadata.row_group(i).column(col).statistics
+                if st is not None and st.has_min_max and ((lo is not None and st.max < lo) or (hi is not None and st.min > hi)):
+                    continue
+                table = pf.read_row_group(i)
+                keys = table.column(self.key)
+                mask = pc.greater_equal(table.column(self.exp), now) if now is not None else None
+                for bound, op in ((lo, pc.greater_equal), (hi, pc.less_equal)):
+                    if bound is not None:
+                        cond = op(keys, bound)
+                        mask = cond if mask is None else pc.and_(mask, cond)
+                if mask is not None:
+                    table = table.filter(mask)
+                if table.num_rows:
+                    yield table

@@ -1,0 +1,117 @@
+"""A query's results into an archive: buffered, then added by an update every Δ of result time.
+
+:class:`ArchiveWriter` is a callable sink (one pandas DataFrame of results
+per call). A row's expiration is the result's ``exp`` column, or ``ts`` plus
+the ``lifetime`` column; rows wait in memory until the first update instant
+at or after their ``ts`` (instants on the grid of ``every``), and ``close``
+makes a last update at the latest result time, which becomes the archive's
+current time. A directory that already holds an archive is continued.
+Without ``every``, Δ is the largest lifetime of the first results divided by
+4·max(G, E) (so a lifetime spans several rounds of the round-robin).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from slidewise.archive.index import Archive
+from slidewise.archive.layout import Layout
+from slidewise.errors import ExecutionError, OptionError
+
+
+class ArchiveWriter:
+    """Results of a run into the archive at ``root``, keyed by ``key``."""
+
+    def __init__(self, root: str | Path, *, key: str, lifetime: str | None = None, every: int | None = None, variant: str = "rebuild", n: int = 16):
+        if not key:
+            raise OptionError("--archive needs --archive-key COL", hint="the result column the archive is probed by, e.g. --archive-key dns.orig_h")
+        self.root, self.key, self.lifetime, self.every, self.variant, self.n = Path(root), key, lifetime, every, variant, n
+        Layout.make(variant, n=n, every=every or 1)  # options are checked before the run starts
+        self.archive: Archive | None = Archive.open(self.root) if (self.root / "manifest.json").exists() else None
+        if self.archive is not None and self.archive.key != key:
+            raise OptionError(
+                f"the archive is keyed by {self.archive.key!r}, not {key!r}", location=str(self.root), hint=f"use --archive-key {self.archive.key} or a new directory"
+            )
+        if self.archive is not None:
+            self.every = self.archive.layout.every
+        if self.root.exists() and self.archive is None and (not self.root.is_dir() or any(self.root.iterdir())):
+            raise OptionError("--archive names a directory that holds something else than an archive", location=str(self.root), hint="give a new or empty directory")
+        self.buffer: list[pd.DataFrame] = []
+        self.next: int | None = None
+        self.last_ts: int | None = None
+        self.stats: dict[str, Any] = {"dir": str(self.root), "updates": 0, "inserted": 0, "expired_on_arrival": 0, "deleted": 0}
+
+    def __call__(self, frame: pd.DataFrame) -> None:
+        if not len(frame):
+            return
+        frame = self._with_exp(frame)
+        if self.archive is None:
+            self._create(frame)
+        assert self.archive is not None and self.every is not None
+        self.buffer.append(frame)
+        ts = frame["ts"].to_numpy()
+        self.last_ts = int(ts.max()) if self.last_ts is None else max(self.last_ts, int(ts.max()))
+        if self.next is None:
+            self.next = max((int(ts.min()) // self.every + 1) * self.every, self.archive.now or 0)
+        while self.last_ts >= self.next:
+            rows = pd.concat(self.buffer, ignore_index=True)
+            due = rows["ts"].to_numpy() <= self.next
+            self._update(self.next, rows[due])
+            rest = rows[~due]
+            self.buffer = [rest] if len(rest) else []
+            step = self.next + self.every
+            self.next = max(step, (int(rest["ts"].min()) // self.every + 1) * self.every) if len(rest) else step
+
+    def close(self) -> dict:
+        """The last update (at the latest result time); the archive's counts."""
+        if self.archive is None:
+            self.archive = Archive.create(self.root, key=self.key, variant=self.variant, n=self.n, every=self.every or 1)
+        if self.buffer or self.last_ts is not None:
+            rows = pd.concat(self.buffer, ignore_index=True) if self.buffer else None
+            now = max(self.last_ts or 0, self.archive.now or 0)
+            self._update(now, rows)
+            self.buffer = []
+        self.stats.update(now=self.archive.now, rows=self.archive.rows(), variant=self.archive.layout.variant, every=self.archive.layout.every)
+        return self.stats
+
+    def _with_exp(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The rows with their ``exp``; an ExecutionError for rows an archive cannot hold."""
+        columns = list(frame.columns)
+        if self.key not in columns:
+            raise ExecutionError(f"--archive-key {self.key!r} is not a result column", hint=f"the results have {columns}")
+        if "ts" not in columns:
+            raise ExecutionError("the archive needs the results' ts column", hint=f"the results have {columns}")
+        if "sign" in columns and (frame["sign"].to_numpy() < 0).any():
+            raise ExecutionError(
+                "the archive keeps results with known lifetimes, but this query retracts results (sign -1)",
+                hint="archive an ISTREAM query, or give the lifetime with --archive-lifetime COL",
+            )
+        if self.lifetime is not None:
+            if self.lifetime not in columns:
+                raise ExecutionError(f"--archive-lifetime {self.lifetime!r} is not a result column", hint=f"the results have {columns}")
+            life = frame[self.lifetime].to_numpy()
+            if not np.issubdtype(life.dtype, np.integer) or (life < 0).any():
+                raise ExecutionError(f"--archive-lifetime {self.lifetime!r} must hold non-negative integers", hint="lifetimes in the time unit of ts")
+            return frame.assign(exp=frame["ts"].to_numpy() + life)
+        if "exp" not in columns:
+            raise ExecutionError("the results have no exp column to expire archived rows by", hint="give each row's lifetime with --archive-lifetime COL")
+        return frame
+
+    def _create(self, frame: pd.DataFrame) -> None:
+        life = int((frame["exp"].to_numpy() - frame["ts"].to_numpy()).max())
+        layout = Layout.make(self.variant, n=self.n)
+        every = self.every or max(1, math.ceil(life / (4 * max(layout.g, layout.e))))
+        self.archive = Archive.create(self.root, key=self.key, variant=self.variant, n=self.n, every=every, max_lifetime=max(life, 1))
+        self.every = every
+
+    def _update(self, now: int, rows: pd.DataFrame | None) -> None:
+        assert self.archive is not None
+        got = self.archive.update(now, rows)
+        self.stats["updates"] += 1
+        for name in ("inserted", "expired_on_arrival", "deleted"):
+            self.stats[name] += got[name]
