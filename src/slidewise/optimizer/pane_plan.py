@@ -5,11 +5,11 @@ SLIDE D] [WHERE filter] GROUP BY keys [HAVING condition]`` on one stream (or
 ISTREAM / DSTREAM when every key is an output column) — the plan
 ``Output(RSTREAM every D) ← [Project] ← [Select] ← Aggregate ←
 [Select] ← Scan`` with plain-column keys and COUNT / SUM / AVG / MIN / MAX /
-MEDIAN / QUANTILE ([DISTINCT]) of a plain column — and returns a :class:`SlidingAggregate`; any
+MEDIAN / QUANTILE ([DISTINCT]), TOPK, APPROX_COUNT_DISTINCT / APPROX_QUANTILE of a plain column — and returns a :class:`SlidingAggregate`; any
 other plan gets ``None`` and runs as the per-tuple operator network.
 :mod:`slidewise.runtime.pane_engine` executes it over panes (Golab's thesis,
 §2.3.4): subtractable aggregates (DISTINCT ones as frequency counts) through the
-running synopsis, MIN/MAX
+running synopsis, MIN/MAX and the sketches of APPROX_*
 through the interval synopsis (the basic interval synopsis for windows of
 at most :data:`BASIC_MAX_PANES` panes).
 
@@ -89,7 +89,7 @@ class SlidingAggregate:
             if k != "ts" and dtypes[k].kind == "f":
                 return f"group key {self.alias}.{k} is a float column (NaN keys)"
         for a in self.aggs:
-            if a.arg is not None and a.func != "count" and dtypes[a.arg.attr].kind not in "biuf":  # type: ignore[attr-defined]  # only Col arguments
+            if a.arg is not None and a.func not in ("count", "approx_count_distinct") and dtypes[a.arg.attr].kind not in "biuf":  # type: ignore[attr-defined]  # only Col arguments
                 return f"{a.name} over a non-numeric column"
         return None
 
