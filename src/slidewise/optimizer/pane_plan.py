@@ -107,7 +107,7 @@ def match(plan: Plan) -> SlidingAggregate | None:
     having = None
     if isinstance(node, Select):
         having, node = node.predicate, node.child
-        if not _simple(having, outputs=True):
+        if not simple(having, outputs=True):
             return None
     if not isinstance(node, Aggregate) or not node.aggs and not node.keys:
         return None
@@ -115,7 +115,7 @@ def match(plan: Plan) -> SlidingAggregate | None:
     where = None
     if isinstance(node, Select):
         where, node = node.predicate, node.child
-        if not _simple(where, outputs=False):
+        if not simple(where, outputs=False):
             return None
     if not isinstance(node, Scan) or node.kind != "stream":
         return None
@@ -140,21 +140,22 @@ def match(plan: Plan) -> SlidingAggregate | None:
     )
 
 
-def _simple(e: Expr, outputs: bool) -> bool:
+def simple(e: Expr, outputs: bool, stream: int = 0) -> bool:
     """Comparisons, AND / OR / NOT, + - * and ABS over columns and literals (no / or %: their
-    per-row errors would differ); ``outputs``: columns of the aggregate's output only."""
+    per-row errors would differ); ``outputs``: columns of the aggregate's output only, else of
+    input ``stream`` only."""
     if isinstance(e, Col):
-        return (e.stream < 0) == outputs and (outputs or e.stream == 0)
+        return (e.stream < 0) == outputs and (outputs or e.stream == stream)
     if isinstance(e, Lit):
         return isinstance(e.value, (int, float, str)) and not isinstance(e.value, bool)
     if isinstance(e, BinOp):
-        return e.op in "+-*" and _simple(e.left, outputs) and _simple(e.right, outputs)
+        return e.op in "+-*" and simple(e.left, outputs, stream) and simple(e.right, outputs, stream)
     if isinstance(e, Cmp):
-        return _simple(e.left, outputs) and _simple(e.right, outputs)
+        return simple(e.left, outputs, stream) and simple(e.right, outputs, stream)
     if isinstance(e, (And, Or)):
-        return all(_simple(i, outputs) for i in e.items)
+        return all(simple(i, outputs, stream) for i in e.items)
     if isinstance(e, Not):
-        return _simple(e.item, outputs)
+        return simple(e.item, outputs, stream)
     if isinstance(e, Func):
-        return e.name == "abs" and all(_simple(a, outputs) for a in e.args)
+        return e.name == "abs" and all(simple(a, outputs, stream) for a in e.args)
     return False
