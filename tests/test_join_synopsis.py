@@ -133,3 +133,16 @@ def test_explain_shows_the_join_synopsis(capsys):
         "path         join synopsis: per-key partials of each input (running synopsis and interval synopsis) on A.k = B.k, no join results formed, "
         "pane s=10, b=10,10; partials kept per key and input / probed per answer: running 11 / 2, interval 21 / at most 8"
     ) in capsys.readouterr().out
+
+
+def test_timestamps_as_join_column_and_argument():
+    rng = np.random.default_rng(2)
+    a, b = ({"ts": np.sort(rng.integers(0, 100, 200)), "k": rng.integers(0, 5, 200)} for _ in range(2))
+    streams = {"A": pd.DataFrame(a), "B": pd.DataFrame(b)}
+    for q in [
+        "SELECT RSTREAM(A.k, MAX(A.ts) AS m, MIN(B.ts) AS mb, COUNT(*) AS n) FROM A [RANGE 20 SLIDE 5], B [RANGE 10 SLIDE 5] WHERE A.k = B.k GROUP BY A.k",
+        "SELECT RSTREAM(A.ts, COUNT(*) AS n) FROM A [RANGE 20 SLIDE 5], B [RANGE 10 SLIDE 5] WHERE A.ts = B.ts GROUP BY A.ts",
+    ]:
+        res = execute_plan(parse_plan(q), streams, collect=True)
+        assert res.stats["path"].startswith("join synopsis:")
+        assert rows(res.results) == rows(execute_plan(parse_plan(q), streams, collect=True, panes=False).results) != []

@@ -172,7 +172,8 @@ def _sliding(plan: Plan, sources: dict, table_names: list[str]):
     if spec is None or table_names:
         return None
     if isinstance(spec, JoinAggregate):
-        return spec if spec.refuse((dict(sources[spec.sources[0]].schema), dict(sources[spec.sources[1]].schema))) is None else None
+        ts = {"ts": np.dtype(np.int64)}
+        return spec if spec.refuse(({**ts, **dict(sources[spec.sources[0]].schema)}, {**ts, **dict(sources[spec.sources[1]].schema)})) is None else None
     return spec if spec.refuse(dict(sources[spec.source].schema)) is None else None
 
 
@@ -199,7 +200,8 @@ def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions
 
     if isinstance(spec, JoinAggregate):
         sides = [names.index(src) for src in spec.sources]
-        join_run = JoinPaneRun(spec, (dict(opened[sides[0]].schema), dict(opened[sides[1]].schema)), emit)
+        left, right = ({"ts": np.dtype(np.int64), **dict(opened[i].schema)} for i in sides)
+        join_run = JoinPaneRun(spec, (left, right), emit)
         run: PaneRun | JoinPaneRun = join_run
 
         def feed(chunk) -> None:
