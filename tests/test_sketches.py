@@ -195,3 +195,19 @@ def test_without_the_extra_a_query_names_it(monkeypatch):
     with pytest.raises(OptionError) as e:
         bind(parse_plan("SELECT RSTREAM(S.a, APPROX_COUNT_DISTINCT(S.x) AS d) FROM S [RANGE 4 SLIDE 2] GROUP BY S.a"), {"S": {"a": "int", "x": "int"}})
     assert str(e.value) == ("query line 1, column 21: APPROX_COUNT_DISTINCT needs datasketches, which is not installed (hint: pip install 'slidewise[sketches]')")
+
+
+def test_queries_sharing_sketch_partials_answer_as_alone():
+    from slidewise.many import run_many
+
+    frame = long_stream(seed=5, n=4000)
+    queries = {
+        "wide": "SELECT RSTREAM(S.a, APPROX_COUNT_DISTINCT(S.x) AS d) FROM S [RANGE 399 SLIDE 40] GROUP BY S.a",
+        "narrow": "SELECT RSTREAM(S.a, APPROX_COUNT_DISTINCT(S.x) AS d, APPROX_QUANTILE(S.f, 0.5) AS m) FROM S [RANGE 79 SLIDE 40] WHERE S.x > 3 GROUP BY S.a",
+    }
+    shared, alone = run_many(queries, {"S": frame}), run_many(queries, {"S": frame}, shared=False)
+    wide = rows(shared.results["wide"].results)
+    assert wide == rows(alone.results["wide"].results) and wide  # HLL is deterministic
+    for row in rows(shared.results["narrow"].results):
+        w = frame[(frame.ts >= row[-2] - 79) & (frame.ts <= row[-2]) & (frame.a == row[0]) & (frame.x > 3)]
+        assert count_ok(row[1], w.x.nunique()) and rank_ok(row[2], w.f, 0.5)
