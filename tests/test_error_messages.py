@@ -269,7 +269,7 @@ EXPRESSIONS = [
         "unknown_function",
         "SELECT * FROM S1 WHERE sqrt(S1.a) > 1",
         "query line 1, column 24: unknown function 'sqrt' (hint: functions: ABS, CEIL, COALESCE, FLOOR, LENGTH, LOWER, ROUND, SUBSTR, UPPER, CAST(x AS type); "
-        "aggregates: COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE, TOPK)\n"
+        "aggregates: COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE, TOPK, APPROX_COUNT_DISTINCT, APPROX_QUANTILE)\n"
         "SELECT * FROM S1 WHERE sqrt(S1.a) > 1\n"
         "                       ^",
     ),

@@ -187,7 +187,7 @@ def test_synopses_equal_brute_force(data):
     lo = rng.integers(0, panes + 1, 8)
     hi = np.minimum(panes, lo + rng.integers(0, panes + 1, 8))
     for name in REGISTRY:
-        if name == "topk":  # tests/test_topk.py
+        if name in ("topk", "approx_count_distinct", "approx_quantile"):  # tests/test_topk.py, tests/test_sketches.py
             continue
         acc = accumulator(name, np.dtype(np.int64), param=0.25)
         partials = acc.partial(values, pane, group, (panes, groups))

@@ -75,7 +75,7 @@ class CheckpointError(SlidewiseError):
 
 
 #: the optional extras of ``pip install 'slidewise[...]'`` and the modules each provides
-EXTRAS = {"spark": ("pyspark", "google.protobuf"), "bench": ("duckdb", "matplotlib", "psutil"), "kafka": ("kafka", "fastavro")}
+EXTRAS = {"spark": ("pyspark", "google.protobuf"), "bench": ("duckdb", "matplotlib", "psutil"), "kafka": ("kafka", "fastavro"), "sketches": ("datasketches",)}
 
 
 def require_extra(extra: str, what: str) -> None:

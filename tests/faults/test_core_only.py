@@ -18,7 +18,7 @@ WITHOUT_EXTRAS = """\
 import runpy, sys
 class Missing:
     def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in ("pyspark", "py4j", "matplotlib", "psutil", "duckdb"):
+        if name.partition(".")[0] in ("pyspark", "py4j", "matplotlib", "psutil", "duckdb", "datasketches"):
             raise ModuleNotFoundError(f"No module named {name!r}")
 sys.meta_path.insert(0, Missing())
 sys.argv[0] = "slidewise"
@@ -52,6 +52,13 @@ def test_core_only_names_the_missing_extra(tmp_path):
     assert_clear_error(spark, "--engine spark needs pyspark, which is not installed", "pip install 'slidewise[spark]'")
     assert_clear_error(core_cli("demo", "--engine", "spark", cwd=tmp_path), "pip install 'slidewise[spark]'")
     assert_clear_error(core_cli("bench", "joins", cwd=tmp_path), "slidewise bench needs duckdb, which is not installed", "pip install 'slidewise[bench]'")
+    approx = "SELECT RSTREAM(S1.a, APPROX_COUNT_DISTINCT(S1.x) AS d) FROM S1 [RANGE 9 SLIDE 3] GROUP BY S1.a"
+    (tmp_path / "a.csv").write_text("ts,a,x\n1,2,3\n")
+    assert_clear_error(
+        core_cli("run", approx, "--source", "S1=a.csv", cwd=tmp_path),
+        "APPROX_COUNT_DISTINCT needs datasketches, which is not installed",
+        "pip install 'slidewise[sketches]'",
+    )
 
 
 def test_a_closed_stdout_ends_the_run_quietly(tmp_path, cli):

@@ -123,7 +123,12 @@ def test_state_holds_the_pane_partials_of_open_windows_only():
 
 def test_distinct_relations_and_joins_keep_the_operator_network():
     kinds = [KINDS]
-    for q in ["SELECT RSTREAM(S.a, COUNT(DISTINCT S.b) AS n) FROM S [RANGE 9 SLIDE 2] GROUP BY S.a", "SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 9] GROUP BY S.a"]:
+    for q in [
+        "SELECT RSTREAM(S.a, COUNT(DISTINCT S.b) AS n) FROM S [RANGE 9 SLIDE 2] GROUP BY S.a",
+        "SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 9] GROUP BY S.a",
+        "SELECT RSTREAM(S.a, APPROX_COUNT_DISTINCT(S.b) AS n) FROM S [RANGE 9 SLIDE 2] GROUP BY S.a",  # sketches: exact on the network
+        "SELECT RSTREAM(S.a, APPROX_QUANTILE(S.f, 0.5) AS n) FROM S [RANGE 9 SLIDE 2] GROUP BY S.a",
+    ]:
         plan = prune_columns(bind(parse_plan(q), {"S": KINDS}))
         assert pane_bucket(plan, ["S"], kinds, 0) is None, q
 
@@ -156,6 +161,21 @@ def test_spark_pane_path_equals_local(spark, tmp_path, name):
     want = local(query, frame)
     assert want and norm(res.results) == want
     assert res.stats["micro_batches"] >= 3 and res.stats["inputs"] == {"S": len(frame)}
+
+
+@pytest.mark.spark
+def test_spark_answers_approximate_aggregates_exactly(spark, tmp_path):
+    """APPROX_* on Spark run on the operator network (pane partials there are Arrow columns, a sketch is
+    not): the exact answers of the local per-tuple plan."""
+    from slidewise.spark.plan_runner import run_plan_spark
+
+    query = "SELECT RSTREAM(S.a, APPROX_COUNT_DISTINCT(S.b) AS d, APPROX_QUANTILE(S.f, 0.5) AS m) FROM S [RANGE 9 SLIDE 3] GROUP BY S.a"
+    frame = _frame(6)
+    csv_files(frame, tmp_path / "S", 2)
+    res = run_plan_spark(query, {"S": str(tmp_path / "S")}, spark=spark, max_files_per_trigger=1, once=True)
+    assert "path" not in res.stats
+    want = norm(execute_plan(parse_plan(query), {"S": frame}, collect=True, panes=False).results)
+    assert want and norm(res.results) == want
 
 
 @pytest.mark.spark

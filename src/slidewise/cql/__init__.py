@@ -77,7 +77,8 @@ General queries (Golab's thesis §3.4; :func:`parse_plan`, :func:`parse_any`) ad
     [UNION [ALL] | EXCEPT  SELECT ...]
 
 with aggregates ``COUNT(*)``, ``COUNT(x)``, ``COUNT(DISTINCT x)``, ``SUM``,
-``AVG``, ``MIN``, ``MAX`` as whole select items. ``UNION`` and ``UNION ALL``
+``AVG``, ``MIN``, ``MAX``, ``MEDIAN``, ``QUANTILE(x, p)``, ``TOPK(k, x)``,
+``APPROX_COUNT_DISTINCT``, ``APPROX_QUANTILE(x, p)`` as whole select items. ``UNION`` and ``UNION ALL``
 are both the bag (merge) union; ``EXCEPT`` is the bag difference. A name in
 ``tables=`` (``--table R=PATH``) is a non-retroactive relation, ``TABLE R`` a
 retroactive one; relations take no window. Every alias of the whole query is

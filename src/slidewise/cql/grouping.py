@@ -107,12 +107,18 @@ class Grouping:
         args = [tree.children[2]] if tree.data == "agg_distinct" else [a for a in tree.children[1:] if a is not None]
         if func == "topk":
             return self.topk_call(name_tok, args, tree.data == "agg_distinct", alias)
-        arity = 2 if func == "quantile" else 1
+        arity = 2 if func in ("quantile", "approx_quantile") else 1
         if len(args) != arity:
             example = f"{func.upper()}(S.x, 0.9)" if arity == 2 else f"{func.upper()}(S.x)"
             raise self.error(name_tok, f"{func.upper()} takes {arity} argument{'s' if arity > 1 else ''}, got {len(args)}", hint=f"write e.g. {example}")
+        if tree.data == "agg_distinct" and func.startswith("approx_"):
+            raise self.error(
+                name_tok,
+                f"{func.upper()}(DISTINCT ...) is not defined: a sketch summarises the values, not their distinct set",
+                hint=f"write {func.upper()}(S.x){'' if arity == 1 else ' with the fraction'}",
+            )
         arg = self.aggregated(args[0], func.upper())
-        param = self.fraction(args[1]) if arity == 2 else 0.5 if func == "median" else None
+        param = self.fraction(args[1], func.upper()) if arity == 2 else 0.5 if func == "median" else None
         return AggCall(func, arg, tree.data == "agg_distinct", alias, pos=_pos(name_tok), param=param)
 
     def aggregated(self, node: Tree, what: str) -> Expr:
@@ -122,18 +128,18 @@ class Grouping:
         self.context = "SELECT"
         return arg
 
-    def fraction(self, node: Tree) -> float:
-        """The literal fraction p of ``QUANTILE(x, p)``, 0 <= p <= 1."""
+    def fraction(self, node: Tree, func: str = "QUANTILE") -> float:
+        """The literal fraction p of ``QUANTILE(x, p)`` or ``APPROX_QUANTILE(x, p)``, 0 <= p <= 1."""
         e = self.expr(node)
         if not isinstance(e, Lit) or isinstance(e.value, bool) or not isinstance(e.value, (int, float)):
             raise self.error(
                 node,
-                f"QUANTILE's fraction must be a number literal, got {e}",
-                hint="write a constant between 0 and 1, e.g. QUANTILE(S.x, 0.9); one query per fraction if it varies",
+                f"{func}'s fraction must be a number literal, got {e}",
+                hint=f"write a constant between 0 and 1, e.g. {func}(S.x, 0.9); one query per fraction if it varies",
             )
         if not 0 <= e.value <= 1:
             raise self.error(
-                node, f"QUANTILE's fraction {e.value:g} is outside [0, 1]", hint="p = 0 is the minimum, 0.5 the median, 1 the maximum, e.g. QUANTILE(S.x, 0.95)"
+                node, f"{func}'s fraction {e.value:g} is outside [0, 1]", hint=f"p = 0 is the minimum, 0.5 the median, 1 the maximum, e.g. {func}(S.x, 0.95)"
             )
         return float(e.value)
 

@@ -10,7 +10,9 @@ are batched per call, so a group changes at most once per ``push``/``expire``
 and unchanged values emit nothing.
 
 Aggregates: COUNT(*), COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE, each optionally DISTINCT, and
-TOPK(k, x): the k most frequent values (count descending, then value) joined by ``,``.
+TOPK(k, x): the k most frequent values (count descending, then value) joined by ``,``;
+APPROX_COUNT_DISTINCT and APPROX_QUANTILE are answered exactly here (their sketches
+cannot delete a row; :mod:`slidewise.operators.aggregates.sketches`).
 Nulls (``None``, NaN) are ignored by all but COUNT(*); SUM/AVG/MIN/MAX of no
 values are ``None``. COUNT/SUM/AVG are running sums (O(1) per row); MIN/MAX
 and MEDIAN/QUANTILE keep the group's values in a sorted list (O(log n) search); DISTINCT keeps
@@ -28,6 +30,7 @@ from bisect import bisect_left, insort
 
 from slidewise.model.batch import NO_EXP
 from slidewise.operators.aggregates.quantile import of_sorted
+from slidewise.operators.aggregates.sketches import EXACT, exact
 from slidewise.operators.aggregates.topk import top_of
 from slidewise.operators.incremental import Incremental
 from slidewise.operators.select import row_function
@@ -53,6 +56,8 @@ class AggregateRows(Incremental):
         self.keyfns = tuple(row_function(k.expr, schema, ctx.aliases) for k in node.keys)
         self.specs = []
         for a in node.aggs:
+            if a.func in EXACT:  # a sketch cannot delete: the exact aggregate (within any error bound)
+                a = exact(a)
             arg = None if a.arg is None else row_function(a.arg, schema, ctx.aliases)
             if arg is None:
                 kind = _STAR

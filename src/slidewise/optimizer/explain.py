@@ -255,13 +255,13 @@ def plan_info(plan: Plan, stats: StatSpecs = None, strategy: str = DEFAULTS.stra
     from slidewise.plan.patterns import annotate, plan_pattern
 
     premature = PREMATURE if premature is None else premature
-    from slidewise.optimizer.pane_plan import match
+    from slidewise.optimizer.join_aggregate import periodic
 
     chosen, report = choose_plan(plan, stats, strategy, premature, partitions)
     patterns = annotate(chosen.root)
     from slidewise.plan.frequent import FrequentQuery
 
-    sliding = match(chosen)
+    sliding = periodic(chosen)
     path = plan.describe() if isinstance(plan, FrequentQuery) else None if sliding is None else sliding.describe()
     return {
         "path": path,

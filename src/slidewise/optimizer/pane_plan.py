@@ -5,11 +5,11 @@ SLIDE D] [WHERE filter] GROUP BY keys [HAVING condition]`` on one stream (or
 ISTREAM / DSTREAM when every key is an output column) — the plan
 ``Output(RSTREAM every D) ← [Project] ← [Select] ← Aggregate ←
 [Select] ← Scan`` with plain-column keys and COUNT / SUM / AVG / MIN / MAX /
-MEDIAN / QUANTILE ([DISTINCT]) of a plain column — and returns a :class:`SlidingAggregate`; any
+MEDIAN / QUANTILE ([DISTINCT]), TOPK, APPROX_COUNT_DISTINCT / APPROX_QUANTILE of a plain column — and returns a :class:`SlidingAggregate`; any
 other plan gets ``None`` and runs as the per-tuple operator network.
 :mod:`slidewise.runtime.pane_engine` executes it over panes (Golab's thesis,
 §2.3.4): subtractable aggregates (DISTINCT ones as frequency counts) through the
-running synopsis, MIN/MAX
+running synopsis, MIN/MAX and the sketches of APPROX_*
 through the interval synopsis (the basic interval synopsis for windows of
 at most :data:`BASIC_MAX_PANES` panes).
 
@@ -89,7 +89,7 @@ class SlidingAggregate:
             if k != "ts" and dtypes[k].kind == "f":
                 return f"group key {self.alias}.{k} is a float column (NaN keys)"
         for a in self.aggs:
-            if a.arg is not None and a.func != "count" and dtypes[a.arg.attr].kind not in "biuf":  # type: ignore[attr-defined]  # only Col arguments
+            if a.arg is not None and a.func not in ("count", "approx_count_distinct") and dtypes[a.arg.attr].kind not in "biuf":  # type: ignore[attr-defined]  # only Col arguments
                 return f"{a.name} over a non-numeric column"
         return None
 
@@ -107,7 +107,7 @@ def match(plan: Plan) -> SlidingAggregate | None:
     having = None
     if isinstance(node, Select):
         having, node = node.predicate, node.child
-        if not _simple(having, outputs=True):
+        if not simple(having, outputs=True):
             return None
     if not isinstance(node, Aggregate) or not node.aggs and not node.keys:
         return None
@@ -115,7 +115,7 @@ def match(plan: Plan) -> SlidingAggregate | None:
     where = None
     if isinstance(node, Select):
         where, node = node.predicate, node.child
-        if not _simple(where, outputs=False):
+        if not simple(where, outputs=False):
             return None
     if not isinstance(node, Scan) or node.kind != "stream":
         return None
@@ -140,21 +140,22 @@ def match(plan: Plan) -> SlidingAggregate | None:
     )
 
 
-def _simple(e: Expr, outputs: bool) -> bool:
+def simple(e: Expr, outputs: bool, stream: int = 0) -> bool:
     """Comparisons, AND / OR / NOT, + - * and ABS over columns and literals (no / or %: their
-    per-row errors would differ); ``outputs``: columns of the aggregate's output only."""
+    per-row errors would differ); ``outputs``: columns of the aggregate's output only, else of
+    input ``stream`` only."""
     if isinstance(e, Col):
-        return (e.stream < 0) == outputs and (outputs or e.stream == 0)
+        return (e.stream < 0) == outputs and (outputs or e.stream == stream)
     if isinstance(e, Lit):
         return isinstance(e.value, (int, float, str)) and not isinstance(e.value, bool)
     if isinstance(e, BinOp):
-        return e.op in "+-*" and _simple(e.left, outputs) and _simple(e.right, outputs)
+        return e.op in "+-*" and simple(e.left, outputs, stream) and simple(e.right, outputs, stream)
     if isinstance(e, Cmp):
-        return _simple(e.left, outputs) and _simple(e.right, outputs)
+        return simple(e.left, outputs, stream) and simple(e.right, outputs, stream)
     if isinstance(e, (And, Or)):
-        return all(_simple(i, outputs) for i in e.items)
+        return all(simple(i, outputs, stream) for i in e.items)
     if isinstance(e, Not):
-        return _simple(e.item, outputs)
+        return simple(e.item, outputs, stream)
     if isinstance(e, Func):
-        return e.name == "abs" and all(_simple(a, outputs) for a in e.args)
+        return e.name == "abs" and all(simple(a, outputs, stream) for a in e.args)
     return False

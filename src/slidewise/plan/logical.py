@@ -66,7 +66,7 @@ class Pattern(IntEnum):
         return self.name
 
 
-AGG_FUNCS = ("count", "sum", "avg", "min", "max", "median", "quantile", "topk")
+AGG_FUNCS = ("count", "sum", "avg", "min", "max", "median", "quantile", "topk", "approx_count_distinct", "approx_quantile")
 OUTPUT_KINDS = ("istream", "dstream", "rstream", "wstream")
 SCAN_KINDS = ("stream", "nrr", "table")
 
@@ -273,7 +273,7 @@ class AggCall:
         inner = "*" if self.arg is None else str(self.arg)
         if self.func == "topk":
             return f"TOPK({self.param:g}, {inner})"
-        extra = f", {self.param:g}" if self.func == "quantile" else ""
+        extra = f", {self.param:g}" if self.func in ("quantile", "approx_quantile") else ""
         return f"{self.func.upper()}({'DISTINCT ' if self.distinct else ''}{inner}{extra})"
 
 

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from slidewise.errors import PlanError
+from slidewise.errors import OptionError, PlanError, require_extra
 from slidewise.plan.expr import FUNCTION_KINDS, NUMBER_FUNCTIONS, TEXT_FUNCTIONS, And, BinOp, Cmp, Col, Expr, Func, Like, Lit, Not, Or, columns_of, evaluate
 
 if TYPE_CHECKING:
@@ -49,7 +49,13 @@ _NAMES: dict[str | None, str] = {"int": "integer", "float": "float", "bool": "bo
 _INT_RE = re.compile(r"[+-]?\d+")
 _FLOAT_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 #: aggregates of numbers only -> what they do with them (for the hint)
-NUMERIC_AGGREGATES = {"sum": "adds", "avg": "averages", "median": "takes the median of", "quantile": "takes the quantile of"}
+NUMERIC_AGGREGATES = {
+    "sum": "adds",
+    "avg": "averages",
+    "median": "takes the median of",
+    "quantile": "takes the quantile of",
+    "approx_quantile": "estimates the quantile of",
+}
 
 _TEXT_WHY = "a column is text when a value in its source is not a number"
 
@@ -163,14 +169,20 @@ class Typer:
         return typed, (known[0][1] if len(kinds) == 1 else "float" if _family(known[0][1]) == "number" else "str")
 
     def aggregate(self, call: AggCall) -> tuple[AggCall, str | None]:
-        """``(call with its argument typed, the kind of its result)``; a PlanError for SUM / AVG of text."""
+        """``(call with its argument typed, the kind of its result)``; a PlanError for SUM / AVG of text,
+        an OptionError naming the extra for APPROX_* without it."""
+        if call.func.startswith("approx_"):
+            try:
+                require_extra("sketches", call.func.upper())
+            except OptionError as e:
+                raise OptionError(e.message, location=_location(call), hint=e.hint) from None
         if call.arg is None:
             return call, "int"
         arg, kind = self.typed(call.arg)
         if call.func in NUMERIC_AGGREGATES and _family(kind) == "text":
             name = call.func.upper()
             verb = NUMERIC_AGGREGATES[call.func]
-            extra = ", 0.9" if call.func == "quantile" else ""
+            extra = ", 0.9" if call.func in ("quantile", "approx_quantile") else ""
             raise PlanError(
                 f"{name} needs a number, {arg} is text",
                 location=_location(call, arg),
@@ -178,7 +190,9 @@ class Typer:
                 "its numbers (NULL where it is none); COUNT, MIN and MAX work on text "
                 "(MIN / MAX in text order)",
             )
-        out = {"count": "int", "avg": "float", "median": "float", "quantile": "float", "topk": "str"}.get(call.func, kind)
+        out = {"count": "int", "avg": "float", "median": "float", "quantile": "float", "topk": "str", "approx_count_distinct": "int", "approx_quantile": "float"}.get(
+            call.func, kind
+        )
         return (call if arg == call.arg else replace(call, arg=arg, alias=call.alias or call.name)), out
 
     def pair(self, left: Col, right: Col, what: str = "join keys", other: Typer | None = None) -> None:

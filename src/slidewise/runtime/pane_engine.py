@@ -39,23 +39,14 @@ __all__ = ["BLOCK_CELLS", "PaneRun", "TupleBuffer", "WindowAnswers", "select"]
 BLOCK_CELLS = 1 << 19
 
 
-class WindowAnswers:
-    """Windows answered from pane partials and emitted as columns (``emit(cols)``, column dicts):
-    shared by :class:`PaneRun` and the Spark pane path (:mod:`slidewise.spark.panes`)."""
+class Answers:
+    """Windows' rows emitted as columns (``emit(cols)``, column dicts): HAVING, the changes of ISTREAM /
+    DSTREAM, rows in value order; shared by :class:`WindowAnswers` and the join synopsis
+    (:mod:`slidewise.runtime.join_panes`). ``spec``: ``key_names``, ``aggs``, ``having``, ``columns``, ``kind`` (and ``keys`` with a ``key_filter``)."""
 
-    def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit, key_filter=None):
+    def __init__(self, spec, emit, key_filter=None):
         self.spec, self.emit = spec, emit
         self.key_filter = key_filter  # a condition on the keys alone, applied to groups (shared runs)
-        self.attrs = tuple(dict.fromkeys(spec.keys + spec.arguments()))
-        self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct, a.param) for a in spec.aggs]
-        self.synopses = [SYNOPSES[spec.synopsis(a)] for a in spec.aggs]
-        self.count = Count()
-        #: (accumulator, attribute or None) of each pane partial: ``COUNT(*)`` first, then one per aggregate
-        #: (None for a ``COUNT(*)``: it reads the first)
-        self.states = [(self.count, None)] + [
-            None if a.func == "count" and a.arg is None else (acc, a.arg.attr)  # type: ignore[attr-defined]  # match() admits only Col arguments
-            for a, acc in zip(spec.aggs, self.accs)
-        ]
         self.results = 0
         self.lead = int(spec.kind != "rstream")  # ISTREAM / DSTREAM compare with the evaluation before
         self.last_nonempty = False  # the last evaluation answered had rows
@@ -63,41 +54,16 @@ class WindowAnswers:
         key_order = list(spec.key_names)
         self.presorted = cols[: len(key_order)] == key_order  # groups in value order = rows in value order
 
-    def filtered(self, ts: np.ndarray, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """``ts`` and the attributes the query reads, of the tuples WHERE admits."""
-        return select(self.spec.where, ts, cols, self.attrs)
-
-    def partials(self, data: dict, pane: np.ndarray, groups: np.ndarray, shape: tuple[int, int]) -> list:
-        """Pane partials of ``data`` (tuples in pane ``pane`` of group ``groups``): ``COUNT(*)`` first,
-        then one per aggregate (None for ``COUNT(*)``, which is the first)."""
-        return [None if st is None else st[0].partial(None if st[1] is None else data[st[1]], pane, groups, shape) for st in self.states]
-
-    def respond(self, ends: np.ndarray, uniq: list[np.ndarray], cuts: np.ndarray, partial, memo: dict | None = None) -> None:
-        """The windows ending at ``ends`` from pane partials built on demand: pane i is ``(cuts[i-1], cuts[i]]``,
-        ``partial(acc, attr)`` the partials of an accumulator over an attribute (None: ``COUNT(*)``), columns =
-        the groups of ``uniq``; ``memo``: the synopses' memo of the block (queries sharing partials,
-        :mod:`slidewise.runtime.shared`)."""
-        lo = np.searchsorted(cuts, ends - self.spec.length - 1) + 1
-        hi = np.searchsorted(cuts, ends) + 1
-        partials = [None if st is None else partial(*st) for st in self.states]
-        self.answer(uniq, partials, lo, hi, ends, memo)
-        self.groups_seen = max([partials[0][0].shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])  # DISTINCT: pair columns
-
-    def answer(self, uniq: list[np.ndarray], partials: list, lo: np.ndarray, hi: np.ndarray, ends: np.ndarray, memo: dict | None = None) -> None:
-        """Emit the windows ``[lo[k], hi[k])`` of pane rows of :meth:`partials` at the instants ``ends``
-        (ISTREAM / DSTREAM: the first window is the evaluation before, compared only); ``uniq``: each
-        group's key values (the partials' columns); ``memo`` as in :meth:`respond`."""
+    def output(self, uniq: list[np.ndarray], cells: dict, answer: np.ndarray, ends: np.ndarray) -> None:
+        """Emit the (window, group) cells marked in ``answer`` at the instants ``ends`` (ISTREAM / DSTREAM: the
+        first window is the evaluation before, compared only); ``cells``: each output column's (values, null mask)
+        per cell (keys broadcast), ``uniq``: each group's key values."""
         spec, lead = self.spec, self.lead
-        n = running.windows(self.count, partials[0], lo, hi, memo)[0]
-        answer = n != 0  # (window, group) cells with a row
-        cells = {name: (np.broadcast_to(col, n.shape), None) for name, col in zip(spec.key_names, uniq)}
-        for a, acc, synopsis, part in zip(spec.aggs, self.accs, self.synopses, partials[1:]):
-            cells[a.name] = (n, None) if part is None else acc.value(synopsis(acc, part, lo, hi, memo))
         if self.key_filter is not None:
             keys = dict(zip(spec.keys, uniq))
-            answer &= np.broadcast_to(np.asarray(evaluate(self.key_filter, lambda _s, a: keys[a]), dtype=bool), n.shape)
+            answer &= np.broadcast_to(np.asarray(evaluate(self.key_filter, lambda _s, a: keys[a]), dtype=bool), answer.shape)
         if spec.having is not None:
-            answer &= np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(*cells[a])), dtype=bool), n.shape)
+            answer &= np.broadcast_to(np.asarray(evaluate(spec.having, lambda s, a: _numeric(*cells[a])), dtype=bool), answer.shape)
         self.last_nonempty = bool(answer[-1].any())
         if not lead:
             self._emit(cells, answer, ends, 1)
@@ -146,6 +112,55 @@ class WindowAnswers:
         cols["sign"] = np.full(total, sign, np.int8)
         self.results += total
         self.emit(cols)
+
+
+class WindowAnswers(Answers):
+    """Windows answered from pane partials and emitted as columns (``emit(cols)``, column dicts):
+    shared by :class:`PaneRun` and the Spark pane path (:mod:`slidewise.spark.panes`)."""
+
+    def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit, key_filter=None):
+        super().__init__(spec, emit, key_filter)
+        self.attrs = tuple(dict.fromkeys(spec.keys + spec.arguments()))
+        self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct, a.param) for a in spec.aggs]
+        self.synopses = [SYNOPSES[spec.synopsis(a)] for a in spec.aggs]
+        self.count = Count()
+        #: (accumulator, attribute or None) of each pane partial: ``COUNT(*)`` first, then one per aggregate
+        #: (None for a ``COUNT(*)``: it reads the first)
+        self.states = [(self.count, None)] + [
+            None if a.func == "count" and a.arg is None else (acc, a.arg.attr)  # type: ignore[attr-defined]  # match() admits only Col arguments
+            for a, acc in zip(spec.aggs, self.accs)
+        ]
+
+    def filtered(self, ts: np.ndarray, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """``ts`` and the attributes the query reads, of the tuples WHERE admits."""
+        return select(self.spec.where, ts, cols, self.attrs)
+
+    def partials(self, data: dict, pane: np.ndarray, groups: np.ndarray, shape: tuple[int, int]) -> list:
+        """Pane partials of ``data`` (tuples in pane ``pane`` of group ``groups``): ``COUNT(*)`` first,
+        then one per aggregate (None for ``COUNT(*)``, which is the first)."""
+        return [None if st is None else st[0].partial(None if st[1] is None else data[st[1]], pane, groups, shape) for st in self.states]
+
+    def respond(self, ends: np.ndarray, uniq: list[np.ndarray], cuts: np.ndarray, partial, memo: dict | None = None) -> None:
+        """The windows ending at ``ends`` from pane partials built on demand: pane i is ``(cuts[i-1], cuts[i]]``,
+        ``partial(acc, attr)`` the partials of an accumulator over an attribute (None: ``COUNT(*)``), columns =
+        the groups of ``uniq``; ``memo``: the synopses' memo of the block (queries sharing partials,
+        :mod:`slidewise.runtime.shared`)."""
+        lo = np.searchsorted(cuts, ends - self.spec.length - 1) + 1
+        hi = np.searchsorted(cuts, ends) + 1
+        partials = [None if st is None else partial(*st) for st in self.states]
+        self.answer(uniq, partials, lo, hi, ends, memo)
+        self.groups_seen = max([partials[0][0].shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])  # DISTINCT: pair columns
+
+    def answer(self, uniq: list[np.ndarray], partials: list, lo: np.ndarray, hi: np.ndarray, ends: np.ndarray, memo: dict | None = None) -> None:
+        """Emit the windows ``[lo[k], hi[k])`` of pane rows of :meth:`partials` at the instants ``ends``
+        (ISTREAM / DSTREAM: the first window is the evaluation before, compared only); ``uniq``: each
+        group's key values (the partials' columns); ``memo`` as in :meth:`respond`."""
+        spec = self.spec
+        n = running.windows(self.count, partials[0], lo, hi, memo)[0]
+        cells = {name: (np.broadcast_to(col, n.shape), None) for name, col in zip(spec.key_names, uniq)}
+        for a, acc, synopsis, part in zip(spec.aggs, self.accs, self.synopses, partials[1:]):
+            cells[a.name] = (n, None) if part is None else acc.value(synopsis(acc, part, lo, hi, memo))
+        self.output(uniq, cells, n != 0, ends)
 
 
 class PaneRun(WindowAnswers):

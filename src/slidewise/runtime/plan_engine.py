@@ -89,7 +89,8 @@ def execute_plan(
     not depend on it; 1 gives exact per-instant state accounting, see
     :mod:`slidewise.runtime.plan_driver`). A periodic one-stream GROUP BY
     (:func:`slidewise.optimizer.pane_plan.match`) runs on the pane path
-    (:mod:`slidewise.runtime.pane_engine`, same rows) unless ``panes=False``.
+    (:mod:`slidewise.runtime.pane_engine`, same rows), and one over a two-window equi-join on the join
+    synopsis (:mod:`slidewise.runtime.join_panes`), unless ``panes=False``.
     """
     opts = RunOptions.of(run_options, **settings)
     strategy, partitions, chunk_rows, lateness = opts.strategy, opts.partitions, opts.chunk_rows, opts.lateness
@@ -163,21 +164,28 @@ def execute_plan(
 
 
 def _sliding(plan: Plan, sources: dict, table_names: list[str]):
-    """The plan's pane form (:func:`slidewise.optimizer.pane_plan.match`) if its column types allow, else None."""
-    from slidewise.optimizer.pane_plan import match
+    """The plan's columnar form (:func:`slidewise.optimizer.join_aggregate.periodic`: the pane path or the
+    join synopsis) if its column types allow, else None."""
+    from slidewise.optimizer.join_aggregate import JoinAggregate, periodic
 
-    spec = match(plan)
-    if spec is None or table_names or spec.refuse(dict(sources[spec.source].schema)) is not None:
+    spec = periodic(plan)
+    if spec is None or table_names:
         return None
-    return spec
+    if isinstance(spec, JoinAggregate):
+        ts = {"ts": np.dtype(np.int64)}
+        return spec if spec.refuse(({**ts, **dict(sources[spec.sources[0]].schema)}, {**ts, **dict(sources[spec.sources[1]].schema)})) is None else None
+    return spec if spec.refuse(dict(sources[spec.source].schema)) is None else None
 
 
 def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions) -> RunResult:
-    """Run ``spec`` on :class:`slidewise.runtime.pane_engine.PaneRun`; the stats of :func:`execute_plan`.
+    """Run ``spec`` on :class:`slidewise.runtime.pane_engine.PaneRun` (one stream) or
+    :class:`slidewise.runtime.join_panes.JoinPaneRun` (a join); the stats of :func:`execute_plan`.
 
     Output safety as :func:`execute_plan`: a failed run discards its file, an interrupted one keeps
     the windows emitted so far (whole evaluations, in order) and writes its rejects."""
+    from slidewise.optimizer.join_aggregate import JoinAggregate
     from slidewise.plan.patterns import annotate
+    from slidewise.runtime.join_panes import JoinPaneRun
     from slidewise.runtime.pane_engine import PaneRun
 
     frames: list = []
@@ -190,8 +198,22 @@ def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions
         if collect:
             frames.append(pd.DataFrame(cols))
 
-    schema = dict(opened[names.index(spec.source)].schema)
-    run = PaneRun(spec, {"ts": np.dtype(np.int64), **schema}, emit)
+    if isinstance(spec, JoinAggregate):
+        sides = [names.index(src) for src in spec.sources]
+        left, right = ({"ts": np.dtype(np.int64), **dict(opened[i].schema)} for i in sides)
+        join_run = JoinPaneRun(spec, (left, right), emit)
+        run: PaneRun | JoinPaneRun = join_run
+
+        def feed(chunk) -> None:
+            join_run.add([(chunk[i].ts, chunk[i].cols) if len(chunk[i]) else None for i in sides])
+    else:
+        side = names.index(spec.source)
+        pane_run = run = PaneRun(spec, {"ts": np.dtype(np.int64), **dict(opened[side].schema)}, emit)
+
+        def feed(chunk) -> None:
+            if len(chunk[side]):
+                pane_run.add(chunk[side].ts, chunk[side].cols)
+
     bar = Progress(enabled=opts.progress)
     inputs = dict.fromkeys(names, 0)
     instants, last = 0, None
@@ -199,12 +221,13 @@ def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions
     with GuardedRun(chunk_rows, bar) as guard:
         writer = guard.sink = BackgroundSink(open_sink(opts.out, columns)) if opts.out is not None else None
         for chunk in merge_all(opened, opts.lateness, rejects, chunk_rows):
-            b = chunk[names.index(spec.source)]
-            if len(b):
-                inputs[spec.source] += len(b)
-                instants += 1 + int(np.count_nonzero(np.diff(b.ts))) - (int(b.ts[0]) == last)
-                last = int(b.ts[-1])
-                run.add(b.ts, b.cols)
+            for name, b in zip(names, chunk):
+                inputs[name] += len(b)
+            ts = np.unique(np.concatenate([b.ts for b in chunk]))
+            if len(ts):
+                instants += len(ts) - (int(ts[0]) == last)
+                last = int(ts[-1])
+            feed(chunk)
             bar.update(sum(inputs.values()), run.results, rejects.total)
         run.finish()
     stop = guard.stop

@@ -25,8 +25,10 @@ multiple after the global last timestamp, as the local engine, and later
 tuples at or before it are ``late`` rejects (a continued run), as
 :class:`~slidewise.spark.plan_state.PlanBucket`.
 
-DISTINCT aggregates (whose partials have one column per value present) and
-plans with relations keep the operator network.
+DISTINCT aggregates (whose partials have one column per value present),
+APPROX_COUNT_DISTINCT and APPROX_QUANTILE (whose partials are sketch objects, not
+columns; the operator network answers them exactly) and plans with relations
+keep the operator network.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from slidewise.operators.aggregates.sketches import EXACT
 from slidewise.optimizer.pane_plan import SlidingAggregate, match
 from slidewise.plan.logical import Plan
 from slidewise.runtime.pane_engine import BLOCK_CELLS, WindowAnswers, encode_groups
@@ -49,7 +52,7 @@ def pane_bucket(plan: Plan, names: list[str], kinds: list[dict[str, str]], laten
     """The pane logic of the bound, pruned ``plan`` (its streams ``names`` with attribute ``kinds``), or
     None when the plan is not a periodic one-stream GROUP BY the pane path on Spark runs."""
     spec = match(plan)
-    if spec is None or tables or len(names) != 1 or any(a.distinct for a in spec.aggs):
+    if spec is None or tables or len(names) != 1 or any(a.distinct or a.func in EXACT for a in spec.aggs):
         return None
     dtypes = {"ts": np.dtype(np.int64), **{a: np.dtype(KIND_NUMPY[k]) for a, k in kinds[0].items()}}
     if spec.refuse(dtypes) is not None:
