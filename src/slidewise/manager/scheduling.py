@@ -168,14 +168,15 @@ class PeriodicScheduler:
             d = period if prev is None else min(prev.d, period)
             self.tasks[key] = Task(key, group, period, d, members, prev.fresh if prev else True)
 
-    def update(self, group=None) -> None:
-        """A synopsis update (of ``group``; None: all): every task's time-until-deadline drops by one."""
+    def update(self, groups=None) -> None:
+        """A synopsis update of the groups ``groups(group)`` holds for (None: all): each of their tasks'
+        time-until-deadline drops by one."""
         for t in self.tasks.values():
-            if group is None or t.group == group:
+            if groups is None or groups(t.group):
                 t.d -= 1
                 t.fresh = True
         for q in self.queries.values():
-            if group is None or q.group == group:
+            if groups is None or groups(q.group):
                 q.since += 1
 
     def next(self) -> list[str] | None:

@@ -66,6 +66,7 @@ class Txn:
     rescans: int = 0
     done: bool = False
     latest: int = -1  # at commit: the youngest version of the window the answer is over
+    end: int = -1  # at commit: the last instant of that window (its youngest sub-window's last ts)
     committed: float = 0.0
     staleness: float = 0.0  # commit time - write time of the youngest version read (seconds)
 
@@ -202,6 +203,7 @@ class TransactionScheduler:
         if len(needed):
             written = (txn.snapshot or {}).get(txn.latest) or self.window.get(txn.latest)
             txn.staleness = txn.committed - written.written
+            txn.end = written.start + self.window.t - 1
         txn.done = True
         self.active.remove(txn)
         self.counts["commits"] += 1
