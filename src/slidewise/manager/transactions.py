@@ -201,7 +201,7 @@ class TransactionScheduler:
         txn.latest = needed[-1] if len(needed) else txn.latest if txn.snapshot is not None else self.window.latest
         txn.committed = time.monotonic()
         if len(needed):
-            written = (txn.snapshot or {}).get(txn.latest) or self.window.get(txn.latest)
+            written = txn.snapshot[txn.latest] if txn.snapshot is not None else self.window.get(txn.latest)
             txn.staleness = txn.committed - written.written
             txn.end = written.start + self.window.t - 1
         txn.done = True
