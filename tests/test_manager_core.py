@@ -101,11 +101,14 @@ def test_threads_ingest_execute_and_answer_one_time_queries():
     for i, (r, d) in enumerate([(T - 1, T), (2 * T - 1, T), (N * T - 1, 2 * T), (3 * T - 1, 3 * T)]):
         qm.register(f"q{i}", SUM_BY_SRC.format(r=r, d=d))
     frames = []
-    done = threading.Event()
+    done, halfway, changed = threading.Event(), threading.Event(), threading.Event()
 
     def ingest():
         rng = np.random.default_rng(2)
         for j in range(150):
+            if j == 75:
+                halfway.set()
+                changed.wait(30)
             ts, cols = data(rng, j * T, (j + 1) * T, 300)
             frames.append(pd.DataFrame({"ts": ts, **cols}))
             qm.append("S", ts, cols)
@@ -117,6 +120,11 @@ def test_threads_ingest_execute_and_answer_one_time_queries():
     answers = []
     while not done.is_set():
         answers.append(qm.one_time("SELECT S.src, SUM(S.bytes) AS b FROM S [RANGE 29] GROUP BY S.src"))
+        if halfway.is_set() and not changed.is_set():  # queries come and go while the data flows
+            qm.register("late", SUM_BY_SRC.format(r=2 * T - 1, d=2 * T))
+            qm.remove("q0")
+            qm.register("q0", SUM_BY_SRC.format(r=T - 1, d=T))
+            changed.set()
     feeder.join()
     qm.stop()
     frame = pd.concat(frames)
@@ -126,9 +134,9 @@ def test_threads_ingest_execute_and_answer_one_time_queries():
             assert dict(zip(a.rows["S.src"].tolist(), a.rows["b"].tolist())) == oracle(frame, a.end, 3 * T)
     stats = qm.stats()
     assert stats["throughput"] > 0 and stats["one_time"]["runs"] == len(answers)
-    for name in ("q0", "q1", "q2", "q3"):
+    for name in ("q0", "q1", "q2", "q3", "late"):
         rows = qm.results(name)
         assert [r[0] for r in rows] == list(range(1, len(rows) + 1)) and not stats["queries"][name]["errors"]
         end = rows[-1][1]
-        span = {"q0": T, "q1": 2 * T, "q2": N * T, "q3": 3 * T}[name]
+        span = {"q0": T, "q1": 2 * T, "q2": N * T, "q3": 3 * T, "late": 2 * T}[name]
         assert {r[3]["S.src"]: r[3]["b"] for r in rows if r[1] == end} == oracle(frame, end, span)
