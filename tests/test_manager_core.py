@@ -130,7 +130,7 @@ def test_threads_ingest_execute_and_answer_one_time_queries():
     frame = pd.concat(frames)
     for a in answers:
         if a.rows is not None:
-            assert a.latest - a.first + 1 == 3
+            assert a.latest - a.first + 1 == min(3, a.latest + 1)  # the window fills up first
             assert dict(zip(a.rows["S.src"].tolist(), a.rows["b"].tolist())) == oracle(frame, a.end, 3 * T)
     stats = qm.stats()
     assert stats["throughput"] > 0 and stats["one_time"]["runs"] == len(answers)
