@@ -125,3 +125,17 @@ def test_queries_added_and_removed_while_running():
     s.remove("nobody")
     with pytest.raises(ValueError, match="unknown scheduling policy"):
         PeriodicScheduler("fifo")
+
+
+def test_post_processing_costs_keep_a_busy_subgroup_on_its_own_period():
+    """Each run of a sub-group also post-processes its queries' answers (§8.4.4): running G1,2 every two
+    minutes instead of three then costs more than it saves."""
+    assert schedule_cost([2, 3], [9, 14], [0, 30]) == pytest.approx(46 / 6 + 10)
+    assert hybrid_periods([2, 3, 5], [9, 14, 29], [0, 30, 0])[1] == 3
+
+
+def test_tasks_are_rebuilt_once_after_many_additions():
+    s = PeriodicScheduler("hybrid")
+    for i in range(200):
+        s.add(f"q{i}", f"g{i % 4}", 1 + i % 37, 20 + i % 80, post=5)
+    assert sum(len(t.members) for t in s.tasks.values()) == 200 and not s.dirty

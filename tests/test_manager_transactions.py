@@ -226,3 +226,28 @@ def test_queries_the_manager_refuses_get_one_message():
         compile_query("SELECT S.src FROM S [RANGE 9]", SCHEMAS, T, 3)
     with pytest.raises(QueryError, match="unknown stream R"):
         compile_query("SELECT RSTREAM(COUNT(*) AS c) FROM R [RANGE 9 SLIDE 10]", SCHEMAS, T, 3)
+
+
+def test_a_one_time_query_preempts_a_periodic_scan_between_reads():
+    """A higher-priority transaction suspends a running one after its current sub-window read (§7.4.1)."""
+    sched = TransactionScheduler(Window("S", T, 4), "ttu")
+    rng = np.random.default_rng(6)
+    for j in range(4):
+        sched.slide(batch(rng, j, 2))
+    order, gate, reading = [], threading.Event(), threading.Event()
+
+    def slow(sub):
+        order.append(("periodic", sub.version))
+        reading.set()
+        gate.wait(10)
+
+    low = sched.begin(4, slow, priority=0)
+    worker = threading.Thread(target=sched.run, args=(low,))
+    worker.start()
+    reading.wait(10)
+    high = sched.begin(2, lambda sub: order.append(("one-time", sub.version)), priority=1)
+    gate.set()
+    sched.run(high)
+    worker.join(10)
+    assert order == [("periodic", 3), ("one-time", 3), ("one-time", 2), ("periodic", 2), ("periodic", 1), ("periodic", 0)]
+    assert low.done and low.versions == [0, 1, 2, 3] and high.versions == [2, 3]

@@ -39,50 +39,59 @@ POLICIES = ("edf", "no-sharing", "aggressive", "conservative", "hybrid", "hybrid
 #: sub-groups up to this many: every hybrid schedule is priced; beyond: greedy improvement
 EXACT_SUBGROUPS = 6
 #: the cost model simulates at most this many updates (the schedule repeats after the lcm of the periods)
-HORIZON = 2000
+HORIZON = 600
+#: the greedy search moves a sub-group to one of this many nearest shorter periods
+NEAREST = 3
 
 
-def schedule_cost(periods, costs) -> float:
-    """Cost per update of running sub-groups with these ``periods`` and single-run ``costs``: at each
-    update the due sub-groups run together for the cost of the most expensive (the scan of the longest
-    window answers the shorter ones along the way, §8.4.4)."""
+def schedule_cost(periods, costs, post=None) -> float:
+    """Cost per update of running sub-groups with these ``periods``, scan ``costs`` and post-processing
+    costs ``post`` (default 0): at each update the due sub-groups run together for the scan cost of the
+    most expensive (the scan of the longest window answers the shorter ones along the way, §8.4.4) plus
+    the post-processing of each."""
     p = np.asarray(periods, np.int64)
     c = np.asarray(costs, np.float64)
     ticks = np.arange(1, min(lcm(*(int(x) for x in p)), HORIZON) + 1)
     due = ticks[:, None] % p[None, :] == 0
-    return float(np.where(due, c[None, :], 0.0).max(axis=1).sum() / len(ticks))
+    total = np.where(due, c[None, :], 0.0).max(axis=1).sum()
+    if post is not None:
+        total += (due * np.asarray(post, np.float64)[None, :]).sum()
+    return float(total / len(ticks))
 
 
-def hybrid_periods(periods, costs) -> list[int]:
+def hybrid_periods(periods, costs, post=None) -> list[int]:
     """Hybrid scheduling (§8.4.4): each sub-group keeps its period or takes the shorter period of a sub-group
-    that keeps its own, whichever assignment costs least per update (exact up to :data:`EXACT_SUBGROUPS`)."""
+    that keeps its own, whichever assignment costs least per update: every assignment up to :data:`EXACT_SUBGROUPS`
+    sub-groups, else the best single move (to one of the :data:`NEAREST` shorter kept periods) until none helps."""
     order = sorted(range(len(periods)), key=lambda i: periods[i])
     own = [int(periods[i]) for i in order]
     cost = [costs[i] for i in order]
+    extra = [0.0 if post is None else post[i] for i in order]
     k = len(own)
     if k <= 1:
         return list(periods)
     if k <= EXACT_SUBGROUPS:
-        best, best_cost = own, schedule_cost(own, cost)
+        best, best_cost = own, schedule_cost(own, cost, extra)
         for choice in itertools.product(*(range(i + 1) for i in range(k))):
             if any(choice[choice[i]] != choice[i] for i in range(k)):
                 continue  # a sub-group may only adopt the period of one that keeps its own
             p = [own[c] for c in choice]
-            value = schedule_cost(p, cost)
+            value = schedule_cost(p, cost, extra)
             if value < best_cost - 1e-12:
                 best, best_cost = p, value
     else:
         target = list(range(k))
-        best_cost = schedule_cost(own, cost)
+        best_cost = schedule_cost(own, cost, extra)
         while True:
             moves = []
             for i in range(k):
                 if any(target[x] == i for x in range(k) if x != i):
                     continue  # others follow it
-                for a in [i] + [a for a in range(i) if target[a] == a and own[a] < own[i]]:
+                anchors = [a for a in range(i) if target[a] == a and own[a] < own[i]][-NEAREST:]
+                for a in [i] + anchors:
                     if a != target[i]:
                         trial = target[:i] + [a] + target[i + 1 :]
-                        moves.append((schedule_cost([own[x] for x in trial], cost), trial))
+                        moves.append((schedule_cost([own[x] for x in trial], cost, extra), trial))
             if not moves:
                 break
             value, trial = min(moves, key=lambda m: m[0])
@@ -102,6 +111,7 @@ class Query:
     group: object  # queries of one group share a scan
     period: int  # updates between re-executions (n)
     window: int  # sub-windows read (the cost of one run: window - 1 merges)
+    post: float = 0.0  # the cost of its own post-processing per run, in merges
     since: int = 0  # updates since it last ran
     runs: int = 0
     late: int = 0  # sum of latencies
@@ -125,19 +135,30 @@ class PeriodicScheduler:
             raise ValueError(f"unknown scheduling policy {policy!r}")
         self.policy = policy
         self.queries: dict[str, Query] = {}
-        self.tasks: dict[tuple, Task] = {}
+        self._tasks: dict[tuple, Task] = {}
+        self.dirty = False
+        self._hybrid: dict[tuple, list[int]] = {}  # memo of hybrid_periods
         self.executions = 0  # scans (joint executions count once)
 
-    def add(self, name: str, group, period: int, window: int) -> None:
-        self.queries[name] = Query(name, group, max(1, period), max(1, window))
-        self._rebuild()
+    def add(self, name: str, group, period: int, window: int, post: float = 0.0) -> None:
+        """A query of ``group`` re-executed every ``period`` updates over ``window`` sub-windows; ``post``:
+        its own post-processing per run in merges (for the hybrid cost model)."""
+        self.queries[name] = Query(name, group, max(1, period), max(1, window), post)
+        self.dirty = True
 
     def remove(self, name: str) -> None:
-        self.queries.pop(name, None)
-        self._rebuild()
+        self.dirty |= self.queries.pop(name, None) is not None
+
+    @property
+    def tasks(self) -> dict[tuple, Task]:
+        """The tasks of the policy (rebuilt after queries were added or removed)."""
+        if self.dirty:
+            self._rebuild()
+        return self._tasks
 
     def _rebuild(self) -> None:
         """Tasks of the policy from the queries; a task that stays keeps its deadline."""
+        self.dirty = False
         policy, qs = self.policy, list(self.queries.values())
         plan: dict[tuple, tuple[object, int, list[str]]] = {}
         if policy == "edf":
@@ -156,17 +177,22 @@ class PeriodicScheduler:
                 own = sorted(subs)
                 assigned = own
                 if policy.startswith("hybrid"):
-                    assigned = hybrid_periods(own, [max(q.window for q in subs[p]) - 1 for p in own])
+                    costs = [max(q.window for q in subs[p]) - 1 for p in own]
+                    post = [sum(q.post for q in subs[p]) for p in own]
+                    key = (tuple(own), tuple(costs), tuple(post))
+                    if key not in self._hybrid:
+                        self._hybrid[key] = hybrid_periods(own, costs, post)
+                    assigned = self._hybrid[key]
                 for p, a in zip(own, assigned):
                     key = ("s", group, a)
                     g, period, m = plan.get(key, (group, a, []))
                     plan[key] = (g, period, m + [q.name for q in subs[p]])
-        old = self.tasks
-        self.tasks = {}
+        old = self._tasks
+        self._tasks = {}
         for key, (group, period, members) in plan.items():
             prev = old.get(key)
             d = period if prev is None else min(prev.d, period)
-            self.tasks[key] = Task(key, group, period, d, members, prev.fresh if prev else True)
+            self._tasks[key] = Task(key, group, period, d, members, prev.fresh if prev else True)
 
     def update(self, groups=None) -> None:
         """A synopsis update of the groups ``groups(group)`` holds for (None: all): each of their tasks'
