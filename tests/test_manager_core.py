@@ -140,3 +140,25 @@ def test_threads_ingest_execute_and_answer_one_time_queries():
         end = rows[-1][1]
         span = {"q0": T, "q1": 2 * T, "q2": N * T, "q3": 3 * T, "late": 2 * T}[name]
         assert {r[3]["S.src"]: r[3]["b"] for r in rows if r[1] == end} == oracle(frame, end, span)
+
+
+def test_a_restarted_manager_resumes_its_registered_queries(tmp_path):
+    qm = QueryManager(SCHEMAS, T, N)
+    qm.register("a", SUM_BY_SRC.format(r=T - 1, d=T), priority=2)
+    qm.register("b", SUM_BY_SRC.format(r=2 * T - 1, d=2 * T))
+    rng = np.random.default_rng(3)
+    for j in range(3):
+        qm.append("S", *data(rng, j * T, (j + 1) * T, 20))
+        qm.run_due()
+    seq = qm.queries["a"].seq
+    qm.save(tmp_path / "state.json")
+    again = QueryManager(SCHEMAS, T, N)
+    assert again.restore(tmp_path / "state.json") == ["a", "b"]
+    assert again.queries["a"].priority == 2 and again.queries["a"].seq == seq
+    for j in range(3, 5):
+        again.append("S", *data(rng, j * T, (j + 1) * T, 20))
+        again.run_due()
+    assert again.results("a")[0][0] == seq + 1
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ExecutionError, match="cannot read the query manager's state"):
+        again.restore(tmp_path / "bad.json")

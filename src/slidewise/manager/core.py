@@ -20,9 +20,11 @@ sub-window is rejected (counted, kept with its reason in :attr:`QueryManager.rej
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -32,6 +34,7 @@ from slidewise.manager.queries import Compiled, compile_query
 from slidewise.manager.scheduling import PeriodicScheduler
 from slidewise.manager.transactions import TransactionScheduler
 from slidewise.manager.window import Window
+from slidewise.runtime.outputs import write_atomic
 from slidewise.runtime.sources.base import KIND_DTYPE
 
 __all__ = ["Answer", "NameTaken", "QueryManager", "Registered"]
@@ -159,6 +162,23 @@ class QueryManager:
                 for i in range(max(0, after - first + 1), size):
                     out.append((first + i, int(rows["ts"][i]), int(rows["sign"][i]), {c: rows[c][i].item() if hasattr(rows[c][i], "item") else rows[c][i] for c in cols}))
             return out
+
+    def save(self, path: str | Path) -> None:
+        """Write the registered queries (name, query, priority, rows answered so far) to ``path`` as JSON,
+        whole or not at all; :meth:`restore` registers them again (a restarted service resumes them)."""
+        with self.lock:
+            entries = [{"name": r.name, "query": r.query.text, "priority": r.priority, "seq": r.seq} for r in self.queries.values()]
+        write_atomic(path, json.dumps({"queries": entries}, indent=1).encode(), "state")
+
+    def restore(self, path: str | Path) -> list[str]:
+        """Register the queries :meth:`save` wrote; their sequence numbers go on from where they were."""
+        try:
+            entries = json.loads(Path(path).read_text())["queries"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ExecutionError(f"cannot read the query manager's state {path}: {e}", hint="delete it to start with no registered queries") from None
+        for e in entries:
+            self.register(e["name"], e["query"], e.get("priority", 0)).seq = int(e.get("seq", 0))
+        return [e["name"] for e in entries]
 
     # -- ingestion ------------------------------------------------------------------------------
 
