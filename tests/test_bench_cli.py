@@ -21,6 +21,7 @@ EXPERIMENTS = {
     "spark": "--workload",
     "frequent": "--tuples",
     "sharing": "--queries",
+    "query-manager": "--trials",
 }
 
 

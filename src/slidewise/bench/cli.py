@@ -121,6 +121,15 @@ def _sharing(args) -> int:
     return 0
 
 
+def _query_manager(args) -> int:
+    from slidewise.bench.query_manager import run_query_manager_bench, summary
+
+    _positive(args.trials, "--trials")
+    _positive(args.queries, "--queries")
+    print_table("slidewise bench query-manager", summary(run_query_manager_bench(args.out, queries=args.queries, trials=args.trials, progress=_say)))
+    return 0
+
+
 def _synopses(args) -> int:
     from slidewise.bench.synopses import print_summary, run_synopses_bench
 
@@ -276,6 +285,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sh.add_argument("--queries", metavar="N,N,...", help="numbers of queries (default 40,80,160,240)")
     sh.add_argument("--tuples", type=int, help="input tuples (default 200,000)")
+
+    qm = _experiment(
+        sub,
+        "query-manager",
+        _query_manager,
+        "Golab's thesis Fig. 7.8-7.14: serial, WS, LWS and TTU concurrency control",
+        "Aborts, staleness, inter-execution time, throughput and one-time response of the four schedulers of the "
+        "query manager, in sub-window reads, for t = 100, 500 and n = 10..80 sub-windows; query-manager.json/.png.",
+    )
+    qm.add_argument("--queries", type=int, default=40, help="periodic queries (default 40)")
+    qm.add_argument("--trials", type=int, default=3, help="seeds averaged per point (default 3)")
 
     sy = _experiment(
         sub,

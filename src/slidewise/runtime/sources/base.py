@@ -11,7 +11,7 @@ import pyarrow as pa
 from slidewise.errors import SourceError
 from slidewise.runtime.rejects import rows_as_text
 
-_KIND_DTYPE = {"int": np.dtype(np.int64), "float": np.dtype(np.float64), "bool": np.dtype(np.bool_), "str": np.dtype(object)}
+KIND_DTYPE = {"int": np.dtype(np.int64), "float": np.dtype(np.float64), "bool": np.dtype(np.bool_), "str": np.dtype(object)}
 _KIND_ARROW = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
 
 

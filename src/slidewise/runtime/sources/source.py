@@ -12,7 +12,7 @@ import pyarrow as pa
 from slidewise.errors import OptionError, SourceError
 from slidewise.options import DEFAULTS, TS_UNITS, RunOptions
 from slidewise.runtime.rejects import Rejects
-from slidewise.runtime.sources.base import _KIND_DTYPE, RawChunk, _one_line, _unreadable
+from slidewise.runtime.sources.base import KIND_DTYPE, RawChunk, _one_line, _unreadable
 from slidewise.runtime.sources.convert import _convert
 from slidewise.runtime.sources.memory import _frame_table, _MemoryReader, _RecordsReader
 from slidewise.runtime.sources.parquet import _ParquetReader
@@ -69,7 +69,7 @@ class Source:
         self.name = name
         self._readers = readers
         self.kinds = kinds
-        self.schema: dict[str, np.dtype] = {k: _KIND_DTYPE[v] for k, v in kinds.items()}
+        self.schema: dict[str, np.dtype] = {k: KIND_DTYPE[v] for k, v in kinds.items()}
         self.ts_column = ts_column
         self.ts_unit = ts_unit
         #: unit of the converted timestamps, for messages: "ms", or "" for raw numbers
