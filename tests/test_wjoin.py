@@ -12,7 +12,7 @@ from slidewise.cql import parse_any
 from slidewise.cql.wjoin import parse_wjoin
 from slidewise.errors import OptionError, QueryError
 from slidewise.model.batch import StreamBatch, Tup
-from slidewise.operators.wjoin import WJOINS, HWJoin
+from slidewise.operators.wjoin import WJOINS, GCAJoin, HWJoin, LCAJoin
 from slidewise.plan.wjoin import WindowConstraint, WJoinQuery
 from tests.oracle_wjoin import oracle_wjoin, order_key
 
@@ -153,6 +153,24 @@ def test_removal_rule_bounds_the_state(algorithm):
     assert op.state_tuples() <= 60
 
 
+def test_gca_and_lca_filter_bounds():
+    """Fig. 13's setting: 0.8 between every pair but one pair at 1; GCA filters with 1 everywhere,
+    LCA with the local windows (1 between the pair, 0.8 elsewhere), and enumerates fewer candidates."""
+    pairs = " AND ".join(f"WINDOW({a}, {b}) = {10 if a + b == 'AB' else 8}" for a, b in ("AB", "AC", "AD", "BC", "BD", "CD"))
+    query = parse_wjoin(f"SELECT * FROM A, B, C, D {pairs}")
+    assert GCAJoin.filter_bounds(query)[2] == [10, 10, 0, 10]
+    assert LCAJoin.filter_bounds(query)[0] == [0, 10, 8, 8] and LCAJoin.filter_bounds(query)[2] == [8, 8, 0, 8]
+    rng = np.random.default_rng(1)
+    ts = np.sort(rng.integers(0, 400, 400))
+    streams = rng.integers(0, 4, 400)
+    ops = {a: WJOINS[a](query) for a in ("mw-join", "gca", "lca")}
+    keys = {}
+    for a, op in ops.items():
+        keys[a] = op.process([StreamBatch(s, np.flatnonzero(streams == s), ts[streams == s], {}) for s in range(4)]).keys()
+    assert keys["gca"] == keys["lca"] == keys["mw-join"]
+    assert ops["mw-join"].comparisons < ops["lca"].comparisons < ops["gca"].comparisons
+
+
 def test_hw_join_needs_equalities_connecting_the_streams():
     query = parse_wjoin("SELECT * FROM A, B, C WINDOW = 2 WHERE A.k = B.k AND A.x < C.x")
     with pytest.raises(OptionError) as info:
@@ -206,7 +224,7 @@ def test_other_algorithms_are_refused():
     with pytest.raises(OptionError) as info:
         slidewise.run("SELECT * FROM A, B WINDOW = 1", {"A": [{"ts": 1}], "B": [{"ts": 1}]}, algorithm="hash")
     assert str(info.value).split("\n")[0] == (
-        "algorithm 'hash' does not run W-joins (hint: W-joins (a WINDOW clause) run on mw-join, nlw-join, hw-join; drop --algorithm or name one of them)"
+        "algorithm 'hash' does not run W-joins (hint: W-joins (a WINDOW clause) run on mw-join, nlw-join, hw-join, gca, lca; drop --algorithm or name one of them)"
     )
 
 

@@ -108,8 +108,9 @@ class MWJoin:
     def __init__(self, query: WJoinQuery) -> None:
         self.query = query
         self.n = query.n
-        self.d = np.array(query.bounds(), dtype=np.float64)
-        self.reach = np.array(query.reach(), dtype=np.int64)
+        self.d = np.array(self.filter_bounds(query), dtype=np.float64)
+        self.reach = np.array(query.reach(), dtype=np.int64)  # a result's exp
+        self.keep = self.d.max(axis=1).astype(np.int64)  # Mode 1: a tuple is dropped once the clock passes ts + keep
         self.aliases = query.join.aliases
         self.buffers = [_Buffer() for _ in range(self.n)]
         self.orders = [greedy_order(self.d, i) for i in range(self.n)]
@@ -119,6 +120,15 @@ class MWJoin:
     @classmethod
     def check(cls, query: WJoinQuery) -> None:
         """Every W-join runs on the merge W-join."""
+
+    @staticmethod
+    def filter_bounds(query: WJoinQuery) -> list[list[float]]:
+        """The bounds Mode 1 and Mode 2 search with: the query's closed bounds (exact, no refinement)."""
+        return query.bounds()
+
+    def refine(self, idx: dict[int, np.ndarray], stream: int) -> dict[int, np.ndarray]:
+        """The enumerated combinations ``idx`` that satisfy the query (all of them: the bounds are exact)."""
+        return idx
 
     def state_tuples(self) -> int:
         return sum(len(b) for b in self.buffers)
@@ -131,7 +141,7 @@ class MWJoin:
         last = max((int(b.ts[-1]) for b in chunk if len(b)), default=None)
         if last is not None:  # Mode 1: the removal rule
             for j, b in enumerate(self.buffers):
-                b.start = max(b.start, int(np.searchsorted(b.ts, last - self.reach[j], "left")))
+                b.start = max(b.start, int(np.searchsorted(b.ts, last - self.keep[j], "left")))
         out = ResultBatch.concat(parts, self.n)
         if len(parts) > 1:  # in the order of the completing arrivals (each result's last member)
             o = np.argsort(out.members.max(axis=1), kind="stable")
@@ -166,4 +176,7 @@ class MWJoin:
             for k in range(self.n):  # shrink every partial combination's period
                 lo[k] = np.maximum(lo[k][take], t_j - self.d[k][j])
                 hi[k] = np.minimum(hi[k][take], t_j + self.d[j][k])
+        idx = self.refine(idx, stream)
+        if not len(idx[stream]):
+            return None
         return results({k: bufs[k].rows(idx[k]) for k in range(self.n)}, self.predicates, self.aliases, self.reach)
