@@ -299,11 +299,14 @@ def cmd_explain(args) -> int:
     from slidewise.plan.wjoin import WJoinQuery
 
     q = load_any(_query(args))
-    if isinstance(q, WJoinQuery):  # a W-join: its constraints, closed, and its operator
+    if isinstance(q, WJoinQuery):  # a W-join: its constraints, closed, and its operator with the planner's reason
+        from slidewise.optimizer.wjoin import choose_wjoin
         from slidewise.runtime.join_engine import wjoin_operator
 
-        operator = wjoin_operator(q, args.algorithm, args.order, {})
-        print(f"W-join on {operator.name}: {q.describe()}; reach {dict(zip(q.join.aliases, q.reach()))}")
+        wjoin_operator(q, args.algorithm, args.order, {})  # refuses what does not apply to a W-join
+        choice = choose_wjoin(q, args.algorithm, args.stats)
+        print(f"W-join on {choice.cls.name}: {q.describe()}; reach {dict(zip(q.join.aliases, q.reach()))}")
+        print(f"  {choice.describe()}")
         return 0
     if isinstance(q, Plan):  # a general query: the update-pattern annotated logical plan
         from slidewise.optimizer.explain import plan_info, render_plan

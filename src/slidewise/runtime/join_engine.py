@@ -20,6 +20,7 @@ from slidewise.errors import OptionError, SourceError
 from slidewise.operators.project import output_columns, output_names
 from slidewise.operators.wjoin import WJOINS, MWJoin, NLWJoin
 from slidewise.optimizer.planner import choose
+from slidewise.optimizer.wjoin import choose_wjoin
 from slidewise.options import RunOptions
 from slidewise.plan.bind import bind_query
 from slidewise.plan.physical import PhysicalPlan
@@ -170,15 +171,19 @@ def execute(
 
 
 def wjoin_operator(query: WJoinQuery, algorithm, order, options) -> MWJoin | NLWJoin:
-    """The operator of a W-join (mw-join unless ``algorithm`` names another); the join path's choices do not apply to it."""
+    """The operator of a W-join: the one ``algorithm`` names, else the cheapest by the W-join cost
+    model under ``options["stats"]`` (:func:`~slidewise.optimizer.wjoin.choose_wjoin`); the join
+    path's other choices do not apply to it."""
     if algorithm not in (None, "auto", *WJOINS):
         raise OptionError(
             f"algorithm {algorithm!r} does not run W-joins", hint=f"W-joins (a WINDOW clause) run on {', '.join(WJOINS)}; drop --algorithm or name one of them"
         )
-    given = [k for k, v in (options or {}).items() if v not in (None, False)]
+    options = dict(options or {})
+    stats = options.pop("stats", None)
+    given = [k for k, v in options.items() if v not in (None, False)]
     if order is not None or given:
         raise OptionError(
             f"option {'order' if order is not None else given[0]!r} does not apply to a W-join",
             hint="drop it: the W-joins choose their own order from the WINDOW constraints",
         )
-    return WJOINS[algorithm if algorithm in WJOINS else "mw-join"](query)
+    return choose_wjoin(query, algorithm if algorithm in WJOINS else None, stats).cls(query)

@@ -37,6 +37,8 @@ class GCAJoin(MWJoin):
     """The global conservative approach (see the module docstring)."""
 
     name = "gca"
+    preference = 3
+    refines = True
 
     def __init__(self, query: WJoinQuery) -> None:
         super().__init__(query)
@@ -66,6 +68,7 @@ class LCAJoin(GCAJoin):
     """The local conservative approach (see the module docstring)."""
 
     name = "lca"
+    preference = 4
 
     @staticmethod
     def filter_bounds(query: WJoinQuery) -> list[list[float]]:

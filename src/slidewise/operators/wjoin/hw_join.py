@@ -24,6 +24,9 @@ class HWJoin(NLWJoin):
     """The hash W-join over ``query``'s streams (see the module docstring)."""
 
     name = "hw-join"
+    preference = 2
+    per_arrival = 1500.0
+    hashed = True
 
     @classmethod
     def check(cls, query: WJoinQuery) -> None:

@@ -16,7 +16,10 @@ are processed together, columnar:
 * Mode 2 (enumeration inside the period): streams are added one by one (in an order that follows
   the constraint graph); each partial combination carries its own period, shrunk by every member
   added, and a binary search finds the buffered tuples inside it that arrived before the new
-  tuple. Equalities and filters are then evaluated over the columns of the complete combinations.
+  tuple. An equality prunes the partial combinations at the step that adds its second stream
+  (the paper applies the join predicate to complete combinations; testing it early gives the
+  same results with fewer rows enumerated); the other predicates are evaluated over the columns of
+  the complete combinations.
 
 Buffers are columnar: per stream the arrived chunks, concatenated, with a start index (Mode 1) and
 per new tuple an end found by position (the tuples that arrived before it). Results come in the
@@ -104,6 +107,15 @@ class MWJoin:
     """The merge W-join over ``query``'s streams (see the module docstring)."""
 
     name = "mw-join"
+    #: facts read by the W-join planner (:mod:`slidewise.optimizer.wjoin`): the cost formula family
+    #: (``merge``: Mode 2's enumeration; ``pipeline``: binary window joins), the tie rank, and the
+    #: fixed cost of one arrival in comparisons (``slidewise bench wjoin`` measures it: MW-join
+    #: handles a chunk's arrivals together, the pipelines one by one in Python)
+    cost_family = "merge"
+    preference = 0
+    per_arrival = 2.0
+    hashed = False
+    refines = False
 
     def __init__(self, query: WJoinQuery) -> None:
         self.query = query
@@ -114,7 +126,13 @@ class MWJoin:
         self.aliases = query.join.aliases
         self.buffers = [_Buffer() for _ in range(self.n)]
         self.orders = [greedy_order(self.d, i) for i in range(self.n)]
-        self.predicates: list[Expr] = [Cmp("=", e.left, e.right) for e in query.join.equalities] + list(query.join.filters)
+        eqs = [Cmp("=", e.left, e.right) for e in query.join.equalities]
+        # an equality is tested at the step of Mode 2 that adds the later of its two streams
+        self.step_eqs = [
+            {j: [p for p, e in zip(eqs, query.join.equalities) if j in (e.left.stream, e.right.stream) and {e.left.stream, e.right.stream} <= set(o[: o.index(j) + 1])] for j in o[1:]}
+            for o in self.orders
+        ]
+        self.predicates: list[Expr] = list(query.join.filters)
         self.comparisons = 0
 
     @classmethod
@@ -176,6 +194,16 @@ class MWJoin:
             for k in range(self.n):  # shrink every partial combination's period
                 lo[k] = np.maximum(lo[k][take], t_j - self.d[k][j])
                 hi[k] = np.minimum(hi[k][take], t_j + self.d[j][k])
+            if self.step_eqs[stream][j]:  # the equalities the new member completes
+                ok = np.ones(rows, bool)
+                for p in self.step_eqs[stream][j]:
+                    ok &= np.asarray(evaluate(p, lambda st, attr, i=idx: (bufs[st].ts if attr == "ts" else bufs[st].cols[attr])[i[st]]), bool)
+                if not ok.all():
+                    keep = np.flatnonzero(ok)
+                    if not len(keep):
+                        return None
+                    idx, pos = {k: v[keep] for k, v in idx.items()}, pos[keep]
+                    lo, hi = {k: v[keep] for k, v in lo.items()}, {k: v[keep] for k, v in hi.items()}
         idx = self.refine(idx, stream)
         if not len(idx[stream]):
             return None

@@ -81,6 +81,10 @@ class NLWJoin:
     """The nested-loop W-join over ``query``'s streams (see the module docstring)."""
 
     name = "nlw-join"
+    cost_family = "pipeline"  # planner facts: see MWJoin
+    preference = 1
+    per_arrival = 1000.0
+    hashed = False
     sweep = 64  # HW-join: every so many arrivals, the removal rule visits every bucket
 
     def __init__(self, query: WJoinQuery) -> None:
