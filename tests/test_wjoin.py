@@ -213,7 +213,12 @@ def test_spark_is_refused_and_explain_shows_the_bounds(tmp_path, capsys):
     with pytest.raises(OptionError, match="W-joins run on the local engine only so far"):
         slidewise.run("SELECT * FROM A, B WINDOW = 1", {"A": [{"ts": 1}], "B": [{"ts": 1}]}, engine="spark")
     assert main(["explain", "SELECT * FROM A, B, C WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3"]) == 0
-    assert capsys.readouterr().out == ("W-join on mw-join: WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3; reach {'A': 5, 'B': 3, 'C': 2}\n")
+    assert capsys.readouterr().out == (
+        "W-join on mw-join: WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3; reach {'A': 5, 'B': 3, 'C': 2}\n"
+        "  cheapest estimate of mw-join, nlw-join, gca, lca (cost in comparisons per time unit, per-arrival work included, "
+        "default statistics: mw-join 27, lca 132, gca 246, nlw-join 4.82e+03; "
+        "not applicable: hw-join needs equi-join predicates connecting every stream; none reaches B, C)\n"
+    )
     assert main(["explain", "SELECT * FROM A, B WINDOW = 1", "--algorithm", "nlw-join"]) == 0
     assert capsys.readouterr().out.startswith("W-join on nlw-join: WINDOW(A, B) = 1")
 
@@ -250,3 +255,50 @@ def test_the_local_engine_equals_the_oracle(algorithm, data):
         tuple(x for p in key for x in (by_pos[p].ts, by_pos[p].vals["k"])) + (ts, exp, sign) for key, ts, exp, sign in oracle_wjoin(query, tuples).elements()
     )
     assert got == expected, text
+
+
+def _stats(names: str, rate: float, distinct: float) -> dict:
+    return {a: {"rate": rate, "distinct": distinct} for a in names}
+
+
+@pytest.mark.parametrize(
+    "window, distinct, chosen",
+    [
+        (10, 10, "mw-join"),  # small windows: MW-join's columnar enumeration is cheapest
+        (10_000, 10**6, "hw-join"),  # large windows, selective equalities: one bucket per probe
+    ],
+)
+def test_the_planner_chooses_by_cost(window, distinct, chosen):
+    from slidewise.optimizer.wjoin import choose_wjoin
+
+    query = parse_wjoin(f"SELECT * FROM A, B, C WINDOW = {window} WHERE A.k = B.k AND B.k = C.k")
+    choice = choose_wjoin(query, None, _stats("ABC", 1, distinct))
+    assert choice.cls.name == chosen and next(iter(choice.costs)) == chosen
+    assert set(choice.costs) == set(WJOINS) and not choice.refused
+    assert choice.reason == "cheapest estimate of mw-join, nlw-join, hw-join, gca, lca"
+    forced = choose_wjoin(query, "lca", _stats("ABC", 1, distinct))
+    assert forced.cls is LCAJoin and forced.reason == "chosen with --algorithm"
+
+
+def test_the_engine_runs_the_planners_choice():
+    import slidewise
+
+    rows = [{"ts": t, "k": t % 3} for t in range(0, 40, 2)]
+    text = "SELECT * FROM A, B, C WINDOW = 10000 WHERE A.k = B.k AND B.k = C.k"
+    res = slidewise.run(text, {"A": rows, "B": rows, "C": rows}, stats=[f"{a}:rate=1,distinct=1000000" for a in "ABC"])
+    assert res.stats["algorithm"] == "hw-join"
+    assert len(res.results) == 7**3 + 7**3 + 6**3  # every combination with one k (t % 3 over 0, 2, ..., 38)
+    small = slidewise.run(text.replace("10000", "5"), {"A": rows, "B": rows, "C": rows})  # default statistics
+    assert small.stats["algorithm"] == "mw-join"
+
+
+def test_register_refuses_a_taken_name():
+    from slidewise.errors import PlanError
+    from slidewise.operators.wjoin import by_rank, register
+
+    class Other(LCAJoin):
+        name = "lca"
+
+    with pytest.raises(PlanError, match="W-join algorithm 'lca' is already registered"):
+        register(Other)
+    assert [c.name for c in by_rank()] == ["mw-join", "nlw-join", "hw-join", "gca", "lca"]

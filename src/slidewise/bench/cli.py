@@ -337,7 +337,8 @@ def build_parser() -> argparse.ArgumentParser:
         "wjoin",
         _wjoin,
         "Hammad et al. Fig. 9a/b, 13: W-join operators (MW, NLW, HW; GCA vs LCA)",
-        "Service time per tuple of MW-, NLW- and HW-join for 2..N streams at comparable and variable rates, and GCA vs LCA; wjoin.json/.png. Exit status 1 if two operators disagree.",
+        "Service time per tuple of MW-, NLW- and HW-join for 2..N streams at comparable and variable rates, and GCA vs LCA; "
+        "wjoin.json/.png. Exit status 1 if two operators disagree.",
     )
     w.add_argument("--tuples", type=int, help="tuples per run (default 3000)")
     w.add_argument("--max-streams", type=int, default=6, metavar="N", help="streams from 2 up to N (default 6)")

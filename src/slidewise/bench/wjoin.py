@@ -33,7 +33,8 @@ from slidewise.bench.common import machine_info, pyplot, save_png, write_json
 from slidewise.cql.wjoin import parse_wjoin
 from slidewise.model.batch import StreamBatch
 from slidewise.operators.wjoin import WJOINS
-from slidewise.optimizer.wjoin import choose_wjoin
+from slidewise.optimizer.stats import resolve_statistics
+from slidewise.optimizer.wjoin import choose_wjoin, comparisons
 
 __all__ = ["generate", "measure", "run_wjoin_bench", "summarize"]
 
@@ -103,7 +104,9 @@ def _planned(text: str, rates_per_s: list[float], keys: int) -> dict:
     query = parse_wjoin(text)
     stats = {a: {"rate": r / 1000.0, "distinct": keys} for a, r in zip(query.join.aliases, rates_per_s)}
     choice = choose_wjoin(query, None, stats)
-    return {"planned": choice.cls.name, "estimates": {k: round(v, 3) for k, v in choice.costs.items()}}
+    statistics = resolve_statistics(query.join, stats)
+    model = {a: round(float(comparisons(WJOINS[a], query, statistics)) / (sum(rates_per_s) / 1000.0), 3) for a in choice.costs}
+    return {"planned": choice.cls.name, "estimates": {k: round(float(v), 3) for k, v in choice.costs.items()}, "model_comparisons_per_tuple": model}
 
 
 def _point(label: dict, text: str, rates: list[float], algorithms: tuple[str, ...], tuples: int, keys: int, seed: int) -> dict:
@@ -113,7 +116,7 @@ def _point(label: dict, text: str, rates: list[float], algorithms: tuple[str, ..
     return {**label, "query": text, "rates_per_s": [round(r, 1) for r in rates], "runs": runs, "answers_agree": agree, **_planned(text, rates, keys)}
 
 
-def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window: int = 5, keys: int = 10, seed: int = 0, progress=None) -> dict:
+def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window: int = 20, keys: int = 10, seed: int = 0, progress=None) -> dict:
     """Both experiments (module docstring); writes ``wjoin.json`` and ``wjoin.png`` to ``out_dir``."""
     say = progress or (lambda message: None)
     streams = []

@@ -4,7 +4,7 @@
 Every registered W-join operator (:func:`slidewise.operators.wjoin.by_rank`) whose ``check``
 accepts the query is priced in comparisons per time unit under the statistics (``--stats``
 rates and distinct counts, or the uniform defaults of :mod:`slidewise.optimizer.stats`), plus its
-``per_arrival`` fact times the arrival rate; the cheapest runs (ties: ``preference``). With
+``per_arrival`` fact times the arrival rate (and the levels, for a pipeline); the cheapest runs (ties: ``preference``). With
 rates ``λ``, the closed bounds ``d`` (or the operator's filter bounds) and ``v`` distinct values
 per equi-join attribute:
 
@@ -26,17 +26,21 @@ arrivals at once) in comparison units; ``slidewise bench wjoin`` measures both p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
 from slidewise.errors import SlidewiseError
-from slidewise.operators.wjoin import WJOINS, WJoinOperator, by_rank
-from slidewise.operators.wjoin.mw_join import greedy_order
-from slidewise.optimizer.stats import StatsArg, Statistics, resolve_statistics
+from slidewise.operators.wjoin import WJOINS, MWJoin, NLWJoin, WJoinOperator, by_rank
+from slidewise.operators.wjoin.mw_join import Links, equality_links, greedy_order
+from slidewise.optimizer.stats import Statistics, StatsArg, resolve_statistics
 from slidewise.plan.wjoin import WJoinQuery
 
-__all__ = ["WJoinChoice", "choose_wjoin", "estimate"]
+__all__ = ["WJoinChoice", "choose_wjoin", "comparisons", "estimate"]
+
+Selectivity = Callable[[set[int]], float]
 
 
 @dataclass
@@ -51,7 +55,7 @@ class WJoinChoice:
 
     def describe(self) -> str:
         priced = ", ".join(f"{n} {c:.3g}" for n, c in self.costs.items())
-        refused = "".join(f"; {n} cannot run it: {why}" for n, why in self.refused.items())
+        refused = "".join(f"; not applicable: {why}" for why in self.refused.values())
         return f"{self.reason} (cost in comparisons per time unit, per-arrival work included, {self.stats_source} statistics: {priced}{refused})"
 
 
@@ -63,11 +67,10 @@ def _selectivity(query: WJoinQuery, stats: Statistics, members: set[int]) -> flo
     return sel
 
 
-def _enumeration(d: np.ndarray, rates: np.ndarray, s: int, streams: list[int], sel) -> tuple[float, float]:
+def _enumeration(d: np.ndarray, rates: np.ndarray, s: int, streams: list[int], sel: Selectivity, links: Links) -> tuple[float, float]:
     """Mode 2 for one arrival of ``s`` over ``streams`` (``s`` among them): the rows enumerated
     (summed over the steps) and the combinations left after the equalities (``sel(members)``)."""
-    sub = d[np.ix_(streams, streams)]
-    order = [streams[k] for k in greedy_order(sub, streams.index(s))]
+    order = greedy_order(d, s, prefer=links, among=streams)
     rows, enumerated = 1.0, 0.0
     for k, j in enumerate(order[1:], start=1):
         width = min([d[j][s]] + [d[i][j] + d[j][i] for i in order[1:k]])
@@ -77,33 +80,42 @@ def _enumeration(d: np.ndarray, rates: np.ndarray, s: int, streams: list[int], s
     return enumerated, rows
 
 
-def _combinations(d: np.ndarray, rates: np.ndarray, streams: list[int], sel) -> float:
+def _combinations(d: np.ndarray, rates: np.ndarray, streams: list[int], sel: Selectivity, links: Links) -> float:
     """New combinations over ``streams`` per time unit (equalities among them applied)."""
     if len(streams) == 1:
         return float(rates[streams[0]])
-    return float(sum(rates[s] * _enumeration(d, rates, s, streams, sel)[1] for s in streams))
+    return float(sum(rates[s] * _enumeration(d, rates, s, streams, sel, links)[1] for s in streams))
 
 
 def estimate(cls: WJoinOperator, query: WJoinQuery, stats: Statistics) -> float:
-    """``cls``'s comparisons per time unit for ``query`` under ``stats``, with its per-arrival cost."""
+    """``cls``'s cost per time unit for ``query`` under ``stats``: :func:`comparisons` plus its
+    ``per_arrival`` fact per arrival (per arrival and level for a pipeline)."""
+    levels = query.n - 1 if cls.cost_family == "pipeline" else 1
+    return comparisons(cls, query, stats) + sum(s.rate for s in stats.streams) * cls.per_arrival * levels
+
+
+def comparisons(cls: WJoinOperator, query: WJoinQuery, stats: Statistics) -> float:
+    """``cls``'s comparisons per time unit for ``query`` under ``stats`` (the module docstring)."""
     rates = np.array([s.rate for s in stats.streams], dtype=np.float64)
-    arrivals = float(rates.sum()) * cls.per_arrival
 
     def sel(members: set[int]) -> float:
         return _selectivity(query, stats, members)
 
+    links = equality_links(query)
+
     if cls.cost_family == "merge":
-        d = np.array(cls.filter_bounds(query), dtype=np.float64)
+        merge = cast(type[MWJoin], cls)
+        d = np.array(merge.filter_bounds(query), dtype=np.float64)
         total = 0.0
         for s in range(query.n):
-            enumerated, left = _enumeration(d, rates, s, list(range(query.n)), sel)
-            total += rates[s] * (enumerated + (left * len(query.constraints) if cls.refines else 0.0))
-        return total + arrivals
-    op = cls(query)
+            enumerated, left = _enumeration(d, rates, s, list(range(query.n)), sel, links)
+            total += rates[s] * (enumerated + (left * len(query.constraints) if merge.refines else 0.0))
+        return total
+    op = cast(NLWJoin, cls(query))
     d, order, total = op.d, op.order, 0.0
     for k in range(1, query.n):
         j, members = order[k], order[:k]
-        made = _combinations(d, rates, members, sel)
+        made = _combinations(d, rates, members, sel, links)
         left = made * min(d[i][j] for i in members)
         right = rates[j] * max(d[j][i] for i in members)
         cost = rates[j] * left + made * right
@@ -111,7 +123,7 @@ def estimate(cls: WJoinOperator, query: WJoinQuery, stats: Statistics) -> float:
             key = op.right[k].key
             cost /= max(stats[key[0]].v(key[1]), 1.0) if key is not None else 1.0
         total += cost
-    return total + arrivals
+    return total
 
 
 def choose_wjoin(query: WJoinQuery, algorithm: str | None = None, stats: StatsArg = None) -> WJoinChoice:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from slidewise.operators.wjoin.mw_join import MWJoin, greedy_order
+from slidewise.operators.wjoin.mw_join import MWJoin, result_orders
 from slidewise.plan.wjoin import WJoinQuery
 
 __all__ = ["GCAJoin", "LCAJoin", "local_windows"]
@@ -42,7 +42,7 @@ class GCAJoin(MWJoin):
 
     def __init__(self, query: WJoinQuery) -> None:
         super().__init__(query)
-        self.mw_orders = [greedy_order(np.array(query.bounds()), i) for i in range(self.n)]
+        self.mw_orders = result_orders(query)
         self.constraints = query.constraints
 
     @staticmethod

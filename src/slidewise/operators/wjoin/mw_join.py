@@ -36,7 +36,7 @@ from slidewise.model.batch import ResultBatch, StreamBatch
 from slidewise.plan.expr import Cmp, Expr, evaluate
 from slidewise.plan.wjoin import WJoinQuery
 
-__all__ = ["MWJoin", "Rows", "greedy_order", "results", "take_rows"]
+__all__ = ["Links", "MWJoin", "Rows", "equality_links", "greedy_order", "result_orders", "results", "take_rows"]
 
 Rows = dict[int, dict[str, np.ndarray]]  # per member stream: "pos", "ts" and its value columns
 
@@ -45,16 +45,35 @@ def take_rows(rows: Rows, idx: np.ndarray) -> Rows:
     return {s: {c: v[idx] for c, v in cols.items()} for s, cols in rows.items()}
 
 
-def greedy_order(d: np.ndarray, first: int, linked: Callable[[list[int]], Iterable[int]] | None = None) -> list[int]:
-    """The streams from ``first`` on, each next one the one with the tightest period to those
-    before (``min_i d[i][j] + d[j][i]``), among ``linked(order)`` if given."""
-    order, rest = [first], set(range(len(d))) - {first}
+Links = Callable[[list[int]], Iterable[int]]
+
+
+def equality_links(query: WJoinQuery) -> Links:
+    """The streams an equality of ``query`` links to those of ``order``."""
+    eqs = query.join.equalities
+    return lambda order: {e.left.stream for e in eqs if e.right.stream in order} | {e.right.stream for e in eqs if e.left.stream in order}
+
+
+def greedy_order(d: np.ndarray, first: int, linked: Links | None = None, prefer: Links | None = None, among: Iterable[int] | None = None) -> list[int]:
+    """The streams (``among`` them, default all) from ``first`` on, each next one the one with the
+    tightest period to those before (``min_i d[i][j] + d[j][i]``), among ``linked(order)`` if
+    given, and among ``prefer(order)`` first if any."""
+    order, rest = [first], set(range(len(d)) if among is None else among) - {first}
     while rest:
         allowed = rest if linked is None else rest & set(linked(order))
-        nxt = min(allowed, key=lambda j: (min(d[i][j] + d[j][i] for i in order), j))
+        preferred = set() if prefer is None else set(prefer(order))
+        nxt = min(allowed, key=lambda j: (j not in preferred, min(d[i][j] + d[j][i] for i in order), j))
         order.append(nxt)
         rest.discard(nxt)
     return order
+
+
+def result_orders(query: WJoinQuery) -> list[list[int]]:
+    """Per stream, MW-join's Mode 2 order for its arrivals: a stream an equality links to those
+    before first (its equality prunes at once), then the tightest period. Results of one arrival
+    come in this order's lexicographic order of member positions, whatever the operator."""
+    d, links = np.array(query.bounds(), dtype=np.float64), equality_links(query)
+    return [greedy_order(d, i, prefer=links) for i in range(query.n)]
 
 
 def results(rows: Rows, predicates: list[Expr], aliases: list[str], reach: np.ndarray) -> ResultBatch | None:
@@ -109,8 +128,8 @@ class MWJoin:
     name = "mw-join"
     #: facts read by the W-join planner (:mod:`slidewise.optimizer.wjoin`): the cost formula family
     #: (``merge``: Mode 2's enumeration; ``pipeline``: binary window joins), the tie rank, and the
-    #: fixed cost of one arrival in comparisons (``slidewise bench wjoin`` measures it: MW-join
-    #: handles a chunk's arrivals together, the pipelines one by one in Python)
+    #: fixed cost of one arrival in comparisons, per level for a pipeline (``slidewise bench wjoin``
+    #: measures it: MW-join handles a chunk's arrivals together, the pipelines one by one in Python)
     cost_family = "merge"
     preference = 0
     per_arrival = 2.0
@@ -125,11 +144,14 @@ class MWJoin:
         self.keep = self.d.max(axis=1).astype(np.int64)  # Mode 1: a tuple is dropped once the clock passes ts + keep
         self.aliases = query.join.aliases
         self.buffers = [_Buffer() for _ in range(self.n)]
-        self.orders = [greedy_order(self.d, i) for i in range(self.n)]
+        self.orders = [greedy_order(self.d, i, prefer=equality_links(query)) for i in range(self.n)]
         eqs = [Cmp("=", e.left, e.right) for e in query.join.equalities]
         # an equality is tested at the step of Mode 2 that adds the later of its two streams
         self.step_eqs = [
-            {j: [p for p, e in zip(eqs, query.join.equalities) if j in (e.left.stream, e.right.stream) and {e.left.stream, e.right.stream} <= set(o[: o.index(j) + 1])] for j in o[1:]}
+            {
+                j: [p for p, e in zip(eqs, query.join.equalities) if j in (e.left.stream, e.right.stream) and {e.left.stream, e.right.stream} <= set(o[: o.index(j) + 1])]
+                for j in o[1:]
+            }
             for o in self.orders
         ]
         self.predicates: list[Expr] = list(query.join.filters)
