@@ -25,6 +25,7 @@ def test_bench_wjoin_conclusions(tmp_path, capsys):
         assert min(p["runs"], key=lambda a, p=p: p["runs"][a]["comparisons_per_tuple"]) == "hw-join"
     two = [p for p in report["streams"] if p["n"] == 2]  # two streams: MW-join and NLW-join compare the same pairs
     assert all(p["runs"]["mw-join"]["comparisons_per_tuple"] == p["runs"]["nlw-join"]["comparisons_per_tuple"] for p in two)
+    assert [p["n"] for p in report["form1"]] == [2, 3, 4] and all(p["answers_agree"] and p["results"] for p in report["form1"])
     verdicts = report["summary"]["conclusions (service time, comparisons)"]
     assert set(verdicts) == {"MW beats NLW on variable rates", "LCA beats GCA (Fig. 13)", "HW fastest equi-join variant"}
     assert verdicts["LCA beats GCA (Fig. 13)"][1] is True and verdicts["HW fastest equi-join variant"][1] is True

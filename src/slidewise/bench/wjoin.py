@@ -8,6 +8,11 @@ integers, so the equi-join is selective enough to give work. Two experiments:
 * ``streams`` (Fig. 9a/b): ``n = 2 … max_streams`` streams joined by ``WINDOW = w`` and the chain
   of equalities ``S1.k = S2.k AND …``, at comparable rates (every stream 1000 tuples/s) and at
   variable rates (from 1000 down to 100 tuples/s, geometrically); MW-join, NLW-join and HW-join.
+* ``form1``: a W-join whose constraints are all equal (``WINDOW = w``, 2 to 4 streams at 1000
+  tuples/s) on the W-join planner's operator against the same query with ``[RANGE w]`` per stream
+  on the join path, both through the local engine (:func:`slidewise.run`); the answers must be
+  the same. Without ``--algorithm`` slidewise runs such a W-join on the join path
+  (``w_join_default``, measured too).
 * ``gca_lca`` (Fig. 13): four streams at 1000 tuples/s, the window ``w_small`` between every pair
   but one pair at ``w_large``, equi-joined as above; GCA and LCA (and MW-join, the reference).
   The paper's windows (0.8 s or 0.1 s, one pair 1 s) are scaled down by 100 (8 ms or 1 ms, one
@@ -116,6 +121,45 @@ def _point(label: dict, text: str, rates: list[float], algorithms: tuple[str, ..
     return {**label, "query": text, "rates_per_s": [round(r, 1) for r in rates], "runs": runs, "answers_agree": agree, **_planned(text, rates, keys)}
 
 
+def _engine_run(text: str, sources: dict, algorithm: str | None) -> tuple[float, object]:
+    """``slidewise.run`` (local engine): the best of up to three runs' seconds, and the sorted results."""
+    from slidewise.api import run
+
+    best, frame = None, None
+    for _ in range(3):
+        res = run(text, sources, algorithm=algorithm)
+        best = res.stats["seconds"] if best is None else min(best, res.stats["seconds"])
+        frame = res.results
+        if res.stats["seconds"] >= 0.2:
+            break
+    assert frame is not None
+    return float(best), frame.sort_values(list(frame.columns), kind="stable").reset_index(drop=True)
+
+
+def _form1_point(n: int, window: int, tuples: int, keys: int, seed: int) -> dict:
+    """Form 1 as a W-join (the W-join planner's operator) and with ``[RANGE w]`` per stream (the join path)."""
+    import pandas as pd
+
+    names = NAMES[:n]
+    data = generate([1000.0] * n, tuples, keys, seed)
+    sources = {a: pd.DataFrame({"ts": data["ts"][data["stream"] == i], "k": data["k"][data["stream"] == i]}) for i, a in enumerate(names)}
+    wtext = query_text(n, f"WINDOW = {window}")
+    chain = wtext.split(" WHERE ", 1)[1]
+    ptext = f"SELECT * FROM {', '.join(f'{a} [RANGE {window}]' for a in names)} WHERE {chain}"
+    operator = _planned(wtext, [1000.0] * n, keys)["planned"]
+    w_s, w_rows = _engine_run(wtext, sources, operator)
+    p_s, p_rows = _engine_run(ptext, sources, None)
+    d_s, d_rows = _engine_run(wtext, sources, None)
+    return {
+        "n": n,
+        "w_join": {"query": wtext, "operator": operator, "us_per_tuple": round(w_s / tuples * 1e6, 3)},
+        "w_join_default": {"query": wtext, "operator": "the join path", "us_per_tuple": round(d_s / tuples * 1e6, 3)},
+        "per_stream_windows": {"query": ptext, "us_per_tuple": round(p_s / tuples * 1e6, 3)},
+        "results": len(p_rows),
+        "answers_agree": bool(w_rows.equals(p_rows) and d_rows.equals(p_rows)),
+    }
+
+
 def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window: int = 20, keys: int = 10, seed: int = 0, progress=None) -> dict:
     """Both experiments (module docstring); writes ``wjoin.json`` and ``wjoin.png`` to ``out_dir``."""
     say = progress or (lambda message: None)
@@ -129,6 +173,10 @@ def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window
         pairs = " AND ".join(f"WINDOW({a}, {b}) = {10 if a + b == 'AB' else small}" for a, b in ("AB", "AC", "AD", "BC", "BD", "CD"))
         say(f"gca_lca: windows {small} ms, one pair 10 ms")
         fig13.append(_point({"w_small": small, "w_large": 10}, query_text(4, pairs), [1000.0] * 4, FIG13_ALGORITHMS, tuples, keys, seed))
+    form1 = []
+    for n in range(2, min(max_streams, 4) + 1):
+        say(f"form1: n={n}")
+        form1.append(_form1_point(n, window, tuples, keys, seed))
     report = {
         "benchmark": "wjoin",
         "tuples": tuples,
@@ -138,6 +186,7 @@ def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window
         "machine": machine_info(),
         "streams": streams,
         "gca_lca": fig13,
+        "form1": form1,
     }
     report["summary"] = summarize(report)
     out = Path(out_dir)
@@ -171,7 +220,11 @@ def summarize(report: dict) -> dict:
     }
     every = pts + report["gca_lca"]
     out["planner's choice measured fastest"] = f"{sum(p['planned'] == min(p['runs'], key=lambda a, p=p: p['runs'][a]['us_per_tuple']) for p in every)} of {len(every)}"
-    out["answers agree"] = all(p["answers_agree"] for p in every)
+    out["Form 1 / [RANGE w] join path, n = 2.."] = {
+        "W-join operator": [round(p["w_join"]["us_per_tuple"] / p["per_stream_windows"]["us_per_tuple"], 2) for p in report["form1"]],
+        "W-join, default": [round(p["w_join_default"]["us_per_tuple"] / p["per_stream_windows"]["us_per_tuple"], 2) for p in report["form1"]],
+    }
+    out["answers agree"] = all(p["answers_agree"] for p in every + report["form1"])
     variable = [p for p in pts if p["rates"] == "variable"]
     out["conclusions (service time, comparisons)"] = {
         "MW beats NLW on variable rates": [

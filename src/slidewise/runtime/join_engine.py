@@ -98,6 +98,8 @@ def execute(
     overload = operator_options.pop("overload", overload)
     adaptive = operator_options.pop("adaptive", adaptive)
     wjoin = query if isinstance(query, WJoinQuery) else None
+    if wjoin is not None and (form1 := as_join(wjoin, algorithm, order)) is not None:
+        wjoin, query = None, form1
     query = wjoin.join if wjoin is not None else query
     missing = [s.source for s in query.streams if s.source not in sources]
     if missing:
@@ -168,6 +170,15 @@ def execute(
     if collect:
         frame = pd.concat(collected, ignore_index=True) if collected else pd.DataFrame({n: pd.Series(dtype="object") for n in names})
     return RunResult(frame, stats, rejects)
+
+
+def as_join(query: WJoinQuery, algorithm: str | None, order) -> JoinQuery | None:
+    """A W-join with every pair within one ``w`` and no W-join operator or order asked for, as the
+    join path's query with ``[RANGE w]`` per stream (:meth:`~slidewise.plan.wjoin.WJoinQuery.as_sliding_window`:
+    the same results; the columnar join is faster than any W-join operator, ``slidewise bench wjoin``)."""
+    if algorithm not in (None, "auto") or order is not None:
+        return None
+    return query.as_sliding_window()
 
 
 def wjoin_operator(query: WJoinQuery, algorithm, order, options) -> MWJoin | NLWJoin:
