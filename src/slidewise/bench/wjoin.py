@@ -218,6 +218,7 @@ def summarize(report: dict) -> dict:
         "service time": [_factor(p, "gca", "lca", "us_per_tuple") for p in report["gca_lca"]],
         "comparisons": [_factor(p, "gca", "lca", "comparisons_per_tuple") for p in report["gca_lca"]],
     }
+    out["per-arrival cost in comparisons (measured; the planner's facts)"] = per_arrival(pts)
     every = pts + report["gca_lca"]
     out["planner's choice measured fastest"] = f"{sum(p['planned'] == min(p['runs'], key=lambda a, p=p: p['runs'][a]['us_per_tuple']) for p in every)} of {len(every)}"
     out["Form 1 / [RANGE w] join path, n = 2.."] = {
@@ -237,6 +238,23 @@ def summarize(report: dict) -> dict:
         ],
         "HW fastest equi-join variant": [all(v == "hw-join" for v in out["fastest equi-join variant per point"][k]) for k in ("service time", "comparisons")],
     }
+    return out
+
+
+def per_arrival(points: list[dict]) -> dict:
+    """The operators' ``per_arrival`` facts as measured: MW-join's time per comparison is the slope of
+    its service time against its comparisons; what an operator spends beyond its comparisons, per
+    arrival (and level, for a pipeline), in those units, median over the points."""
+    mw = [(p["runs"]["mw-join"]["comparisons_per_tuple"], p["runs"]["mw-join"]["us_per_tuple"]) for p in points]
+    slope, _ = np.polyfit([c for c, _ in mw], [t for _, t in mw], 1)
+    if slope <= 0:
+        return {}
+    out = {}
+    for a in points[0]["runs"]:
+        cls = WJOINS[a]
+        levels = [p["n"] - 1 if cls.cost_family == "pipeline" else 1 for p in points]
+        rest = [(p["runs"][a]["us_per_tuple"] - slope * p["runs"][a]["comparisons_per_tuple"]) / slope / k for p, k in zip(points, levels)]
+        out[a] = [round(float(np.median(rest)), 1), cls.per_arrival]
     return out
 
 

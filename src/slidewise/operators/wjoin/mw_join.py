@@ -13,8 +13,8 @@ are processed together, columnar:
   prefix. A new tuple's period over stream ``j`` is ``[τ - d[j][i], τ + d[i][j]]`` with the
   closed bounds ``d`` (for a single window ``w`` the paper's ``[TSmax - w, TSmin + w]``); as
   ``reach`` bounds every ``d``, the dropped tuples lie outside every later period.
-* Mode 2 (enumeration inside the period): streams are added one by one (in an order that follows
-  the constraint graph); each partial combination carries its own period, shrunk by every member
+* Mode 2 (enumeration inside the period): streams are added one by one (:func:`result_orders`: a
+  stream an equality links to those before first, then the tightest period); each partial combination carries its own period, shrunk by every member
   added, and a binary search finds the buffered tuples inside it that arrived before the new
   tuple. An equality prunes the partial combinations at the step that adds its second stream
   (the paper applies the join predicate to complete combinations; testing it early gives the

@@ -111,7 +111,7 @@ class NLWJoin:
         """Every W-join runs on the nested-loop pipeline."""
 
     def _pipeline_order(self) -> list[int]:
-        """The streams bottom-up: MW-join's order from the first stream (tightest period first)."""
+        """The streams bottom-up: MW-join's order from the first stream (:func:`result_orders`)."""
         return result_orders(self.query)[0]
 
     def _keys(self, k: int) -> tuple[tuple[int, str] | None, tuple[int, str] | None]:
