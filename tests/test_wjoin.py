@@ -12,7 +12,7 @@ from slidewise.cql import parse_any
 from slidewise.cql.wjoin import parse_wjoin
 from slidewise.errors import OptionError, QueryError
 from slidewise.model.batch import StreamBatch, Tup
-from slidewise.operators.wjoin import WJOINS, HWJoin
+from slidewise.operators.wjoin import WJOINS, GCAJoin, HWJoin, LCAJoin
 from slidewise.plan.wjoin import WindowConstraint, WJoinQuery
 from tests.oracle_wjoin import oracle_wjoin, order_key
 
@@ -153,6 +153,24 @@ def test_removal_rule_bounds_the_state(algorithm):
     assert op.state_tuples() <= 60
 
 
+def test_gca_and_lca_filter_bounds():
+    """Fig. 13's setting: 0.8 between every pair but one pair at 1; GCA filters with 1 everywhere,
+    LCA with the local windows (1 between the pair, 0.8 elsewhere), and enumerates fewer candidates."""
+    pairs = " AND ".join(f"WINDOW({a}, {b}) = {10 if a + b == 'AB' else 8}" for a, b in ("AB", "AC", "AD", "BC", "BD", "CD"))
+    query = parse_wjoin(f"SELECT * FROM A, B, C, D {pairs}")
+    assert GCAJoin.filter_bounds(query)[2] == [10, 10, 0, 10]
+    assert LCAJoin.filter_bounds(query)[0] == [0, 10, 8, 8] and LCAJoin.filter_bounds(query)[2] == [8, 8, 0, 8]
+    rng = np.random.default_rng(1)
+    ts = np.sort(rng.integers(0, 400, 400))
+    streams = rng.integers(0, 4, 400)
+    ops = {a: WJOINS[a](query) for a in ("mw-join", "gca", "lca")}
+    keys = {}
+    for a, op in ops.items():
+        keys[a] = op.process([StreamBatch(s, np.flatnonzero(streams == s), ts[streams == s], {}) for s in range(4)]).keys()
+    assert keys["gca"] == keys["lca"] == keys["mw-join"]
+    assert ops["mw-join"].comparisons < ops["lca"].comparisons < ops["gca"].comparisons
+
+
 def test_hw_join_needs_equalities_connecting_the_streams():
     query = parse_wjoin("SELECT * FROM A, B, C WINDOW = 2 WHERE A.k = B.k AND A.x < C.x")
     with pytest.raises(OptionError) as info:
@@ -195,7 +213,12 @@ def test_spark_is_refused_and_explain_shows_the_bounds(tmp_path, capsys):
     with pytest.raises(OptionError, match="W-joins run on the local engine only so far"):
         slidewise.run("SELECT * FROM A, B WINDOW = 1", {"A": [{"ts": 1}], "B": [{"ts": 1}]}, engine="spark")
     assert main(["explain", "SELECT * FROM A, B, C WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3"]) == 0
-    assert capsys.readouterr().out == ("W-join on mw-join: WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3; reach {'A': 5, 'B': 3, 'C': 2}\n")
+    assert capsys.readouterr().out == (
+        "W-join on mw-join: WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3; reach {'A': 5, 'B': 3, 'C': 2}\n"
+        "  cheapest estimate of mw-join, nlw-join, gca, lca (cost in comparisons per time unit, per-arrival work included, "
+        "default statistics: mw-join 27, lca 132, gca 246, nlw-join 6.02e+03; "
+        "not applicable: hw-join needs equi-join predicates connecting every stream; none reaches B, C)\n"
+    )
     assert main(["explain", "SELECT * FROM A, B WINDOW = 1", "--algorithm", "nlw-join"]) == 0
     assert capsys.readouterr().out.startswith("W-join on nlw-join: WINDOW(A, B) = 1")
 
@@ -206,15 +229,16 @@ def test_other_algorithms_are_refused():
     with pytest.raises(OptionError) as info:
         slidewise.run("SELECT * FROM A, B WINDOW = 1", {"A": [{"ts": 1}], "B": [{"ts": 1}]}, algorithm="hash")
     assert str(info.value).split("\n")[0] == (
-        "algorithm 'hash' does not run W-joins (hint: W-joins (a WINDOW clause) run on mw-join, nlw-join, hw-join; drop --algorithm or name one of them)"
+        "algorithm 'hash' does not run W-joins (hint: W-joins (a WINDOW clause) run on mw-join, nlw-join, hw-join, gca, lca; drop --algorithm or name one of them)"
     )
 
 
-@pytest.mark.parametrize("algorithm", list(WJOINS))
+@pytest.mark.parametrize("algorithm", [None, *WJOINS])
 @settings(max_examples=25, deadline=None)
 @given(st.data())
 def test_the_local_engine_equals_the_oracle(algorithm, data):
-    """Through ``slidewise.run``: the engine's merge gives the oracle's order (ts, stream, input order)."""
+    """Through ``slidewise.run``: the engine's merge gives the oracle's order (ts, stream, input order);
+    without an algorithm, Form 1 (every pair within one w) runs on the join path with [RANGE w]."""
     import slidewise
 
     text, rows, chunk = data.draw(cases(equi=algorithm == "hw-join"))
@@ -232,3 +256,73 @@ def test_the_local_engine_equals_the_oracle(algorithm, data):
         tuple(x for p in key for x in (by_pos[p].ts, by_pos[p].vals["k"])) + (ts, exp, sign) for key, ts, exp, sign in oracle_wjoin(query, tuples).elements()
     )
     assert got == expected, text
+
+
+def _stats(names: str, rate: float, distinct: float) -> dict:
+    return {a: {"rate": rate, "distinct": distinct} for a in names}
+
+
+@pytest.mark.parametrize(
+    "window, distinct, chosen",
+    [
+        (10, 10, "mw-join"),  # small windows: MW-join's columnar enumeration is cheapest
+        (10_000, 10**6, "hw-join"),  # large windows, selective equalities: one bucket per probe
+    ],
+)
+def test_the_planner_chooses_by_cost(window, distinct, chosen):
+    from slidewise.optimizer.wjoin import choose_wjoin
+
+    query = parse_wjoin(f"SELECT * FROM A, B, C WINDOW = {window} WHERE A.k = B.k AND B.k = C.k")
+    choice = choose_wjoin(query, None, _stats("ABC", 1, distinct))
+    assert choice.cls.name == chosen and next(iter(choice.costs)) == chosen
+    assert set(choice.costs) == set(WJOINS) and not choice.refused
+    assert choice.reason == "cheapest estimate of mw-join, nlw-join, hw-join, gca, lca"
+    forced = choose_wjoin(query, "lca", _stats("ABC", 1, distinct))
+    assert forced.cls is LCAJoin and forced.reason == "chosen with --algorithm"
+
+
+def test_the_engine_runs_the_planners_choice():
+    import slidewise
+
+    rows = [{"ts": t, "k": t % 3} for t in range(0, 40, 2)]
+    text = "SELECT * FROM A, B, C WINDOW(A, B) = 10000 AND WINDOW(B, C) = 10000 WHERE A.k = B.k AND B.k = C.k"
+    res = slidewise.run(text, {"A": rows, "B": rows, "C": rows}, stats=[f"{a}:rate=1,distinct=1000000" for a in "ABC"])
+    assert res.stats["algorithm"] == "hw-join"
+    assert len(res.results) == 7**3 + 7**3 + 6**3  # every combination with one k (t % 3 over 0, 2, ..., 38)
+    small = slidewise.run(text.replace("10000", "5"), {"A": rows, "B": rows, "C": rows})  # default statistics
+    assert small.stats["algorithm"] == "mw-join"
+
+
+def test_register_refuses_a_taken_name():
+    from slidewise.errors import PlanError
+    from slidewise.operators.wjoin import by_rank, register
+
+    class Other(LCAJoin):
+        name = "lca"
+
+    with pytest.raises(PlanError, match="W-join algorithm 'lca' is already registered"):
+        register(Other)
+    assert [c.name for c in by_rank()] == ["mw-join", "nlw-join", "hw-join", "gca", "lca"]
+
+
+def test_form_1_runs_on_the_join_path(capsys):
+    """Every pair within one w: the join path's [RANGE w] windows, the same rows as MW-join."""
+    import slidewise
+    from slidewise.cli import main
+
+    text = "SELECT * FROM A, B, C WINDOW = 4 WHERE A.k = B.k AND B.k = C.k"
+    assert parse_wjoin(text).uniform_window() == 4
+    assert parse_wjoin("SELECT * FROM A, B, C WINDOW = 4 AND WINDOW(A, B) = 6").uniform_window() == 4  # a looser pair changes nothing
+    assert parse_wjoin("SELECT * FROM A, B WINDOW = 4 AND DWINDOW(A, B) = 4").as_sliding_window() is None
+    rng = np.random.default_rng(3)
+    sources = {a: [{"ts": int(t), "k": int(k)} for t, k in zip(np.sort(rng.integers(0, 60, 40)), rng.integers(0, 3, 40))] for a in "ABC"}
+    auto, mw = slidewise.run(text, sources), slidewise.run(text, sources, algorithm="mw-join")
+    assert (auto.stats["algorithm"], mw.stats["algorithm"]) == ("columnar", "mw-join")
+    a, m = (r.results.sort_values(list(r.results.columns), kind="stable").reset_index(drop=True) for r in (auto, mw))
+    assert len(a) > 0 and a.equals(m)  # the same rows (within one arrival, in the join path's order)
+    assert auto.results["ts"].is_monotonic_increasing
+    assert main(["explain", text]) == 0
+    assert capsys.readouterr().out == (
+        "W-join on columnar: WINDOW(A, B) = 4 AND WINDOW(A, C) = 4 AND WINDOW(B, C) = 4; every pair within 4\n"
+        "  the join path's sliding-window join with [RANGE 4] per stream (same results, faster than the W-join operators)\n"
+    )

@@ -358,11 +358,20 @@ def cmd_explain(args) -> int:
     from slidewise.plan.wjoin import WJoinQuery
 
     q = load_any(_query(args))
-    if isinstance(q, WJoinQuery):  # a W-join: its constraints, closed, and its operator
-        from slidewise.runtime.join_engine import wjoin_operator
+    if isinstance(q, WJoinQuery):  # a W-join: its constraints, closed, and its operator with the planner's reason
+        from slidewise.optimizer.wjoin import choose_wjoin
+        from slidewise.runtime.join_engine import as_join, wjoin_operator
 
-        operator = wjoin_operator(q, args.algorithm, args.order, {})
-        print(f"W-join on {operator.name}: {q.describe()}; reach {dict(zip(q.join.aliases, q.reach()))}")
+        form1 = as_join(q, args.algorithm, args.order)
+        if form1 is not None:
+            plan = choose(form1, stats=args.stats)
+            print(f"W-join on {plan.algorithm.name}: {q.describe()}; every pair within {q.uniform_window()}")
+            print(f"  the join path's sliding-window join with [RANGE {q.uniform_window()}] per stream (same results, faster than the W-join operators)")
+            return 0
+        wjoin_operator(q, args.algorithm, args.order, {})  # refuses what does not apply to a W-join
+        choice = choose_wjoin(q, args.algorithm, args.stats)
+        print(f"W-join on {choice.cls.name}: {q.describe()}; reach {dict(zip(q.join.aliases, q.reach()))}")
+        print(f"  {choice.describe()}")
         return 0
     if isinstance(q, Plan):  # a general query: the update-pattern annotated logical plan
         from slidewise.optimizer.explain import plan_info, render_plan

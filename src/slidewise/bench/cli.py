@@ -155,6 +155,17 @@ def _archive(args) -> int:
     return 0 if report["summary"]["correct"] else 1
 
 
+def _wjoin(args) -> int:
+    from slidewise.bench.wjoin import run_wjoin_bench
+
+    _positive(args.tuples, "--tuples", "e.g. --tuples 1000 for a short run")
+    if args.max_streams < 2:
+        raise OptionError(f"--max-streams must be at least 2, got {args.max_streams}", hint="e.g. --max-streams 4")
+    report = run_wjoin_bench(args.out, tuples=args.tuples or 3000, max_streams=args.max_streams, progress=_say)
+    print_table("slidewise bench wjoin", report["summary"])
+    return 0 if report["summary"]["answers agree"] else 1
+
+
 def _positive_ints(text: str, option: str) -> list[int]:
     try:
         values = [int(v) for v in text.split(",")]
@@ -368,6 +379,17 @@ def build_parser() -> argparse.ArgumentParser:
     u.add_argument("--zeek-dir", metavar="DIR", help="directory of Zeek logs as CSV for --source zeek/both (default: the bundled 3-minute WRCCDC 2018 sample)")
     u.add_argument("--rounds", type=int, metavar="N", help="runs per measurement, least CPU time kept (default 1)")
     u.add_argument("--time-budget", type=float, metavar="SECONDS", help="predicted CPU seconds per series and window above which larger windows are skipped (default 10)")
+
+    w = _experiment(
+        sub,
+        "wjoin",
+        _wjoin,
+        "Hammad et al. Fig. 9a/b, 13: W-join operators (MW, NLW, HW; GCA vs LCA)",
+        "Service time per tuple of MW-, NLW- and HW-join for 2..N streams at comparable and variable rates, and GCA vs LCA; "
+        "wjoin.json/.png. Exit status 1 if two operators disagree.",
+    )
+    w.add_argument("--tuples", type=int, help="tuples per run (default 3000)")
+    w.add_argument("--max-streams", type=int, default=6, metavar="N", help="streams from 2 up to N (default 6)")
 
     k = _experiment(sub, "spark", _spark, "slidewise on Spark vs Spark's own joins", "slidewise's Spark engine against Spark's stream-stream joins; spark.json/.png.")
     k.add_argument("--workload", default="all", help="W2, W4, a comma-separated list, or all (default)")

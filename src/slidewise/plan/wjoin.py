@@ -17,10 +17,10 @@ or a tuple of one component could join tuples of another at any distance in time
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from slidewise.errors import OptionError, QueryError
-from slidewise.plan.query import JoinQuery
+from slidewise.plan.query import JoinQuery, WindowSpec
 
 __all__ = ["WJoinQuery", "WindowConstraint", "local_only"]
 
@@ -119,6 +119,21 @@ class WJoinQuery:
         """``exp`` of a result: the first instant one of its members leaves its buffer by the removal rule."""
         reach = self.reach()
         return min(t + r for t, r in zip(ts, reach))
+
+    def uniform_window(self) -> int | None:
+        """``w`` if the constraints amount to every pair within ``w`` (every closed bound ``w``), else ``None``."""
+        d = self.bounds()
+        off = {d[i][j] for i in range(self.n) for j in range(self.n) if i != j}
+        return int(off.pop()) if len(off) == 1 else None
+
+    def as_sliding_window(self) -> JoinQuery | None:
+        """Form 1 as the join path's query: with every pair within ``w``, a combination whose last
+        member arrives at ``τ`` qualifies iff every member lies in ``[τ - w, τ]``, i.e. in a
+        ``[RANGE w]`` window per stream (same results, ``ts`` and ``exp``); ``None`` otherwise."""
+        w = self.uniform_window()
+        if w is None:
+            return None
+        return replace(self.join, streams=tuple(replace(s, window=WindowSpec("range", w)) for s in self.join.streams))
 
     def describe(self) -> str:
         return " AND ".join(c.describe(self.join.aliases) for c in self.constraints)

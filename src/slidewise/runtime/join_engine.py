@@ -20,6 +20,7 @@ from slidewise.errors import OptionError, SourceError
 from slidewise.operators.project import output_columns, output_names
 from slidewise.operators.wjoin import WJOINS, MWJoin, NLWJoin
 from slidewise.optimizer.planner import choose
+from slidewise.optimizer.wjoin import choose_wjoin
 from slidewise.options import RunOptions
 from slidewise.plan.bind import bind_query
 from slidewise.plan.physical import PhysicalPlan
@@ -97,6 +98,8 @@ def execute(
     overload = operator_options.pop("overload", overload)
     adaptive = operator_options.pop("adaptive", adaptive)
     wjoin = query if isinstance(query, WJoinQuery) else None
+    if wjoin is not None and (form1 := as_join(wjoin, algorithm, order)) is not None:
+        wjoin, query = None, form1
     query = wjoin.join if wjoin is not None else query
     missing = [s.source for s in query.streams if s.source not in sources]
     if missing:
@@ -169,16 +172,29 @@ def execute(
     return RunResult(frame, stats, rejects)
 
 
+def as_join(query: WJoinQuery, algorithm: str | None, order) -> JoinQuery | None:
+    """A W-join with every pair within one ``w`` and no W-join operator or order asked for, as the
+    join path's query with ``[RANGE w]`` per stream (:meth:`~slidewise.plan.wjoin.WJoinQuery.as_sliding_window`:
+    the same results; the columnar join is faster than any W-join operator, ``slidewise bench wjoin``)."""
+    if algorithm not in (None, "auto") or order is not None:
+        return None
+    return query.as_sliding_window()
+
+
 def wjoin_operator(query: WJoinQuery, algorithm, order, options) -> MWJoin | NLWJoin:
-    """The operator of a W-join (mw-join unless ``algorithm`` names another); the join path's choices do not apply to it."""
+    """The operator of a W-join: the one ``algorithm`` names, else the cheapest by the W-join cost
+    model under ``options["stats"]`` (:func:`~slidewise.optimizer.wjoin.choose_wjoin`); the join
+    path's other choices do not apply to it."""
     if algorithm not in (None, "auto", *WJOINS):
         raise OptionError(
             f"algorithm {algorithm!r} does not run W-joins", hint=f"W-joins (a WINDOW clause) run on {', '.join(WJOINS)}; drop --algorithm or name one of them"
         )
-    given = [k for k, v in (options or {}).items() if v not in (None, False)]
+    options = dict(options or {})
+    stats = options.pop("stats", None)
+    given = [k for k, v in options.items() if v not in (None, False)]
     if order is not None or given:
         raise OptionError(
             f"option {'order' if order is not None else given[0]!r} does not apply to a W-join",
             hint="drop it: the W-joins choose their own order from the WINDOW constraints",
         )
-    return WJOINS[algorithm if algorithm in WJOINS else "mw-join"](query)
+    return choose_wjoin(query, algorithm if algorithm in WJOINS else None, stats).cls(query)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from slidewise.errors import OptionError
-from slidewise.operators.wjoin.mw_join import Rows, greedy_order
+from slidewise.operators.wjoin.mw_join import Rows, equality_links, greedy_order
 from slidewise.operators.wjoin.nlw_join import NLWJoin, _Side
 from slidewise.plan.wjoin import WJoinQuery
 
@@ -24,6 +24,9 @@ class HWJoin(NLWJoin):
     """The hash W-join over ``query``'s streams (see the module docstring)."""
 
     name = "hw-join"
+    preference = 2
+    per_arrival = 1250.0
+    hashed = True
 
     @classmethod
     def check(cls, query: WJoinQuery) -> None:
@@ -43,8 +46,7 @@ class HWJoin(NLWJoin):
 
     def _pipeline_order(self) -> list[int]:
         """MW-join's greedy order restricted to the streams an equality links to those below."""
-        eqs = self.query.join.equalities
-        return greedy_order(self.d, 0, lambda order: {e.left.stream for e in eqs if e.right.stream in order} | {e.right.stream for e in eqs if e.left.stream in order})
+        return greedy_order(self.d, 0, equality_links(self.query))
 
     def _keys(self, k: int) -> tuple[tuple[int, str] | None, tuple[int, str] | None]:
         if k == 0:

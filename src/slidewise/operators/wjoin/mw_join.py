@@ -13,10 +13,13 @@ are processed together, columnar:
   prefix. A new tuple's period over stream ``j`` is ``[τ - d[j][i], τ + d[i][j]]`` with the
   closed bounds ``d`` (for a single window ``w`` the paper's ``[TSmax - w, TSmin + w]``); as
   ``reach`` bounds every ``d``, the dropped tuples lie outside every later period.
-* Mode 2 (enumeration inside the period): streams are added one by one (in an order that follows
-  the constraint graph); each partial combination carries its own period, shrunk by every member
+* Mode 2 (enumeration inside the period): streams are added one by one (:func:`result_orders`: a
+  stream an equality links to those before first, then the tightest period); each partial combination carries its own period, shrunk by every member
   added, and a binary search finds the buffered tuples inside it that arrived before the new
-  tuple. Equalities and filters are then evaluated over the columns of the complete combinations.
+  tuple. An equality prunes the partial combinations at the step that adds its second stream
+  (the paper applies the join predicate to complete combinations; testing it early gives the
+  same results with fewer rows enumerated); the other predicates are evaluated over the columns of
+  the complete combinations.
 
 Buffers are columnar: per stream the arrived chunks, concatenated, with a start index (Mode 1) and
 per new tuple an end found by position (the tuples that arrived before it). Results come in the
@@ -33,7 +36,7 @@ from slidewise.model.batch import ResultBatch, StreamBatch
 from slidewise.plan.expr import Cmp, Expr, evaluate
 from slidewise.plan.wjoin import WJoinQuery
 
-__all__ = ["MWJoin", "Rows", "greedy_order", "results", "take_rows"]
+__all__ = ["Links", "MWJoin", "Rows", "equality_links", "greedy_order", "result_orders", "results", "take_rows"]
 
 Rows = dict[int, dict[str, np.ndarray]]  # per member stream: "pos", "ts" and its value columns
 
@@ -42,16 +45,35 @@ def take_rows(rows: Rows, idx: np.ndarray) -> Rows:
     return {s: {c: v[idx] for c, v in cols.items()} for s, cols in rows.items()}
 
 
-def greedy_order(d: np.ndarray, first: int, linked: Callable[[list[int]], Iterable[int]] | None = None) -> list[int]:
-    """The streams from ``first`` on, each next one the one with the tightest period to those
-    before (``min_i d[i][j] + d[j][i]``), among ``linked(order)`` if given."""
-    order, rest = [first], set(range(len(d))) - {first}
+Links = Callable[[list[int]], Iterable[int]]
+
+
+def equality_links(query: WJoinQuery) -> Links:
+    """The streams an equality of ``query`` links to those of ``order``."""
+    eqs = query.join.equalities
+    return lambda order: {e.left.stream for e in eqs if e.right.stream in order} | {e.right.stream for e in eqs if e.left.stream in order}
+
+
+def greedy_order(d: np.ndarray, first: int, linked: Links | None = None, prefer: Links | None = None, among: Iterable[int] | None = None) -> list[int]:
+    """The streams (``among`` them, default all) from ``first`` on, each next one the one with the
+    tightest period to those before (``min_i d[i][j] + d[j][i]``), among ``linked(order)`` if
+    given, and among ``prefer(order)`` first if any."""
+    order, rest = [first], set(range(len(d)) if among is None else among) - {first}
     while rest:
         allowed = rest if linked is None else rest & set(linked(order))
-        nxt = min(allowed, key=lambda j: (min(d[i][j] + d[j][i] for i in order), j))
+        preferred = set() if prefer is None else set(prefer(order))
+        nxt = min(allowed, key=lambda j: (j not in preferred, min(d[i][j] + d[j][i] for i in order), j))
         order.append(nxt)
         rest.discard(nxt)
     return order
+
+
+def result_orders(query: WJoinQuery) -> list[list[int]]:
+    """Per stream, MW-join's Mode 2 order for its arrivals: a stream an equality links to those
+    before first (its equality prunes at once), then the tightest period. Results of one arrival
+    come in this order's lexicographic order of member positions, whatever the operator."""
+    d, links = np.array(query.bounds(), dtype=np.float64), equality_links(query)
+    return [greedy_order(d, i, prefer=links) for i in range(query.n)]
 
 
 def results(rows: Rows, predicates: list[Expr], aliases: list[str], reach: np.ndarray) -> ResultBatch | None:
@@ -104,21 +126,49 @@ class MWJoin:
     """The merge W-join over ``query``'s streams (see the module docstring)."""
 
     name = "mw-join"
+    #: facts read by the W-join planner (:mod:`slidewise.optimizer.wjoin`): the cost formula family
+    #: (``merge``: Mode 2's enumeration; ``pipeline``: binary window joins), the tie rank, and the
+    #: fixed cost of one arrival in comparisons, per level for a pipeline (``slidewise bench wjoin``
+    #: measures it: MW-join handles a chunk's arrivals together, the pipelines one by one in Python)
+    cost_family = "merge"
+    preference = 0
+    per_arrival = 2.0
+    hashed = False
+    refines = False
 
     def __init__(self, query: WJoinQuery) -> None:
         self.query = query
         self.n = query.n
-        self.d = np.array(query.bounds(), dtype=np.float64)
-        self.reach = np.array(query.reach(), dtype=np.int64)
+        self.d = np.array(self.filter_bounds(query), dtype=np.float64)
+        self.reach = np.array(query.reach(), dtype=np.int64)  # a result's exp
+        self.keep = self.d.max(axis=1).astype(np.int64)  # Mode 1: a tuple is dropped once the clock passes ts + keep
         self.aliases = query.join.aliases
         self.buffers = [_Buffer() for _ in range(self.n)]
-        self.orders = [greedy_order(self.d, i) for i in range(self.n)]
-        self.predicates: list[Expr] = [Cmp("=", e.left, e.right) for e in query.join.equalities] + list(query.join.filters)
+        self.orders = [greedy_order(self.d, i, prefer=equality_links(query)) for i in range(self.n)]
+        eqs = [Cmp("=", e.left, e.right) for e in query.join.equalities]
+        # an equality is tested at the step of Mode 2 that adds the later of its two streams
+        self.step_eqs = [
+            {
+                j: [p for p, e in zip(eqs, query.join.equalities) if j in (e.left.stream, e.right.stream) and {e.left.stream, e.right.stream} <= set(o[: o.index(j) + 1])]
+                for j in o[1:]
+            }
+            for o in self.orders
+        ]
+        self.predicates: list[Expr] = list(query.join.filters)
         self.comparisons = 0
 
     @classmethod
     def check(cls, query: WJoinQuery) -> None:
         """Every W-join runs on the merge W-join."""
+
+    @staticmethod
+    def filter_bounds(query: WJoinQuery) -> list[list[float]]:
+        """The bounds Mode 1 and Mode 2 search with: the query's closed bounds (exact, no refinement)."""
+        return query.bounds()
+
+    def refine(self, idx: dict[int, np.ndarray], stream: int) -> dict[int, np.ndarray]:
+        """The enumerated combinations ``idx`` that satisfy the query (all of them: the bounds are exact)."""
+        return idx
 
     def state_tuples(self) -> int:
         return sum(len(b) for b in self.buffers)
@@ -131,7 +181,7 @@ class MWJoin:
         last = max((int(b.ts[-1]) for b in chunk if len(b)), default=None)
         if last is not None:  # Mode 1: the removal rule
             for j, b in enumerate(self.buffers):
-                b.start = max(b.start, int(np.searchsorted(b.ts, last - self.reach[j], "left")))
+                b.start = max(b.start, int(np.searchsorted(b.ts, last - self.keep[j], "left")))
         out = ResultBatch.concat(parts, self.n)
         if len(parts) > 1:  # in the order of the completing arrivals (each result's last member)
             o = np.argsort(out.members.max(axis=1), kind="stable")
@@ -166,4 +216,17 @@ class MWJoin:
             for k in range(self.n):  # shrink every partial combination's period
                 lo[k] = np.maximum(lo[k][take], t_j - self.d[k][j])
                 hi[k] = np.minimum(hi[k][take], t_j + self.d[j][k])
+            if self.step_eqs[stream][j]:  # the equalities the new member completes
+                ok = np.ones(rows, bool)
+                for p in self.step_eqs[stream][j]:
+                    ok &= np.asarray(evaluate(p, lambda st, attr, i=idx: (bufs[st].ts if attr == "ts" else bufs[st].cols[attr])[i[st]]), bool)
+                if not ok.all():
+                    keep = np.flatnonzero(ok)
+                    if not len(keep):
+                        return None
+                    idx, pos = {k: v[keep] for k, v in idx.items()}, pos[keep]
+                    lo, hi = {k: v[keep] for k, v in lo.items()}, {k: v[keep] for k, v in hi.items()}
+        idx = self.refine(idx, stream)
+        if not len(idx[stream]):
+            return None
         return results({k: bufs[k].rows(idx[k]) for k in range(self.n)}, self.predicates, self.aliases, self.reach)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from slidewise.model.batch import ResultBatch, StreamBatch
-from slidewise.operators.wjoin.mw_join import Rows, greedy_order, results
+from slidewise.operators.wjoin.mw_join import Rows, result_orders, results
 from slidewise.operators.wjoin.mw_join import take_rows as _take
 from slidewise.plan.expr import Cmp, evaluate
 from slidewise.plan.wjoin import WJoinQuery
@@ -81,6 +81,10 @@ class NLWJoin:
     """The nested-loop W-join over ``query``'s streams (see the module docstring)."""
 
     name = "nlw-join"
+    cost_family = "pipeline"  # planner facts: see MWJoin
+    preference = 1
+    per_arrival = 1000.0  # per arrival and level
+    hashed = False
     sweep = 64  # HW-join: every so many arrivals, the removal rule visits every bucket
 
     def __init__(self, query: WJoinQuery) -> None:
@@ -95,7 +99,7 @@ class NLWJoin:
         keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
         self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
         self.right = [_Side(keys[k][1]) for k in range(self.n)]  # right[k]: source order[k]
-        self.mw_orders = [greedy_order(self.d, i) for i in range(self.n)]
+        self.mw_orders = result_orders(query)
         eqs = query.join.equalities
         self.level_eqs = [[Cmp("=", e.left, e.right) for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
         self.filters = list(query.join.filters)
@@ -107,8 +111,8 @@ class NLWJoin:
         """Every W-join runs on the nested-loop pipeline."""
 
     def _pipeline_order(self) -> list[int]:
-        """The streams bottom-up: MW-join's order from the first stream (tightest period first)."""
-        return greedy_order(self.d, 0)
+        """The streams bottom-up: MW-join's order from the first stream (:func:`result_orders`)."""
+        return result_orders(self.query)[0]
 
     def _keys(self, k: int) -> tuple[tuple[int, str] | None, tuple[int, str] | None]:
         """The bucket keys of level ``k``'s left and right buffers (none: one bucket)."""

@@ -1,0 +1,286 @@
+"""``slidewise bench wjoin``: service time per tuple of the W-join operators (Hammad, Aref &
+Elmagarmid, "Stream Window Join", SSDBM 2003, §4.3 Fig. 9a/b and §5.3 Fig. 13).
+
+Generated streams as in the paper's synthetic data: per stream, Poisson arrivals (exponential
+inter-arrival times; timestamps in milliseconds) and values drawn from a small set of ``keys``
+integers, so the equi-join is selective enough to give work. Two experiments:
+
+* ``streams`` (Fig. 9a/b): ``n = 2 … max_streams`` streams joined by ``WINDOW = w`` and the chain
+  of equalities ``S1.k = S2.k AND …``, at comparable rates (every stream 1000 tuples/s) and at
+  variable rates (from 1000 down to 100 tuples/s, geometrically); MW-join, NLW-join and HW-join.
+* ``form1``: a W-join whose constraints are all equal (``WINDOW = w``, 2 to 4 streams at 1000
+  tuples/s) on the W-join planner's operator against the same query with ``[RANGE w]`` per stream
+  on the join path, both through the local engine (:func:`slidewise.run`); the answers must be
+  the same. Without ``--algorithm`` slidewise runs such a W-join on the join path
+  (``w_join_default``, measured too).
+* ``gca_lca`` (Fig. 13): four streams at 1000 tuples/s, the window ``w_small`` between every pair
+  but one pair at ``w_large``, equi-joined as above; GCA and LCA (and MW-join, the reference).
+  The paper's windows (0.8 s or 0.1 s, one pair 1 s) are scaled down by 100 (8 ms or 1 ms, one
+  pair 10 ms) so that a window holds a few tuples per stream, as in Fig. 9's runs.
+
+Per run: ``us_per_tuple`` (wall time of ``process`` over the input, per tuple; the best of up to
+three passes for runs under 0.2 s), ``comparisons_per_tuple`` (the operators' own counts: rows
+inside a period for MW-join, pairs compared for the pipelines, plus refinement checks for GCA
+and LCA), the results and a checksum of their member positions (every algorithm of an experiment
+must give the same), and the planner's choice (:func:`~slidewise.optimizer.wjoin.choose_wjoin`,
+declared rates and distinct counts) with its estimate. The summary gives the paper's conclusions
+as factors, in service time and in comparisons. Results: ``wjoin.json`` and ``wjoin.png``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from slidewise.bench.common import machine_info, pyplot, save_png, write_json
+from slidewise.cql.wjoin import parse_wjoin
+from slidewise.model.batch import StreamBatch
+from slidewise.operators.wjoin import WJOINS
+from slidewise.optimizer.stats import resolve_statistics
+from slidewise.optimizer.wjoin import choose_wjoin, comparisons
+
+__all__ = ["generate", "measure", "run_wjoin_bench", "summarize"]
+
+NAMES = "ABCDEF"
+CHUNK = 1024
+STREAM_ALGORITHMS = ("mw-join", "nlw-join", "hw-join")
+FIG13_ALGORITHMS = ("mw-join", "gca", "lca")
+
+
+def generate(rates_per_s: list[float], tuples: int, keys: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """``tuples`` arrivals of Poisson streams (rates in tuples per second, ``ts`` in ms) in global order."""
+    rng = np.random.default_rng(seed)
+    total = sum(rates_per_s)
+    ts, stream = [], []
+    for s, rate in enumerate(rates_per_s):
+        m = int(tuples * rate / total) + 2
+        ts.append(np.cumsum(rng.exponential(1000.0 / rate, m)).astype(np.int64))
+        stream.append(np.full(m, s))
+    t, s = np.concatenate(ts), np.concatenate(stream)
+    order = np.lexsort([s, t])[:tuples]
+    return {"ts": t[order], "stream": s[order], "k": rng.integers(0, keys, tuples)}
+
+
+def query_text(n: int, windows: str) -> str:
+    chain = " AND ".join(f"{NAMES[i]}.k = {NAMES[i + 1]}.k" for i in range(n - 1))
+    return f"SELECT * FROM {', '.join(NAMES[:n])} {windows} WHERE {chain}"
+
+
+def _batches(data: dict[str, np.ndarray], n: int) -> list[list[StreamBatch]]:
+    pos = np.arange(len(data["ts"]))
+    chunks = []
+    for a in range(0, len(pos), CHUNK):
+        sl = slice(a, a + CHUNK)
+        st = data["stream"][sl]
+        chunks.append([StreamBatch(s, pos[sl][st == s], data["ts"][sl][st == s], {"k": data["k"][sl][st == s]}) for s in range(n)])
+    return chunks
+
+
+def measure(algorithm: str, text: str, data: dict[str, np.ndarray]) -> dict:
+    """One operator over ``data``: service time and comparisons per tuple, results and their checksum."""
+    query = parse_wjoin(text)
+    chunks = _batches(data, query.n)
+    best = None
+    for _ in range(3):
+        op = WJOINS[algorithm](query)
+        results, checksum = 0, 0
+        started = time.perf_counter()
+        for chunk in chunks:
+            out = op.process(chunk)
+            results += len(out)
+            checksum += int((out.members * np.arange(1, query.n + 1)).sum())
+        seconds = time.perf_counter() - started
+        best = seconds if best is None else min(best, seconds)
+        if seconds >= 0.2:
+            break
+    tuples = len(data["ts"])
+    return {
+        "algorithm": algorithm,
+        "us_per_tuple": round(best / tuples * 1e6, 3),
+        "comparisons_per_tuple": round(op.comparisons / tuples, 3),
+        "results": results,
+        "checksum": checksum,
+    }
+
+
+def _planned(text: str, rates_per_s: list[float], keys: int) -> dict:
+    query = parse_wjoin(text)
+    stats = {a: {"rate": r / 1000.0, "distinct": keys} for a, r in zip(query.join.aliases, rates_per_s)}
+    choice = choose_wjoin(query, None, stats)
+    statistics = resolve_statistics(query.join, stats)
+    model = {a: round(float(comparisons(WJOINS[a], query, statistics)) / (sum(rates_per_s) / 1000.0), 3) for a in choice.costs}
+    return {"planned": choice.cls.name, "estimates": {k: round(float(v), 3) for k, v in choice.costs.items()}, "model_comparisons_per_tuple": model}
+
+
+def _point(label: dict, text: str, rates: list[float], algorithms: tuple[str, ...], tuples: int, keys: int, seed: int) -> dict:
+    data = generate(rates, tuples, keys, seed)
+    runs = {a: measure(a, text, data) for a in algorithms}
+    agree = len({(r["results"], r["checksum"]) for r in runs.values()}) == 1
+    return {**label, "query": text, "rates_per_s": [round(r, 1) for r in rates], "runs": runs, "answers_agree": agree, **_planned(text, rates, keys)}
+
+
+def _engine_run(text: str, sources: dict, algorithm: str | None) -> tuple[float, object]:
+    """``slidewise.run`` (local engine): the best of up to three runs' seconds, and the sorted results."""
+    from slidewise.api import run
+
+    best, frame = None, None
+    for _ in range(3):
+        res = run(text, sources, algorithm=algorithm)
+        best = res.stats["seconds"] if best is None else min(best, res.stats["seconds"])
+        frame = res.results
+        if res.stats["seconds"] >= 0.2:
+            break
+    assert frame is not None
+    return float(best), frame.sort_values(list(frame.columns), kind="stable").reset_index(drop=True)
+
+
+def _form1_point(n: int, window: int, tuples: int, keys: int, seed: int) -> dict:
+    """Form 1 as a W-join (the W-join planner's operator) and with ``[RANGE w]`` per stream (the join path)."""
+    import pandas as pd
+
+    names = NAMES[:n]
+    data = generate([1000.0] * n, tuples, keys, seed)
+    sources = {a: pd.DataFrame({"ts": data["ts"][data["stream"] == i], "k": data["k"][data["stream"] == i]}) for i, a in enumerate(names)}
+    wtext = query_text(n, f"WINDOW = {window}")
+    chain = wtext.split(" WHERE ", 1)[1]
+    ptext = f"SELECT * FROM {', '.join(f'{a} [RANGE {window}]' for a in names)} WHERE {chain}"
+    operator = _planned(wtext, [1000.0] * n, keys)["planned"]
+    w_s, w_rows = _engine_run(wtext, sources, operator)
+    p_s, p_rows = _engine_run(ptext, sources, None)
+    d_s, d_rows = _engine_run(wtext, sources, None)
+    return {
+        "n": n,
+        "w_join": {"query": wtext, "operator": operator, "us_per_tuple": round(w_s / tuples * 1e6, 3)},
+        "w_join_default": {"query": wtext, "operator": "the join path", "us_per_tuple": round(d_s / tuples * 1e6, 3)},
+        "per_stream_windows": {"query": ptext, "us_per_tuple": round(p_s / tuples * 1e6, 3)},
+        "results": len(p_rows),
+        "answers_agree": bool(w_rows.equals(p_rows) and d_rows.equals(p_rows)),
+    }
+
+
+def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window: int = 20, keys: int = 10, seed: int = 0, progress=None) -> dict:
+    """Both experiments (module docstring); writes ``wjoin.json`` and ``wjoin.png`` to ``out_dir``."""
+    say = progress or (lambda message: None)
+    streams = []
+    for n in range(2, max_streams + 1):
+        for kind, rates in (("comparable", [1000.0] * n), ("variable", list(np.geomspace(1000.0, 100.0, n)))):
+            say(f"streams: n={n} {kind}")
+            streams.append(_point({"n": n, "rates": kind}, query_text(n, f"WINDOW = {window}"), rates, STREAM_ALGORITHMS, tuples, keys, seed))
+    fig13 = []
+    for small in (8, 1):
+        pairs = " AND ".join(f"WINDOW({a}, {b}) = {10 if a + b == 'AB' else small}" for a, b in ("AB", "AC", "AD", "BC", "BD", "CD"))
+        say(f"gca_lca: windows {small} ms, one pair 10 ms")
+        fig13.append(_point({"w_small": small, "w_large": 10}, query_text(4, pairs), [1000.0] * 4, FIG13_ALGORITHMS, tuples, keys, seed))
+    form1 = []
+    for n in range(2, min(max_streams, 4) + 1):
+        say(f"form1: n={n}")
+        form1.append(_form1_point(n, window, tuples, keys, seed))
+    report = {
+        "benchmark": "wjoin",
+        "tuples": tuples,
+        "window_ms": window,
+        "keys": keys,
+        "seed": seed,
+        "machine": machine_info(),
+        "streams": streams,
+        "gca_lca": fig13,
+        "form1": form1,
+    }
+    report["summary"] = summarize(report)
+    out = Path(out_dir)
+    write_json(out / "wjoin.json", report)
+    plot(report, out / "wjoin.png")
+    return report
+
+
+def _factor(point: dict, slow: str, fast: str, key: str) -> float:
+    a, b = point["runs"][slow][key], point["runs"][fast][key]
+    return round(a / b, 2) if b else float("inf")
+
+
+def summarize(report: dict) -> dict:
+    """The paper's conclusions as measured: factors (slower / faster) in service time and comparisons."""
+    out: dict = {}
+    for kind in ("variable", "comparable"):
+        pts = [p for p in report["streams"] if p["rates"] == kind]
+        out[f"NLW / MW, {kind} rates (n = {pts[0]['n']}..{pts[-1]['n']})"] = {
+            "service time": [_factor(p, "nlw-join", "mw-join", "us_per_tuple") for p in pts],
+            "comparisons": [_factor(p, "nlw-join", "mw-join", "comparisons_per_tuple") for p in pts],
+        }
+    pts = report["streams"]
+    fastest = {
+        key: [min(p["runs"], key=lambda a, p=p: p["runs"][a][field]) for p in pts]
+        for key, field in (("service time", "us_per_tuple"), ("comparisons", "comparisons_per_tuple"))
+    }
+    out["fastest equi-join variant (points)"] = {key: ", ".join(f"{a} {c}" for a, c in Counter(v).most_common()) + f" of {len(v)}" for key, v in fastest.items()}
+    out["GCA / LCA (Fig. 13; small window 8, 1 ms)"] = {
+        "service time": [_factor(p, "gca", "lca", "us_per_tuple") for p in report["gca_lca"]],
+        "comparisons": [_factor(p, "gca", "lca", "comparisons_per_tuple") for p in report["gca_lca"]],
+    }
+    out["per-arrival cost in comparisons (measured; the planner's facts)"] = per_arrival(pts)
+    every = pts + report["gca_lca"]
+    out["planner's choice measured fastest"] = f"{sum(p['planned'] == min(p['runs'], key=lambda a, p=p: p['runs'][a]['us_per_tuple']) for p in every)} of {len(every)}"
+    out["Form 1 / [RANGE w] join path, n = 2.."] = {
+        "W-join operator": [round(p["w_join"]["us_per_tuple"] / p["per_stream_windows"]["us_per_tuple"], 2) for p in report["form1"]],
+        "W-join, default": [round(p["w_join_default"]["us_per_tuple"] / p["per_stream_windows"]["us_per_tuple"], 2) for p in report["form1"]],
+    }
+    out["answers agree"] = all(p["answers_agree"] for p in every + report["form1"])
+    variable = [p for p in pts if p["rates"] == "variable"]
+    out["conclusions (service time, comparisons)"] = {
+        "MW beats NLW on variable rates": [
+            all(_factor(p, "nlw-join", "mw-join", "us_per_tuple") > 1 for p in variable),
+            all(_factor(p, "nlw-join", "mw-join", "comparisons_per_tuple") > 1 for p in variable),
+        ],
+        "LCA beats GCA (Fig. 13)": [
+            all(_factor(p, "gca", "lca", "us_per_tuple") > 1 for p in report["gca_lca"]),
+            all(_factor(p, "gca", "lca", "comparisons_per_tuple") > 1 for p in report["gca_lca"]),
+        ],
+        "HW fastest equi-join variant": [all(v == "hw-join" for v in fastest[k]) for k in ("service time", "comparisons")],
+    }
+    return out
+
+
+def per_arrival(points: list[dict]) -> dict:
+    """The operators' ``per_arrival`` facts as measured: MW-join's time per comparison is the slope of
+    its service time against its comparisons; what an operator spends beyond its comparisons, per
+    arrival (and level, for a pipeline), in those units, median over the points."""
+    mw = [(p["runs"]["mw-join"]["comparisons_per_tuple"], p["runs"]["mw-join"]["us_per_tuple"]) for p in points]
+    slope, _ = np.polyfit([c for c, _ in mw], [t for _, t in mw], 1)
+    if slope <= 0:
+        return {}
+    out = {}
+    for a in points[0]["runs"]:
+        cls = WJOINS[a]
+        levels = [p["n"] - 1 if cls.cost_family == "pipeline" else 1 for p in points]
+        rest = [(p["runs"][a]["us_per_tuple"] - slope * p["runs"][a]["comparisons_per_tuple"]) / slope / k for p, k in zip(points, levels)]
+        out[a] = [round(float(np.median(rest)), 1), cls.per_arrival]
+    return out
+
+
+def plot(report: dict, path: Path) -> Path:
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for ax, kind in zip(axes, ("variable", "comparable")):
+        pts = [p for p in report["streams"] if p["rates"] == kind]
+        for a in pts[0]["runs"]:
+            ax.plot([p["n"] for p in pts], [p["runs"][a]["us_per_tuple"] for p in pts], marker="o", label=a)
+        ax.set_yscale("log")
+        ax.set_xlabel("streams")
+        ax.set_ylabel("service time per tuple (us)")
+        ax.set_title(f"{kind} rates (Fig. 9{'a' if kind == 'variable' else 'b'})", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    ax = axes[2]
+    labels = [f"{p['w_small']} ms / {p['w_large']} ms" for p in report["gca_lca"]]
+    for i, a in enumerate(("gca", "lca")):
+        ax.bar(np.arange(len(labels)) + 0.4 * i, [p["runs"][a]["us_per_tuple"] for p in report["gca_lca"]], width=0.4, label=a)
+    ax.set_xticks(np.arange(len(labels)) + 0.2, labels)
+    ax.set_ylabel("service time per tuple (us)")
+    ax.set_title("GCA vs LCA, 4 streams (Fig. 13)", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.suptitle(f"W-joins (Hammad et al.): {report['tuples']} tuples per run, window {report['window_ms']} ms, {report['keys']} keys", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return save_png(fig, path)

@@ -1,0 +1,37 @@
+"""``slidewise bench wjoin`` on a small scale: Hammad et al.'s conclusions from the JSON, in the
+operators' comparison counts (service times are reported, never asserted)."""
+
+from __future__ import annotations
+
+import json
+
+from slidewise.cli import main
+
+
+def test_bench_wjoin_conclusions(tmp_path, capsys):
+    assert main(["bench", "wjoin", "--tuples", "600", "--max-streams", "4", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "wjoin.json").read_text())
+    assert (tmp_path / "wjoin.png").exists()
+    points = report["streams"] + report["gca_lca"]
+    assert [(p["n"], p["rates"]) for p in report["streams"]] == [(n, r) for n in (2, 3, 4) for r in ("comparable", "variable")]
+    assert all(p["answers_agree"] for p in points) and any(p["runs"]["mw-join"]["results"] for p in points)
+    for p in points:  # the planner's model predicts the operators' own counts within a factor 2.5
+        for a, run in p["runs"].items():
+            model = p["model_comparisons_per_tuple"][a]
+            assert run["comparisons_per_tuple"] / 2.5 <= model <= 2.5 * run["comparisons_per_tuple"] + 1, (p["query"], a)
+    cmp = {p["n"] if "n" in p else p["w_small"]: {a: r["comparisons_per_tuple"] for a, r in p["runs"].items()} for p in report["gca_lca"]}
+    assert all(c["mw-join"] <= c["lca"] < c["gca"] for c in cmp.values())  # LCA beats GCA (Fig. 13), MW-join below both
+    for p in report["streams"]:  # HW-join needs the fewest comparisons of the equi-join variants
+        assert min(p["runs"], key=lambda a, p=p: p["runs"][a]["comparisons_per_tuple"]) == "hw-join"
+    two = [p for p in report["streams"] if p["n"] == 2]  # two streams: MW-join and NLW-join compare the same pairs
+    assert all(p["runs"]["mw-join"]["comparisons_per_tuple"] == p["runs"]["nlw-join"]["comparisons_per_tuple"] for p in two)
+    assert [p["n"] for p in report["form1"]] == [2, 3, 4] and all(p["answers_agree"] and p["results"] for p in report["form1"])
+    verdicts = report["summary"]["conclusions (service time, comparisons)"]
+    assert set(verdicts) == {"MW beats NLW on variable rates", "LCA beats GCA (Fig. 13)", "HW fastest equi-join variant"}
+    assert verdicts["LCA beats GCA (Fig. 13)"][1] is True and verdicts["HW fastest equi-join variant"][1] is True
+    assert "slidewise bench wjoin" in capsys.readouterr().err
+
+
+def test_bench_wjoin_bad_streams(capsys):
+    assert main(["bench", "wjoin", "--max-streams", "1"]) == 2
+    assert "--max-streams must be at least 2, got 1" in capsys.readouterr().err
