@@ -15,11 +15,13 @@ import pandas as pd
 from hypothesis import given, note
 from hypothesis import strategies as st
 
+from slidewise import synopses
 from slidewise.cql import parse_plan
 from slidewise.operators.aggregates import accumulator
 from slidewise.plan.bind import bind
 from slidewise.runtime.plan_engine import execute_plan
 from slidewise.synopses import SYNOPSES
+from slidewise.synopses.batch import WindowBatch
 from tests.oracle_plans import expected_output
 from tests.test_sliding_aggregate import rows, streams
 
@@ -74,3 +76,29 @@ def test_median_of_panes_and_tuples_agree_on_a_longer_stream():
     window = frame[(frame.ts > 1000 - 100) & (frame.ts <= 1000) & (frame.a == 3)].x
     row = next(r for r in got if r[0] == 3 and r[3] == 1000)
     assert row[1] == float(np.median(window)) and math.isclose(row[2], float(np.quantile(window, 0.9)))
+
+
+@given(data=st.data())
+def test_reading_the_running_merges_equals_forming_each_window(data):
+    """``between`` (a binary search per window and group over the running merges) gives exactly what
+    ``value`` gives of the windows' states, and one batch of several queries' windows gives each its own."""
+    panes, groups, n = data.draw(st.integers(1, 12)), data.draw(st.integers(1, 5)), data.draw(st.integers(0, 80))
+    p = data.draw(st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    pane, group = rng.integers(0, panes, n), rng.integers(0, groups, n)
+    values = rng.integers(0, data.draw(st.integers(1, 30)), n)
+    acc = accumulator("quantile", values.dtype, param=p)
+    part = acc.partial(values, pane, group, (panes, groups))
+    lo = rng.integers(0, panes + 1, 7)
+    hi = np.minimum(panes, lo + rng.integers(0, panes + 1, 7))
+    want = acc.value(SYNOPSES["running"](acc, part, lo, hi))
+    got = synopses.values(SYNOPSES["running"], acc, part, lo, hi)
+    assert np.array_equal(got[0], want[0])
+    assert (got[1] is None or not got[1].any()) if want[1] is None else np.array_equal(got[1], want[1])
+    batch = WindowBatch()
+    handles = [batch.request(acc, SYNOPSES["running"], part, lo[a:b], hi[a:b]) for a, b in ((0, 3), (2, 7), (5, 5))]
+    batch.run()
+    for (a, b), h in zip(((0, 3), (2, 7), (5, 5)), handles):
+        vals, null = batch.result(h)
+        assert np.array_equal(vals, want[0][a:b])
+        assert np.array_equal(np.zeros(vals.shape, bool) if null is None else null, np.zeros(vals.shape, bool) if want[1] is None else want[1][a:b])

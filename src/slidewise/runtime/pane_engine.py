@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from slidewise import synopses
 from slidewise.operators.aggregates import accumulator
 from slidewise.operators.aggregates.subtractable import Count
 from slidewise.optimizer.pane_plan import SlidingAggregate
@@ -75,24 +76,43 @@ class WindowAnswers:
     def respond(self, ends: np.ndarray, uniq: list[np.ndarray], cuts: np.ndarray, partial, memo: dict | None = None) -> None:
         """The windows ending at ``ends`` from pane partials built on demand: pane i is ``(cuts[i-1], cuts[i]]``,
         ``partial(acc, attr)`` the partials of an accumulator over an attribute (None: ``COUNT(*)``), columns =
-        the groups of ``uniq``; ``memo``: the synopses' memo of the block (queries sharing partials,
-        :mod:`slidewise.runtime.shared`)."""
-        lo = np.searchsorted(cuts, ends - self.spec.length - 1) + 1
-        hi = np.searchsorted(cuts, ends) + 1
+        the groups of ``uniq``; ``memo``: the synopses' memo of the block."""
+        lo, hi = self.bounds(ends, cuts)
+        self.answer(uniq, self.gather(partial), lo, hi, ends, memo)
+
+    def bounds(self, ends: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The pane rows ``[lo[k], hi[k])`` of the windows ending at ``ends`` (pane i: ``(cuts[i-1], cuts[i]]``)."""
+        return np.searchsorted(cuts, ends - self.spec.length - 1) + 1, np.searchsorted(cuts, ends) + 1
+
+    def gather(self, partial) -> list:
+        """The pane partials (as :meth:`partials`) from ``partial(acc, attr)``."""
         partials = [None if st is None else partial(*st) for st in self.states]
-        self.answer(uniq, partials, lo, hi, ends, memo)
         self.groups_seen = max([partials[0][0].shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])  # DISTINCT: pair columns
+        return partials
+
+    def requests(self, partials: list) -> list:
+        """What :meth:`conclude` needs, as (accumulator, synopsis, partial) per value: ``COUNT(*)`` first,
+        then one per aggregate (None for a ``COUNT(*)``: the first)."""
+        return [(self.count, running.windows, partials[0])] + [
+            None if part is None else (acc, synopsis, part) for acc, synopsis, part in zip(self.accs, self.synopses, partials[1:])
+        ]
 
     def answer(self, uniq: list[np.ndarray], partials: list, lo: np.ndarray, hi: np.ndarray, ends: np.ndarray, memo: dict | None = None) -> None:
         """Emit the windows ``[lo[k], hi[k])`` of pane rows of :meth:`partials` at the instants ``ends``
         (ISTREAM / DSTREAM: the first window is the evaluation before, compared only); ``uniq``: each
         group's key values (the partials' columns); ``memo`` as in :meth:`respond`."""
+        values = [None if r is None else synopses.values(r[1], r[0], r[2], lo, hi, memo) for r in self.requests(partials)]
+        self.conclude(uniq, values, ends)
+
+    def conclude(self, uniq: list[np.ndarray], values: list, ends: np.ndarray) -> None:
+        """Emit the windows at the instants ``ends`` from the values of :meth:`requests` ((windows x groups)
+        values and null mask or None each; None for a ``COUNT(*)``)."""
         spec, lead = self.spec, self.lead
-        n = running.windows(self.count, partials[0], lo, hi, memo)[0]
+        n = values[0][0]
         answer = n != 0  # (window, group) cells with a row
         cells = {name: (np.broadcast_to(col, n.shape), None) for name, col in zip(spec.key_names, uniq)}
-        for a, acc, synopsis, part in zip(spec.aggs, self.accs, self.synopses, partials[1:]):
-            cells[a.name] = (n, None) if part is None else acc.value(synopsis(acc, part, lo, hi, memo))
+        for a, v in zip(spec.aggs, values[1:]):
+            cells[a.name] = (n, None) if v is None else v
         if self.key_filter is not None:
             keys = dict(zip(spec.keys, uniq))
             answer &= np.broadcast_to(np.asarray(evaluate(self.key_filter, lambda _s, a: keys[a]), dtype=bool), n.shape)
