@@ -50,7 +50,7 @@ class WindowAnswers:
         self.attrs = tuple(dict.fromkeys(spec.keys + spec.arguments()))
         self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct, a.param) for a in spec.aggs]
         self.synopses = [SYNOPSES[spec.synopsis(a)] for a in spec.aggs]
-        self.count = Count()
+        self.count = Tally()
         #: (accumulator, attribute or None) of each pane partial: ``COUNT(*)`` first, then one per aggregate
         #: (None for a ``COUNT(*)``: it reads the first)
         self.states = [(self.count, None)] + [
@@ -166,6 +166,13 @@ class WindowAnswers:
         cols["sign"] = np.full(total, sign, np.int8)
         self.results += total
         self.emit(cols)
+
+
+class Tally(Count):
+    """``COUNT(*)`` whose value is its int32 cells (widened to int64 only where emitted)."""
+
+    def value(self, state):
+        return state[0], None
 
 
 class PaneRun(WindowAnswers):
