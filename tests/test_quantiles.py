@@ -102,3 +102,30 @@ def test_reading_the_running_merges_equals_forming_each_window(data):
         vals, null = batch.result(h)
         assert np.array_equal(vals, want[0][a:b])
         assert np.array_equal(np.zeros(vals.shape, bool) if null is None else null, np.zeros(vals.shape, bool) if want[1] is None else want[1][a:b])
+
+
+@given(data=st.data())
+def test_a_batch_reads_the_cells_of_non_zero_counts(data):
+    """``present`` finds each window's non-zero counts in column order, ``take`` reads any request there."""
+    panes, groups, n = data.draw(st.integers(1, 10)), data.draw(st.integers(1, 5)), data.draw(st.integers(0, 60))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    pane, group, values = rng.integers(0, panes, n), rng.integers(0, groups, n), rng.integers(0, 9, n)
+    count, total = accumulator("count"), accumulator("sum", values.dtype)
+    parts = count.partial(None, pane, group, (panes, groups)), total.partial(values, pane, group, (panes, groups))
+    lo = rng.integers(0, panes + 1, 6)
+    hi = np.minimum(panes, lo + rng.integers(0, panes + 1, 6))
+    batch = WindowBatch()
+    asked = [
+        (batch.request(count, SYNOPSES["running"], parts[0], lo[a:b], hi[a:b]), batch.request(total, SYNOPSES["running"], parts[1], lo[a:b], hi[a:b]), a, b)
+        for a, b in ((0, 4), (3, 6))
+    ]
+    batch.run()
+    n_all = count.value(SYNOPSES["running"](count, parts[0], lo, hi))[0]
+    s_all = total.value(SYNOPSES["running"](total, parts[1], lo, hi))[0]
+    for hc, hs, a, b in asked:
+        per_window, cols = batch.present(hc)
+        rows = np.repeat(np.arange(b - a), per_window)
+        assert per_window.tolist() == np.count_nonzero(n_all[a:b], axis=1).tolist()
+        assert np.array_equal(np.flatnonzero(n_all[a:b]), rows * groups + cols)
+        assert np.array_equal(batch.take(hc, per_window, cols)[0], n_all[a:b][rows, cols])
+        assert np.array_equal(batch.take(hs, per_window, cols)[0], s_all[a:b][rows, cols])

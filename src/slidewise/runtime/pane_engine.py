@@ -157,7 +157,23 @@ class WindowAnswers:
             else:
                 col = _widen(_take(vals, flat))
             cols[c] = _with_nulls(col, None if null is None else _take(null, flat))
-        rows_ts = np.repeat(instants, per_window)
+        self._out(cols, np.repeat(instants, per_window), sign)
+
+    def emit_rows(self, uniq: list[np.ndarray], per_window: np.ndarray, group: np.ndarray, values: list, ends: np.ndarray) -> None:
+        """RSTREAM without HAVING or group filter, from the rows already found: ``per_window`` rows at each
+        instant of ``ends``, of the groups ``group`` (columns of ``uniq``), and the values of
+        :meth:`requests` at them (1-D; None for a ``COUNT(*)``, whose value is the first)."""
+        self.last_nonempty = bool(len(per_window) and per_window[-1])
+        if not len(group):
+            return
+        cells = {name: (_widen(col)[group], None) for name, col in zip(self.spec.key_names, uniq)}
+        for a, v in zip(self.spec.aggs, values[1:]):
+            cells[a.name] = values[0] if v is None else v
+        self._out({c: _with_nulls(_widen(cells[c][0]), cells[c][1]) for c in self.spec.columns}, np.repeat(ends, per_window), 1)
+
+    def _out(self, cols: dict, rows_ts: np.ndarray, sign: int) -> None:
+        """Emit output columns (in group order within each instant of ``rows_ts``) in value order."""
+        spec, total = self.spec, len(rows_ts)
         if not self.presorted and total > 1:
             order = np.lexsort(tuple(k for c in reversed(spec.columns) for k in _sort_key(cols[c])) + (rows_ts,))
             cols = {c: v[order] for c, v in cols.items()}

@@ -154,7 +154,11 @@ class SharedRun:
             asked.append((r, ends, handles))
         batch.run()
         for r, ends, handles in asked:
-            r.conclude(uniq, [None if h is None else batch.result(h) for h in handles], ends)
+            if r.lead or r.spec.having is not None or r.key_filter is not None:
+                r.conclude(uniq, [None if h is None else batch.result(h) for h in handles], ends)
+            else:  # the rows are the non-zero counts: read each value at them, not whole windows
+                per_window, group = batch.present(handles[0])
+                r.emit_rows(uniq, per_window, group, [None if h is None else batch.take(h, per_window, group) for h in handles], ends)
         self.states |= {k for k in cache if len(k) == 2}
         self.groups_seen = max(r.groups_seen for r, _, _ in jobs) * R  # a block's cells: groups x regions
         self.partial_bytes_peak = max(self.partial_bytes_peak, sum(x.nbytes for k, v in cache.items() if len(k) == 2 for x in v[1]))

@@ -24,12 +24,15 @@ CHUNK_CELLS = 1 << 21
 
 
 class WindowBatch:
-    """:meth:`request` windows, :meth:`run` once, then :meth:`result` of each request."""
+    """:meth:`request` windows, :meth:`run` once, then :meth:`result` of each request (a windows x columns
+    matrix), or its cells at given columns (:meth:`present`, :meth:`take`)."""
 
     def __init__(self, memo: dict | None = None):
         self.memo = {} if memo is None else memo
         self.asks: dict[tuple, list] = {}  # batch key -> [(accumulator, synopsis, partial), [(lo, hi), ...]]
-        self.done: dict[tuple, tuple] = {}
+        self.unique: dict[tuple, tuple] = {}  # batch key -> (values, null) of its distinct windows
+        self.rows: dict[tuple, np.ndarray] = {}  # handle -> its windows' rows in those
+        self.nonzero: dict[tuple, tuple] = {}  # batch key -> the non-zero cells of its distinct windows
 
     def request(self, acc, synopsis, partial: tuple, lo: np.ndarray, hi: np.ndarray) -> tuple:
         """Ask ``acc``'s value over the windows ``[lo, hi)`` of pane rows of ``partial`` via ``synopsis``
@@ -53,15 +56,39 @@ class WindowBatch:
             null = None
             if any(m is not None for m in nulls):
                 null = nulls[0] if len(nulls) == 1 else np.concatenate([np.zeros(p[0].shape, bool) if m is None else m for p, m in zip(parts, nulls)])
+            self.unique[key] = (vals, null)
             bounds = np.cumsum([0] + [len(w[0]) for w in windows])
             inv = inv.reshape(-1)
             for j in range(len(windows)):
-                rows = inv[bounds[j] : bounds[j + 1]]
-                self.done[key, j] = (_rows(vals, rows), None if null is None else _rows(null, rows))
+                self.rows[key, j] = inv[bounds[j] : bounds[j + 1]]
 
     def result(self, handle: tuple) -> tuple:
-        """The (values, null mask or None) of a request: rows = its windows."""
-        return self.done[handle]
+        """The (values, null mask or None) of a request: rows = its windows, columns = the partial's."""
+        vals, null = self.unique[handle[0]]
+        rows = self.rows[handle]
+        return _rows(vals, rows), None if null is None else _rows(null, rows)
+
+    def present(self, handle: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """For a request of counts: how many non-zero cells each of its windows has, and their columns
+        in order (found once per distinct window)."""
+        key = handle[0]
+        if key not in self.nonzero:
+            vals = self.unique[key][0]
+            nz = vals != 0
+            per = np.count_nonzero(nz, axis=1)
+            self.nonzero[key] = (per, np.concatenate([[0], np.cumsum(per)]), np.flatnonzero(nz) % max(vals.shape[1], 1))
+        per, start, column = self.nonzero[key]
+        rows = self.rows[handle]
+        per_window = per[rows]
+        firsts = start[rows] - (np.cumsum(per_window) - per_window)  # each window's first cell, less its first row
+        return per_window, column[np.repeat(firsts, per_window) + np.arange(int(per_window.sum()))]
+
+    def take(self, handle: tuple, per_window: np.ndarray, columns: np.ndarray) -> tuple:
+        """The (values, null mask or None) of a request at the cells ``columns`` of its windows, ``per_window``
+        of them in each window in order (as :meth:`present` gives)."""
+        vals, null = self.unique[handle[0]]
+        flat = np.repeat(self.rows[handle].astype(np.int64) * vals.shape[1], per_window) + columns
+        return vals.reshape(-1).take(flat), None if null is None else null.reshape(-1).take(flat)
 
 
 def _rows(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
