@@ -19,8 +19,8 @@ from slidewise.synopses import values
 
 __all__ = ["CHUNK_CELLS", "WindowBatch"]
 
-#: most (windows x columns) cells of one synopsis pass (bounds the memory of a batch)
-CHUNK_CELLS = 1 << 21
+#: most (windows x columns) cells of one synopsis pass (bounds the memory of a batch; a few MB stay in cache)
+CHUNK_CELLS = 1 << 18
 
 
 class WindowBatch:

@@ -38,6 +38,10 @@ def of_sorted(values: list, p: float) -> float | None:
     return float(interpolate(np.float64(values[int(i)]), np.float64(values[int(j)]), frac))
 
 
+#: :meth:`Quantile.between` searches the pairs when groups have this many on average (else forms the states)
+SEARCH_PAIRS = 16
+
+
 class Quantile(Distinct):
     """``QUANTILE(x, p)`` (MEDIAN: p = 0.5) of numeric ``x``; the partial's columns are (group, value) pairs,
     its cells the counts of values up to each pair (running along the pairs: still additive, so every
@@ -87,10 +91,10 @@ class Quantile(Distinct):
         forming their states: the counts at each group's bounds, and each rank by a binary search over the
         group's pairs, probing ``run`` at O(log pairs of the group) cells per (window, group) instead of
         at every pair."""
-        if self.distinct:
-            return self.value(self.subtract(tuple(r[hi] for r in run), tuple(r[lo] for r in run)))
         cum = run[0]
         width = cum.shape[1]
+        if self.distinct or width < SEARCH_PAIRS * self.groups:  # few pairs per group: forming the states costs less
+            return self.value(self.subtract(tuple(r[hi] for r in run), tuple(r[lo] for r in run)))
         if not width:  # no values in the block
             return np.zeros((len(lo), self.groups)), np.ones((len(lo), self.groups), bool)
         flat = cum.reshape(-1)
