@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from slidewise.bench.sharing import queries
+from slidewise.bench.sharing import _acceptance, queries
 from slidewise.cli import main
 
 
@@ -13,6 +13,8 @@ def test_bench_sharing_small(tmp_path, capsys):
     report = json.loads((tmp_path / "sharing.json").read_text())
     assert [p["queries"] for p in report["points"]] == [6, 12]
     assert all(p["identical"] and p["results"] > 0 and p["synopses"] <= 5 for p in report["points"])
+    assert all(p["repeats"] == 2 and len(p["alone_s_all"]) == len(p["shared_s_all"]) == 2 and p["speedup_cpu"] > 0 for p in report["points"])
+    assert report["acceptance"] is None  # no 160-query point
     err = capsys.readouterr().err
     assert "slidewise bench sharing" in err and "6 queries" in err and "speedup" in err
 
@@ -26,3 +28,11 @@ def test_workload_shape():
 def test_bad_query_counts(capsys):
     assert main(["bench", "sharing", "--queries", "0,x"]) == 2
     assert "--queries must be positive integers separated by commas, got '0,x'" in capsys.readouterr().err
+
+
+def test_acceptance_needs_both_ratios_and_identical_answers():
+    point = {"queries": 160, "speedup": 5.2, "speedup_cpu": 5.1, "identical": True}
+    assert _acceptance([point])["met"]
+    assert not _acceptance([point | {"speedup_cpu": 4.9}])["met"]
+    assert not _acceptance([point | {"identical": False}])["met"]
+    assert _acceptance([point | {"queries": 80}]) is None

@@ -15,11 +15,13 @@ import pandas as pd
 from hypothesis import given, note
 from hypothesis import strategies as st
 
+from slidewise import synopses
 from slidewise.cql import parse_plan
-from slidewise.operators.aggregates import accumulator
+from slidewise.operators.aggregates import accumulator, quantile
 from slidewise.plan.bind import bind
 from slidewise.runtime.plan_engine import execute_plan
 from slidewise.synopses import SYNOPSES
+from slidewise.synopses.batch import WindowBatch
 from tests.oracle_plans import expected_output
 from tests.test_sliding_aggregate import rows, streams
 
@@ -74,3 +76,62 @@ def test_median_of_panes_and_tuples_agree_on_a_longer_stream():
     window = frame[(frame.ts > 1000 - 100) & (frame.ts <= 1000) & (frame.a == 3)].x
     row = next(r for r in got if r[0] == 3 and r[3] == 1000)
     assert row[1] == float(np.median(window)) and math.isclose(row[2], float(np.quantile(window, 0.9)))
+
+
+@given(data=st.data())
+def test_reading_the_running_merges_equals_forming_each_window(data):
+    """``between`` (a binary search per window and group over the running merges) gives exactly what
+    ``value`` gives of the windows' states, and one batch of several queries' windows gives each its own."""
+    panes, groups, n = data.draw(st.integers(1, 12)), data.draw(st.integers(1, 5)), data.draw(st.integers(0, 80))
+    p = data.draw(st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    pane, group = rng.integers(0, panes, n), rng.integers(0, groups, n)
+    values = rng.integers(0, data.draw(st.integers(1, 30)), n)
+    acc = accumulator("quantile", values.dtype, param=p)
+    part = acc.partial(values, pane, group, (panes, groups))
+    lo = rng.integers(0, panes + 1, 7)
+    hi = np.minimum(panes, lo + rng.integers(0, panes + 1, 7))
+    want = acc.value(SYNOPSES["running"](acc, part, lo, hi))
+    saved = quantile.SEARCH_PAIRS
+    try:
+        for pairs in (0, 10**9):  # the binary search, and forming the states
+            quantile.SEARCH_PAIRS = pairs
+            got = synopses.values(SYNOPSES["running"], acc, part, lo, hi)
+            assert np.array_equal(got[0], want[0])
+            assert (got[1] is None or not got[1].any()) if want[1] is None else np.array_equal(got[1], want[1])
+    finally:
+        quantile.SEARCH_PAIRS = saved
+    batch = WindowBatch()
+    handles = [batch.request(acc, SYNOPSES["running"], part, lo[a:b], hi[a:b]) for a, b in ((0, 3), (2, 7), (5, 5))]
+    batch.run()
+    for (a, b), h in zip(((0, 3), (2, 7), (5, 5)), handles):
+        vals, null = batch.result(h)
+        assert np.array_equal(vals, want[0][a:b])
+        assert np.array_equal(np.zeros(vals.shape, bool) if null is None else null, np.zeros(vals.shape, bool) if want[1] is None else want[1][a:b])
+
+
+@given(data=st.data())
+def test_a_batch_reads_the_cells_of_non_zero_counts(data):
+    """``present`` finds each window's non-zero counts in column order, ``take`` reads any request there."""
+    panes, groups, n = data.draw(st.integers(1, 10)), data.draw(st.integers(1, 5)), data.draw(st.integers(0, 60))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    pane, group, values = rng.integers(0, panes, n), rng.integers(0, groups, n), rng.integers(0, 9, n)
+    count, total = accumulator("count"), accumulator("sum", values.dtype)
+    parts = count.partial(None, pane, group, (panes, groups)), total.partial(values, pane, group, (panes, groups))
+    lo = rng.integers(0, panes + 1, 6)
+    hi = np.minimum(panes, lo + rng.integers(0, panes + 1, 6))
+    batch = WindowBatch()
+    asked = [
+        (batch.request(count, SYNOPSES["running"], parts[0], lo[a:b], hi[a:b]), batch.request(total, SYNOPSES["running"], parts[1], lo[a:b], hi[a:b]), a, b)
+        for a, b in ((0, 4), (3, 6))
+    ]
+    batch.run()
+    n_all = count.value(SYNOPSES["running"](count, parts[0], lo, hi))[0]
+    s_all = total.value(SYNOPSES["running"](total, parts[1], lo, hi))[0]
+    for hc, hs, a, b in asked:
+        per_window, cols = batch.present(hc)
+        rows = np.repeat(np.arange(b - a), per_window)
+        assert per_window.tolist() == np.count_nonzero(n_all[a:b], axis=1).tolist()
+        assert np.array_equal(np.flatnonzero(n_all[a:b]), rows * groups + cols)
+        assert np.array_equal(batch.take(hc, per_window, cols)[0], n_all[a:b][rows, cols])
+        assert np.array_equal(batch.take(hs, per_window, cols)[0], s_all[a:b][rows, cols])

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from slidewise import synopses
 from slidewise.operators.aggregates import accumulator
 from slidewise.operators.aggregates.subtractable import Count
 from slidewise.optimizer.pane_plan import SlidingAggregate
@@ -103,7 +104,23 @@ class Answers:
             else:
                 col = _widen(_take(vals, flat))
             cols[c] = _with_nulls(col, None if null is None else _take(null, flat))
-        rows_ts = np.repeat(instants, per_window)
+        self._out(cols, np.repeat(instants, per_window), sign)
+
+    def emit_rows(self, uniq: list[np.ndarray], per_window: np.ndarray, group: np.ndarray, values: list, ends: np.ndarray) -> None:
+        """RSTREAM without HAVING or group filter, from the rows already found: ``per_window`` rows at each
+        instant of ``ends``, of the groups ``group`` (columns of ``uniq``), and the values of
+        :meth:`requests` at them (1-D; None for a ``COUNT(*)``, whose value is the first)."""
+        self.last_nonempty = bool(len(per_window) and per_window[-1])
+        if not len(group):
+            return
+        cells = {name: (_widen(col)[group], None) for name, col in zip(self.spec.key_names, uniq)}
+        for a, v in zip(self.spec.aggs, values[1:]):
+            cells[a.name] = values[0] if v is None else v
+        self._out({c: _with_nulls(_widen(cells[c][0]), cells[c][1]) for c in self.spec.columns}, np.repeat(ends, per_window), 1)
+
+    def _out(self, cols: dict, rows_ts: np.ndarray, sign: int) -> None:
+        """Emit output columns (in group order within each instant of ``rows_ts``) in value order."""
+        spec, total = self.spec, len(rows_ts)
         if not self.presorted and total > 1:
             order = np.lexsort(tuple(k for c in reversed(spec.columns) for k in _sort_key(cols[c])) + (rows_ts,))
             cols = {c: v[order] for c, v in cols.items()}
@@ -123,7 +140,7 @@ class WindowAnswers(Answers):
         self.attrs = tuple(dict.fromkeys(spec.keys + spec.arguments()))
         self.accs = [accumulator(a.func, None if a.arg is None else dtypes[a.arg.attr], a.distinct, a.param) for a in spec.aggs]
         self.synopses = [SYNOPSES[spec.synopsis(a)] for a in spec.aggs]
-        self.count = Count()
+        self.count = Tally()
         #: (accumulator, attribute or None) of each pane partial: ``COUNT(*)`` first, then one per aggregate
         #: (None for a ``COUNT(*)``: it reads the first)
         self.states = [(self.count, None)] + [
@@ -143,24 +160,51 @@ class WindowAnswers(Answers):
     def respond(self, ends: np.ndarray, uniq: list[np.ndarray], cuts: np.ndarray, partial, memo: dict | None = None) -> None:
         """The windows ending at ``ends`` from pane partials built on demand: pane i is ``(cuts[i-1], cuts[i]]``,
         ``partial(acc, attr)`` the partials of an accumulator over an attribute (None: ``COUNT(*)``), columns =
-        the groups of ``uniq``; ``memo``: the synopses' memo of the block (queries sharing partials,
-        :mod:`slidewise.runtime.shared`)."""
-        lo = np.searchsorted(cuts, ends - self.spec.length - 1) + 1
-        hi = np.searchsorted(cuts, ends) + 1
+        the groups of ``uniq``; ``memo``: the synopses' memo of the block."""
+        lo, hi = self.bounds(ends, cuts)
+        self.answer(uniq, self.gather(partial), lo, hi, ends, memo)
+
+    def bounds(self, ends: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The pane rows ``[lo[k], hi[k])`` of the windows ending at ``ends`` (pane i: ``(cuts[i-1], cuts[i]]``)."""
+        return np.searchsorted(cuts, ends - self.spec.length - 1) + 1, np.searchsorted(cuts, ends) + 1
+
+    def gather(self, partial) -> list:
+        """The pane partials (as :meth:`partials`) from ``partial(acc, attr)``."""
         partials = [None if st is None else partial(*st) for st in self.states]
-        self.answer(uniq, partials, lo, hi, ends, memo)
         self.groups_seen = max([partials[0][0].shape[1]] + [getattr(acc, "width", 0) for acc in self.accs])  # DISTINCT: pair columns
+        return partials
+
+    def requests(self, partials: list) -> list:
+        """What :meth:`conclude` needs, as (accumulator, synopsis, partial) per value: ``COUNT(*)`` first,
+        then one per aggregate (None for a ``COUNT(*)``: the first)."""
+        return [(self.count, running.windows, partials[0])] + [
+            None if part is None else (acc, synopsis, part) for acc, synopsis, part in zip(self.accs, self.synopses, partials[1:])
+        ]
 
     def answer(self, uniq: list[np.ndarray], partials: list, lo: np.ndarray, hi: np.ndarray, ends: np.ndarray, memo: dict | None = None) -> None:
         """Emit the windows ``[lo[k], hi[k])`` of pane rows of :meth:`partials` at the instants ``ends``
         (ISTREAM / DSTREAM: the first window is the evaluation before, compared only); ``uniq``: each
         group's key values (the partials' columns); ``memo`` as in :meth:`respond`."""
+        values = [None if r is None else synopses.values(r[1], r[0], r[2], lo, hi, memo) for r in self.requests(partials)]
+        self.conclude(uniq, values, ends)
+
+    def conclude(self, uniq: list[np.ndarray], values: list, ends: np.ndarray) -> None:
+        """Emit the windows at the instants ``ends`` from the values of :meth:`requests` ((windows x groups)
+        values and null mask or None each; None for a ``COUNT(*)``)."""
         spec = self.spec
-        n = running.windows(self.count, partials[0], lo, hi, memo)[0]
+        n = values[0][0]
+        answer = n != 0  # (window, group) cells with a row
         cells = {name: (np.broadcast_to(col, n.shape), None) for name, col in zip(spec.key_names, uniq)}
-        for a, acc, synopsis, part in zip(spec.aggs, self.accs, self.synopses, partials[1:]):
-            cells[a.name] = (n, None) if part is None else acc.value(synopsis(acc, part, lo, hi, memo))
-        self.output(uniq, cells, n != 0, ends)
+        for a, v in zip(spec.aggs, values[1:]):
+            cells[a.name] = (n, None) if v is None else v
+        self.output(uniq, cells, answer, ends)
+
+
+class Tally(Count):
+    """``COUNT(*)`` whose value is its int32 cells (widened to int64 only where emitted)."""
+
+    def value(self, state):
+        return state[0], None
 
 
 class PaneRun(WindowAnswers):

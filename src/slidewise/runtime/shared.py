@@ -6,9 +6,10 @@ panes of the group's grid (width ``s``, :func:`~slidewise.optimizer.sharing.pane
 one pane partial per distinct (:attr:`~slidewise.operators.aggregates.base.Accumulator.share_key`,
 attribute) that any member needs. Each member is a
 :class:`~slidewise.runtime.pane_engine.PaneRun` that answers its own evaluations
-of the block from those partials (:meth:`~slidewise.runtime.pane_engine.PaneRun.respond`,
-with its synopses, HAVING, group filter and output kind), so every member's
-rows equal its run alone.
+of the block from those partials (:meth:`~slidewise.runtime.pane_engine.PaneRun.conclude`,
+with its HAVING, group filter and output kind); the members' windows of one partial are answered
+together, each distinct window once (:class:`~slidewise.synopses.batch.WindowBatch`), so every
+member's rows equal its run alone.
 
 A group over a cover (:attr:`~slidewise.optimizer.sharing.Group.covered`) keeps
 the tuples of the members' common conjuncts, tags each with its *region* (which
@@ -27,6 +28,7 @@ import numpy as np
 from slidewise.optimizer.sharing import Group
 from slidewise.plan.expr import columns_of, evaluate
 from slidewise.runtime.pane_engine import BLOCK_CELLS, PaneRun, TupleBuffer, encode_groups, select
+from slidewise.synopses.batch import WindowBatch
 
 __all__ = ["SharedRun"]
 
@@ -142,9 +144,21 @@ class SharedRun:
             return partial
 
         index = {id(r): i for i, r in enumerate(self.runs)}
+        batch = WindowBatch(memo)  # every member's windows of one partial answered in one pass
+        asked = []
         for r, k0, k1 in jobs:
             r.blocks += 1
-            r.respond(np.arange(k0 - r.lead, k1 + 1, dtype=np.int64) * r.spec.slide, uniq, cuts, partial_of(index[id(r)]), memo)
+            ends = np.arange(k0 - r.lead, k1 + 1, dtype=np.int64) * r.spec.slide
+            lo, hi = r.bounds(ends, cuts)
+            handles = [None if q is None else batch.request(*q, lo, hi) for q in r.requests(r.gather(partial_of(index[id(r)])))]
+            asked.append((r, ends, handles))
+        batch.run()
+        for r, ends, handles in asked:
+            if r.lead or r.spec.having is not None or r.key_filter is not None:
+                r.conclude(uniq, [None if h is None else batch.result(h) for h in handles], ends)
+            else:  # the rows are the non-zero counts: read each value at them, not whole windows
+                per_window, group = batch.present(handles[0])
+                r.emit_rows(uniq, per_window, group, [None if h is None else batch.take(h, per_window, group) for h in handles], ends)
         self.states |= {k for k in cache if len(k) == 2}
         self.groups_seen = max(r.groups_seen for r, _, _ in jobs) * R  # a block's cells: groups x regions
         self.partial_bytes_peak = max(self.partial_bytes_peak, sum(x.nbytes for k, v in cache.items() if len(k) == 2 for x in v[1]))

@@ -26,6 +26,16 @@ from slidewise.synopses import basic_interval, interval, running
 SYNOPSES = {"running": running.windows, "interval": interval.windows, "basic interval": basic_interval.windows}
 
 
+def values(synopsis, acc, partials: tuple, lo, hi, memo: dict | None = None) -> tuple:
+    """``acc``'s value (and null mask) over each window ``[lo[k], hi[k])`` of pane rows through ``synopsis``
+    (a function of :data:`SYNOPSES`); an accumulator with ``between(run, lo, hi)`` (holistic ones) reads
+    the running synopsis's merges directly instead of forming each window's state."""
+    between = getattr(acc, "between", None)
+    if synopsis is running.windows and between is not None:
+        return between(running.memoized(memo, "running", partials, acc.prefix), lo, hi)
+    return acc.value(synopsis(acc, partials, lo, hi, memo))
+
+
 def cost(name: str, b: int) -> tuple[int, int]:
     """Partials a synopsis keeps per group for a window of ``b`` panes, and the most it probes per answer:
     running b + 1 running merges (the first empty), 2 probes; interval b + ⌈b/2⌉ + ... + 1 dyadic
@@ -41,4 +51,4 @@ def cost(name: str, b: int) -> tuple[int, int]:
     return b, b
 
 
-__all__ = ["SYNOPSES", "basic_interval", "cost", "interval", "running"]
+__all__ = ["SYNOPSES", "basic_interval", "cost", "interval", "running", "values"]

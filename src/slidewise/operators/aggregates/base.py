@@ -43,6 +43,10 @@ class Accumulator:
         """The aggregate per cell and a mask of cells without values (null), or None."""
         raise NotImplementedError
 
+    def answer_key(self) -> tuple:
+        """Equal for accumulators whose :meth:`value` of equal states is equal (their type and parameters)."""
+        return (type(self), self.dtype)
+
     def adopt(self, other: Accumulator) -> None:
         """Reuse the partial ``other`` (same :attr:`share_key`) computed: take what :meth:`value` needs of it."""
 

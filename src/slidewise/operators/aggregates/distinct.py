@@ -38,6 +38,9 @@ class Distinct(Counts):
         cells = (shape[0], len(pairs))
         return (counts(flat_index(pane_codes, pcode.reshape(-1), cells), cells),)
 
+    def answer_key(self) -> tuple:
+        return (*super().answer_key(), self.func)
+
     def adopt(self, other) -> None:
         self.pair_group, self.pair_value = other.pair_group, other.pair_value
         self.groups, self.width = other.groups, other.width

@@ -38,6 +38,10 @@ def of_sorted(values: list, p: float) -> float | None:
     return float(interpolate(np.float64(values[int(i)]), np.float64(values[int(j)]), frac))
 
 
+#: :meth:`Quantile.between` searches the pairs when groups have this many on average (else forms the states)
+SEARCH_PAIRS = 16
+
+
 class Quantile(Distinct):
     """``QUANTILE(x, p)`` (MEDIAN: p = 0.5) of numeric ``x``; the partial's columns are (group, value) pairs,
     its cells the counts of values up to each pair (running along the pairs: still additive, so every
@@ -48,6 +52,9 @@ class Quantile(Distinct):
     def __init__(self, dtype: np.dtype | None = None, p: float = 0.5, distinct: bool = False):
         super().__init__(dtype, "quantile")
         self.p, self.distinct = p, distinct
+
+    def answer_key(self) -> tuple:
+        return (*super().answer_key(), self.p, self.distinct)
 
     def partial(self, values, pane_codes, group_codes, shape):
         (c,) = super().partial(values, pane_codes, group_codes, shape)
@@ -75,6 +82,53 @@ class Quantile(Distinct):
         def at(rank):
             k = np.searchsorted(flat, (base + np.maximum(rank, 0) + off).ravel(), "right").reshape(n.shape)
             return values[np.clip(k - np.arange(windows)[:, None] * width, 0, width - 1)]
+
+        out = interpolate(at(i), at(j), frac)
+        return np.where(empty, 0.0, out), (empty if empty.any() else None)
+
+    def between(self, run: tuple, lo: np.ndarray, hi: np.ndarray):
+        """:meth:`value` of the windows ``run[hi] − run[lo]`` (running merges, as :meth:`prefix` gives) without
+        forming their states: the counts at each group's bounds, and each rank by a binary search over the
+        group's pairs, probing ``run`` at O(log pairs of the group) cells per (window, group) instead of
+        at every pair."""
+        cum = run[0]
+        width = cum.shape[1]
+        if self.distinct or width < SEARCH_PAIRS * self.groups:  # few pairs per group: forming the states costs less
+            return self.value(self.subtract(tuple(r[hi] for r in run), tuple(r[lo] for r in run)))
+        if not width:  # no values in the block
+            return np.zeros((len(lo), self.groups)), np.ones((len(lo), self.groups), bool)
+        flat = cum.reshape(-1)
+        top, bottom = hi.astype(np.int64)[:, None] * width, lo.astype(np.int64)[:, None] * width
+
+        def count(k):  # values of each (window, group) in the pairs up to k (a valid pair, or -1: none)
+            return flat.take(top + k, mode="clip") - flat.take(bottom + k, mode="clip")
+
+        bounds = np.searchsorted(self.pair_group, np.arange(self.groups + 1))
+        start, end = bounds[:-1], bounds[1:]
+        base = np.where(start > 0, count(np.maximum(start - 1, 0)), 0)
+        n = (np.where(end > 0, count(np.maximum(end - 1, 0)), 0) - base).astype(np.int64)
+        empty = n == 0
+        i, j, frac = ranks(n, self.p)
+        values = self.pair_value.astype(np.float64)
+        # the groups with the most pairs first: the search's step 2**m only concerns the groups of more pairs
+        span = end - start
+        order = np.argsort(-span, kind="stable")
+        span, first, stop = span[order], start[order] - 1, end[order]
+        base = base[:, order]
+
+        def at(rank):  # per (window, group): the first pair whose count up to it exceeds base + rank
+            target = base + np.maximum(rank[:, order], 0)
+            pos = np.repeat(first[None, :], len(lo), axis=0)  # the last pair with count <= target
+            step = 1 << max(int(span[0]).bit_length() - 1, 0) if len(span) else 0
+            while step:
+                m = int(np.searchsorted(-span, -step, "right"))  # groups of at least ``step`` pairs
+                p = pos[:, :m]
+                cand = p + step
+                np.copyto(p, cand, where=(cand < stop[:m]) & (count(cand) <= target[:, :m]))
+                step >>= 1
+            out = np.empty(pos.shape)
+            out[:, order] = values[np.clip(pos + 1, 0, width - 1)]
+            return out
 
         out = interpolate(at(i), at(j), frac)
         return np.where(empty, 0.0, out), (empty if empty.any() else None)

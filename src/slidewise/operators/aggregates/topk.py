@@ -45,6 +45,9 @@ class TopK(Distinct):
         super().__init__(dtype, "count")
         self.k = k
 
+    def answer_key(self) -> tuple:
+        return (*super().answer_key(), self.k)
+
     def value(self, state):
         counts = state[0]
         windows, pairs = counts.shape
