@@ -278,16 +278,18 @@ def cmd_demo(args) -> int:
     if args.engine == "spark":
         require_extra("spark", "--engine spark")
     data = resources.files("slidewise") / "data" / "demo"
-    print(DEMO_QUERY.rstrip(), file=sys.stderr)
-    print("-- data: 3 minutes of Zeek dns/ssl logs, WRCCDC 2018 (CC BY-SA 4.0; see NOTICE.md)\n", file=sys.stderr)
+    if not args.quiet:
+        print(DEMO_QUERY.rstrip(), file=sys.stderr)
+        print("-- data: 3 minutes of Zeek dns/ssl logs, WRCCDC 2018 (CC BY-SA 4.0; see NOTICE.md)\n", file=sys.stderr)
     demo_sources = {"dns": str(data / "dns.csv"), "ssl": str(data / "ssl.csv")}
     if args.engine == "spark":
         from slidewise.spark.cli import demo_from_args
 
         result = demo_from_args(args, DEMO_QUERY, demo_sources, lateness=60_000)
     else:
-        result = run(DEMO_QUERY, demo_sources, lateness=60_000, out=args.out, collect=args.out is None, rejects=args.rejects, progress=True)
-    _print_summary(result.stats, result.results)
+        result = run(DEMO_QUERY, demo_sources, lateness=60_000, out=args.out, collect=args.out is None, rejects=args.rejects, progress=not args.quiet)
+    if not args.quiet:
+        _print_summary(result.stats, result.results)
     return 0
 
 

@@ -9,6 +9,7 @@ and a stats summary. The engine hosts operators; it never re-implements one.
 
 from __future__ import annotations
 
+import logging
 import resource
 import time
 from dataclasses import dataclass, field, replace
@@ -112,6 +113,7 @@ def execute(
     else:
         plan = choose(query, algorithm, order, **(operator_options or {}))
         operator = plan.build()
+    logging.getLogger(__name__).info("local engine: %s join of %s, lateness %s, chunks of %s rows", operator.name, ", ".join(query.aliases), lateness, f"{chunk_rows:,}")
     names = output_names(query, schemas)
     collected: list[pd.DataFrame] = []
     rejects = Rejects()

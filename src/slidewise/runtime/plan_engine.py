@@ -35,6 +35,7 @@ external windows or a retroactive table it runs inside a
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
 
@@ -111,6 +112,7 @@ def execute_plan(
         if chosen.root.schema == plan.root.schema:
             plan = chosen
     plan = prune_columns(plan)
+    logging.getLogger(__name__).info("local engine: general query, strategy %s, %s streams, %s tables", strategy, len(names), len(table_names))
     columns = list(plan.root.schema) + ["ts", "sign"]
     sliding = _sliding(plan, dict(zip(names, opened)), table_names) if panes else None
     net = None if sliding is not None else PlanNetwork(plan, strategy, partitions, options or {})

@@ -39,8 +39,8 @@ rows sorted by origin position, then member positions.
 from __future__ import annotations
 
 import functools
+import logging
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -143,7 +143,7 @@ def run_batch(
 
 def _say(enabled: bool, text: str) -> None:
     if enabled:
-        print(f"slidewise: {text}", file=sys.stderr)
+        logging.getLogger(__name__).info(text)
 
 
 # --------------------------------------------------------------------------- inputs

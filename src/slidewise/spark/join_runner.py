@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 import shutil
 import signal
@@ -132,6 +133,8 @@ def start_spark(
             options=operator_options,
             work_dir=root,
         )
+        for warning in jp.warnings:
+            logging.getLogger(__name__).warning(warning)
         key = run_key(persistent=not temp)
         if opts.once:
             from slidewise.spark.kafka_source import bound

@@ -59,10 +59,10 @@ relations alone runs in one bucket.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import pickle
 import shutil
-import sys
 import time
 import uuid
 from collections import Counter
@@ -220,11 +220,13 @@ class _PlanSink:
         self.seen.add(batch_id)
         self.batches.append(batch_id)
         if self.progress:
-            print(
-                f"slidewise: batch {batch_id}: {admitted:,} tuples in, {sum(len(c['ts']) for c in results):,} "
-                f"output rows, {len(rejected):,} rejects, state {sum(s for s, _ in self.state.values()):,} "
-                "tuples",
-                file=sys.stderr,
+            logging.getLogger(__name__).info(
+                "batch %d: %s tuples in, %s output rows, %s rejects, state %s tuples",
+                batch_id,
+                f"{admitted:,}",
+                f"{sum(len(c['ts']) for c in results):,}",
+                f"{len(rejected):,}",
+                f"{sum(s for s, _ in self.state.values()):,}",
             )
 
     def _write(self, results: list[dict], batch_id: int) -> None:
@@ -415,6 +417,7 @@ def start_plan_spark(
             keying = Keying("single", 1)
             if why:
                 warnings.append(f"{why}: the plan runs in one key bucket (one task)")
+                logging.getLogger(__name__).warning(warnings[-1])
         else:
             kinds = {i.kinds[attr] for i in infos}
             key_kind = "str" if kinds == {"str"} else "float" if "float" in kinds else "int"

@@ -26,6 +26,7 @@ are counted by reason kind like the local engine's.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import sys
 import time
@@ -136,11 +137,13 @@ class BatchSink:
         if batch_id not in self.batches:
             self.batches.append(batch_id)
         if self.progress:
-            print(
-                f"slidewise: batch {batch_id}: {sum(int(x) for x in admitted['n0']):,} tuples in, "
-                f"{n_results:,} results, {len(rej):,} rejects, state "
-                f"{sum(self.bucket_tuples.values()):,} tuples",
-                file=sys.stderr,
+            logging.getLogger(__name__).info(
+                "batch %d: %s tuples in, %s results, %s rejects, state %s tuples",
+                batch_id,
+                f"{sum(int(x) for x in admitted['n0']):,}",
+                f"{n_results:,}",
+                f"{len(rej):,}",
+                f"{sum(self.bucket_tuples.values()):,}",
             )
         return n_results
 
