@@ -59,7 +59,8 @@ def run(
     (results into ``RunResult.results``; default: unless ``out`` is given),
     ``lateness``, ``ts_column``, ``ts_unit``, ``chunk_rows``, ``rejects`` (CSV of
     rejected rows), ``progress``, ``strategy``, ``partitions``, ``schemas``
-    (declared column types, e.g. ``{"dns": {"orig_h": "string"}}``; local engine).
+    (declared column types, e.g. ``{"dns": {"orig_h": "string"}}``; local engine),
+    ``streams`` (per-stream ``lateness``, ``ts_column``, ``ts_unit``, e.g. ``{"dns": {"lateness": "5s"}}``).
     Other keywords go to the join operator (e.g. ``buckets=8``,
     ``negatives=True``). ``engine="spark"`` runs on Spark instead
     (:func:`slidewise.spark.run_spark`; its options — ``master``, ``conf``,
@@ -81,10 +82,8 @@ def run(
     """
     opts, operator_options = RunOptions.split(run_options, options)
     tables = dict(tables or {})
+    opts.check_streams(sources)
     if opts.schemas:
-        unknown = sorted(set(opts.schemas) - set(sources))
-        if unknown:
-            raise OptionError(f"--schema names an unknown stream {unknown[0]!r}", hint=f"streams: {', '.join(sources) or '(none)'}")
         if engine == "spark":
             raise OptionError("--schema works with the local engine only", hint="drop --schema, or run with --engine local")
     if engine == "spark":

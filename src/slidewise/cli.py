@@ -78,6 +78,12 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms, and an error when values imply different units",
     )
     p.add_argument("--chunk-rows", type=int, default=DEFAULTS.chunk_rows, help=f"rows per processing chunk (default {DEFAULTS.chunk_rows})")
+    p.add_argument(
+        "--source-option",
+        action="append",
+        metavar="NAME.KEY=VALUE",
+        help="a setting of one stream over the run's (repeatable): lateness, ts-column or ts-unit, e.g. --source-option dns.lateness=5s",
+    )
 
 
 def _add_stats_options(p: argparse.ArgumentParser) -> None:

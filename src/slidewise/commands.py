@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from slidewise.errors import OptionError, require_extra
-from slidewise.options import RunOptions, parse_schema_option
+from slidewise.options import RunOptions, parse_schema_option, parse_stream_options
 
 DEMO_QUERY = """\
 -- Which hosts looked a name up and then opened a TLS session within 5 seconds?
@@ -98,6 +98,7 @@ def run_options(args, *, collect: bool | None) -> RunOptions:
         strategy=args.strategy,
         partitions=args.partitions,
         schemas=parse_schema_option(getattr(args, "schema", None)),
+        streams=parse_stream_options(args.source_option),
     )
 
 
@@ -263,6 +264,7 @@ def cmd_run_many(args) -> int:
             chunk_rows=args.chunk_rows,
             collect=False,
             rejects=args.rejects,
+            streams=parse_stream_options(args.source_option),
         ),
     )
     if args.stats_json:

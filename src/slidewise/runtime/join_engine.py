@@ -139,7 +139,7 @@ def execute(
 
     with guard:
         guard.sink = open_sink(opts.out, names) if opts.out is not None else None
-        for chunk in merge_all(opened, lateness, rejects, chunk_rows):
+        for chunk in merge_all(opened, opts.lateness_of(opened), rejects, chunk_rows):
             n_chunks += 1
             for b in chunk:
                 inputs[b.stream] += len(b)

@@ -93,7 +93,7 @@ def execute_plan(
     (:mod:`slidewise.runtime.pane_engine`, same rows) unless ``panes=False``.
     """
     opts = RunOptions.of(run_options, **settings)
-    strategy, partitions, chunk_rows, lateness = opts.strategy, opts.partitions, opts.chunk_rows, opts.lateness
+    strategy, partitions, chunk_rows = opts.strategy, opts.partitions, opts.chunk_rows
     out, collect = opts.out, opts.collecting()
     tables = dict(tables or {})
     stream_names, table_names = plan_inputs(plan, sources, tables)
@@ -128,7 +128,7 @@ def execute_plan(
     with GuardedRun(chunk_rows, bar) as guard:
         guard.sink = open_sink(out, columns) if out is not None else None
         runner = PlanRunner(net, guard.sink, collect, columns, span=int(span))
-        for chunk in merge_all(opened, lateness, rejects, chunk_rows):
+        for chunk in merge_all(opened, opts.lateness_of(opened), rejects, chunk_rows):
             for i, b in enumerate(chunk):
                 if len(b):
                     inputs[names[i]] += len(b)
@@ -200,7 +200,7 @@ def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions
     started = time.perf_counter()
     with GuardedRun(chunk_rows, bar) as guard:
         writer = guard.sink = BackgroundSink(open_sink(opts.out, columns)) if opts.out is not None else None
-        for chunk in merge_all(opened, opts.lateness, rejects, chunk_rows):
+        for chunk in merge_all(opened, opts.lateness_of(opened), rejects, chunk_rows):
             b = chunk[names.index(spec.source)]
             if len(b):
                 inputs[spec.source] += len(b)
@@ -246,7 +246,7 @@ def _execute_frequent(q: FrequentQuery, sources: dict, opts: RunOptions) -> RunR
         [name],
         out=opts.out,
         collect=opts.collecting(),
-        lateness=opts.lateness,
+        lateness=opts.for_stream(name).lateness,
         chunk_rows=opts.chunk_rows,
         rejects=rejects,
         rejects_to=opts.rejects,

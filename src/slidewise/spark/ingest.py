@@ -57,7 +57,12 @@ _ARROW_OF = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str"
 
 
 def inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str, lateness: int, work_dir: Path) -> tuple[StreamInfo, dict]:
-    """Schema and reading recipe of one FROM stream: ``(StreamInfo, read options)``."""
+    """Schema and reading recipe of one FROM stream: ``(StreamInfo, read options)``; the recipe keeps ``ts_column``."""
+    info, recipe = _inspect_stream(alias, name, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness, work_dir=work_dir)
+    return info, {**recipe, "ts_column": ts_column}
+
+
+def _inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str, lateness: int, work_dir: Path) -> tuple[StreamInfo, dict]:
     from slidewise.spark.dataframe import inspect_frame, is_frame
 
     if is_frame(spec):
@@ -153,8 +158,10 @@ def file_reader(reader, recipe: dict, parquet_schema=None):
 
 
 def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str, max_files: int | None = None):
-    """The streaming DataFrame of stream ``index`` in the wire layout (packed chunks)."""
+    """The streaming DataFrame of stream ``index`` in the wire layout (packed chunks); the recipe's ``ts_column`` wins."""
     from pyspark.sql import functions as F
+
+    ts_column = recipe.get("ts_column", ts_column)
 
     fmt = recipe["fmt"]
     if fmt == "frame":

@@ -110,6 +110,7 @@ def start_spark(
     out, collect, rejects, progress = given.out, given.collect, given.rejects, given.progress
     lateness, ts_column, ts_unit, chunk_rows = given.lateness, given.ts_column, given.ts_unit, given.chunk_rows
     q = query if isinstance(query, JoinQuery) else load_query(query)
+    given.check_streams(sources)
     for extra in ("overload", "adaptive"):
         if operator_options.get(extra):
             raise OptionError(f"{extra} is not available on the Spark engine", hint="use --engine local")
@@ -132,6 +133,7 @@ def start_spark(
             order=order,
             options=operator_options,
             work_dir=root,
+            streams=given,
         )
         for warning in jp.warnings:
             logging.getLogger(__name__).warning(warning)

@@ -353,6 +353,7 @@ def start_plan_spark(
     from slidewise.runtime.plan_engine import open_table, plan_inputs
     from slidewise.spark.frequent import FrequentBucket
     from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
+    from slidewise.spark.join import checked_lateness
     from slidewise.spark.join_runner import _checkpoint_meta, _partitions, open_checkpoint, removed_on_error, start_options, timed_session
     from slidewise.spark.keying import Keying
     from slidewise.spark.layout import WIRE_DDL, Layout
@@ -378,6 +379,7 @@ def start_plan_spark(
     if all(s.is_relation for s in plan.scans()):
         raise PlanError("the query reads relations only; the Spark engine needs at least one stream", hint="run it with --engine local")
     names, table_names = plan_inputs(plan, sources, tables)
+    given.check_streams(sources)
     spark_given = {"conf": conf, "buckets": buckets, "max_files_per_trigger": max_files_per_trigger, "trigger": trigger, "once": once, "master": master}
     opts = start_options([sources.get(n) for n in names], out=out, lateness=given.lateness, **spark_given)
     lateness = opts.lateness
@@ -391,7 +393,8 @@ def start_plan_spark(
         outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None, "--rejects": rejects_dir})
         infos, recipes = [], []
         for name in names:
-            info, recipe = inspect_stream(name, name, sources[name], ts_column=ts_column, ts_unit=ts_unit, lateness=lateness, work_dir=root)
+            own = given.for_stream(name)
+            info, recipe = inspect_stream(name, name, sources[name], ts_column=own.ts_column, ts_unit=own.ts_unit, lateness=checked_lateness(own.lateness), work_dir=root)
             infos.append(info)
             recipes.append(recipe)
         if opts.once:
@@ -426,15 +429,15 @@ def start_plan_spark(
         key = run_key(persistent=not temp)
         logic: PaneBucket | PlanBucket | FrequentBucket | None
         if frequent:
-            logic = FrequentBucket(plan, dict(infos[0].kinds), lateness, key=key)
+            logic = FrequentBucket(plan, dict(infos[0].kinds), infos[0].lateness, key=key)
         else:
-            logic = pane_bucket(plan, names, [dict(i.kinds) for i in infos], lateness, tables=table_rows, key=key)
+            logic = pane_bucket(plan, names, [dict(i.kinds) for i in infos], infos[0].lateness, tables=table_rows, key=key)
         if logic is None:  # not a periodic one-stream GROUP BY (slidewise.spark.panes): the operator network
             logic = PlanBucket(
                 plan,
                 names,
                 [list(i.kinds) for i in infos],
-                [lateness] * len(names),
+                [i.lateness for i in infos],
                 strategy=strategy,
                 partitions=partitions,
                 options=options,
