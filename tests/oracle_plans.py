@@ -28,6 +28,10 @@ Decisions the contract leaves open (pinned by tests/test_oracle_plans.py):
 * A window over a subquery (and WSTREAM) windows the stream of rows inserted
   into the child's answer, each stamped with the instant it was inserted;
   rows inserted at one instant are ordered by value for ``ROWS n``.
+* Changelog streams (a ``sign`` column, time windows only): a −1 row at t
+  retracts the oldest earlier +1 row (input order) with the same attributes
+  that is still in the scan's window at t and not retracted yet, from t on;
+  with none, it does nothing. Matching is per scan (its own window).
 * Periodic ``restore``: the rows continuous evaluation inserted in
   ``(τ_{k-1}, τ_k]`` (ISTREAM_RESTORE); RSTREAM_RESTORE adds to ``Q(τ_k)``
   those of them that are not new in ``Q(τ_k)`` (the short-lived ones).
@@ -123,6 +127,7 @@ class PlanOracle:
     def __init__(self, plan: Plan, streams: dict[str, pd.DataFrame], tables: dict | None = None):
         self.plan, self.aliases = plan, plan.aliases
         self.arrivals: dict[str, list[tuple]] = {}
+        self.retractions: dict[str, list[tuple]] = {}  # changelog streams: (order, ts, attrs) of the -1 rows
         self.updates: dict[str, list[tuple]] = {}
         times: list[int] = []
         for scan in plan.scans():
@@ -132,21 +137,38 @@ class PlanOracle:
                 self.updates[scan.source] = self._load_table(scan, (tables or {}).get(scan.source))
                 times += [u[0] for u in self.updates[scan.source]]
             elif scan.source not in self.arrivals:
-                self.arrivals[scan.source] = self._load_stream(scan, streams)
-                times += [a[0] for a in self.arrivals[scan.source]]
+                self.arrivals[scan.source], self.retractions[scan.source] = self._load_stream(scan, streams)
+                times += [a[0] for a in self.arrivals[scan.source]] + [r[1] for r in self.retractions[scan.source]]
         self.first = min(times) if times else None
         self.last = max(times) if times else None
         self._cache: dict = {}
         self.order_sensitive = False  # set when a ROWS window over derived rows cuts a tie (see cuts_a_tie)
 
     @staticmethod
-    def _load_stream(scan: Scan, streams) -> list[tuple]:
+    def _load_stream(scan: Scan, streams) -> tuple[list[tuple], list[tuple]]:
+        """``(ts, vals, order)`` of the +1 rows and ``(order, ts, attrs)`` of the -1 rows, in processing order."""
         if scan.source not in streams:
             raise SourceError(f"no input for stream {scan.source}", hint="pass it in streams=")
         df = streams[scan.source]
-        rows = [(int(ts), tuple(_py(v) for v in rest)) for ts, *rest in zip(df["ts"], *(df[c] for c in scan.columns))]
+        signs = df["sign"] if "sign" in df else [1] * len(df)
+        rows = [(int(ts), int(s), tuple(_py(v) for v in rest)) for ts, s, *rest in zip(df["ts"], signs, *(df[c] for c in scan.columns))]
         rows = sorted(rows, key=lambda r: r[0])  # stable: input order within a timestamp
-        return [(ts, (ts,) + attrs) for ts, attrs in rows]
+        inserts = [(ts, (ts,) + attrs, k) for k, (ts, s, attrs) in enumerate(rows) if s > 0]
+        return inserts, [(k, ts, attrs) for k, (ts, s, attrs) in enumerate(rows) if s < 0]
+
+    def _retracted(self, scan: Scan) -> dict[int, int]:
+        """Order of a retracted +1 row -> when, for ``scan``'s window (see the module doc)."""
+        key = ("retracted", scan.source, scan.window)
+        if key not in self._cache:
+            out: dict[int, int] = {}
+            for k, t, attrs in self.retractions.get(scan.source, []):
+                for ts, vals, j in self.arrivals[scan.source]:
+                    alive = j < k and j not in out and (scan.window.kind == "unbounded" or t - scan.window.length <= ts)
+                    if alive and vals[1:] == attrs:
+                        out[j] = t
+                        break
+            self._cache[key] = out
+        return self._cache[key]
 
     @staticmethod
     def _load_table(scan: Scan, df) -> list[tuple]:
@@ -244,7 +266,9 @@ class PlanOracle:
             if nrr_time is None:
                 raise PlanError(f"NRR {scan.alias} is not joined with a stream", hint="an NRR row joins stream tuples arriving after its insertion")
             return self.table_state(scan.source, nrr_time)
-        return Counter(_window(scan.window, [(ts, v) for ts, v in self.arrivals[scan.source] if ts <= tau], tau, scan.schema))
+        gone = self._retracted(scan)
+        rows = [(ts, v) for ts, v, j in self.arrivals[scan.source] if ts <= tau and gone.get(j, tau + 1) > tau]
+        return Counter(_window(scan.window, rows, tau, scan.schema))
 
     def _window_subquery(self, node: Subquery, tau: int) -> Counter:
         """A window over the stream of rows inserted into the child's answer (its ISTREAM)."""

@@ -23,6 +23,7 @@ from slidewise.operators.wjoin import WJOINS, MWJoin, NLWJoin
 from slidewise.optimizer.planner import choose
 from slidewise.options import RunOptions
 from slidewise.plan.bind import bind_query
+from slidewise.plan.logical import CHANGELOG
 from slidewise.plan.physical import PhysicalPlan
 from slidewise.plan.query import JoinQuery
 from slidewise.plan.wjoin import WJoinQuery
@@ -105,6 +106,8 @@ def execute(
             f"no input given for stream {missing[0]!r}", hint=f"pass --source {missing[0]}=PATH (FROM reads: {', '.join(dict.fromkeys(s.source for s in query.streams))})"
         )
     opened = [open_stream(ref.source, sources[ref.source], opts) for ref in query.streams]
+    if any(CHANGELOG in src.kinds for src in opened):
+        return _changelog_plan(wjoin or query, sources, opts, algorithm, order, operator_options, overload, adaptive)
     schemas = [list(src.schema) for src in opened]
     query = bind_query(query, [src.kinds for src in opened])
     plan: PhysicalPlan | None
@@ -184,3 +187,18 @@ def wjoin_operator(query: WJoinQuery, algorithm, order, options) -> MWJoin | NLW
             hint="drop it: the W-joins choose their own order from the WINDOW constraints",
         )
     return WJOINS[algorithm if algorithm in WJOINS else "mw-join"](query)
+
+
+def _changelog_plan(query, sources, opts: RunOptions, algorithm, order, operator_options, overload, adaptive) -> RunResult:
+    """A join query over a changelog stream (a ``sign`` column) runs as a general plan, whose operators retract."""
+    from slidewise.cql.parser import parse_plan
+    from slidewise.runtime.plan_engine import execute_plan
+
+    given = [name for name, v in (("algorithm", algorithm), ("order", order), ("overload", overload), ("adaptive", adaptive), *operator_options.items()) if v]
+    if isinstance(query, WJoinQuery) or not query.text or given:
+        why = "a W-join" if isinstance(query, WJoinQuery) else "a query given without its text" if not query.text else f"--{given[0]}"
+        raise OptionError(
+            f"a stream with a {CHANGELOG} column is a changelog (-1 rows retract), which runs as a general plan, and {why} cannot",
+            hint=f"drop {why}, or rename the {CHANGELOG} column if it is an ordinary attribute",
+        )
+    return execute_plan(parse_plan(query.text), sources, run_options=opts, rewrite=True)

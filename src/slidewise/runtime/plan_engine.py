@@ -42,14 +42,14 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from slidewise.errors import OptionError, SourceError
+from slidewise.errors import OptionError, PlanError, SourceError
 from slidewise.operators.incremental import Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
 from slidewise.options import RunOptions
 from slidewise.plan.bind import bind
 from slidewise.plan.frequent import FrequentQuery
-from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
+from slidewise.plan.logical import CHANGELOG, Join, Node, Pattern, Plan, Scan, Subquery, walk
 from slidewise.plan.prune import prune_columns
 from slidewise.runtime.join_engine import RunResult, interrupted, run_counts
 from slidewise.runtime.outputs import GuardedRun, abandon
@@ -169,7 +169,7 @@ def _sliding(plan: Plan, sources: dict, table_names: list[str]):
     from slidewise.optimizer.pane_plan import match
 
     spec = match(plan)
-    if spec is None or table_names or spec.refuse(dict(sources[spec.source].schema)) is not None:
+    if spec is None or table_names or any(s.changelog for s in plan.scans()) or spec.refuse(dict(sources[spec.source].schema)) is not None:
         return None
     return spec
 
@@ -238,6 +238,11 @@ def _execute_frequent(q: FrequentQuery, sources: dict, opts: RunOptions) -> RunR
 
     name = q.scan.source
     opened = [open_stream(name, sources[name], opts)]
+    if CHANGELOG in opened[0].kinds:
+        raise PlanError(
+            f"stream {name} is a changelog (it has a {CHANGELOG} column), and FREQUENT keeps only top-k summaries, which cannot take retractions back",
+            hint=f"count with GROUP BY over it instead, or rename the {CHANGELOG} column if it is an ordinary attribute",
+        )
     q = bind_frequent(q, dict(opened[0].kinds))  # WHERE typed against the source's columns
     rejects = Rejects()
     frame, stats = execute_frequent(
@@ -367,6 +372,7 @@ class PlanNetwork:
         self.children: list[list[tuple]] = []  # (side, operator) in push order: relations first
         self.feeds: dict[str, list[int]] = {}  # source -> leaf operators fed by it
         self.columns: dict[str, tuple] = {}  # source -> the attributes its scans read, in row order
+        self.changelogs: set[str] = set()  # sources whose rows carry a sign (Scan.changelog)
         root = plan.root
         internal = all_internal(root.child)
         child = self._build(root.child, internal)
@@ -394,6 +400,8 @@ class PlanNetwork:
             idx = self._add(op, [])
             self.feeds.setdefault(node.source, []).append(idx)
             self.columns[node.source] = node.columns
+            if node.changelog:
+                self.changelogs.add(node.source)
             return idx
         if isinstance(node, Subquery) and node.window is not None:
             inner = all_internal(node.child)
