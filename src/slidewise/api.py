@@ -92,13 +92,12 @@ def run(
         from slidewise.kafka.local import run_local
 
         return run_local(run, query, sources, out=opts.out, run_options=opts, algorithm=algorithm, order=order, engine=engine, tables=tables, **operator_options)
-    check_run(
-        sources,
-        tables,
-        {"--out": opts.out, "--rejects": opts.rejects},
-        directories=("--out", "--rejects") if engine == "spark" else (),
-        formats={} if engine == "spark" else {"--out": sink_format},
-    )
+    directories: tuple[str, ...] = ()
+    if engine == "spark":  # batch parts, or one file assembled from them (slidewise.spark.sinks.FileOutputs)
+        from slidewise.spark.sinks import file_target
+
+        directories = tuple(o for o, v in (("--out", opts.out), ("--rejects", opts.rejects)) if not file_target(v))
+    check_run(sources, tables, {"--out": opts.out, "--rejects": opts.rejects}, directories=directories, formats={} if "--out" in directories else {"--out": sink_format})
     q = query if isinstance(query, (JoinQuery, WJoinQuery, Plan)) else load_any(query, tables)
     if isinstance(q, Plan):
         return _run_plan(q, sources, tables, opts, engine=engine, options={"algorithm": algorithm, "order": order, **operator_options})

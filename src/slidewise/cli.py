@@ -33,11 +33,11 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--mode",
         default="stream",
         choices=["stream", "batch"],
-        help="with --engine spark: stream (Structured Streaming) or batch (one Spark SQL job over the recorded files, for backfills; --out is then a file)",
+        help="with --engine spark: stream (Structured Streaming) or batch (one Spark SQL job over the recorded files, for backfills)",
     )
     p.add_argument("--algorithm", help="join algorithm (see `slidewise algorithms`); default: chosen by the planner")
     p.add_argument("--order", help="global join order, e.g. S2,S1,S3")
-    p.add_argument("--out", help="result file (.csv, .jsonl, .parquet) or - for stdout")
+    p.add_argument("--out", help="result file (.csv, .jsonl, .parquet; on both engines) or - for stdout; on Spark DIR/ for per-micro-batch parts")
     p.add_argument("--stats-json", help="write the run's stats as JSON here")
     p.add_argument("--rejects", help="write rejected rows with reasons here (CSV)")
     _add_input_options(p)

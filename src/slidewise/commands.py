@@ -40,14 +40,15 @@ def _check_outputs(args, tables: dict, general: bool) -> None:
     from slidewise.runtime.outputs import check_run
     from slidewise.runtime.sinks import sink_format
 
-    parts = args.engine == "spark" and (general or args.mode == "stream")  # directories of batch parts
-    check_run(
-        _sources(args.source),
-        tables,
-        {"--out": args.out, "--rejects": args.rejects, "--stats-json": args.stats_json},
-        directories=("--out", "--rejects") if parts else (),
-        formats={} if parts else {"--out": sink_format},
-    )
+    parts = args.engine == "spark" and (general or args.mode == "stream")  # batch parts; a file form is assembled from them
+    outputs = {"--out": args.out, "--rejects": args.rejects, "--stats-json": args.stats_json}
+    if parts:
+        from slidewise.spark.sinks import file_target
+
+        directories = tuple(o for o in ("--out", "--rejects") if not file_target(outputs[o]))
+    else:
+        directories = ()
+    check_run(_sources(args.source), tables, outputs, directories=directories, formats={} if "--out" in directories else {"--out": sink_format})
 
 
 def _finish_run(args, stats: dict) -> int:

@@ -79,7 +79,7 @@ from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.spark.join_runner import SparkRun
 from slidewise.spark.plan_state import ADMITTED, OUT_DDL, REJECTS, RESULT, STATE_DDL, STATS, PlanBucket, partition_attribute
-from slidewise.spark.sinks import FILE_KINDS, collected, print_console, refuse_other_parts, write_batch_rejects
+from slidewise.spark.sinks import FILE_KINDS, FileOutputs, collected, print_console, refuse_other_parts, write_batch_rejects
 
 __all__ = ["PlanProcessor", "PlanRun", "run_plan_spark", "start_plan_spark"]
 
@@ -388,6 +388,8 @@ def start_plan_spark(
     opened_tables = {n: open_table(n, tables[n], ts_column, ts_unit, given.chunk_rows) for n in table_names}  # schemas only
     settings = {"strategy": strategy, "partitions": int(partitions)}
     root, temp = open_checkpoint(checkpoint)
+    files = FileOutputs(root, out, rejects_dir)  # --out x.csv / --rejects r.csv: parts in the checkpoint, one file at the end
+    out, rejects_dir = files.out_parts, files.rejects_parts
     with removed_on_error(root, temp):
         meta = _checkpoint_meta(root, identity, sources, opts.buckets or _partitions(spark, opts.conf), write=False, settings=settings)
         outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None, "--rejects": rejects_dir})
@@ -480,7 +482,9 @@ def start_plan_spark(
             "streams": names,
             "table_inputs": {n: len(table_rows[n][0]) for n in table_names},  # relations once, not per bucket
         }
-        run = PlanRun(session, output, sink, info=info, layout=layout, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds)
+        run = PlanRun(
+            session, output, sink, info=info, layout=layout, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds, files=files
+        )
         run.start()
     return run
 
