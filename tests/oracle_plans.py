@@ -7,7 +7,8 @@ output operator (:class:`~slidewise.plan.logical.Output`) then turns the
 answers at the evaluation instants into a stream of ``(ts, vals, sign)`` rows
 exactly as the docstring of :mod:`slidewise.plan.logical` describes. Nothing
 is incremental here: every answer is recomputed from scratch (memoised),
-joins are cartesian products. Exponential; only for small test inputs.
+joins are cartesian products. Expressions are evaluated by tests/oracle_expr.py,
+not by the engine's evaluator. Exponential; only for small test inputs.
 
 Decisions the contract leaves open (pinned by tests/test_oracle_plans.py):
 
@@ -48,8 +49,9 @@ from collections import Counter
 import pandas as pd
 
 from slidewise.errors import PlanError, SourceError
-from slidewise.plan.expr import Col, evaluate
+from slidewise.plan.expr import Col
 from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Plan, Project, Scan, Select, Subquery, Union, column_getter
+from tests.oracle_expr import holds, value
 
 __all__ = ["PlanOracle", "answer_at", "answers", "cuts_a_tie", "eval_instants", "expected_output", "order_key"]
 
@@ -241,7 +243,7 @@ class PlanOracle:
             return self._window_subquery(node, tau) if node.window else ans(node.child)
         if isinstance(node, Select):
             get = column_getter(node.child.schema, self.aliases)
-            return Counter({r: m for r, m in ans(node.child).items() if bool(evaluate(node.predicate, get(r)))})
+            return Counter({r: m for r, m in ans(node.child).items() if holds(node.predicate, get(r))})
         if isinstance(node, Project):
             return self._project(node, ans(node.child))
         if isinstance(node, Union):
@@ -287,7 +289,7 @@ class PlanOracle:
                     prefix = f"{item.expr.name}."
                     vals += [v for c, v in zip(child, r) if c.startswith(prefix)]
                 else:
-                    vals.append(_py(evaluate(item.expr, get(r))))
+                    vals.append(_py(value(item.expr, get(r))))
             out[tuple(vals)] += m
         return out
 
@@ -296,14 +298,14 @@ class PlanOracle:
             return left - right
         get_l = column_getter(node.left.schema, self.aliases)
         get_r = column_getter(node.right.schema, self.aliases)
-        keys = {tuple(_py(evaluate(rc, get_r(r))) for _, rc in node.on) for r in right}
-        return Counter({r: m for r, m in left.items() if tuple(_py(evaluate(lc, get_l(r))) for lc, _ in node.on) not in keys})
+        keys = {tuple(_py(value(rc, get_r(r))) for _, rc in node.on) for r in right}
+        return Counter({r: m for r, m in left.items() if tuple(_py(value(lc, get_l(r))) for lc, _ in node.on) not in keys})
 
     def _aggregate(self, node: Aggregate, rows: Counter) -> Counter:
         get = column_getter(node.child.schema, self.aliases)
         groups: dict[tuple, list] = {}
         for r in rows.elements():
-            k = tuple(_py(evaluate(item.expr, get(r))) for item in node.keys)
+            k = tuple(_py(value(item.expr, get(r))) for item in node.keys)
             groups.setdefault(k, []).append(r)
         out: Counter = Counter()
         for k, members in groups.items():
@@ -312,7 +314,7 @@ class PlanOracle:
                 if agg.arg is None:
                     vals.append(len(members))
                     continue
-                xs = [_py(evaluate(agg.arg, get(r))) for r in members]
+                xs = [_py(value(agg.arg, get(r))) for r in members]
                 xs = [x for x in xs if x is not None and x == x]  # nulls (None, NaN) are ignored
                 if agg.distinct:
                     xs = list(set(xs))
@@ -367,7 +369,7 @@ class PlanOracle:
                 for i in range(len(inputs)):
                     mult *= parts[i][1]
                 g = get(row)
-                if all(_py(evaluate(a, g)) == _py(evaluate(b, g)) for a, b in node.equalities) and all(bool(evaluate(f, g)) for f in node.filters):
+                if all(value(a, g) is not None and value(a, g) == value(b, g) for a, b in node.equalities) and all(holds(f, g) for f in node.filters):
                     out[row] += mult
         return out
 
