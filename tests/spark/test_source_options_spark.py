@@ -41,7 +41,10 @@ def test_a_changelog_input_is_refused_on_spark_before_the_session(tmp_path):
     pd.DataFrame({"ts": [1, 2], "k": [1, 1], "sign": [1, -1]}).to_csv(tmp_path / "a.csv", index=False)
     B.rename(columns={"time": "ts"}).to_csv(tmp_path / "b.csv", index=False)
     sources = {"A": str(tmp_path / "a.csv"), "B": str(tmp_path / "b.csv")}
-    message = r"stream A is a changelog \(its input has a sign column: -1 rows retract an earlier row\), which the Spark engine does not take yet \(hint: run it with --engine local"
+    message = (
+        r"stream A is a changelog \(its input has a sign column: -1 rows retract an earlier row\), "
+        r"which the Spark engine does not take yet \(hint: run it with --engine local"
+    )
     with pytest.raises(OptionError, match=message):
         run_spark(Q, sources, once=True)
     with pytest.raises(OptionError, match=message):
