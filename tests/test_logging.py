@@ -32,9 +32,9 @@ def test_every_command_has_v_and_q(argv, level):
 
 
 def _say_all():
-    logging.getLogger("slidewise.runtime.x").debug("dbg")
-    logging.getLogger("slidewise.runtime.x").info("progress")
-    logging.getLogger("slidewise.spark.x").warning("one bucket")
+    logging.getLogger("slidewise.runtime.join_engine").debug("dbg")
+    logging.getLogger("slidewise.runtime.join_engine").info("progress")
+    logging.getLogger("slidewise.spark.join_runner").warning("one bucket")
     logging.getLogger("slidewise").error("broken")
     logging.getLogger("py4j.clientserver").info("py4j chatter")
     logging.getLogger("kafka.conn").warning("kafka chatter")
@@ -71,13 +71,13 @@ def test_verbose_shows_progress_and_library_info(capsys):
 def test_very_verbose_shows_debug(capsys):
     configure_logging(2)
     _say_all()
-    assert "slidewise: debug: slidewise.runtime.x: dbg" in capsys.readouterr().err.splitlines()
+    assert "slidewise: debug: slidewise.runtime.join_engine: dbg" in capsys.readouterr().err.splitlines()
 
 
 def test_caplog_still_sees_library_records(caplog):
     configure_logging(0)
     with caplog.at_level(logging.WARNING, logger="slidewise"):
-        logging.getLogger("slidewise.spark.x").warning("seen")
+        logging.getLogger("slidewise.spark.join_runner").warning("seen")
     assert [r.getMessage() for r in caplog.records] == ["seen"]
 
 
@@ -110,3 +110,8 @@ def test_a_child_run_is_silent_with_q_and_speaks_with_v(files):
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout.startswith("A.ts,A.k,B.ts,B.k,ts,exp,sign\n")
     loud = child("-vv")
     assert loud.returncode == 0 and "slidewise: local engine:" in loud.stderr and loud.stdout == quiet.stdout
+
+
+def test_generate_q_prints_nothing(tmp_path, capsys):
+    assert main(["generate", "--tuples", "20", "--out", str(tmp_path / "g"), "-q"]) == 0
+    assert capsys.readouterr().err == "" and (tmp_path / "g" / "S1.csv").exists()

@@ -331,7 +331,8 @@ def cmd_generate(args) -> int:
     streams = generate(rates, distinct, args.tuples, seed=args.seed, zipf=args.zipf)
     paths = write_streams(streams, args.out, fmt=args.format)
     for p, s in zip(paths, streams):
-        print(f"{p}  {len(s['ts']):,} tuples", file=sys.stderr)
+        if not args.quiet:
+            print(f"{p}  {len(s['ts']):,} tuples", file=sys.stderr)
     return 0
 
 
