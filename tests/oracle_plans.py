@@ -7,7 +7,8 @@ output operator (:class:`~slidewise.plan.logical.Output`) then turns the
 answers at the evaluation instants into a stream of ``(ts, vals, sign)`` rows
 exactly as the docstring of :mod:`slidewise.plan.logical` describes. Nothing
 is incremental here: every answer is recomputed from scratch (memoised),
-joins are cartesian products. Exponential; only for small test inputs.
+joins are cartesian products. Expressions are evaluated by tests/oracle_expr.py,
+not by the engine's evaluator. Exponential; only for small test inputs.
 
 Decisions the contract leaves open (pinned by tests/test_oracle_plans.py):
 
@@ -28,6 +29,10 @@ Decisions the contract leaves open (pinned by tests/test_oracle_plans.py):
 * A window over a subquery (and WSTREAM) windows the stream of rows inserted
   into the child's answer, each stamped with the instant it was inserted;
   rows inserted at one instant are ordered by value for ``ROWS n``.
+* Changelog streams (a ``sign`` column, time windows only): a −1 row at t
+  retracts the oldest earlier +1 row (input order) with the same attributes
+  that is still in the scan's window at t and not retracted yet, from t on;
+  with none, it does nothing. Matching is per scan (its own window).
 * Periodic ``restore``: the rows continuous evaluation inserted in
   ``(τ_{k-1}, τ_k]`` (ISTREAM_RESTORE); RSTREAM_RESTORE adds to ``Q(τ_k)``
   those of them that are not new in ``Q(τ_k)`` (the short-lived ones).
@@ -44,8 +49,9 @@ from collections import Counter
 import pandas as pd
 
 from slidewise.errors import PlanError, SourceError
-from slidewise.plan.expr import Col, evaluate
+from slidewise.plan.expr import Col
 from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Plan, Project, Scan, Select, Subquery, Union, column_getter
+from tests.oracle_expr import holds, value
 
 __all__ = ["PlanOracle", "answer_at", "answers", "cuts_a_tie", "eval_instants", "expected_output", "order_key"]
 
@@ -123,6 +129,7 @@ class PlanOracle:
     def __init__(self, plan: Plan, streams: dict[str, pd.DataFrame], tables: dict | None = None):
         self.plan, self.aliases = plan, plan.aliases
         self.arrivals: dict[str, list[tuple]] = {}
+        self.retractions: dict[str, list[tuple]] = {}  # changelog streams: (order, ts, attrs) of the -1 rows
         self.updates: dict[str, list[tuple]] = {}
         times: list[int] = []
         for scan in plan.scans():
@@ -132,21 +139,38 @@ class PlanOracle:
                 self.updates[scan.source] = self._load_table(scan, (tables or {}).get(scan.source))
                 times += [u[0] for u in self.updates[scan.source]]
             elif scan.source not in self.arrivals:
-                self.arrivals[scan.source] = self._load_stream(scan, streams)
-                times += [a[0] for a in self.arrivals[scan.source]]
+                self.arrivals[scan.source], self.retractions[scan.source] = self._load_stream(scan, streams)
+                times += [a[0] for a in self.arrivals[scan.source]] + [r[1] for r in self.retractions[scan.source]]
         self.first = min(times) if times else None
         self.last = max(times) if times else None
         self._cache: dict = {}
         self.order_sensitive = False  # set when a ROWS window over derived rows cuts a tie (see cuts_a_tie)
 
     @staticmethod
-    def _load_stream(scan: Scan, streams) -> list[tuple]:
+    def _load_stream(scan: Scan, streams) -> tuple[list[tuple], list[tuple]]:
+        """``(ts, vals, order)`` of the +1 rows and ``(order, ts, attrs)`` of the -1 rows, in processing order."""
         if scan.source not in streams:
             raise SourceError(f"no input for stream {scan.source}", hint="pass it in streams=")
         df = streams[scan.source]
-        rows = [(int(ts), tuple(_py(v) for v in rest)) for ts, *rest in zip(df["ts"], *(df[c] for c in scan.columns))]
+        signs = df["sign"] if "sign" in df else [1] * len(df)
+        rows = [(int(ts), int(s), tuple(_py(v) for v in rest)) for ts, s, *rest in zip(df["ts"], signs, *(df[c] for c in scan.columns))]
         rows = sorted(rows, key=lambda r: r[0])  # stable: input order within a timestamp
-        return [(ts, (ts,) + attrs) for ts, attrs in rows]
+        inserts = [(ts, (ts,) + attrs, k) for k, (ts, s, attrs) in enumerate(rows) if s > 0]
+        return inserts, [(k, ts, attrs) for k, (ts, s, attrs) in enumerate(rows) if s < 0]
+
+    def _retracted(self, scan: Scan) -> dict[int, int]:
+        """Order of a retracted +1 row -> when, for ``scan``'s window (see the module doc)."""
+        key = ("retracted", scan.source, scan.window)
+        if key not in self._cache:
+            out: dict[int, int] = {}
+            for k, t, attrs in self.retractions.get(scan.source, []):
+                for ts, vals, j in self.arrivals[scan.source]:
+                    alive = j < k and j not in out and (scan.window.kind == "unbounded" or t - scan.window.length <= ts)
+                    if alive and vals[1:] == attrs:
+                        out[j] = t
+                        break
+            self._cache[key] = out
+        return self._cache[key]
 
     @staticmethod
     def _load_table(scan: Scan, df) -> list[tuple]:
@@ -219,7 +243,7 @@ class PlanOracle:
             return self._window_subquery(node, tau) if node.window else ans(node.child)
         if isinstance(node, Select):
             get = column_getter(node.child.schema, self.aliases)
-            return Counter({r: m for r, m in ans(node.child).items() if bool(evaluate(node.predicate, get(r)))})
+            return Counter({r: m for r, m in ans(node.child).items() if holds(node.predicate, get(r))})
         if isinstance(node, Project):
             return self._project(node, ans(node.child))
         if isinstance(node, Union):
@@ -244,7 +268,9 @@ class PlanOracle:
             if nrr_time is None:
                 raise PlanError(f"NRR {scan.alias} is not joined with a stream", hint="an NRR row joins stream tuples arriving after its insertion")
             return self.table_state(scan.source, nrr_time)
-        return Counter(_window(scan.window, [(ts, v) for ts, v in self.arrivals[scan.source] if ts <= tau], tau, scan.schema))
+        gone = self._retracted(scan)
+        rows = [(ts, v) for ts, v, j in self.arrivals[scan.source] if ts <= tau and gone.get(j, tau + 1) > tau]
+        return Counter(_window(scan.window, rows, tau, scan.schema))
 
     def _window_subquery(self, node: Subquery, tau: int) -> Counter:
         """A window over the stream of rows inserted into the child's answer (its ISTREAM)."""
@@ -263,7 +289,7 @@ class PlanOracle:
                     prefix = f"{item.expr.name}."
                     vals += [v for c, v in zip(child, r) if c.startswith(prefix)]
                 else:
-                    vals.append(_py(evaluate(item.expr, get(r))))
+                    vals.append(_py(value(item.expr, get(r))))
             out[tuple(vals)] += m
         return out
 
@@ -272,14 +298,14 @@ class PlanOracle:
             return left - right
         get_l = column_getter(node.left.schema, self.aliases)
         get_r = column_getter(node.right.schema, self.aliases)
-        keys = {tuple(_py(evaluate(rc, get_r(r))) for _, rc in node.on) for r in right}
-        return Counter({r: m for r, m in left.items() if tuple(_py(evaluate(lc, get_l(r))) for lc, _ in node.on) not in keys})
+        keys = {tuple(_py(value(rc, get_r(r))) for _, rc in node.on) for r in right}
+        return Counter({r: m for r, m in left.items() if tuple(_py(value(lc, get_l(r))) for lc, _ in node.on) not in keys})
 
     def _aggregate(self, node: Aggregate, rows: Counter) -> Counter:
         get = column_getter(node.child.schema, self.aliases)
         groups: dict[tuple, list] = {}
         for r in rows.elements():
-            k = tuple(_py(evaluate(item.expr, get(r))) for item in node.keys)
+            k = tuple(_py(value(item.expr, get(r))) for item in node.keys)
             groups.setdefault(k, []).append(r)
         out: Counter = Counter()
         for k, members in groups.items():
@@ -288,7 +314,7 @@ class PlanOracle:
                 if agg.arg is None:
                     vals.append(len(members))
                     continue
-                xs = [_py(evaluate(agg.arg, get(r))) for r in members]
+                xs = [_py(value(agg.arg, get(r))) for r in members]
                 xs = [x for x in xs if x is not None and x == x]  # nulls (None, NaN) are ignored
                 if agg.distinct:
                     xs = list(set(xs))
@@ -345,7 +371,7 @@ class PlanOracle:
                 for i in range(len(inputs)):
                     mult *= parts[i][1]
                 g = get(row)
-                if all(_py(evaluate(a, g)) == _py(evaluate(b, g)) for a, b in node.equalities) and all(bool(evaluate(f, g)) for f in node.filters):
+                if all(value(a, g) is not None and value(a, g) == value(b, g) for a, b in node.equalities) and all(holds(f, g) for f in node.filters):
                     out[row] += mult
         return out
 

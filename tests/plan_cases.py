@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 from hypothesis import strategies as st
 
-from slidewise.plan.expr import BinOp, Cmp, Col, Lit
+from slidewise.plan.expr import BinOp, Cmp, Col, Func, Like, Lit
 from slidewise.plan.logical import AggCall, Aggregate, Distinct, Join, Negation, Output, Plan, Project, Scan, Select, Subquery, Union
 from slidewise.plan.query import SelectItem, WindowSpec
 
@@ -136,14 +136,31 @@ def spj(draw, n: int, slide: int | None, relation: str | None, internal: bool = 
         inputs.append(table(relation))
         eqs.append(eq((names[-1], "a"), ("R", "a")))
     node = inputs[0] if len(inputs) == 1 else Join(tuple(inputs), tuple(eqs))
-    pred = draw(st.sampled_from([None, None, "b>0", "b!=b", "b<=a"]))
+    pred = draw(st.sampled_from([None, None, "b>0", "b!=b", "b<=a", "like", "case", "coalesce"]))
     if pred == "b>0":
         node = Select(node, Cmp(">", c(names[0], "b"), Lit(0)))
     elif pred == "b!=b" and n > 1:
         node = Select(node, Cmp("!=", c(names[0], "b"), c(names[1], "b")))
     elif pred == "b<=a":
         node = Select(node, Cmp("<=", c(names[-1], "b"), BinOp("+", c(names[0], "a"), Lit(1))))
+    elif pred == "like":  # CAST(S1.b AS TEXT) LIKE '1%' (or '_', '%2', '0')
+        node = Select(node, Like(text(c(names[0], "b")), draw(st.sampled_from(["1%", "_", "%2", "0"]))))
+    elif pred == "case":  # CASE WHEN S1.b > 1 THEN S1.a WHEN S1.b = 0 THEN 2 ELSE 0 END > 0
+        node = Select(node, Cmp(">", case_of(names[0]), Lit(0)))
+    elif pred == "coalesce":
+        node = Select(node, Cmp(">=", Func("coalesce", (c(names[-1], "b"), Lit(9))), c(names[0], "a")))
     return node
+
+
+def text(expr) -> Func:
+    """``CAST(expr AS TEXT)``."""
+    return Func("cast", (expr, Lit("str")))
+
+
+def case_of(alias: str) -> Func:
+    """``CASE WHEN alias.b > 1 THEN alias.a WHEN alias.b = 0 THEN 2 ELSE 0 END``."""
+    b = c(alias, "b")
+    return Func("case", (Cmp(">", b, Lit(1)), c(alias, "a"), Cmp("=", b, Lit(0)), Lit(2), Lit(0)))
 
 
 @st.composite
@@ -173,7 +190,17 @@ def plan_cases(draw, shapes=("spj", "project", "distinct", "anti", "except", "ag
     base = draw(spj(n, slide, relation, internal)) if shape != "subquery" else None
     right_scan = stream("S3", draw(windows(slide)))
     if shape == "project":
-        items = draw(st.sampled_from([(item(c("S1", "a")),), (star("S1"),), (item(c("S1", "b")), item(BinOp("*", c("S1", "a"), Lit(2)), "a2"))]))
+        items = draw(
+            st.sampled_from(
+                [
+                    (item(c("S1", "a")),),
+                    (star("S1"),),
+                    (item(c("S1", "b")), item(BinOp("*", c("S1", "a"), Lit(2)), "a2")),
+                    (item(case_of("S1"), "k"), item(Func("coalesce", (c("S1", "b"), Lit(0))), "cb")),
+                    (item(Func("upper", (Func("substr", (text(BinOp("+", c("S1", "b"), Lit(10))), Lit(2))),)), "t"),),
+                ]
+            )
+        )
         base = Project(base, items)
     elif shape == "distinct":
         cols = draw(st.sampled_from([("S1", "a"), ("S1", "b")]))

@@ -59,7 +59,8 @@ def run(
     (results into ``RunResult.results``; default: unless ``out`` is given),
     ``lateness``, ``ts_column``, ``ts_unit``, ``chunk_rows``, ``rejects`` (CSV of
     rejected rows), ``progress``, ``strategy``, ``partitions``, ``schemas``
-    (declared column types, e.g. ``{"dns": {"orig_h": "string"}}``; local engine).
+    (declared column types, e.g. ``{"dns": {"orig_h": "string"}}``; local engine),
+    ``streams`` (per-stream ``lateness``, ``ts_column``, ``ts_unit``, e.g. ``{"dns": {"lateness": "5s"}}``).
     Other keywords go to the join operator (e.g. ``buckets=8``,
     ``negatives=True``). ``engine="spark"`` runs on Spark instead
     (:func:`slidewise.spark.run_spark`; its options — ``master``, ``conf``,
@@ -84,10 +85,8 @@ def run(
     if archive.get("archive") is not None:
         return _run_archived(query, sources, opts, archive, algorithm=algorithm, order=order, engine=engine, tables=tables, **operator_options)
     tables = dict(tables or {})
+    opts.check_streams(sources)
     if opts.schemas:
-        unknown = sorted(set(opts.schemas) - set(sources))
-        if unknown:
-            raise OptionError(f"--schema names an unknown stream {unknown[0]!r}", hint=f"streams: {', '.join(sources) or '(none)'}")
         if engine == "spark":
             raise OptionError("--schema works with the local engine only", hint="drop --schema, or run with --engine local")
     if engine == "spark":
@@ -96,13 +95,12 @@ def run(
         from slidewise.kafka.local import run_local
 
         return run_local(run, query, sources, out=opts.out, run_options=opts, algorithm=algorithm, order=order, engine=engine, tables=tables, **operator_options)
-    check_run(
-        sources,
-        tables,
-        {"--out": opts.out, "--rejects": opts.rejects},
-        directories=("--out", "--rejects") if engine == "spark" else (),
-        formats={} if engine == "spark" else {"--out": sink_format},
-    )
+    directories: tuple[str, ...] = ()
+    if engine == "spark":  # batch parts, or one file assembled from them (slidewise.spark.sinks.FileOutputs)
+        from slidewise.spark.sinks import file_target
+
+        directories = tuple(o for o, v in (("--out", opts.out), ("--rejects", opts.rejects)) if not file_target(v))
+    check_run(sources, tables, {"--out": opts.out, "--rejects": opts.rejects}, directories=directories, formats={} if "--out" in directories else {"--out": sink_format})
     q = query if isinstance(query, (JoinQuery, WJoinQuery, Plan)) else load_any(query, tables)
     if isinstance(q, Plan):
         return _run_plan(q, sources, tables, opts, engine=engine, options={"algorithm": algorithm, "order": order, **operator_options})

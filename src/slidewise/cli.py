@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from slidewise.commands import cmd_algorithms, cmd_archive, cmd_calibrate, cmd_demo, cmd_explain, cmd_generate, cmd_run, cmd_run_many
@@ -32,11 +33,11 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--mode",
         default="stream",
         choices=["stream", "batch"],
-        help="with --engine spark: stream (Structured Streaming) or batch (one Spark SQL job over the recorded files, for backfills; --out is then a file)",
+        help="with --engine spark: stream (Structured Streaming) or batch (one Spark SQL job over the recorded files, for backfills)",
     )
     p.add_argument("--algorithm", help="join algorithm (see `slidewise algorithms`); default: chosen by the planner")
     p.add_argument("--order", help="global join order, e.g. S2,S1,S3")
-    p.add_argument("--out", help="result file (.csv, .jsonl, .parquet) or - for stdout")
+    p.add_argument("--out", help="result file (.csv, .jsonl, .parquet; on both engines) or - for stdout; on Spark DIR/ for per-micro-batch parts")
     p.add_argument("--stats-json", help="write the run's stats as JSON here")
     p.add_argument("--rejects", help="write rejected rows with reasons here (CSV)")
     _add_archive_options(p)
@@ -50,7 +51,6 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--buckets", type=int, help="hash buckets per window (hash joins)")
     _add_stats_options(p)
     p.add_argument("--negative-tuples", action="store_true", help="emit retractions (sign -1) when count-window members expire")
-    p.add_argument("--quiet", action="store_true", help="no progress line and no summary")
     p.add_argument(
         "--table",
         action="append",
@@ -91,6 +91,12 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         help="timestamp unit; auto: integers as is, float epoch seconds and ISO text to ms, and an error when values imply different units",
     )
     p.add_argument("--chunk-rows", type=int, default=DEFAULTS.chunk_rows, help=f"rows per processing chunk (default {DEFAULTS.chunk_rows})")
+    p.add_argument(
+        "--source-option",
+        action="append",
+        metavar="NAME.KEY=VALUE",
+        help="a setting of one stream over the run's (repeatable): lateness, ts-column or ts-unit, e.g. --source-option dns.lateness=5s",
+    )
 
 
 def _add_stats_options(p: argparse.ArgumentParser) -> None:
@@ -134,7 +140,6 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--no-sharing", action="store_true", help="run every query alone (for comparison)")
     _add_input_options(m)
     m.add_argument("--rejects", help="write rejected (too late) rows here")
-    m.add_argument("--quiet", action="store_true", help="no summary on stderr")
     m.set_defaults(func=cmd_run_many)
 
     d = sub.add_parser("demo", help="run the bundled demo (Zeek dns + ssl logs)")
@@ -145,9 +150,6 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--engine", default=default_engine(), choices=ENGINES, help=f"execution engine (default: {default_engine()}; SLIDEWISE_ENGINE sets the default)")
     d.add_argument("--master", help="Spark master URL (default local[*])")
     d.add_argument("--conf", action="append", metavar="K=V", help="Spark setting (repeatable)")
-    from slidewise.spark.cli import add_verbose_option
-
-    add_verbose_option(d)
     d.set_defaults(func=cmd_demo)
 
     e = sub.add_parser("explain", help="show the plan chosen for a query")
@@ -205,7 +207,85 @@ def build_parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("algorithms", help="list the join algorithms")
     a.set_defaults(func=cmd_algorithms)
+    for command in (r, m, d, e, g, c, a):
+        _add_verbosity(command)
     return p
+
+
+def _add_verbosity(p: argparse.ArgumentParser) -> None:
+    """``-v`` / ``-vv`` / ``-q`` of every command (see :func:`configure_logging`)."""
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="-v: progress messages and the libraries' log (Spark's log with Java stack traces, py4j, kafka); -vv: debug",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="errors only: no progress line, no summary, no warnings")
+
+
+#: loggers of the libraries slidewise uses, silent unless -v (Python warnings go to py.warnings)
+LIBRARY_LOGGERS = ("py4j", "pyspark", "kafka", "fastavro", "urllib3", "asyncio", "py.warnings")
+
+
+def verbosity(args) -> int:
+    """-1 with ``-q``, else the count of ``-v`` (0 by default)."""
+    return -1 if getattr(args, "quiet", False) else int(getattr(args, "verbose", 0) or 0)
+
+
+def configure_logging(level: int) -> None:
+    """Set up Python logging for a command: ``level`` -1 (``-q``), 0, 1 (``-v``) or 2 (``-vv``).
+
+    One handler on the root logger writes to stderr: ``slidewise: message`` lines of the
+    ``slidewise`` logger (errors only with ``-q``, warnings by default, progress (INFO) with
+    ``-v``, debug with ``-vv``), and ``name: level: message`` of the libraries, whose
+    loggers and Python's warnings are off unless ``-v`` (then INFO, DEBUG with ``-vv``).
+    """
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _Stderr)]:
+        root.removeHandler(old)
+    handler = _Stderr()
+    handler.setFormatter(_Formatter())
+    root.addHandler(handler)
+    logging.getLogger("slidewise").setLevel({-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}.get(level, logging.DEBUG))
+    logging.captureWarnings(True)
+    libraries = logging.CRITICAL + 1 if level < 1 else (logging.INFO if level == 1 else logging.DEBUG)
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(libraries)
+    root.setLevel(logging.ERROR if level < 1 else libraries)  # any other library: its errors, all with -v
+    if level >= 1:
+        from slidewise.spark.cli import apply_verbose
+
+        apply_verbose(True)
+
+
+class _Stderr(logging.StreamHandler):
+    """A handler writing to the current ``sys.stderr`` (which tests and redirections may swap)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+class _Formatter(logging.Formatter):
+    """``slidewise: message`` for INFO, ``slidewise: warning: message`` for WARNING and above; ``name: level: message`` for the libraries."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        if record.name != "slidewise" and not record.name.startswith("slidewise."):
+            return f"{record.name}: {record.levelname.lower()}: {text}"
+        if record.levelno >= logging.WARNING:
+            return f"slidewise: {record.levelname.lower()}: {text}"
+        if record.levelno < logging.INFO:
+            return f"slidewise: debug: {record.name}: {text}"
+        return f"slidewise: {text}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -216,9 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_bench(argv[1:])
     else:
         args = build_parser().parse_args(argv)
-        from slidewise.spark.cli import apply_verbose
-
-        apply_verbose(args)
+        configure_logging(verbosity(args))
 
         def run():
             return args.func(args)

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from slidewise.errors import OptionError, require_extra
-from slidewise.options import RunOptions, parse_schema_option
+from slidewise.options import RunOptions, parse_schema_option, parse_stream_options
 
 DEMO_QUERY = """\
 -- Which hosts looked a name up and then opened a TLS session within 5 seconds?
@@ -40,14 +40,15 @@ def _check_outputs(args, tables: dict, general: bool) -> None:
     from slidewise.runtime.outputs import check_run
     from slidewise.runtime.sinks import sink_format
 
-    parts = args.engine == "spark" and (general or args.mode == "stream")  # directories of batch parts
-    check_run(
-        _sources(args.source),
-        tables,
-        {"--out": args.out, "--rejects": args.rejects, "--stats-json": args.stats_json},
-        directories=("--out", "--rejects") if parts else (),
-        formats={} if parts else {"--out": sink_format},
-    )
+    parts = args.engine == "spark" and (general or args.mode == "stream")  # batch parts; a file form is assembled from them
+    outputs = {"--out": args.out, "--rejects": args.rejects, "--stats-json": args.stats_json}
+    if parts:
+        from slidewise.spark.sinks import file_target
+
+        directories = tuple(o for o in ("--out", "--rejects") if not file_target(outputs[o]))
+    else:
+        directories = ()
+    check_run(_sources(args.source), tables, outputs, directories=directories, formats={} if "--out" in directories else {"--out": sink_format})
 
 
 def _finish_run(args, stats: dict) -> int:
@@ -98,6 +99,7 @@ def run_options(args, *, collect: bool | None) -> RunOptions:
         strategy=args.strategy,
         partitions=args.partitions,
         schemas=parse_schema_option(getattr(args, "schema", None)),
+        streams=parse_stream_options(args.source_option),
     )
 
 
@@ -322,6 +324,7 @@ def cmd_run_many(args) -> int:
             chunk_rows=args.chunk_rows,
             collect=False,
             rejects=args.rejects,
+            streams=parse_stream_options(args.source_option),
         ),
     )
     if args.stats_json:
@@ -337,16 +340,18 @@ def cmd_demo(args) -> int:
     if args.engine == "spark":
         require_extra("spark", "--engine spark")
     data = resources.files("slidewise") / "data" / "demo"
-    print(DEMO_QUERY.rstrip(), file=sys.stderr)
-    print("-- data: 3 minutes of Zeek dns/ssl logs, WRCCDC 2018 (CC BY-SA 4.0; see NOTICE.md)\n", file=sys.stderr)
+    if not args.quiet:
+        print(DEMO_QUERY.rstrip(), file=sys.stderr)
+        print("-- data: 3 minutes of Zeek dns/ssl logs, WRCCDC 2018 (CC BY-SA 4.0; see NOTICE.md)\n", file=sys.stderr)
     demo_sources = {"dns": str(data / "dns.csv"), "ssl": str(data / "ssl.csv")}
     if args.engine == "spark":
         from slidewise.spark.cli import demo_from_args
 
         result = demo_from_args(args, DEMO_QUERY, demo_sources, lateness=60_000)
     else:
-        result = run(DEMO_QUERY, demo_sources, lateness=60_000, out=args.out, collect=args.out is None, rejects=args.rejects, progress=True)
-    _print_summary(result.stats, result.results)
+        result = run(DEMO_QUERY, demo_sources, lateness=60_000, out=args.out, collect=args.out is None, rejects=args.rejects, progress=not args.quiet)
+    if not args.quiet:
+        _print_summary(result.stats, result.results)
     return 0
 
 
@@ -394,7 +399,8 @@ def cmd_generate(args) -> int:
     streams = generate(rates, distinct, args.tuples, seed=args.seed, zipf=args.zipf)
     paths = write_streams(streams, args.out, fmt=args.format)
     for p, s in zip(paths, streams):
-        print(f"{p}  {len(s['ts']):,} tuples", file=sys.stderr)
+        if not args.quiet:
+            print(f"{p}  {len(s['ts']):,} tuples", file=sys.stderr)
     return 0
 
 

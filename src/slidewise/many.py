@@ -104,6 +104,7 @@ def run_many(
     opts = RunOptions.of(run_options, **options)
     if opts.out is not None:
         raise OptionError("run_many writes one result per query, not one out", hint="give out_dir (--out-dir) instead of out")
+    opts.check_streams(sources)
     named = _named(queries)
     collect = out_dir is None if opts.collect is None else opts.collect
     if out_format not in ("csv", "jsonl", "parquet"):
@@ -125,7 +126,7 @@ def run_many(
                 plan = prune_columns(bind(plan, schemas))
             except SlidewiseError as e:
                 raise located(e, q.index, q.name, q.where) from None
-            spec = match(plan)
+            spec = None if any(s.changelog for s in plan.scans()) else match(plan)  # retractions: the operator network
             if spec is not None and spec.refuse(dict(opened[spec.source].schema)) is not None:
                 spec = None
         if spec is None:
@@ -194,7 +195,7 @@ def _run_groups(groups, plans, sources, outs, collect, opts: RunOptions, results
         for g in groups:
             schema = dict(opened[names.index(g.source)].schema)
             runs.append(SharedRun(g, {"ts": np.dtype(np.int64), **schema}, {m.name: emitter(m.name) for m in g.members}))
-        for chunk in merge_all(opened, opts.lateness, rejects, chunk_rows):
+        for chunk in merge_all(opened, opts.lateness_of(opened), rejects, chunk_rows):
             for i, b in enumerate(chunk):
                 if len(b):
                     inputs[names[i]] += len(b)

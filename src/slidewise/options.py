@@ -50,7 +50,9 @@ class RunOptions:
     ``rejects``: where rejected rows go; ``progress``: a progress line;
     ``strategy`` / ``partitions``: how general plans run (``nt``, ``direct``,
     ``upa``; UPA calendar queue partitions); ``schemas``: declared column types,
-    stream -> {column: type} (see :func:`declared_schemas`), other columns inferred.
+    stream -> {column: type} (see :func:`declared_schemas`), other columns inferred;
+    ``streams``: per-stream ``lateness``, ``ts_column`` and ``ts_unit``, stream ->
+    {setting: value}, over the run's own (see :meth:`for_stream`).
     """
 
     lateness: int = 0
@@ -64,6 +66,7 @@ class RunOptions:
     strategy: str = "upa"
     partitions: int = 10
     schemas: dict | None = None
+    streams: dict | None = None
 
     def __post_init__(self) -> None:  # chunk_rows and ts_unit: checked by the readers (open_source)
         from slidewise.model.time import parse_duration
@@ -72,6 +75,8 @@ class RunOptions:
             object.__setattr__(self, "schemas", declared_schemas(self.schemas))
 
         object.__setattr__(self, "lateness", parse_duration(self.lateness, what="lateness"))
+        if self.streams is not None:
+            object.__setattr__(self, "streams", stream_settings(self.streams))
         if self.strategy not in STRATEGIES:
             raise OptionError(f"unknown strategy {self.strategy!r}", hint=f"use one of {', '.join(STRATEGIES)}")
         if not _is_int(self.partitions) or not 1 <= self.partitions <= MAX_PARTITIONS:
@@ -93,6 +98,23 @@ class RunOptions:
         """The run options among ``kwargs`` (merged into ``given``) and the other keyword arguments."""
         run = {k: v for k, v in kwargs.items() if k in RUN_FIELDS}
         return cls.of(given, **run), {k: v for k, v in kwargs.items() if k not in RUN_FIELDS}
+
+    def for_stream(self, name: str) -> RunOptions:
+        """These options with stream ``name``'s own lateness, timestamp column and unit."""
+        own = (self.streams or {}).get(name)
+        return replace(self, **own) if own else self
+
+    def lateness_of(self, sources) -> list[int]:
+        """The lateness of each source (objects with a ``name``), for :class:`~slidewise.runtime.reorder.Merger`."""
+        return [self.for_stream(s.name).lateness for s in sources]
+
+    def check_streams(self, names) -> None:
+        """An OptionError when ``streams`` or ``schemas`` name a stream that is not among ``names``."""
+        names = list(dict.fromkeys(names))
+        for what, given in (("--source-option", self.streams), ("--schema", self.schemas)):
+            unknown = sorted(set(given or {}) - set(names))
+            if unknown:
+                raise OptionError(f"{what} names an unknown stream {unknown[0]!r}", hint=f"streams: {', '.join(names) or '(none)'}")
 
     def collecting(self) -> bool:
         """Whether results are kept in memory: ``collect`` if given, else when there is no ``out``."""
@@ -161,6 +183,67 @@ def parse_schema_option(pairs: list[str] | None) -> dict[str, dict[str, str]] | 
                 raise OptionError(f"bad --schema column {item.strip()!r} in {pair!r}", hint=_SCHEMA_HINT)
             cols[col] = typ
         out[name] = cols
+    return out
+
+
+#: the per-stream settings (``--source-option NAME.KEY=VALUE``): spelling -> RunOptions field
+STREAM_SETTINGS = {
+    "lateness": "lateness",
+    "ts_column": "ts_column",
+    "ts-column": "ts_column",
+    "ts": "ts_column",
+    "ts_unit": "ts_unit",
+    "ts-unit": "ts_unit",
+    "idle": "idle",
+}
+_STREAM_HINT = "write --source-option NAME.KEY=VALUE with KEY lateness (e.g. 5s), ts-column (a column name) or ts-unit (" + ", ".join(TS_UNITS) + ")"
+
+
+def stream_settings(streams: dict) -> dict[str, dict]:
+    """Stream -> {field: checked value} from stream -> {setting: value}; an OptionError naming a bad one."""
+    from slidewise.model.time import parse_duration
+
+    if not isinstance(streams, dict):
+        raise OptionError(f"streams must be a dict of stream -> {{setting: value}}, got {type(streams).__name__}", hint=_STREAM_HINT)
+    out: dict[str, dict] = {}
+    for stream, given in streams.items():
+        if not isinstance(given, dict):
+            raise OptionError(f"the settings of stream {stream!r} must map setting -> value, got {type(given).__name__}", hint=_STREAM_HINT)
+        own: dict = {}
+        for key, value in given.items():
+            field = STREAM_SETTINGS.get(str(key).strip().lower())
+            if field is None:
+                raise OptionError(f"unknown setting {key!r} for stream {stream!r}", hint=_STREAM_HINT)
+            if field == "idle":
+                raise OptionError(
+                    f"an idle timeout for stream {stream!r} has no effect here: the local engine reads every input to its end "
+                    "(the stream holding output back is read next), and the Spark engine does not time out idle streams yet",
+                    hint="drop the idle setting; with --engine spark an input that stays empty holds back output until it gets data or input ends",
+                )
+            if field == "lateness":
+                value = parse_duration(value, what=f"the lateness of {stream}")
+            elif field == "ts_unit" and value not in TS_UNITS:
+                raise OptionError(f"unknown timestamp unit {value!r} for stream {stream!r}", hint=f"use one of {', '.join(TS_UNITS)}")
+            elif field == "ts_column" and (not isinstance(value, str) or not value):
+                raise OptionError(f"the timestamp column of stream {stream!r} must be a column name, got {value!r}", hint=_STREAM_HINT)
+            own[field] = value
+        out[str(stream)] = own
+    return out
+
+
+def parse_stream_options(pairs: list[str] | None) -> dict[str, dict[str, str]] | None:
+    """``--source-option NAME.KEY=VALUE`` (repeatable) -> stream -> {key: value} (checked by :func:`stream_settings`)."""
+    if not pairs:
+        return None
+    out: dict[str, dict[str, str]] = {}
+    for pair in pairs:
+        target, sep, value = pair.partition("=")
+        name, dot, key = target.strip().rpartition(".")
+        if not sep or not dot or not name or not key or not value.strip():
+            raise OptionError(f"bad --source-option {pair!r}", hint=_STREAM_HINT)
+        if key.strip().lower() not in STREAM_SETTINGS:
+            raise OptionError(f"unknown setting {key!r} in --source-option {pair!r}", hint=_STREAM_HINT)
+        out.setdefault(name, {})[key.strip().lower()] = value.strip()
     return out
 
 

@@ -326,7 +326,8 @@ def test_spark_refuses_an_output_directory_with_another_runs_parts(tmp_path, que
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_spark_continuing_its_checkpoint_may_reuse_its_out_directory(tmp_path):
+def test_spark_out_file_is_whole_after_a_continued_and_a_fresh_run(tmp_path):
+    """``--out r.parquet`` is one file on Spark too: rewritten whole by a run continuing its checkpoint, replaced by a fresh run."""
     from slidewise.spark.sinks import read_results
 
     a, b = small_inputs(tmp_path)
@@ -354,8 +355,9 @@ def test_spark_continuing_its_checkpoint_may_reuse_its_out_directory(tmp_path):
     again = run_cli(*args, "--checkpoint", str(ck))  # the same run continued: nothing new, nothing doubled
     assert again.code == 0, again.err
     assert rows(read_results(out)) == rows(reference(a, b))
-    fresh = run_cli(*args)  # a new run would add its parts to the first run's
-    assert_clear_error(fresh, "the --out directory holds batch-* parts of another run")
+    assert out.is_file()
+    fresh = run_cli(*args)  # a new run writes its own file, as the local engine does
+    assert fresh.code == 0, fresh.err
     assert rows(read_results(out)) == rows(reference(a, b))
 
 

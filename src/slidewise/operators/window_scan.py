@@ -15,6 +15,12 @@ monotonic output) into the signed rows of its sliding window, per strategy
   are strict non-monotonic, §3.2.1); ``exp = NO_EXP``.
 * ``[UNBOUNDED]``: +1 rows that never expire.
 
+A changelog stream's window (``Scan.changelog``; time windows only) keeps its
+contents under every strategy and sends explicit −1 rows, as NT does: at
+``ts + T + 1`` for an expiration, and at once for a retraction — an input row
+with sign −1 removes the oldest equal tuple (same attributes) still in the
+window, and does nothing when there is none.
+
 ``INTERNAL`` windows behave exactly like external ones here: their expirations
 govern operator state (Golab's thesis §3.3.2); the output operator makes the result
 append-only. Input rows are ``(vals, ts, exp, sign)`` with ``sign = +1``.
@@ -57,7 +63,8 @@ class WindowScan(Incremental):
             raise PlanError("SLIDE needs a time window")
         schema = tuple(schema if schema is not None else node.schema)
         self.count = self.spec.kind == "rows"
-        self.negatives = ctx.strategy == "nt" and self.spec.kind in ("range", "now")
+        self.changelog = bool(getattr(node, "changelog", False)) and not self.count
+        self.negatives = (ctx.strategy == "nt" or self.changelog) and self.spec.kind in ("range", "now")
         self.key_index = None
         if self.count and self.spec.partition_by:
             wanted = self.spec.partition_by
@@ -69,7 +76,7 @@ class WindowScan(Incremental):
         self._parts: dict = {}  # partitioned count windows: key -> deque of vals
         self._held = 0  # tuples in _fifo and _parts
         self.length = self.spec.length if self.spec.kind in ("range", "now") else None
-        self.stateless = not self.count and not self.negatives  # direct/upa time windows keep nothing
+        self.stateless = not self.count and not self.negatives and not self.changelog  # direct/upa time windows keep nothing
 
     def push(self, side: int, rows: list[Row], now: int) -> list[Row]:
         out: list[Row] = []
@@ -88,6 +95,8 @@ class WindowScan(Incremental):
                     out.append((buf.popleft(), now, NO_EXP, -1))
                     self._held -= 1
             return out
+        if self.changelog:
+            return self._changelog(rows, now)
         if spec.kind == "unbounded":
             return [(vals, now, NO_EXP, 1) for vals, *_ in rows]
         length = self.length
@@ -99,10 +108,27 @@ class WindowScan(Incremental):
             return out
         return [(vals, now, ts + length, 1) for vals, ts, _exp, _sign in rows]
 
+    def _changelog(self, rows: list[Row], now: int) -> list[Row]:
+        """Insertions kept in the FIFO (by expiry, ``NO_EXP`` for UNBOUNDED); a retraction removes the oldest equal tuple."""
+        fifo, out = self._fifo, []
+        due = NO_EXP if self.spec.kind == "unbounded" else None
+        for vals, ts, _exp, sign in rows:
+            if sign > 0:
+                fifo.append((due if due is not None else ts + self.length + 1, vals))
+                out.append((vals, now, NO_EXP, 1))
+                continue
+            attrs = vals[1:]
+            for i, (_due, held) in enumerate(fifo):
+                if held[1:] == attrs:
+                    del fifo[i]
+                    out.append((held, now, NO_EXP, -1))
+                    break
+        return out
+
     def advance(self, inputs, lo: int, hi: int):
         """Many instants in one pass (:meth:`Incremental.advance`): time windows map rows directly;
         under NT the negative tuples are interleaved at their own instants."""
-        if self.count or self.spec.kind == "unbounded" or len(inputs) > 1:
+        if self.count or self.changelog or self.spec.kind == "unbounded" or len(inputs) > 1:
             return super().advance(inputs, lo, hi)
         groups = inputs[0][1] if inputs else ()
         length = self.length
@@ -149,7 +175,7 @@ class WindowScan(Incremental):
         return out
 
     def next_event(self) -> int | None:
-        return self._fifo[0][0] if self.negatives and self._fifo else None
+        return self._fifo[0][0] if self.negatives and self._fifo else None  # changelog UNBOUNDED: never due
 
     def state_size(self) -> int:
         return self._held if self.count else len(self._fifo)

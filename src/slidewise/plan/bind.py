@@ -43,7 +43,7 @@ from typing import TypeVar, cast
 
 from slidewise.errors import PlanError, SourceError
 from slidewise.plan.expr import Col, Expr, columns_of
-from slidewise.plan.logical import Aggregate, Join, Negation, Node, Output, Plan, Project, Scan, Select, Union
+from slidewise.plan.logical import CHANGELOG, Aggregate, Join, Negation, Node, Output, Plan, Project, Scan, Select, Union
 from slidewise.plan.query import JoinQuery, SelectItem
 from slidewise.plan.types import Typer
 
@@ -212,12 +212,19 @@ class _Binder:
                 f"no source for {what} {scan.source}" + (f" (alias {scan.alias})" if scan.alias != scan.source else ""),
                 hint=f"pass it with --{'source' if what == 'stream' else 'table'} {scan.source}=PATH; sources given: {known}",
             )
-        drop = ("ts",) if scan.kind == "stream" else RELATION_CONTROL
+        changelog = scan.kind == "stream" and CHANGELOG in self.schemas[scan.source]
+        drop = (("ts", CHANGELOG) if changelog else ("ts",)) if scan.kind == "stream" else RELATION_CONTROL
         columns = tuple(c for c in self.schemas[scan.source] if c not in drop)
         part = scan.window.partition_by if scan.window is not None else None
         if part is not None and part not in columns:
             raise PlanError(f"stream {scan.alias} (source {scan.source}) has no column {part!r} to partition by", hint=f"its columns are: {', '.join(('ts',) + columns)}")
-        bound = replace(scan, columns=columns)
+        if changelog and scan.window is not None and (scan.window.is_count or scan.window.internal):
+            raise PlanError(
+                f"stream {scan.alias} (source {scan.source}) is a changelog (it has a {CHANGELOG} column), "
+                f"and a {'count' if scan.window.is_count else 'INTERNAL'} window over it is not supported",
+                hint=f"use a time window ([RANGE T], [NOW], [UNBOUNDED]), or rename the {CHANGELOG} column if it is an ordinary attribute",
+            )
+        bound = replace(scan, columns=columns, changelog=changelog)
         self.scans[scan.alias] = bound
         return bound
 

@@ -88,6 +88,10 @@ class Node:
         return type(self).__name__
 
 
+#: the column of a changelog stream: +1 inserts the row, −1 retracts an earlier equal row
+CHANGELOG = "sign"
+
+
 @dataclass(frozen=True, eq=False)
 class Scan(Node):
     """A leaf: a window over stream ``source`` (``kind="stream"``), or a relation.
@@ -95,7 +99,9 @@ class Scan(Node):
     ``kind="nrr"``: non-retroactive relation (the default for ``--table``);
     ``kind="table"``: retroactive (``TABLE R`` in FROM). Relations have no
     window. ``columns`` are the source's attributes (without ``ts``), filled
-    in by :func:`slidewise.plan.bind.bind`; ``None`` before.
+    in by :func:`slidewise.plan.bind.bind`; ``None`` before. ``changelog``: the
+    stream's source has a :data:`CHANGELOG` column (−1 rows retract an earlier
+    equal row; docs/semantics.md, "Changelog inputs"), set by ``bind``.
     """
 
     alias: str
@@ -103,6 +109,7 @@ class Scan(Node):
     window: WindowSpec | None = None
     kind: str = "stream"
     columns: tuple[str, ...] | None = None
+    changelog: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in SCAN_KINDS:

@@ -11,7 +11,7 @@ Leaf labels (§3.5.1, §3.3.1, §3.3.2):
   ``PARTITION BY``) → STR;
 * ``UNBOUNDED`` and ``INTERNAL`` windows (time- or count-based, §3.3.2:
   "both can be time-based or count-based") → MONO;
-* NRR → MONO; retroactive table → STR;
+* NRR → MONO; retroactive table → STR; a changelog stream (retractions) → STR;
 * a subquery with a window over its output is a leaf of the outer query
   (the window over a stream, same labels).
 
@@ -73,7 +73,7 @@ def leaf_pattern(node: Node) -> Pattern | None:
     if isinstance(node, Scan):
         if node.kind == "stream":
             assert node.window is not None  # a stream has a window
-            return window_pattern(node.window)
+            return STR if node.changelog else window_pattern(node.window)  # retractions delete any tuple
         return MONO if node.kind == "nrr" else STR
     if isinstance(node, Subquery) and node.window is not None:
         return window_pattern(node.window)

@@ -44,7 +44,7 @@ __all__ = ["prune_columns"]
 
 
 def prune_columns(plan: Plan) -> Plan:
-    """``plan`` (bound) with stream scans reading only the columns the plan uses."""
+    """``plan`` (bound) with stream scans reading only the columns the plan uses (all of a changelog's)."""
     wanted: dict[str, set[str]] = {}  # source -> attributes read from it
     scans: list[Scan] = []
     _need(plan.root, set(plan.root.schema), plan.aliases, wanted, scans)
@@ -83,6 +83,8 @@ def _need(node: Node, need: set[str], aliases: Sequence[str], wanted: dict[str, 
         attrs.update(c[len(prefix) :] for c in need if c.startswith(prefix))
         if node.window is not None and node.window.partition_by is not None:
             attrs.add(node.window.partition_by)
+        if node.changelog:  # a retraction names its row by every attribute
+            attrs.update(node.columns or ())
         return
     if isinstance(node, Output):
         _need(node.child, set(node.child.schema), aliases, wanted, scans)

@@ -9,6 +9,7 @@ and a stats summary. The engine hosts operators; it never re-implements one.
 
 from __future__ import annotations
 
+import logging
 import resource
 import time
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,7 @@ from slidewise.optimizer.planner import choose
 from slidewise.optimizer.wjoin import choose_wjoin
 from slidewise.options import RunOptions
 from slidewise.plan.bind import bind_query
+from slidewise.plan.logical import CHANGELOG
 from slidewise.plan.physical import PhysicalPlan
 from slidewise.plan.query import JoinQuery
 from slidewise.plan.wjoin import WJoinQuery
@@ -107,6 +109,8 @@ def execute(
             f"no input given for stream {missing[0]!r}", hint=f"pass --source {missing[0]}=PATH (FROM reads: {', '.join(dict.fromkeys(s.source for s in query.streams))})"
         )
     opened = [open_stream(ref.source, sources[ref.source], opts) for ref in query.streams]
+    if any(CHANGELOG in src.kinds for src in opened):
+        return _changelog_plan(wjoin or query, sources, opts, algorithm, order, operator_options, overload, adaptive)
     schemas = [list(src.schema) for src in opened]
     query = bind_query(query, [src.kinds for src in opened])
     plan: PhysicalPlan | None
@@ -115,6 +119,7 @@ def execute(
     else:
         plan = choose(query, algorithm, order, **(operator_options or {}))
         operator = plan.build()
+    logging.getLogger(__name__).info("local engine: %s join of %s, lateness %s, chunks of %s rows", operator.name, ", ".join(query.aliases), lateness, f"{chunk_rows:,}")
     names = output_names(query, schemas)
     collected: list[pd.DataFrame] = []
     rejects = Rejects()
@@ -140,7 +145,7 @@ def execute(
 
     with guard:
         guard.sink = open_sink(opts.out, names) if opts.out is not None else None
-        for chunk in merge_all(opened, lateness, rejects, chunk_rows):
+        for chunk in merge_all(opened, opts.lateness_of(opened), rejects, chunk_rows):
             n_chunks += 1
             for b in chunk:
                 inputs[b.stream] += len(b)
@@ -198,3 +203,18 @@ def wjoin_operator(query: WJoinQuery, algorithm, order, options) -> MWJoin | NLW
             hint="drop it: the W-joins choose their own order from the WINDOW constraints",
         )
     return choose_wjoin(query, algorithm if algorithm in WJOINS else None, stats).cls(query)
+
+
+def _changelog_plan(query, sources, opts: RunOptions, algorithm, order, operator_options, overload, adaptive) -> RunResult:
+    """A join query over a changelog stream (a ``sign`` column) runs as a general plan, whose operators retract."""
+    from slidewise.cql.parser import parse_plan
+    from slidewise.runtime.plan_engine import execute_plan
+
+    given = [name for name, v in (("algorithm", algorithm), ("order", order), ("overload", overload), ("adaptive", adaptive), *operator_options.items()) if v]
+    if isinstance(query, WJoinQuery) or not query.text or given:
+        why = "a W-join" if isinstance(query, WJoinQuery) else "a query given without its text" if not query.text else f"--{given[0]}"
+        raise OptionError(
+            f"a stream with a {CHANGELOG} column is a changelog (-1 rows retract), which runs as a general plan, and {why} cannot",
+            hint=f"drop {why}, or rename the {CHANGELOG} column if it is an ordinary attribute",
+        )
+    return execute_plan(parse_plan(query.text), sources, run_options=opts, rewrite=True)

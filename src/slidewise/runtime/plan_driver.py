@@ -41,7 +41,7 @@ from slidewise.errors import SourceError
 from slidewise.model.batch import NO_EXP
 from slidewise.operators.incremental import Incremental, instants
 from slidewise.operators.output import OutputOperator
-from slidewise.plan.logical import Pattern
+from slidewise.plan.logical import CHANGELOG, Pattern
 from slidewise.plan.query import eval_time
 from slidewise.runtime.outputs import shielded
 
@@ -102,6 +102,13 @@ class PlanRunner:
             if bad:
                 raise SourceError(f"table {source}: unknown op {bad[0]!r}", hint="use '+' (insert) or '-' (delete)")
             rows = [(v, t, NO_EXP, 1 if o == "+" else -1) for v, t, o in zip(vals, ts, ops)]
+        elif source in self.net.changelogs:
+            signs = batch.cols[CHANGELOG]
+            bad = signs[(signs != 1) & (signs != -1)]
+            if len(bad):
+                raise SourceError(f"stream {source}: {CHANGELOG} must be 1 or -1, got {bad.tolist()[0]!r}", hint="+1 inserts a row, -1 retracts an earlier equal row")
+            vals = zip(ts, *(batch.cols[c].tolist() for c in cols))
+            rows = [(v, v[0], NO_EXP, s) for v, s in zip(vals, signs.tolist())]
         else:
             vals = zip(ts, *(batch.cols[c].tolist() for c in cols))
             rows = [(v, v[0], NO_EXP, 1) for v in vals]

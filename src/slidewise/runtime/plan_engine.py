@@ -35,20 +35,21 @@ external windows or a retroactive table it runs inside a
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from slidewise.errors import OptionError, SourceError
+from slidewise.errors import OptionError, PlanError, SourceError
 from slidewise.operators.incremental import Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
 from slidewise.options import RunOptions
 from slidewise.plan.bind import bind
 from slidewise.plan.frequent import FrequentQuery
-from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
+from slidewise.plan.logical import CHANGELOG, Join, Node, Pattern, Plan, Scan, Subquery, walk
 from slidewise.plan.prune import prune_columns
 from slidewise.runtime.join_engine import RunResult, interrupted, run_counts
 from slidewise.runtime.outputs import GuardedRun, abandon
@@ -93,7 +94,7 @@ def execute_plan(
     synopsis (:mod:`slidewise.runtime.join_panes`), unless ``panes=False``.
     """
     opts = RunOptions.of(run_options, **settings)
-    strategy, partitions, chunk_rows, lateness = opts.strategy, opts.partitions, opts.chunk_rows, opts.lateness
+    strategy, partitions, chunk_rows = opts.strategy, opts.partitions, opts.chunk_rows
     out, collect = opts.out, opts.collecting()
     tables = dict(tables or {})
     stream_names, table_names = plan_inputs(plan, sources, tables)
@@ -112,6 +113,7 @@ def execute_plan(
         if chosen.root.schema == plan.root.schema:
             plan = chosen
     plan = prune_columns(plan)
+    logging.getLogger(__name__).info("local engine: general query, strategy %s, %s streams, %s tables", strategy, len(names), len(table_names))
     columns = list(plan.root.schema) + ["ts", "sign"]
     sliding = _sliding(plan, dict(zip(names, opened)), table_names) if panes else None
     net = None if sliding is not None else PlanNetwork(plan, strategy, partitions, options or {})
@@ -127,7 +129,7 @@ def execute_plan(
     with GuardedRun(chunk_rows, bar) as guard:
         guard.sink = open_sink(out, columns) if out is not None else None
         runner = PlanRunner(net, guard.sink, collect, columns, span=int(span))
-        for chunk in merge_all(opened, lateness, rejects, chunk_rows):
+        for chunk in merge_all(opened, opts.lateness_of(opened), rejects, chunk_rows):
             for i, b in enumerate(chunk):
                 if len(b):
                     inputs[names[i]] += len(b)
@@ -169,7 +171,7 @@ def _sliding(plan: Plan, sources: dict, table_names: list[str]):
     from slidewise.optimizer.join_aggregate import JoinAggregate, periodic
 
     spec = periodic(plan)
-    if spec is None or table_names:
+    if spec is None or table_names or any(s.changelog for s in plan.scans()):
         return None
     if isinstance(spec, JoinAggregate):
         ts = {"ts": np.dtype(np.int64)}
@@ -220,7 +222,7 @@ def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions
     started = time.perf_counter()
     with GuardedRun(chunk_rows, bar) as guard:
         writer = guard.sink = BackgroundSink(open_sink(opts.out, columns)) if opts.out is not None else None
-        for chunk in merge_all(opened, opts.lateness, rejects, chunk_rows):
+        for chunk in merge_all(opened, opts.lateness_of(opened), rejects, chunk_rows):
             for name, b in zip(names, chunk):
                 inputs[name] += len(b)
             ts = np.unique(np.concatenate([b.ts for b in chunk]))
@@ -259,6 +261,11 @@ def _execute_frequent(q: FrequentQuery, sources: dict, opts: RunOptions) -> RunR
 
     name = q.scan.source
     opened = [open_stream(name, sources[name], opts)]
+    if CHANGELOG in opened[0].kinds:
+        raise PlanError(
+            f"stream {name} is a changelog (it has a {CHANGELOG} column), and FREQUENT keeps only top-k summaries, which cannot take retractions back",
+            hint=f"count with GROUP BY over it instead, or rename the {CHANGELOG} column if it is an ordinary attribute",
+        )
     q = bind_frequent(q, dict(opened[0].kinds))  # WHERE typed against the source's columns
     rejects = Rejects()
     frame, stats = execute_frequent(
@@ -267,7 +274,7 @@ def _execute_frequent(q: FrequentQuery, sources: dict, opts: RunOptions) -> RunR
         [name],
         out=opts.out,
         collect=opts.collecting(),
-        lateness=opts.lateness,
+        lateness=opts.for_stream(name).lateness,
         chunk_rows=opts.chunk_rows,
         rejects=rejects,
         rejects_to=opts.rejects,
@@ -388,6 +395,7 @@ class PlanNetwork:
         self.children: list[list[tuple]] = []  # (side, operator) in push order: relations first
         self.feeds: dict[str, list[int]] = {}  # source -> leaf operators fed by it
         self.columns: dict[str, tuple] = {}  # source -> the attributes its scans read, in row order
+        self.changelogs: set[str] = set()  # sources whose rows carry a sign (Scan.changelog)
         root = plan.root
         internal = all_internal(root.child)
         child = self._build(root.child, internal)
@@ -415,6 +423,8 @@ class PlanNetwork:
             idx = self._add(op, [])
             self.feeds.setdefault(node.source, []).append(idx)
             self.columns[node.source] = node.columns
+            if node.changelog:
+                self.changelogs.add(node.source)
             return idx
         if isinstance(node, Subquery) and node.window is not None:
             inner = all_internal(node.child)

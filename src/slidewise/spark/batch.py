@@ -39,8 +39,8 @@ rows sorted by origin position, then member positions.
 from __future__ import annotations
 
 import functools
+import logging
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -88,7 +88,6 @@ def run_batch(
     """
     given, _ = RunOptions.split(run_options, settings)
     out, collect, rejects, progress = given.out, given.collect, given.rejects, given.progress
-    lateness, ts_column, ts_unit = given.lateness, given.ts_column, given.ts_unit
     from slidewise.cql import load_query
     from slidewise.spark.session import get_session
 
@@ -98,17 +97,18 @@ def run_batch(
     missing = [s.source for s in q.streams if s.source not in sources]
     if missing:
         raise SourceError(f"no input given for stream {missing[0]!r}", hint=f"pass --source {missing[0]}=PATH")
+    given.check_streams(sources)
     work = Path(tempfile.mkdtemp(prefix="slidewise-batch-"))
     try:
         started = time.perf_counter()
-        inputs_of = [_inspect(ref, sources[ref.source], ts_column, ts_unit, lateness, work) for ref in q.streams]
+        inputs_of = [_inspect(ref, sources[ref.source], given.for_stream(ref.source), work) for ref in q.streams]
         schemas = [list(info.kinds) for info, _, _ in inputs_of]
         q = bind_query(q, [dict(info.kinds) for info, _, _ in inputs_of])
         spark = spark or get_session(master, conf)
         rej = Rejects()
         cached: list = []
         _say(progress, f"reading {q.n} stream(s)")
-        read = [_read(spark, info, recipe, files, ts_column, cached) for info, recipe, files in inputs_of]
+        read = [_read(spark, info, recipe, files, recipe["ts_column"], cached) for info, recipe, files in inputs_of]
         frames = [_prepare(q, i, r[0], schemas[i]) for i, r in enumerate(read)]
         inputs = _counts(frames)
         _collect_rejects(inputs_of, [r[1] for r in read], [r[2] for r in read], rej)
@@ -143,19 +143,19 @@ def run_batch(
 
 def _say(enabled: bool, text: str) -> None:
     if enabled:
-        print(f"slidewise: {text}", file=sys.stderr)
+        logging.getLogger(__name__).info(text)
 
 
 # --------------------------------------------------------------------------- inputs
 
 
-def _inspect(ref, spec, ts_column: str, ts_unit: str, lateness: int, work: Path):
-    """``(StreamInfo, read recipe, files in input order)`` of one FROM stream (the streaming engine's rules)."""
+def _inspect(ref, spec, own: RunOptions, work: Path):
+    """``(StreamInfo, read recipe, files in input order)`` of one FROM stream (the streaming engine's rules); ``own``: its settings."""
     from slidewise.spark.ingest import _format, inspect_stream
 
     if isinstance(spec, str) and spec.startswith("rate:"):
         raise SourceError(f"stream {ref.alias}: batch replay reads recorded inputs, not {spec!r}", hint="use --mode stream for the rate source")
-    info, recipe = inspect_stream(ref.alias, ref.source, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=int(lateness), work_dir=work / ref.alias)
+    info, recipe = inspect_stream(ref.alias, ref.source, spec, ts_column=own.ts_column, ts_unit=own.ts_unit, lateness=int(own.lateness), work_dir=work / ref.alias)
     root = Path(recipe["dir"])
     if isinstance(spec, (str, Path)) and Path(spec).is_file():
         files = [Path(spec).resolve()]

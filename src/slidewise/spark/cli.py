@@ -54,17 +54,11 @@ def add_spark_options(p: argparse.ArgumentParser) -> None:
         "--once", action="store_true", help="process the files that exist, flush the last windows and stop (default for file inputs; directories run until Ctrl-C)"
     )
     g.add_argument("--checkpoint", metavar="DIR", help="checkpoint directory: rerunning the same command continues without loss or duplicates")
-    add_verbose_option(g)
 
 
-def add_verbose_option(p) -> None:
-    """``-v/--verbose``: show Spark's own log (errors with their Java stack traces)."""
-    p.add_argument("-v", "--verbose", action="store_true", help=f"show Spark's log, errors with Java stack traces (also {VERBOSE_ENV}=1)")
-
-
-def apply_verbose(args) -> None:
-    """``-v`` sets :data:`~slidewise.spark.session.VERBOSE_ENV` for the session and its workers."""
-    if getattr(args, "verbose", False):
+def apply_verbose(verbose: bool) -> None:
+    """``-v`` sets :data:`~slidewise.spark.session.VERBOSE_ENV` for the session and its workers (Spark's log, Java stack traces)."""
+    if verbose:
         os.environ[VERBOSE_ENV] = "1"
 
 
@@ -153,7 +147,7 @@ def demo_from_args(args, query: str, sources: dict[str, str], *, lateness: int):
             out=args.out,
             collect=args.out is None,
             rejects=args.rejects,
-            progress=True,
+            progress=not getattr(args, "quiet", False),
             once=True,
             master=getattr(args, "master", None),
             conf=parse_conf(getattr(args, "conf", None)),

@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from slidewise.errors import OptionError, SourceError
 from slidewise.kafka.uri import is_kafka
+from slidewise.plan.logical import CHANGELOG
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources import open_source
 from slidewise.spark.layout import EOF, REJECT, TUPLE, WIRE_DDL, Layout, StreamInfo, pack, wire_batch
@@ -57,7 +58,17 @@ _ARROW_OF = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str"
 
 
 def inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str, lateness: int, work_dir: Path) -> tuple[StreamInfo, dict]:
-    """Schema and reading recipe of one FROM stream: ``(StreamInfo, read options)``."""
+    """Schema and reading recipe of one FROM stream: ``(StreamInfo, read options)``; the recipe keeps ``ts_column``."""
+    info, recipe = _inspect_stream(alias, name, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness, work_dir=work_dir)
+    if CHANGELOG in info.kinds:
+        raise OptionError(
+            f"stream {alias} is a changelog (its input has a {CHANGELOG} column: -1 rows retract an earlier row), which the Spark engine does not take yet",
+            hint=f"run it with --engine local, or rename the {CHANGELOG} column if it is an ordinary attribute",
+        )
+    return info, {**recipe, "ts_column": ts_column}
+
+
+def _inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str, lateness: int, work_dir: Path) -> tuple[StreamInfo, dict]:
     from slidewise.spark.dataframe import inspect_frame, is_frame
 
     if is_frame(spec):
@@ -153,8 +164,10 @@ def file_reader(reader, recipe: dict, parquet_schema=None):
 
 
 def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str, max_files: int | None = None):
-    """The streaming DataFrame of stream ``index`` in the wire layout (packed chunks)."""
+    """The streaming DataFrame of stream ``index`` in the wire layout (packed chunks); the recipe's ``ts_column`` wins."""
     from pyspark.sql import functions as F
+
+    ts_column = recipe.get("ts_column", ts_column)
 
     fmt = recipe["fmt"]
     if fmt == "frame":

@@ -30,7 +30,7 @@ from pathlib import Path
 from slidewise.errors import OptionError, SourceError
 from slidewise.model.time import MAX_DURATION, parse_duration
 from slidewise.optimizer.planner import choose
-from slidewise.options import DEFAULT_CHUNK_ROWS
+from slidewise.options import DEFAULT_CHUNK_ROWS, RunOptions
 from slidewise.plan.physical import PhysicalPlan
 from slidewise.plan.query import JoinQuery
 from slidewise.spark.bucket import BucketJoin
@@ -79,8 +79,12 @@ def plan_join(
     order=None,
     options: dict | None = None,
     work_dir: Path,
+    streams: RunOptions | None = None,
 ) -> JoinPlan:
-    """Inspect the inputs (local reader rules) and fix operator, keying and layouts."""
+    """Inspect the inputs (local reader rules) and fix operator, keying and layouts.
+
+    ``streams``: run options whose per-stream settings (:meth:`~slidewise.options.RunOptions.for_stream`)
+    replace ``ts_column``, ``ts_unit`` and ``lateness`` for the streams they name."""
     from slidewise.plan.bind import bind_query
 
     missing = [s.source for s in query.streams if s.source not in sources]
@@ -88,10 +92,13 @@ def plan_join(
         raise SourceError(
             f"no input given for stream {missing[0]!r}", hint=f"pass --source {missing[0]}=PATH (FROM reads: {', '.join(dict.fromkeys(s.source for s in query.streams))})"
         )
-    lateness = checked_lateness(lateness)
+    base = RunOptions(lateness=checked_lateness(lateness), ts_column=ts_column, ts_unit=ts_unit, streams=streams.streams if streams is not None else None)
     infos, recipes = [], []
     for ref in query.streams:
-        info, recipe = inspect_stream(ref.alias, ref.source, sources[ref.source], ts_column=ts_column, ts_unit=ts_unit, lateness=lateness, work_dir=work_dir)
+        own = base.for_stream(ref.source)
+        info, recipe = inspect_stream(
+            ref.alias, ref.source, sources[ref.source], ts_column=own.ts_column, ts_unit=own.ts_unit, lateness=checked_lateness(own.lateness), work_dir=work_dir
+        )
         infos.append(info)
         recipes.append(recipe)
     query = bind_query(query, [dict(i.kinds) for i in infos])

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 import shutil
 import signal
@@ -50,7 +51,7 @@ from slidewise.plan.query import JoinQuery
 from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.spark.join import JoinPlan, build_stream, checked_lateness, plan_join
 from slidewise.spark.session import check_master, default_partitions, get_session
-from slidewise.spark.sinks import FILE_KINDS, BatchSink, refuse_other_parts, sink_kind
+from slidewise.spark.sinks import FILE_KINDS, BatchSink, FileOutputs, refuse_other_parts, sink_kind
 from slidewise.spark.state_codec import run_key
 
 #: ``--conf`` keys that are slidewise options, not Spark settings
@@ -109,6 +110,7 @@ def start_spark(
     out, collect, rejects, progress = given.out, given.collect, given.rejects, given.progress
     lateness, ts_column, ts_unit, chunk_rows = given.lateness, given.ts_column, given.ts_unit, given.chunk_rows
     q = query if isinstance(query, JoinQuery) else load_query(query)
+    given.check_streams(sources)
     for extra in ("overload", "adaptive"):
         if operator_options.get(extra):
             raise OptionError(f"{extra} is not available on the Spark engine", hint="use --engine local")
@@ -116,6 +118,8 @@ def start_spark(
     spark_given = {"conf": conf, "buckets": buckets, "max_files_per_trigger": max_files_per_trigger, "trigger": trigger, "once": once, "master": master}
     opts = start_options([sources.get(s.source) for s in q.streams], out=out, lateness=lateness, **spark_given)
     root, temp = open_checkpoint(checkpoint)
+    files = FileOutputs(root, out, rejects)  # --out x.csv / --rejects r.csv: parts in the checkpoint, one file at the end
+    out, rejects = files.out_parts, files.rejects_parts
     with removed_on_error(root, temp):
         # inputs, schemas and the plan first: user errors need no JVM
         meta = _checkpoint_meta(root, q.text or q.describe(), sources, opts.buckets or _partitions(spark, opts.conf), write=False)
@@ -131,7 +135,10 @@ def start_spark(
             order=order,
             options=operator_options,
             work_dir=root,
+            streams=given,
         )
+        for warning in jp.warnings:
+            logging.getLogger(__name__).warning(warning)
         key = run_key(persistent=not temp)
         if opts.once:
             from slidewise.spark.kafka_source import bound
@@ -150,7 +157,7 @@ def start_spark(
         )
         if opts.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
-        run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds)
+        run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds, files=files)
         run.start()
     return run
 
@@ -266,8 +273,21 @@ def _partitions(spark, conf: dict) -> int:
 class SparkRun:
     """A running slidewise query on Spark (one or two streaming queries over one checkpoint)."""
 
-    def __init__(self, spark, jp: JoinPlan, frame, sink: BatchSink, *, root: Path, temp: bool, once: bool, interval: float | None, session_seconds: float):
-        self.spark, self.jp, self.frame, self.sink = spark, jp, frame, sink
+    def __init__(
+        self,
+        spark,
+        jp: JoinPlan,
+        frame,
+        sink: BatchSink,
+        *,
+        root: Path,
+        temp: bool,
+        once: bool,
+        interval: float | None,
+        session_seconds: float,
+        files: FileOutputs | None = None,
+    ):
+        self.spark, self.jp, self.frame, self.sink, self.files = spark, jp, frame, sink, files
         self.layout = jp.layout if jp is not None else None
         self.root, self.temp, self.once, self.interval = root, temp, once, interval
         self.session_seconds = session_seconds
@@ -399,6 +419,8 @@ class SparkRun:
         """Results (if collected), stats and rejects of the run so far."""
         self.stop()
         self.sink.close()
+        if self.files is not None:
+            self.files.assemble(list(getattr(self.sink, "names", None) or self.sink.columns))
         stats = self.stats()
         frame = self.sink.frame() if self.sink.collect else None
         if self.temp:

@@ -50,9 +50,9 @@ relations alone runs in one bucket.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
-import sys
 import time
 import uuid
 from collections import Counter
@@ -68,7 +68,7 @@ from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.spark.join_runner import SparkRun
 from slidewise.spark.plan_state import ADMITTED, REJECTS, RESULT, STATS, PlanBucket
-from slidewise.spark.sinks import FILE_KINDS, collected, print_console, refuse_other_parts, write_batch_rejects
+from slidewise.spark.sinks import FILE_KINDS, FileOutputs, collected, print_console, refuse_other_parts, write_batch_rejects
 
 __all__ = ["PlanRun", "run_plan_spark", "start_plan_spark"]
 
@@ -180,11 +180,13 @@ class _PlanSink:
         self.seen.add(batch_id)
         self.batches.append(batch_id)
         if self.progress:
-            print(
-                f"slidewise: batch {batch_id}: {admitted:,} tuples in, {sum(len(c['ts']) for c in results):,} "
-                f"output rows, {len(rejected):,} rejects, state {sum(s for s, _ in self.state.values()):,} "
-                "tuples",
-                file=sys.stderr,
+            logging.getLogger(__name__).info(
+                "batch %d: %s tuples in, %s output rows, %s rejects, state %s tuples",
+                batch_id,
+                f"{admitted:,}",
+                f"{sum(len(c['ts']) for c in results):,}",
+                f"{len(rejected):,}",
+                f"{sum(s for s, _ in self.state.values()):,}",
             )
 
     def _write(self, results: list[dict], batch_id: int) -> None:
@@ -316,6 +318,7 @@ def start_plan_spark(
     identity = plan.text or plan.root.label()
     tables = dict(tables or {})
     names, table_names = plan_inputs(plan, sources, tables)
+    given.check_streams(sources)
     spark_given = {"conf": conf, "buckets": buckets, "max_files_per_trigger": max_files_per_trigger, "trigger": trigger, "once": once, "master": master}
     opts = start_options([sources.get(n) for n in names], out=out, lateness=given.lateness, **spark_given)
     rejects_dir = given.rejects
@@ -323,6 +326,8 @@ def start_plan_spark(
     opened_tables = {n: open_table(n, tables[n], ts_column, ts_unit, given.chunk_rows) for n in table_names}  # schemas only
     settings = {"strategy": strategy, "partitions": int(partitions)}
     root, temp = open_checkpoint(checkpoint)
+    files = FileOutputs(root, out, rejects_dir)  # --out x.csv / --rejects r.csv: parts in the checkpoint, one file at the end
+    out, rejects_dir = files.out_parts, files.rejects_parts
     with removed_on_error(root, temp):
         meta = _checkpoint_meta(root, identity, sources, opts.buckets or _partitions(spark, opts.conf), write=False, settings=settings)
         outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None, "--rejects": rejects_dir})
@@ -342,6 +347,7 @@ def start_plan_spark(
             partitions=partitions,
             options=options,
             rewrite=rewrite,
+            streams=given,
         )
         if opts.once:
             from slidewise.spark.kafka_source import bound
@@ -381,6 +387,8 @@ def start_plan_spark(
             "streams": names,
             "table_inputs": {n: len(gp.table_rows[n][0]) for n in table_names},  # relations once, not per bucket
         }
-        run = PlanRun(session, output, sink, info=info, layout=gp.layout, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds)
+        run = PlanRun(
+            session, output, sink, info=info, layout=gp.layout, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds, files=files
+        )
         run.start()
     return run

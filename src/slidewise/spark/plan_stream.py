@@ -17,10 +17,11 @@
 from __future__ import annotations
 
 import functools
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slidewise.options import DEFAULT_CHUNK_ROWS
+from slidewise.options import DEFAULT_CHUNK_ROWS, RunOptions
 from slidewise.plan.logical import Plan
 from slidewise.runtime.rejects import Rejects
 from slidewise.spark.keying import Keying
@@ -71,22 +72,34 @@ def plan_general(
     partitions: int = 1,
     options: dict | None = None,
     rewrite: bool = True,
+    streams: RunOptions | None = None,
 ) -> GeneralPlan:
     """Inspect the streams ``names`` (local reader rules), bind, rewrite and prune ``plan`` (a Plan or a
     FrequentQuery), read the relations ``opened_tables`` (their rejects into ``rejected``) and choose the
-    keying and bucket logic; operator and relation errors are raised here, before Spark starts."""
+    keying and bucket logic; operator and relation errors are raised here, before Spark starts. ``streams``:
+    per-stream lateness and timestamp settings (:meth:`RunOptions.for_stream`) over ``ts_column``, ``ts_unit``, ``lateness``."""
     from slidewise.plan.bind import bind_typed
     from slidewise.plan.frequent import FrequentQuery
     from slidewise.plan.prune import prune_columns
     from slidewise.runtime.frequent import bind_frequent
     from slidewise.spark.frequent import FrequentBucket
     from slidewise.spark.ingest import inspect_stream
+    from slidewise.spark.join import checked_lateness
     from slidewise.spark.panes import pane_bucket
 
     frequent = isinstance(plan, FrequentQuery)
     infos, recipes = [], []
     for name in names:
-        info, recipe = inspect_stream(name, name, sources[name], ts_column=ts_column, ts_unit=ts_unit, lateness=lateness, work_dir=work_dir)
+        own = streams.for_stream(name) if streams is not None else None
+        info, recipe = inspect_stream(
+            name,
+            name,
+            sources[name],
+            ts_column=own.ts_column if own else ts_column,
+            ts_unit=own.ts_unit if own else ts_unit,
+            lateness=checked_lateness(own.lateness) if own else lateness,
+            work_dir=work_dir,
+        )
         infos.append(info)
         recipes.append(recipe)
     kinds: dict[str, str | None]
@@ -110,18 +123,27 @@ def plan_general(
         keying = Keying("single", 1)
         if why:
             warnings.append(f"{why}: the plan runs in one key bucket (one task)")
+            logging.getLogger(__name__).warning(warnings[-1])
     else:
         stream_kinds = {i.kinds[attr] for i in infos}
         key_kind = "str" if stream_kinds == {"str"} else "float" if "float" in stream_kinds else "int"
         keying = Keying("hash", int(buckets), keys=(attr,) * len(names), key_kind=key_kind)
     logic: object
     if frequent:
-        logic = FrequentBucket(plan, dict(infos[0].kinds), lateness, key=key)
+        logic = FrequentBucket(plan, dict(infos[0].kinds), infos[0].lateness, key=key)
     else:
-        logic = pane_bucket(plan, names, [dict(i.kinds) for i in infos], lateness, tables=table_rows, key=key)
+        logic = pane_bucket(plan, names, [dict(i.kinds) for i in infos], infos[0].lateness, tables=table_rows, key=key)
     if logic is None:  # not a periodic one-stream GROUP BY (slidewise.spark.panes): the operator network
         logic = PlanBucket(
-            plan, names, [list(i.kinds) for i in infos], [lateness] * len(names), strategy=strategy, partitions=partitions, options=options, tables=table_rows, key=key
+            plan,
+            names,
+            [list(i.kinds) for i in infos],
+            [i.lateness for i in infos],
+            strategy=strategy,
+            partitions=partitions,
+            options=options,
+            tables=table_rows,
+            key=key,
         )
         check_tables(logic.new_state().runner, table_rows)
     out_kinds = {c: kinds.get(c) or "str" for c in logic.columns}  # type: ignore[attr-defined]

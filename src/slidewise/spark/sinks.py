@@ -4,8 +4,12 @@
 (results, rejects, per-bucket stats) is cached once, its small part (rejects
 and stats) collected to the driver, and the results written to:
 
-* a directory ``PATH`` ending ``.parquet``, ``.csv`` or ``.jsonl`` / ``.json``
-  (no extension: Parquet) — Spark's writer, one sub-directory
+* a file ``PATH`` ending ``.parquet``, ``.csv`` or ``.jsonl`` / ``.json`` (not an
+  existing directory, not written with a trailing ``/``) — as on the local engine:
+  the micro-batches are written as parts under the checkpoint
+  (:class:`FileOutputs`) and assembled into the file, whole, when the run ends;
+  a rerun on the same checkpoint rewrites it with every run's results;
+* a directory ``PATH/`` (or an existing directory; no extension: Parquet) — Spark's writer, one sub-directory
   ``batch-NNNNNN`` per micro-batch, overwritten when Spark replays that batch
   after a crash (and removed when the replay has no results): with the
   checkpoint this is exactly-once (a batch's output is a deterministic
@@ -20,12 +24,14 @@ and stats) collected to the driver, and the results written to:
 
 Rejects go to ``rejects_dir/batch-NNNNNN.csv`` (columns
 ``stream,file,line,reason,row``, written atomically, replaced on replay) and
-are counted by reason kind like the local engine's.
+are counted by reason kind like the local engine's; ``--rejects r.csv`` is one
+file assembled from those parts at the end, as ``--out``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import sys
 import time
@@ -46,6 +52,72 @@ FILE_FORMATS = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".json":
 FILE_KINDS = tuple(dict.fromkeys(FILE_FORMATS.values()))
 
 
+def file_target(path) -> bool:
+    """Whether ``--out`` / ``--rejects`` asks for one file: a path with a result extension that is no
+    existing directory and is not written with a trailing ``/``."""
+    if not isinstance(path, (str, Path)) or str(path) in ("-", "console", "memory") or is_kafka(str(path)):
+        return False
+    text = str(path)
+    return Path(text).suffix.lower() in FILE_FORMATS and not text.endswith(("/", "\\")) and not Path(text).is_dir()
+
+
+class FileOutputs:
+    """The file forms of ``--out`` and ``--rejects`` on Spark: parts under the run's checkpoint ``root``,
+    assembled into the files by :meth:`assemble` when the run ends (see the module doc)."""
+
+    def __init__(self, root: Path, out, rejects):
+        self.out = str(out) if file_target(out) else None
+        self.rejects = str(rejects) if file_target(rejects) else None
+        #: where the micro-batches go: the parts directories for the file forms, else the targets as given
+        self.out_parts = str(root / f"out-parts{Path(str(out)).suffix.lower()}") if self.out else out
+        self.rejects_parts = str(root / "rejects-parts") if self.rejects else rejects
+
+    def assemble(self, columns: list[str]) -> None:
+        """Write the files from every part so far (batch order), each whole or not at all."""
+        from slidewise.runtime.outputs import write_atomic
+
+        if self.out:
+            parts = sorted(p for p in Path(self.out_parts).glob("batch-*/part-*") if not p.name.endswith(".crc"))
+            write_atomic(self.out, _joined(parts, FILE_FORMATS[Path(self.out).suffix.lower()], columns), "--out")
+        if self.rejects:
+            where = Path(self.rejects_parts)
+            parts = [p for p in [where / "relations.csv"] if p.is_file()] + sorted(where.glob("batch-*.csv"))
+            write_atomic(self.rejects, _joined(parts, "csv", None) if parts else _empty_rejects(), "--rejects")
+
+
+def _joined(parts: list[Path], fmt: str, columns: list[str] | None) -> bytes:
+    """The bytes of one file holding ``parts`` in order (one CSV header; Parquet tables concatenated)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not parts:
+        import tempfile
+
+        from slidewise.runtime.sinks import open_sink
+
+        with tempfile.TemporaryDirectory() as tmp:  # the local engine's empty file: a CSV header, an empty table
+            target = Path(tmp) / f"empty.{ {'json': 'jsonl'}.get(fmt, fmt) }"
+            open_sink(target, columns).close()
+            return target.read_bytes()
+    if fmt == "parquet":
+        buffer = io.BytesIO()
+        pq.write_table(pa.concat_tables([pq.read_table(p) for p in parts], promote_options="default"), buffer)
+        return buffer.getvalue()
+    chunks = [p.read_bytes() for p in parts]
+    if fmt == "csv":
+        header = chunks[0].split(b"\n", 1)[0] + b"\n"
+        chunks = chunks[:1] + [c[len(header) :] if c.startswith(header) else c for c in chunks[1:]]
+    return b"".join(c if c.endswith(b"\n") or not c else c + b"\n" for c in chunks)
+
+
+def _empty_rejects() -> bytes:
+    from slidewise.runtime.sinks import csv_bytes
+
+    return csv_bytes(Rejects().table())
+
+
 def sink_kind(out) -> str:
     """``memory``, ``console``, ``stdout``, ``callable`` or a file format."""
     if out is None or out == "memory":
@@ -62,7 +134,7 @@ def sink_kind(out) -> str:
     if not isinstance(out, (str, Path)):
         raise OptionError(f"cannot write results to {type(out).__name__}", hint="give a directory path (.parquet, .csv, .jsonl), '-', 'console' or a callable")
     path = Path(out)
-    if path.exists() and not path.is_dir():
+    if path.exists() and not path.is_dir() and not file_target(out):
         raise OptionError("the Spark engine writes a directory of part files, and this is a file", location=str(path), hint="choose a new path, e.g. results.parquet")
     return FILE_FORMATS.get(path.suffix.lower(), "parquet")
 
@@ -136,11 +208,13 @@ class BatchSink:
         if batch_id not in self.batches:
             self.batches.append(batch_id)
         if self.progress:
-            print(
-                f"slidewise: batch {batch_id}: {sum(int(x) for x in admitted['n0']):,} tuples in, "
-                f"{n_results:,} results, {len(rej):,} rejects, state "
-                f"{sum(self.bucket_tuples.values()):,} tuples",
-                file=sys.stderr,
+            logging.getLogger(__name__).info(
+                "batch %d: %s tuples in, %s results, %s rejects, state %s tuples",
+                batch_id,
+                f"{sum(int(x) for x in admitted['n0']):,}",
+                f"{n_results:,}",
+                f"{len(rej):,}",
+                f"{sum(self.bucket_tuples.values()):,}",
             )
         return n_results
 
@@ -232,12 +306,12 @@ def refuse_other_parts(root: Path, dirs: dict[str, object]) -> dict[str, str]:
 
 
 def read_results(path: str | Path) -> pd.DataFrame:
-    """All results written by a file sink (every ``batch-*`` part), as one DataFrame."""
+    """All results written by a file sink (one file, or every ``batch-*`` part of a directory), as one DataFrame."""
     import pyarrow.dataset as ds
 
     path = Path(path)
     fmt = FILE_FORMATS.get(path.suffix.lower(), "parquet")
-    parts = sorted(p for p in path.glob("batch-*/part-*") if not p.name.endswith(".crc"))
+    parts = [path] if path.is_file() else sorted(p for p in path.glob("batch-*/part-*") if not p.name.endswith(".crc"))
     if not parts:
         return pd.DataFrame()
     if fmt == "parquet":
@@ -252,4 +326,4 @@ def clear_dir(path: str | Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-__all__ = ["FILE_KINDS", "BatchSink", "clear_dir", "read_results", "refuse_other_parts", "sink_kind"]
+__all__ = ["FILE_KINDS", "BatchSink", "FileOutputs", "clear_dir", "file_target", "read_results", "refuse_other_parts", "sink_kind"]

@@ -25,8 +25,9 @@ _COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
 
 
 def open_stream(name: str, spec, opts: RunOptions) -> Source:
-    """:func:`open_source` with a run's timestamp settings, chunk size and ``name``'s declared schema."""
-    return open_source(name, spec, ts_column=opts.ts_column, ts_unit=opts.ts_unit, chunk_rows=opts.chunk_rows, schema=(opts.schemas or {}).get(name))
+    """:func:`open_source` with a run's timestamp settings (``name``'s own if it has them), chunk size and ``name``'s declared schema."""
+    own = opts.for_stream(name)
+    return open_source(name, spec, ts_column=own.ts_column, ts_unit=own.ts_unit, chunk_rows=opts.chunk_rows, schema=(opts.schemas or {}).get(name))
 
 
 def open_source(
