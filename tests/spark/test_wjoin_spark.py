@@ -31,9 +31,7 @@ DIRECTED = "SELECT * FROM A, B, C DWINDOW(A, B) = 4 AND WINDOW(B, C) = 2 WHERE A
 def _frames(seed: int, n: int = 40) -> dict[str, pd.DataFrame]:
     """Three streams with ties and bursts (steps 0, 1, 2 and 9)."""
     rng = np.random.default_rng(seed)
-    return {
-        s: pd.DataFrame({"ts": np.cumsum(rng.choice([0, 0, 1, 2, 9], n)), "id": rng.integers(0, 3, n), "x": rng.integers(0, 5, n)}).astype(np.int64) for s in "ABC"
-    }
+    return {s: pd.DataFrame({"ts": np.cumsum(rng.choice([0, 0, 1, 2, 9], n)), "id": rng.integers(0, 3, n), "x": rng.integers(0, 5, n)}).astype(np.int64) for s in "ABC"}
 
 
 def _local(query: str, frames: dict, algorithm: str | None = None):

@@ -40,8 +40,8 @@ import numpy as np
 import pandas as pd
 
 from slidewise.model.batch import ResultBatch, StreamBatch
-from slidewise.operators.wjoin import WJOINS
 from slidewise.operators.project import output_columns
+from slidewise.operators.wjoin import WJOINS
 from slidewise.optimizer.planner import choose
 from slidewise.options import DEFAULT_CHUNK_ROWS
 from slidewise.plan.query import JoinQuery
