@@ -206,12 +206,15 @@ def test_run_through_the_cli(tmp_path, capsys, algorithm):
     assert out.read_text().splitlines() == ["A.ts,A.id,B.ts,B.id,ts,exp,sign", "1,1,2,1,2,2,1", "3,2,4,2,4,4,1"]
 
 
-def test_spark_is_refused_and_explain_shows_the_bounds(tmp_path, capsys):
-    import slidewise
+def test_spark_batch_mode_is_refused_and_explain_shows_the_bounds(tmp_path, capsys):
     from slidewise.cli import main
 
-    with pytest.raises(OptionError, match="W-joins run on the local engine only so far"):
-        slidewise.run("SELECT * FROM A, B WINDOW = 1", {"A": [{"ts": 1}], "B": [{"ts": 1}]}, engine="spark")
+    (tmp_path / "a.csv").write_text("ts\n1\n")
+    source = f"A={tmp_path / 'a.csv'}"
+    assert main(["run", "SELECT * FROM A, B WINDOW = 1", "--source", source, "--source", source.replace("A=", "B="), "--engine", "spark", "--mode", "batch"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "slidewise: error: W-joins run on the Spark engine as streaming queries only, not with --mode batch (hint: drop --mode batch (or run with --engine local))"
+    )
     assert main(["explain", "SELECT * FROM A, B, C WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3"]) == 0
     assert capsys.readouterr().out == (
         "W-join on mw-join: WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3; reach {'A': 5, 'B': 3, 'C': 2}\n"

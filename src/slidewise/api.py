@@ -25,7 +25,7 @@ from slidewise.errors import OptionError, require_extra
 from slidewise.options import RunOptions
 from slidewise.plan.logical import Plan
 from slidewise.plan.query import JoinQuery
-from slidewise.plan.wjoin import WJoinQuery, local_only
+from slidewise.plan.wjoin import WJoinQuery
 from slidewise.runtime.join_engine import RunResult, execute
 from slidewise.runtime.outputs import check_run
 from slidewise.runtime.sinks import sink_format
@@ -104,8 +104,6 @@ def run(
     q = query if isinstance(query, (JoinQuery, WJoinQuery, Plan)) else load_any(query, tables)
     if isinstance(q, Plan):
         return _run_plan(q, sources, tables, opts, engine=engine, options={"algorithm": algorithm, "order": order, **operator_options})
-    if isinstance(q, WJoinQuery) and engine == "spark":
-        raise local_only()
     if engine == "spark":
         from slidewise.spark.join_runner import run_spark
 

@@ -202,7 +202,7 @@ def cmd_run(args) -> int:
         if getattr(args, "schema", None):
             raise OptionError("--schema works with the local engine only", hint="drop --schema, or run with --engine local")
         require_extra("spark", "--engine spark")
-        if isinstance(parsed(), WJoinQuery):  # no W-join runs on Spark yet: say so before the session starts
+        if isinstance(parsed(), WJoinQuery) and args.mode == "batch":  # W-joins run as streaming queries: say so before the session starts
             raise local_only()
     _check_outputs(args, tables, isinstance(parsed(), Plan))
     opts = run_options(args, collect=show and not args.quiet)

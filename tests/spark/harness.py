@@ -107,13 +107,16 @@ def simulate(
     inputs: dict[str, pd.DataFrame] | None = None,
     columns=COLUMNS,
     final: bool = True,
+    logic=None,
 ):
     """Run the two stages in-process over ``batches`` micro-batches (then end of input if
-    ``final``); returns (results frame, all stage-2 output)."""
+    ``final``); returns (results frame, all stage-2 output). ``logic(layout)``: the bucket
+    logic (default the planner's join, keyed by :func:`choose_keying`; given: one bucket)."""
     layout = layout_of(query, lateness, columns)
-    keying = choose_keying(query, [s.kinds for s in layout.streams], buckets)
+    keying = choose_keying(query, [s.kinds for s in layout.streams], buckets) if logic is None else Keying("single", 1)
+    make = logic or (lambda lay: BucketJoin(query, lay))
     seq = SequencerLogic(layout, keying)
-    join = BucketJoin(query, layout)
+    join = make(layout)
     inputs = inputs or frames_of(query, tuples)
     seq_state: dict[int, tuple] = {}
     blobs: dict[int, bytes] = {}
@@ -152,7 +155,7 @@ def simulate(
         by_bucket = sequence_into_buckets(seq, seq_state, wire_frame(rows))
         for b, parts in sorted(by_bucket.items()):
             if restart:  # a fresh logic object per call, as a restarted worker would have
-                join = BucketJoin(query, layout)
+                join = make(layout)
             blob, frames = join.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
             blobs[b] = blob
             out += frames

@@ -28,6 +28,7 @@ from slidewise.cql.plan_builder import PlanBuilder, output_name
 from slidewise.errors import QueryError, SourceError
 from slidewise.plan.logical import AGG_FUNCS, Plan
 from slidewise.plan.query import JoinQuery
+from slidewise.plan.wjoin import WJoinQuery
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
 FULL_MARKER = "// ---- full dialect"
@@ -235,6 +236,13 @@ def load_query(query: str | os.PathLike) -> JoinQuery:
 def load_any(query: str | os.PathLike, tables: Iterable[str] = frozenset()) -> JoinQuery | Plan:
     """:func:`load_query` with :func:`parse_any`: a JoinQuery or a Plan."""
     return _load(query, lambda text: parse_any(text, tables))
+
+
+def load_join(query: str | os.PathLike) -> JoinQuery | WJoinQuery:
+    """:func:`load_query`, or a W-join (:class:`~slidewise.plan.wjoin.WJoinQuery`) for a WINDOW clause after FROM."""
+    from slidewise.cql.wjoin import has_window_clause, parse_wjoin
+
+    return _load(query, lambda text: parse_wjoin(text) if has_window_clause(text) else parse(text))
 
 
 QUERY_SUFFIX = ".cql"

@@ -26,8 +26,8 @@ __all__ = ["WJoinQuery", "WindowConstraint", "local_only"]
 
 
 def local_only() -> OptionError:
-    """The error for a W-join sent to the Spark engine (none of its operators runs there yet)."""
-    return OptionError("W-joins run on the local engine only so far", hint="drop --engine spark (engine='spark' in the API)")
+    """The error for a W-join sent to the Spark engine's batch mode (W-joins run there as streaming queries)."""
+    return OptionError("W-joins run on the Spark engine as streaming queries only, not with --mode batch", hint="drop --mode batch (or run with --engine local)")
 
 
 @dataclass(frozen=True)

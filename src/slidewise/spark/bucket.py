@@ -26,7 +26,10 @@ tuples. A tuple older than what was already released (possible only after an
 end-of-input flush) is rejected as late.
 
 The operator, its options and the join order come from the physical plan of
-:func:`~slidewise.optimizer.planner.choose`, as in the local engine.
+:func:`~slidewise.optimizer.planner.choose`, as in the local engine; for a
+W-join (``wjoin``) the bucket hosts the W-join operator ``algorithm`` names
+(:data:`~slidewise.operators.wjoin.WJOINS`, the W-join planner's choice), its
+snapshot kept the same way.
 """
 
 from __future__ import annotations
@@ -38,9 +41,11 @@ import pandas as pd
 
 from slidewise.model.batch import ResultBatch, StreamBatch
 from slidewise.operators.project import output_columns
+from slidewise.operators.wjoin import WJOINS
 from slidewise.optimizer.planner import choose
 from slidewise.options import DEFAULT_CHUNK_ROWS
 from slidewise.plan.query import JoinQuery
+from slidewise.plan.wjoin import WJoinQuery
 from slidewise.runtime.rejects import reason_kind
 from slidewise.spark.layout import ADMITTED, EOF, KIND_NUMPY, MARKER, REJECT, RESULT, STATS, TUPLE, Layout, concat, take, unpack
 from slidewise.spark.state_codec import pack_state, state_key, unpack_state
@@ -79,11 +84,13 @@ class BucketJoin:
         options: dict | None = None,
         chunk_rows: int = DEFAULT_CHUNK_ROWS,
         key: bytes | None = None,
+        wjoin: WJoinQuery | None = None,
     ):
         self.query = query
         self.key = key if key is not None else state_key()
         self.layout = layout
-        self.plan = choose(query, algorithm, order, **(options or {}))
+        self.wjoin, self.algorithm = wjoin, algorithm
+        self.plan = choose(query, algorithm, order, **(options or {})) if wjoin is None else None
         self.chunk_rows = int(chunk_rows)
         self.lateness = np.array([s.lateness for s in layout.streams], np.int64)
 
@@ -91,7 +98,7 @@ class BucketJoin:
         """New state bytes and the output frames (join output layout) of one call."""
         n = self.query.n
         st = self.load(blob)
-        op = self.plan.build()
+        op = self.plan.build() if self.plan is not None else WJOINS[str(self.algorithm)](self.wjoin)
         if st.operator is not None:
             op.load_snapshot(st.operator)
         comparisons = op.comparisons

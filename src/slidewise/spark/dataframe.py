@@ -89,6 +89,7 @@ def query_frame(
     :data:`~slidewise.spark.plan_state.OUT_DDL`)."""
     from slidewise.cql.parser import load_any
     from slidewise.plan.query import JoinQuery
+    from slidewise.plan.wjoin import WJoinQuery
 
     q = load_any(query) if isinstance(query, (str, os.PathLike)) else query
     for alias, df in inputs.items():
@@ -106,7 +107,7 @@ def query_frame(
         Path(control).mkdir(parents=True, exist_ok=True)
     given = {"lateness": lateness, "ts_column": ts_column, "ts_unit": ts_unit, "buckets": buckets, "streaming": streaming == {True}}
     control = None if control is None else str(control)
-    if isinstance(q, JoinQuery):
+    if isinstance(q, (JoinQuery, WJoinQuery)):  # a W-join as on the CLI's Spark join path
         return _join_frame(spark, q, inputs, control, **given, **options)
     return _plan_frame(spark, q, inputs, control, **given, **options)
 

@@ -88,7 +88,7 @@ class _Follower:
             jp = plan_join(q, sources, buckets=1, lateness=opts.lateness, algorithm=algorithm, order=order, options=options, work_dir=work, **common)
             self.layout, self.recipes, self.keying = jp.layout, jp.recipes, jp.keying
             self.logic, self.columns, self.plan = bucket_logic(jp, chunk_rows=opts.chunk_rows, key=key), list(jp.layout.out_names), False
-            self.head = {"algorithm": jp.plan.algorithm.name, "join_order": [q.aliases[i] for i in jp.plan.order]}
+            self.head = {k: v for k, v in jp.head().items() if k != "orders"}
         else:
             from slidewise.runtime.plan_engine import plan_inputs
             from slidewise.spark.join import checked_lateness

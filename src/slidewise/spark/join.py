@@ -19,12 +19,18 @@ the n windows of the hosted operator. Spark provides sources, shuffles,
 state store (RocksDB), triggers, checkpoints and sinks; slidewise provides
 the semantics (order, lateness, windows, lazy evaluation) by hosting the same
 operator as the local engine (the planner's choice, by default ``columnar``).
+
+A W-join (:class:`~slidewise.plan.wjoin.WJoinQuery`) takes the same pipeline:
+with every pair within one ``w`` as the join path's query
+(:func:`~slidewise.runtime.join_engine.as_join`), else hosting the W-join
+operator the W-join planner picks (:func:`~slidewise.runtime.join_engine.wjoin_operator`)
+in one key bucket (one task; partitioning by the equi-join key is not done yet).
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from slidewise.errors import OptionError, SourceError
@@ -33,6 +39,7 @@ from slidewise.optimizer.planner import choose
 from slidewise.options import DEFAULT_CHUNK_ROWS, RunOptions
 from slidewise.plan.physical import PhysicalPlan
 from slidewise.plan.query import JoinQuery
+from slidewise.plan.wjoin import WJoinQuery
 from slidewise.spark.bucket import BucketJoin
 from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
 from slidewise.spark.keying import Keying, choose_keying
@@ -42,19 +49,29 @@ from slidewise.spark.sequencer import SequencerLogic
 
 @dataclass
 class JoinPlan:
-    """What the driver decided before starting Spark: schemas, operator, keying."""
+    """What the driver decided before starting Spark: schemas, operator, keying. A W-join hosted
+    as one has ``wjoin`` (bound) and its operator's name in ``wjoin_algorithm``, and no ``plan``."""
 
     query: JoinQuery
-    plan: PhysicalPlan
+    plan: PhysicalPlan | None
     keying: Keying
     layout: Layout
     recipes: list[dict]
     warnings: list[str] = field(default_factory=list)
     options: dict = field(default_factory=dict)
+    wjoin: WJoinQuery | None = None
+    wjoin_algorithm: str | None = None
 
     @property
     def streams(self) -> list[StreamInfo]:
         return list(self.layout.streams)
+
+    def head(self) -> dict:
+        """The stats' operator facts, as the local engine reports them."""
+        q = self.query
+        if self.plan is None:
+            return {"algorithm": self.wjoin_algorithm, "join_order": list(q.aliases), "orders": {}}
+        return {"algorithm": self.plan.algorithm.name, "join_order": [q.aliases[i] for i in self.plan.order], "orders": self.plan.orders()}
 
 
 def checked_lateness(lateness) -> int:
@@ -68,7 +85,7 @@ def checked_lateness(lateness) -> int:
 
 
 def plan_join(
-    query: JoinQuery,
+    query: JoinQuery | WJoinQuery,
     sources: dict[str, object],
     *,
     buckets: int,
@@ -86,6 +103,12 @@ def plan_join(
     ``streams``: run options whose per-stream settings (:meth:`~slidewise.options.RunOptions.for_stream`)
     replace ``ts_column``, ``ts_unit`` and ``lateness`` for the streams they name."""
     from slidewise.plan.bind import bind_query
+    from slidewise.runtime.join_engine import as_join, wjoin_operator
+
+    wjoin = query if isinstance(query, WJoinQuery) else None
+    if wjoin is not None and (form1 := as_join(wjoin, algorithm, order)) is not None:
+        wjoin, query = None, form1  # every pair within one w: the join path's query
+    query = wjoin.join if wjoin is not None else query
 
     missing = [s.source for s in query.streams if s.source not in sources]
     if missing:
@@ -102,13 +125,16 @@ def plan_join(
         infos.append(info)
         recipes.append(recipe)
     query = bind_query(query, [dict(i.kinds) for i in infos])
+    rate = ["rate source: timestamps are Spark's generation times (ms)"] if any(r["fmt"] == "rate" for r in recipes) else []
+    if wjoin is not None:  # the W-join planner's operator, in one key bucket
+        wjoin = replace(wjoin, join=query)
+        name = wjoin_operator(wjoin, algorithm, order, options).name  # option errors now, not inside a Spark task
+        single = Keying("single", 1, warnings=("a W-join runs in one key bucket (one task)",))
+        return JoinPlan(query, None, single, Layout.build(query, infos), recipes, [*single.warnings, *rate], {}, wjoin, name)
     plan = choose(query, algorithm, order, **(options or {}))
     plan.build()  # option errors now, not inside a Spark task
     keying = choose_keying(query, [i.kinds for i in infos], buckets)
-    warnings = list(keying.warnings)
-    if any(r["fmt"] == "rate" for r in recipes):
-        warnings.append("rate source: timestamps are Spark's generation times (ms)")
-    return JoinPlan(query, plan, keying, Layout.build(query, infos), recipes, warnings, dict(options or {}))
+    return JoinPlan(query, plan, keying, Layout.build(query, infos), recipes, [*keying.warnings, *rate], dict(options or {}))
 
 
 def build_stream(
@@ -148,4 +174,6 @@ def build_stream(
 def bucket_logic(jp: JoinPlan, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, key: bytes | None = None) -> BucketJoin:
     """The join stage's logic (the hosted operator of the plan's algorithm and order)."""
     q = jp.query
+    if jp.plan is None:
+        return BucketJoin(q, jp.layout, algorithm=jp.wjoin_algorithm, wjoin=jp.wjoin, chunk_rows=chunk_rows, key=key)
     return BucketJoin(q, jp.layout, algorithm=jp.plan.algorithm.name, order=[q.aliases[i] for i in jp.plan.order], options=jp.options, chunk_rows=chunk_rows, key=key)

@@ -42,12 +42,13 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from slidewise.cql import load_query
+from slidewise.cql.parser import load_join
 from slidewise.errors import CheckpointError, OptionError, SlidewiseError
 from slidewise.kafka.uri import is_kafka
 from slidewise.model.time import parse_duration
 from slidewise.options import RunOptions
 from slidewise.plan.query import JoinQuery
+from slidewise.plan.wjoin import WJoinQuery
 from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.spark.join import JoinPlan, build_stream, checked_lateness, plan_join
 from slidewise.spark.session import check_master, default_partitions, get_session
@@ -58,7 +59,7 @@ from slidewise.spark.state_codec import run_key
 OPTION_KEYS = {"slidewise.buckets": "buckets", "slidewise.maxFilesPerTrigger": "max_files_per_trigger"}
 
 
-def run_spark(query: str | JoinQuery, sources: dict[str, object], **options) -> RunResult:
+def run_spark(query: str | JoinQuery | WJoinQuery, sources: dict[str, object], **options) -> RunResult:
     """Run ``query`` on Spark to the end of its inputs (``once``) or until interrupted.
 
     Options as :func:`start_spark`; ``timeout`` (seconds) bounds a run without ``once``.
@@ -79,7 +80,7 @@ def drive(run: SparkRun, timeout: float | None = None) -> RunResult:
 
 
 def start_spark(
-    query: str | JoinQuery,
+    query: str | JoinQuery | WJoinQuery,
     sources: dict[str, object],
     *,
     run_options: RunOptions | None = None,
@@ -109,20 +110,22 @@ def start_spark(
     given, operator_options = RunOptions.split(run_options, operator_options)
     out, collect, rejects, progress = given.out, given.collect, given.rejects, given.progress
     lateness, ts_column, ts_unit, chunk_rows = given.lateness, given.ts_column, given.ts_unit, given.chunk_rows
-    q = query if isinstance(query, JoinQuery) else load_query(query)
+    q = query if isinstance(query, (JoinQuery, WJoinQuery)) else load_join(query)
+    text = identity(q)
     given.check_streams(sources)
     for extra in ("overload", "adaptive"):
         if operator_options.get(extra):
             raise OptionError(f"{extra} is not available on the Spark engine", hint="use --engine local")
         operator_options.pop(extra, None)
     spark_given = {"conf": conf, "buckets": buckets, "max_files_per_trigger": max_files_per_trigger, "trigger": trigger, "once": once, "master": master}
-    opts = start_options([sources.get(s.source) for s in q.streams], out=out, lateness=lateness, **spark_given)
+    streams = q.join.streams if isinstance(q, WJoinQuery) else q.streams
+    opts = start_options([sources.get(s.source) for s in streams], out=out, lateness=lateness, **spark_given)
     root, temp = open_checkpoint(checkpoint)
     files = FileOutputs(root, out, rejects)  # --out x.csv / --rejects r.csv: parts in the checkpoint, one file at the end
     out, rejects = files.out_parts, files.rejects_parts
     with removed_on_error(root, temp):
         # inputs, schemas and the plan first: user errors need no JVM
-        meta = _checkpoint_meta(root, q.text or q.describe(), sources, opts.buckets or _partitions(spark, opts.conf), write=False)
+        meta = _checkpoint_meta(root, text, sources, opts.buckets or _partitions(spark, opts.conf), write=False)
         outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None, "--rejects": rejects})
         jp = plan_join(
             q,
@@ -145,7 +148,7 @@ def start_spark(
 
             bound(jp.recipes)
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
-        _checkpoint_meta(root, q.text or q.describe(), sources, meta["buckets"], write=True, outputs=outputs)
+        _checkpoint_meta(root, text, sources, meta["buckets"], write=True, outputs=outputs)
         frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column, chunk_rows=chunk_rows, max_files=opts.max_files, key=key)
         sink = BatchSink(
             jp.layout,
@@ -160,6 +163,13 @@ def start_spark(
         run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds, files=files)
         run.start()
     return run
+
+
+def identity(q: JoinQuery | WJoinQuery) -> str:
+    """A query's identity in a checkpoint: its text (a W-join's with its constraints), or a description."""
+    if isinstance(q, WJoinQuery):
+        return f"{identity(q.join)} WINDOW {q.describe()}"
+    return q.text or q.describe()
 
 
 @dataclass(frozen=True)
@@ -443,9 +453,7 @@ class SparkRun:
             "query": q.text or q.describe(),
             "engine": "spark",
             "mode": "stream",
-            "algorithm": jp.plan.algorithm.name,
-            "join_order": [q.aliases[i] for i in jp.plan.order],
-            "orders": jp.plan.orders(),
+            **jp.head(),
             **run_counts(inputs, sink.results, sink.retractions, sink.rejects, seconds),
             "comparisons": sink.comparisons,
             "state_tuples_peak": sink.state_tuples_peak,

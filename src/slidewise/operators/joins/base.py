@@ -45,7 +45,19 @@ from slidewise.model.batch import NO_EXP, ResultBatch, StreamBatch, Tup
 from slidewise.plan.query import JoinQuery
 
 
-class JoinOperator(ABC):
+class Snapshots:
+    """An operator's running state as bytes, for engines that keep it between calls (Spark's buckets)."""
+
+    def snapshot(self) -> bytes:
+        """The running state as bytes (pickle of every attribute but the query)."""
+        return pickle.dumps({k: v for k, v in self.__dict__.items() if k != "query"}, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def load_snapshot(self, data: bytes) -> None:
+        """Continue from :meth:`snapshot` of an operator built for the same query and options."""
+        self.__dict__.update(pickle.loads(data))
+
+
+class JoinOperator(Snapshots, ABC):
     """Base class: hosts one multi-way window join; subclasses implement an algorithm."""
 
     #: registry name used by ``--algorithm``
@@ -123,14 +135,6 @@ class JoinOperator(ABC):
     @abstractmethod
     def state_tuples(self) -> int:
         """Number of tuples currently held in window state (for memory stats)."""
-
-    def snapshot(self) -> bytes:
-        """The running state as bytes (pickle of every attribute but the query)."""
-        return pickle.dumps({k: v for k, v in self.__dict__.items() if k != "query"}, protocol=pickle.HIGHEST_PROTOCOL)
-
-    def load_snapshot(self, data: bytes) -> None:
-        """Continue from :meth:`snapshot` of an operator built for the same query and options."""
-        self.__dict__.update(pickle.loads(data))
 
     def origin_order(self, origin: int) -> list[int]:
         """Probe order for tuples arriving on ``origin``: the origin first, then the global order."""

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from slidewise.model.batch import ResultBatch, StreamBatch
+from slidewise.operators.joins.base import Snapshots
 from slidewise.plan.expr import Cmp, Expr, evaluate
 from slidewise.plan.wjoin import WJoinQuery
 
@@ -122,7 +123,7 @@ class _Buffer:
         return len(self.pos) - self.start
 
 
-class MWJoin:
+class MWJoin(Snapshots):
     """The merge W-join over ``query``'s streams (see the module docstring)."""
 
     name = "mw-join"

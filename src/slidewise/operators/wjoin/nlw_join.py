@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from slidewise.model.batch import ResultBatch, StreamBatch
+from slidewise.operators.joins.base import Snapshots
 from slidewise.operators.wjoin.mw_join import Rows, result_orders, results
 from slidewise.operators.wjoin.mw_join import take_rows as _take
 from slidewise.plan.expr import Cmp, evaluate
@@ -77,7 +78,7 @@ class _Side:
         return sum(_len(r) for r in self.buckets.values())
 
 
-class NLWJoin:
+class NLWJoin(Snapshots):
     """The nested-loop W-join over ``query``'s streams (see the module docstring)."""
 
     name = "nlw-join"
