@@ -9,7 +9,7 @@ Streaming in, streaming out; batch in, batch out. The inputs are the user's
 DataFrames (any source: Kafka, files, a table, a memory stream); each row's
 timestamp (``ts_column``) and columns are converted by slidewise's own rules
 (:func:`slidewise.spark.ingest.convert_table`: the local engine's kinds,
-units and bad-row reasons), then run through the same two stateful stages as
+units and bad-row reasons), then run through the same stages as
 ``slidewise run --engine spark``: a join's (:func:`slidewise.spark.join.build_stream`),
 a general query's (GROUP BY, DISTINCT, negation, sliding aggregates on the pane
 path, FREQUENT: :func:`slidewise.spark.plan_stream.build_plan_stream`). The

@@ -5,11 +5,11 @@
     file / rate sources ──mapInArrow: convert──┐
     control (end of input) ────────────────────┤ union (packed chunks, stream id s)
                                                ▼
-        groupBy(s).transformWithStateInPandas(SequencerProcessor)   stage 1, key = stream
-            input order, late rejects, sequence numbers, key buckets, frontier markers
+        mapInArrow(route_batches)   no state: key buckets, file-split segments for every bucket
                                                ▼
-        groupBy(b).transformWithStateInPandas(JoinProcessor)        stage 2, key = bucket
-            buffer until the watermark, then the hosted slidewise operator
+        groupBy(b).transformWithStateInPandas(JoinProcessor)        the one stateful stage, key = bucket
+            input order, late rejects and sequence numbers from the segments
+            (:mod:`slidewise.spark.route`), buffer until the watermark, then the hosted operator
                                                ▼
                      results, rejects, per-bucket stats  ──▶ foreachBatch sink
 
@@ -37,7 +37,7 @@ from slidewise.spark.bucket import BucketJoin
 from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
 from slidewise.spark.keying import Keying, choose_keying
 from slidewise.spark.layout import WIRE_DDL, Layout, StreamInfo
-from slidewise.spark.sequencer import SequencerLogic
+from slidewise.spark.route import route_batches
 
 
 @dataclass
@@ -120,7 +120,7 @@ def build_stream(
     ``ended``); ``ended``: the input ends with the inputs (batch); ``key``: the state key
     (:func:`~slidewise.spark.state_codec.run_key`)."""
     from slidewise.spark.layout import EOF, wire_frame
-    from slidewise.spark.processor import JoinProcessor, SequencerProcessor
+    from slidewise.spark.processor import JoinProcessor
 
     layout = jp.layout
     frames = [stream_frame(spark, i, info, jp.recipes[i], layout, ts_column, max_files) for i, info in enumerate(layout.streams)]
@@ -129,13 +129,9 @@ def build_stream(
     elif control_dir is not None:
         frames.append(control_frame(spark, control_dir, layout))
     union = functools.reduce(lambda a, b: a.union(b), frames)
-    sequenced = union.groupBy("s").transformWithStateInPandas(
-        statefulProcessor=SequencerProcessor(SequencerLogic(layout, jp.keying)), outputStructType=WIRE_DDL, outputMode="Append", timeMode="None"
-    )
+    routed = union.mapInArrow(functools.partial(route_batches, layout=layout, keying=jp.keying), WIRE_DDL)
     logic = bucket_logic(jp, chunk_rows=chunk_rows, key=key)
-    return sequenced.groupBy("b").transformWithStateInPandas(
-        statefulProcessor=JoinProcessor(logic), outputStructType=layout.out_ddl(), outputMode="Append", timeMode="None"
-    )
+    return routed.groupBy("b").transformWithStateInPandas(statefulProcessor=JoinProcessor(logic), outputStructType=layout.out_ddl(), outputMode="Append", timeMode="None")
 
 
 def bucket_logic(jp: JoinPlan, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, key: bytes | None = None) -> BucketJoin:
