@@ -225,7 +225,7 @@ def _sample(schema: pa.Schema, ts_column: str) -> pa.Table:
     return pa.table(cols, schema=schema)
 
 
-def frame_wire(df, index: int, layout: Layout, ts_column: str):
+def frame_wire(df, index: int, layout: Layout, ts_column: str, then=None):
     """Stream ``index`` (a DataFrame) in the wire layout: converted, packed chunks (``mapInArrow``)."""
     from pyspark.sql import functions as F
 
@@ -233,7 +233,9 @@ def frame_wire(df, index: int, layout: Layout, ts_column: str):
     names = (ts_column, *info.kinds)
     body = functools.partial(frame_batches, stream=index, layout=layout, names=names, ts_column=ts_column)
     where = (F.input_file_name().alias("_f"), F.input_file_block_start().alias("_o"))
-    return df.select(*[f"`{c}`" for c in names], *where).mapInArrow(body, WIRE_DDL)
+    from slidewise.spark.ingest import chained
+
+    return df.select(*[f"`{c}`" for c in names], *where).mapInArrow(chained(body, then), WIRE_DDL)
 
 
 # --------------------------------------------------------------------------- executor side

@@ -5,7 +5,7 @@
     file / rate sources ──mapInArrow: convert──┐
     control (end of input) ────────────────────┤ union (packed chunks, stream id s)
                                                ▼
-        mapInArrow(route_batches)   no state: key buckets, file-split segments for every bucket
+        route_batches, in each source's mapInArrow: key buckets, file-split segments for every bucket
                                                ▼
         groupBy(b).transformWithStateInPandas(JoinProcessor)        the one stateful stage, key = bucket
             input order, late rejects and sequence numbers from the segments
@@ -123,15 +123,15 @@ def build_stream(
     from slidewise.spark.processor import JoinProcessor
 
     layout = jp.layout
-    frames = [stream_frame(spark, i, info, jp.recipes[i], layout, ts_column, max_files) for i, info in enumerate(layout.streams)]
+    route = functools.partial(route_batches, layout=layout, keying=jp.keying)  # in each source's mapInArrow
+    frames = [stream_frame(spark, i, info, jp.recipes[i], layout, ts_column, max_files, then=route) for i, info in enumerate(layout.streams)]
     if ended:
-        frames.append(spark.createDataFrame(wire_frame([{"k": EOF}]), WIRE_DDL))
+        frames.append(spark.createDataFrame(wire_frame([{"k": EOF, "b": b} for b in range(jp.keying.buckets)]), WIRE_DDL))
     elif control_dir is not None:
-        frames.append(control_frame(spark, control_dir, layout))
+        frames.append(control_frame(spark, control_dir, layout, then=route))
     union = functools.reduce(lambda a, b: a.union(b), frames)
-    routed = union.mapInArrow(functools.partial(route_batches, layout=layout, keying=jp.keying), WIRE_DDL)
     logic = bucket_logic(jp, chunk_rows=chunk_rows, key=key)
-    return routed.groupBy("b").transformWithStateInPandas(statefulProcessor=JoinProcessor(logic), outputStructType=layout.out_ddl(), outputMode="Append", timeMode="None")
+    return union.groupBy("b").transformWithStateInPandas(statefulProcessor=JoinProcessor(logic), outputStructType=layout.out_ddl(), outputMode="Append", timeMode="None")
 
 
 def bucket_logic(jp: JoinPlan, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, key: bytes | None = None) -> BucketJoin:
