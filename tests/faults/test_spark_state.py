@@ -284,3 +284,20 @@ def test_run_has_a_verbose_flag(monkeypatch):
     args = build_parser().parse_args(["run", "SELECT * FROM A [RANGE 1]", "-v"])
     apply_verbose(args.verbose >= 1)
     assert args.verbose == 1 and os.environ[VERBOSE_ENV] == "1" and verbose()
+
+
+def test_two_stage_checkpoint_is_refused(tmp_path):
+    """A join checkpoint of the earlier two-stage pipeline (no ``stages`` stored) is refused with one message."""
+    import json
+
+    from slidewise.spark.join_runner import JOIN_SETTINGS, _checkpoint_meta
+
+    (tmp_path / "slidewise.json").write_text(json.dumps({"query": "q", "buckets": 2}))
+    with pytest.raises(OptionError) as e:
+        _checkpoint_meta(tmp_path, "q", {}, 2, write=False, settings=JOIN_SETTINGS)
+    assert str(e.value) == (
+        f"{tmp_path}: this checkpoint was written by a slidewise with 2 stateful stages per micro-batch, not 1"
+        " (hint: use a new --checkpoint DIR (its state cannot be carried over))"
+    )
+    (tmp_path / "slidewise.json").write_text(json.dumps({"query": "q", "buckets": 2, "stages": 1}))
+    assert _checkpoint_meta(tmp_path, "q", {}, 2, write=False, settings=JOIN_SETTINGS)["stages"] == 1

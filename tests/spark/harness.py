@@ -1,9 +1,11 @@
 """Shared helpers of the Spark tests: fixed random cases, oracle rows, an in-process pipeline.
 
-:func:`simulate` drives the two stateful stages (sequencer, bucket join) the
-way Spark does — per micro-batch, grouped by stream and then by bucket, state
-carried between calls — without a JVM, so the logic is tested fast and the
-Spark tests only need to show that Spark runs it the same way.
+:func:`simulate` drives the join's stages the way Spark does — the stateless
+router (:mod:`slidewise.spark.route`) and the bucket join grouped by bucket, or
+(``route=False``, as :mod:`slidewise.spark.follow` does) the sequencer grouped by
+stream first — per micro-batch, state carried between calls, without a JVM, so
+the logic is tested fast and the Spark tests only need to show that Spark runs it
+the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from slidewise.plan.expr import BinOp, Cmp, Func, Lit
 from slidewise.plan.query import Equality, WindowSpec
@@ -108,10 +111,12 @@ def simulate(
     columns=COLUMNS,
     final: bool = True,
     logic=None,
+    route: bool = True,
 ):
-    """Run the two stages in-process over ``batches`` micro-batches (then end of input if
+    """Run the stages in-process over ``batches`` micro-batches (then end of input if
     ``final``); returns (results frame, all stage-2 output). ``logic(layout)``: the bucket
-    logic (default the planner's join, keyed by :func:`choose_keying`; given: one bucket)."""
+    logic (default the planner's join, keyed by :func:`choose_keying`; given: one bucket);
+    ``route``: the one-stage router (else the earlier sequencer stage)."""
     layout = layout_of(query, lateness, columns)
     keying = choose_keying(query, [s.kinds for s in layout.streams], buckets) if logic is None else Keying("single", 1)
     make = logic or (lambda lay: BucketJoin(query, lay))
@@ -152,7 +157,7 @@ def simulate(
             rows.append({"k": EOF, "s": 0})
         if not rows:
             continue
-        by_bucket = sequence_into_buckets(seq, seq_state, wire_frame(rows))
+        by_bucket = route_into_buckets(layout, keying, wire_frame(rows)) if route else sequence_into_buckets(seq, seq_state, wire_frame(rows))
         for b, parts in sorted(by_bucket.items()):
             if restart:  # a fresh logic object per call, as a restarted worker would have
                 join = make(layout)
@@ -163,6 +168,20 @@ def simulate(
     res = allout[allout["k"] == 0]
     named = pd.DataFrame({n: res[f"r{j}"].to_numpy() for j, n in enumerate(layout.out_names)})
     return named, allout
+
+
+def route_into_buckets(layout, keying, batch) -> dict[int, list]:
+    """The router in-process: ``batch`` (one Arrow batch per source row, as scans send them) by bucket."""
+    from slidewise.spark.layout import WIRE_ARROW
+    from slidewise.spark.route import route_batches
+
+    table = pa.Table.from_pandas(batch, schema=WIRE_ARROW, preserve_index=False)
+    routed = [b.to_pandas() for b in route_batches(table.to_batches(max_chunksize=1), layout=layout, keying=keying)]
+    by_bucket = defaultdict(list)
+    for f in routed:
+        for b, group in f.groupby("b", sort=True):
+            by_bucket[int(b)].append(group)
+    return by_bucket
 
 
 def sequence_into_buckets(seq, seq_state: dict, batch) -> dict[int, list]:

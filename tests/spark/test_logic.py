@@ -186,3 +186,56 @@ def test_console_batches_and_collected_frames(capsys):
     assert err == "-- batch 3: 30 results\n" and len(out.splitlines()) == 21
     assert list(collected([], ["a", "b"]).columns) == ["a", "b"]
     assert collected([pd.DataFrame({"a": [1]}), pd.DataFrame({"a": [2]})], ["a"])["a"].tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("kind", ["time", "band", "count"])
+def test_router_equals_sequencer(kind):
+    """The one-stage join (router, then late checks and sequence numbers in each bucket) gives the
+    sequencer's output: results, late rejects (file, line, reason) once per tuple, admitted counts —
+    with several files and splits per batch, chunks in shuffled order, replicated (band) tuples."""
+    from slidewise.spark.bucket import BucketJoin
+    from slidewise.spark.layout import EOF, TUPLE, pack, wire_frame
+    from slidewise.spark.sequencer import SequencerLogic
+    from tests.spark.harness import COLUMNS, layout_of, route_into_buckets, sequence_into_buckets
+
+    for seed in range(3):
+        query, tuples = case(kind, 3, seed, length=60)
+        rng = np.random.default_rng(seed)
+        layout = layout_of(query, lateness=1)
+        keying = choose_keying(query, [s.kinds for s in layout.streams], 4)
+        batches = []
+        for step in range(3):
+            rows = []
+            for i in range(query.n):
+                own = [t for t in tuples if t.stream == i]
+                mine = [own[k] for k in np.array_split(np.arange(len(own)), 3)[step]]
+                ts = np.array([t.ts for t in mine], np.int64)
+                for j in range(0, len(ts) - 1, 3):  # out of order: late tuples
+                    if rng.random() < 0.5:
+                        ts[j], ts[j + 1] = ts[j + 1], ts[j]
+                files = [f"file:///in/{query.streams[i].source}-{step}-{f}.csv" for f in range(2)]
+                for j, part in enumerate(np.array_split(np.arange(len(mine)), 4)):
+                    if len(part):  # (file, split) = (j // 2, j % 2), rows counted within the split
+                        cols = {c: np.array([mine[k].vals[c] for k in part], np.int64) for c in COLUMNS}
+                        payload = {"t": ts[part], "q": np.arange(len(part), dtype=np.int64), "o": np.full(len(part), 100 * (j % 2), np.int64)}
+                        payload |= {"fi": np.zeros(len(part), np.int32), "files": [files[j // 2]], **cols}
+                        rows.append({"k": TUPLE, "s": i, "q": len(part), "p": pack(payload)})
+            rng.shuffle(rows)
+            batches.append(wire_frame(rows))
+        batches.append(wire_frame([{"k": EOF, "s": 0}]))
+        outputs = []
+        for route in (True, False):
+            seq, seq_state, blobs, out = SequencerLogic(layout, keying), {}, {}, []
+            for batch in batches:
+                by_bucket = route_into_buckets(layout, keying, batch) if route else sequence_into_buckets(seq, seq_state, batch)
+                for b, parts in sorted(by_bucket.items()):
+                    blobs[b], frames = BucketJoin(query, layout).process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
+                    out += frames
+            allout = pd.concat(out, ignore_index=True)
+            results = sorted(map(tuple, allout[allout["k"] == 0][[f"r{j}" for j in range(len(layout.out_names))]].astype(np.int64).to_numpy().tolist()))
+            rejects = sorted(allout[allout["k"] == 1][["rs", "rf", "rl", "rr"]].itertuples(index=False, name=None))
+            admitted = allout[allout["k"] == 3].groupby("rs")["n0"].sum().to_dict()
+            outputs.append((results, rejects, admitted))
+        assert outputs[0] == outputs[1], (kind, seed)
+        assert outputs[0][0] and outputs[0][1], "the case has results and late tuples"
+    assert kind != "band" or keying.mode == "band"

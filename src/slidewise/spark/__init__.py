@@ -4,8 +4,9 @@
 of its inputs (or until interrupted); ``start_spark`` returns a running
 :class:`~slidewise.spark.join_runner.SparkRun`. Modules: ``session`` (the one
 SparkSession builder), ``ingest`` (sources), ``keying`` (buckets), ``layout``
-(row layouts), ``sequencer`` and ``bucket`` (the two stateful stages, pure
-Python), ``processor`` (their Spark glue), ``join`` (the pipeline), ``sinks``
+(row layouts), ``route`` (the join's stateless bucket routing), ``bucket`` (the join's one
+stateful stage) and ``sequencer`` (the plan path's first stage), pure Python, ``processor``
+(their Spark glue), ``join`` (the pipeline), ``sinks``
 (``foreachBatch``), ``join_runner`` (checkpoints, triggers, end of input, stats;
 the join path), ``plan_state``, ``plan_stream`` and ``plan_runner`` (the plan path),
 ``batch`` (batch replay), ``dataframe`` (the Spark-native API: :func:`query` over DataFrames, a

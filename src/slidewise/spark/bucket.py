@@ -1,4 +1,8 @@
-"""Stage 2 of the Spark join: one key bucket hosting a slidewise join operator.
+"""The Spark join's stateful stage: one key bucket hosting a slidewise join operator.
+
+Its input comes from the router (:mod:`slidewise.spark.route`: the bucket's tuples and every
+file-split segment of the batch, ordered and late-checked here) or from the sequencer (sequenced
+tuples and frontier markers, as :mod:`slidewise.spark.follow` drives it).
 
 Each bucket (a key of the stateful operator) keeps, as one value in Spark's
 state store (arrays, never a list of rows per key; encoded and authenticated
@@ -47,7 +51,7 @@ from slidewise.options import DEFAULT_CHUNK_ROWS
 from slidewise.plan.query import JoinQuery
 from slidewise.plan.wjoin import WJoinQuery
 from slidewise.runtime.rejects import reason_kind
-from slidewise.spark.layout import ADMITTED, EOF, KIND_NUMPY, MARKER, REJECT, RESULT, STATS, TUPLE, Layout, concat, take, unpack
+from slidewise.spark.layout import ADMITTED, EOF, KIND_NUMPY, MARKER, REJECT, RESULT, ROUTED, SEGMENT, STATS, TUPLE, Layout, concat, take, unpack
 from slidewise.spark.state_codec import pack_state, state_key, unpack_state
 
 NEG = np.iinfo(np.int64).min // 2
@@ -66,6 +70,7 @@ class BucketState:
     flushed: bool = False
     next_pos: int = 0
     last: tuple[int, int, int] | None = None
+    seq: list[int] = field(default_factory=list)
 
 
 class BucketJoin:
@@ -117,6 +122,10 @@ class BucketJoin:
                 )
         if (kind == EOF).any():
             st.ended = True
+        for i in np.unique(streams[kind == SEGMENT]):
+            out += self._routed(
+                st, int(i), [unpack(p) for p in frame["p"][(kind == SEGMENT) & (streams == i)]], [unpack(p) for p in frame["p"][(kind == ROUTED) & (streams == i)]]
+            )
         for i in np.unique(streams[kind == TUPLE]):
             chunks = [unpack(p) for p in frame["p"][(kind == TUPLE) & (streams == i)]]
             late = self._buffer(st, int(i), concat(chunks))
@@ -141,14 +150,21 @@ class BucketJoin:
 
     def dump(self, st: BucketState) -> bytes:
         """The state as bytes: counters as JSON, buffers as Arrow, the operator snapshot; sealed."""
-        meta = {"frontier": st.frontier.tolist(), "ended": st.ended, "flushed": st.flushed, "next_pos": st.next_pos, "last": None if st.last is None else list(st.last)}
+        meta = {
+            "frontier": st.frontier.tolist(),
+            "ended": st.ended,
+            "flushed": st.flushed,
+            "next_pos": st.next_pos,
+            "last": None if st.last is None else list(st.last),
+            "seq": list(st.seq),
+        }
         return pack_state(self.key, meta, st.buffer, st.operator or b"")
 
     def load(self, blob: bytes | None) -> BucketState:
         """The state :meth:`dump` wrote (verified first), or a new one for ``None``."""
         n = self.query.n
         if not blob:
-            return BucketState(frontier=np.full(n, NEG, np.int64), buffer=[self._empty(i) for i in range(n)])
+            return BucketState(frontier=np.full(n, NEG, np.int64), buffer=[self._empty(i) for i in range(n)], seq=[0] * n)
         meta, tables, operator = unpack_state(self.key, blob)
         buffer = [{k: tables[i][k].astype(v.dtype, copy=False) for k, v in self._empty(i).items()} for i in range(n)]
         return BucketState(
@@ -159,6 +175,7 @@ class BucketJoin:
             meta["flushed"],
             int(meta["next_pos"]),
             None if meta["last"] is None else tuple(int(x) for x in meta["last"]),
+            [int(x) for x in meta.get("seq", [0] * n)],
         )
 
     # ------------------------------------------------------------------ buffer and release
@@ -181,6 +198,25 @@ class BucketJoin:
                 chunk = take(chunk, ~late)
         st.buffer[i] = {k: np.concatenate([st.buffer[i][k], np.asarray(chunk[k]).astype(st.buffer[i][k].dtype, copy=False)]) for k in st.buffer[i]}
         return rejected
+
+    def _routed(self, st: BucketState, i: int, segments: list[dict], chunks: list[dict]) -> list[pd.DataFrame]:
+        """Stream ``i``'s segments and routed tuples of one batch (:func:`~slidewise.spark.route.sequence`):
+        frontier and sequence numbers advanced, tuples buffered; late rejects and the admitted count."""
+        from slidewise.spark.route import sequence
+
+        info = self.layout.streams[i]
+        mx, st.seq[i], chunk, rejected, admitted = sequence(info, int(st.frontier[i]), st.seq[i], segments, chunks)
+        st.frontier[i] = max(int(st.frontier[i]), mx)
+        out = []
+        if rejected is not None:
+            out.append(self._rejects(i, rejected))
+        if chunk is not None:
+            late = self._buffer(st, i, chunk)
+            if late is not None:
+                out.append(late)
+        if admitted:
+            out.append(self._frame(1, k=ADMITTED, rs=info.alias, n0=admitted))
+        return out
 
     def _release(self, st: BucketState, op, w: int) -> ResultBatch:
         """Feed the buffered tuples with ``ts < w`` to ``op`` in global order; its results."""

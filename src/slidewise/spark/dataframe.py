@@ -9,7 +9,7 @@ Streaming in, streaming out; batch in, batch out. The inputs are the user's
 DataFrames (any source: Kafka, files, a table, a memory stream); each row's
 timestamp (``ts_column``) and columns are converted by slidewise's own rules
 (:func:`slidewise.spark.ingest.convert_table`: the local engine's kinds,
-units and bad-row reasons), then run through the same two stateful stages as
+units and bad-row reasons), then run through the same stages as
 ``slidewise run --engine spark``: a join's (:func:`slidewise.spark.join.build_stream`),
 a general query's (GROUP BY, DISTINCT, negation, sliding aggregates on the pane
 path, FREQUENT: :func:`slidewise.spark.plan_stream.build_plan_stream`). The
@@ -226,7 +226,7 @@ def _sample(schema: pa.Schema, ts_column: str) -> pa.Table:
     return pa.table(cols, schema=schema)
 
 
-def frame_wire(df, index: int, layout: Layout, ts_column: str):
+def frame_wire(df, index: int, layout: Layout, ts_column: str, then=None):
     """Stream ``index`` (a DataFrame) in the wire layout: converted, packed chunks (``mapInArrow``)."""
     from pyspark.sql import functions as F
 
@@ -234,7 +234,9 @@ def frame_wire(df, index: int, layout: Layout, ts_column: str):
     names = (ts_column, *info.kinds)
     body = functools.partial(frame_batches, stream=index, layout=layout, names=names, ts_column=ts_column)
     where = (F.input_file_name().alias("_f"), F.input_file_block_start().alias("_o"))
-    return df.select(*[f"`{c}`" for c in names], *where).mapInArrow(body, WIRE_DDL)
+    from slidewise.spark.ingest import chained
+
+    return df.select(*[f"`{c}`" for c in names], *where).mapInArrow(chained(body, then), WIRE_DDL)
 
 
 # --------------------------------------------------------------------------- executor side

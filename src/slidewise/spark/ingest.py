@@ -163,8 +163,19 @@ def file_reader(reader, recipe: dict, parquet_schema=None):
     return reader, names
 
 
-def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str, max_files: int | None = None):
-    """The streaming DataFrame of stream ``index`` in the wire layout (packed chunks); the recipe's ``ts_column`` wins."""
+def chained(body, then=None):
+    """``body`` (a ``mapInArrow`` body) with ``then`` applied to its output batches, in the same Python
+    step (no second pass through the JVM); ``body`` itself without ``then``."""
+    return body if then is None else functools.partial(_chain, body=body, then=then)
+
+
+def _chain(batches, *, body, then):
+    return then(body(batches))
+
+
+def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str, max_files: int | None = None, then=None):
+    """The streaming DataFrame of stream ``index`` in the wire layout (packed chunks); the recipe's
+    ``ts_column`` wins; ``then``: a stateless step on its output batches (:func:`chained`)."""
     from pyspark.sql import functions as F
 
     ts_column = recipe.get("ts_column", ts_column)
@@ -173,15 +184,15 @@ def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layo
     if fmt == "frame":
         from slidewise.spark.dataframe import frame_wire
 
-        return frame_wire(recipe["frame"], index, layout, ts_column)
+        return frame_wire(recipe["frame"], index, layout, ts_column, then=then)
     if fmt == "kafka":
         from slidewise.spark.kafka_source import topic_frame
 
-        return topic_frame(spark, index, info, recipe, layout, ts_column)
+        return topic_frame(spark, index, info, recipe, layout, ts_column, then=then)
     if fmt == "rate":
         raw = spark.readStream.format("rate").option("rowsPerSecond", recipe["rowsPerSecond"]).option("numPartitions", recipe.get("numPartitions", "1")).load()
         body = functools.partial(rate_batches, stream=index, layout=layout, distinct=int(recipe["distinct"]))
-        return raw.mapInArrow(body, WIRE_DDL)
+        return raw.mapInArrow(chained(body, then), WIRE_DDL)
     reader = spark.readStream.option("pathGlobFilter", recipe["glob"])
     if max_files:
         reader = reader.option("maxFilesPerTrigger", int(max_files))
@@ -199,13 +210,13 @@ def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layo
         F.col("_metadata.file_block_start").alias("_o"),
     )
     body = functools.partial(scan_batches, stream=index, layout=layout, names=tuple(names), ts_column=ts_column)
-    return raw.mapInArrow(body, WIRE_DDL)
+    return raw.mapInArrow(chained(body, then), WIRE_DDL)
 
 
-def control_frame(spark, control_dir: str, layout: Layout):
+def control_frame(spark, control_dir: str, layout: Layout, then=None):
     """End-of-input markers written by the runner, as wire rows of kind EOF."""
     raw = spark.readStream.format("json").schema("eof bigint").load(control_dir)
-    return raw.mapInArrow(functools.partial(control_batches, layout=layout), WIRE_DDL)
+    return raw.mapInArrow(chained(functools.partial(control_batches, layout=layout), then), WIRE_DDL)
 
 
 # --------------------------------------------------------------------------- executor side

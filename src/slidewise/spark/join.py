@@ -5,11 +5,11 @@
     file / rate sources ──mapInArrow: convert──┐
     control (end of input) ────────────────────┤ union (packed chunks, stream id s)
                                                ▼
-        groupBy(s).transformWithStateInPandas(SequencerProcessor)   stage 1, key = stream
-            input order, late rejects, sequence numbers, key buckets, frontier markers
+        route_batches, in each source's mapInArrow: key buckets, file-split segments for every bucket
                                                ▼
-        groupBy(b).transformWithStateInPandas(JoinProcessor)        stage 2, key = bucket
-            buffer until the watermark, then the hosted slidewise operator
+        groupBy(b).transformWithStateInPandas(JoinProcessor)        the one stateful stage, key = bucket
+            input order, late rejects and sequence numbers from the segments
+            (:mod:`slidewise.spark.route`), buffer until the watermark, then the hosted operator
                                                ▼
                      results, rejects, per-bucket stats  ──▶ foreachBatch sink
 
@@ -44,7 +44,7 @@ from slidewise.spark.bucket import BucketJoin
 from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
 from slidewise.spark.keying import Keying, choose_keying
 from slidewise.spark.layout import WIRE_DDL, Layout, StreamInfo
-from slidewise.spark.sequencer import SequencerLogic
+from slidewise.spark.route import route_batches
 
 
 @dataclass
@@ -153,22 +153,18 @@ def build_stream(
     ``ended``); ``ended``: the input ends with the inputs (batch); ``key``: the state key
     (:func:`~slidewise.spark.state_codec.run_key`)."""
     from slidewise.spark.layout import EOF, wire_frame
-    from slidewise.spark.processor import JoinProcessor, SequencerProcessor
+    from slidewise.spark.processor import JoinProcessor
 
     layout = jp.layout
-    frames = [stream_frame(spark, i, info, jp.recipes[i], layout, ts_column, max_files) for i, info in enumerate(layout.streams)]
+    route = functools.partial(route_batches, layout=layout, keying=jp.keying)  # in each source's mapInArrow
+    frames = [stream_frame(spark, i, info, jp.recipes[i], layout, ts_column, max_files, then=route) for i, info in enumerate(layout.streams)]
     if ended:
-        frames.append(spark.createDataFrame(wire_frame([{"k": EOF}]), WIRE_DDL))
+        frames.append(spark.createDataFrame(wire_frame([{"k": EOF, "b": b} for b in range(jp.keying.buckets)]), WIRE_DDL))
     elif control_dir is not None:
-        frames.append(control_frame(spark, control_dir, layout))
+        frames.append(control_frame(spark, control_dir, layout, then=route))
     union = functools.reduce(lambda a, b: a.union(b), frames)
-    sequenced = union.groupBy("s").transformWithStateInPandas(
-        statefulProcessor=SequencerProcessor(SequencerLogic(layout, jp.keying)), outputStructType=WIRE_DDL, outputMode="Append", timeMode="None"
-    )
     logic = bucket_logic(jp, chunk_rows=chunk_rows, key=key)
-    return sequenced.groupBy("b").transformWithStateInPandas(
-        statefulProcessor=JoinProcessor(logic), outputStructType=layout.out_ddl(), outputMode="Append", timeMode="None"
-    )
+    return union.groupBy("b").transformWithStateInPandas(statefulProcessor=JoinProcessor(logic), outputStructType=layout.out_ddl(), outputMode="Append", timeMode="None")
 
 
 def bucket_logic(jp: JoinPlan, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, key: bytes | None = None) -> BucketJoin:

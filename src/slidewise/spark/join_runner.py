@@ -56,6 +56,10 @@ from slidewise.spark.sinks import FILE_KINDS, BatchSink, FileOutputs, refuse_oth
 from slidewise.spark.state_codec import run_key
 
 #: ``--conf`` keys that are slidewise options, not Spark settings
+#: the join pipeline's shape, stored in its checkpoints (one stateful stage; earlier ones had two)
+JOIN_SETTINGS = {"stages": 1}
+#: the value of a setting in checkpoints written before it was stored
+_UNSTORED = {"stages": 2}
 OPTION_KEYS = {"slidewise.buckets": "buckets", "slidewise.maxFilesPerTrigger": "max_files_per_trigger"}
 
 
@@ -125,7 +129,7 @@ def start_spark(
     out, rejects = files.out_parts, files.rejects_parts
     with removed_on_error(root, temp):
         # inputs, schemas and the plan first: user errors need no JVM
-        meta = _checkpoint_meta(root, text, sources, opts.buckets or _partitions(spark, opts.conf), write=False)
+        meta = _checkpoint_meta(root, text, sources, opts.buckets or _partitions(spark, opts.conf), write=False, settings=JOIN_SETTINGS)
         outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None, "--rejects": rejects})
         jp = plan_join(
             q,
@@ -148,7 +152,7 @@ def start_spark(
 
             bound(jp.recipes)
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
-        _checkpoint_meta(root, text, sources, meta["buckets"], write=True, outputs=outputs)
+        _checkpoint_meta(root, text, sources, meta["buckets"], write=True, settings=JOIN_SETTINGS, outputs=outputs)
         frame = build_stream(session, jp, control_dir=str(root / "control"), ts_column=ts_column, chunk_rows=chunk_rows, max_files=opts.max_files, key=key)
         sink = BatchSink(
             jp.layout,
@@ -531,6 +535,12 @@ def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, writ
         if meta.get("query") != text:
             raise OptionError("this checkpoint belongs to another query", location=str(root), hint="use a new --checkpoint DIR for a new query")
         for key, value in settings.items():
+            if key == "stages" and meta.get(key, _UNSTORED[key]) != value:
+                raise OptionError(
+                    f"this checkpoint was written by a slidewise with {meta.get(key, _UNSTORED[key])} stateful stages per micro-batch, not {value}",
+                    location=str(root),
+                    hint="use a new --checkpoint DIR (its state cannot be carried over)",
+                )
             if key in meta and meta[key] != value:
                 raise OptionError(
                     f"this checkpoint was written with {key} {meta[key]}, not {value}",

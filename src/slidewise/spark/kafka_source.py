@@ -145,7 +145,7 @@ def has_connector(spark) -> bool:
         return False
 
 
-def topic_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str):
+def topic_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str, then=None):
     """Stream ``index`` (a topic) in the wire layout."""
     uri = KafkaURI.parse(recipe["uri"])
     if has_connector(spark):
@@ -162,8 +162,10 @@ def topic_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layou
     names = tuple(recipe["names"])
     if uri.format != "avro":
         raw = _text_columns(raw, names, uri.format)
+    from slidewise.spark.ingest import chained
+
     body = functools.partial(kafka_batches, stream=index, layout=layout, names=names, ts_column=ts_column, uri=recipe["uri"])
-    return raw.mapInArrow(body, WIRE_DDL)
+    return raw.mapInArrow(chained(body, then), WIRE_DDL)
 
 
 def _text_columns(raw, names: tuple[str, ...], fmt: str):

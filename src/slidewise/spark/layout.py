@@ -8,8 +8,9 @@ per stream and micro-batch instead of one row per tuple; the columnar join
 then works on the arrays directly. Wire columns:
 
 ====  =========  ============================================================
-k     tinyint    0 tuples chunk, 1 rejects chunk, 2 frontier marker, 3 end of input
-b     int        key bucket (set by the sequencer)
+k     tinyint    0 tuples chunk, 1 rejects chunk, 2 frontier marker, 3 end of input,
+                 4 segments, 5 routed tuples chunk (:mod:`slidewise.spark.route`)
+b     int        key bucket (set by the sequencer or the router)
 s     tinyint    stream index in FROM
 q     bigint     chunk: number of rows; marker: tuples admitted (bucket 0 only)
 t     bigint     marker: the stream's largest timestamp so far
@@ -47,6 +48,7 @@ from slidewise.plan.query import JoinQuery
 KIND_DDL = {"int": "bigint", "float": "double", "bool": "boolean", "str": "string", "tinyint": "tinyint"}
 KIND_NUMPY = {"int": np.int64, "float": np.float64, "bool": np.bool_, "str": object}
 TUPLE, REJECT, MARKER, EOF = 0, 1, 2, 3
+SEGMENT, ROUTED = 4, 5  # the one-stage join's rows (:mod:`slidewise.spark.route`)
 RESULT, STATS, ADMITTED = 0, 2, 3
 WIRE = (("k", "tinyint"), ("b", "int"), ("s", "tinyint"), ("q", "bigint"), ("t", "bigint"), ("p", "binary"))
 WIRE_DDL = ", ".join(f"{n} {t}" for n, t in WIRE)

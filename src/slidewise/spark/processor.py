@@ -1,6 +1,6 @@
-"""The two ``StatefulProcessor`` s of the Spark join — glue only.
+"""The ``StatefulProcessor`` s of the Spark pipelines — glue only.
 
-:class:`SequencerProcessor` (keyed by stream) runs
+:class:`SequencerProcessor` (keyed by stream; general plans) runs
 :class:`~slidewise.spark.sequencer.SequencerLogic`;
 :class:`JoinProcessor` (keyed by bucket) runs
 :class:`~slidewise.spark.bucket.BucketJoin`, the hosted slidewise operator
@@ -69,7 +69,7 @@ class SequencerProcessor(_Hosting):
 
 
 class JoinProcessor(_Hosting):
-    """Stage 2 (key: bucket): the hosted join operator over the bucket's tuples."""
+    """The join's one stateful stage (key: bucket): input order, late checks, the hosted join operator."""
 
     def init(self, handle) -> None:
         self.state = handle.getValueState("bucket", BUCKET_STATE)

@@ -1,4 +1,6 @@
-"""Stage 1 of the Spark join: per stream, input order, lateness, sequence numbers and key buckets.
+"""Stage 1 of Spark's general plans (and of :mod:`slidewise.spark.follow`): per stream, input order,
+lateness, sequence numbers and key buckets. (The Spark join does the same in its bucket stage:
+:mod:`slidewise.spark.route`.)
 
 Keyed by stream (one key per FROM stream), once per micro-batch. The stream's
 tuple chunks of the batch are unpacked and put in input order — (file, split
@@ -72,19 +74,7 @@ class SequencerLogic:
         ts = chunk["t"]
         prev = np.maximum.accumulate(np.concatenate(([mx], ts)))[:-1]
         late = (prev > NEG) & (ts < prev - info.lateness)
-        rejected = None
-        if late.any():
-            unit = f" {info.label}" if info.label else ""
-            reasons = [f"late by {d}{unit} (lateness {info.lateness})" for d in (prev[late] - ts[late]).tolist()]
-            attrs = list(info.kinds)
-            raw = rows_as_text({"ts": ts[late], **{a: chunk[a][late] for a in attrs}}).to_pylist()
-            o = chunk["o"][late]
-            rejected = {
-                "file": np.asarray(chunk["files"], dtype=object)[chunk["fi"][late]],
-                "line": chunk["q"][late] + 1 + np.where(o == 0, info.header_lines, 0),
-                "reason": np.asarray(reasons, dtype=object),
-                "raw": np.asarray(raw, dtype=object),
-            }
+        rejected = late_rejects(info, chunk, prev, late) if late.any() else None
         ok = ~late
         m = int(ok.sum())
         new_mx = max(mx, int(ts.max())) if len(ts) else mx
@@ -110,3 +100,19 @@ class SequencerLogic:
                 )
         rows += [{"k": MARKER, "b": b, "s": stream, "t": new_mx, "q": m if b == 0 else 0} for b in range(self.keying.buckets)]
         return new_mx, nx + m, rejected, rows
+
+
+def late_rejects(info, chunk: dict, prev: np.ndarray, late: np.ndarray) -> dict:
+    """Rejects (file URI, line, reason, row) of the tuples ``late`` of a scanned chunk; ``prev``:
+    each tuple's largest timestamp before it."""
+    ts = chunk["t"]
+    unit = f" {info.label}" if info.label else ""
+    reasons = [f"late by {d}{unit} (lateness {info.lateness})" for d in (prev[late] - ts[late]).tolist()]
+    raw = rows_as_text({"ts": ts[late], **{a: chunk[a][late] for a in info.kinds}}).to_pylist()
+    o = chunk["o"][late]
+    return {
+        "file": np.asarray(chunk["files"], dtype=object)[chunk["fi"][late]],
+        "line": chunk["q"][late] + 1 + np.where(o == 0, info.header_lines, 0),
+        "reason": np.asarray(reasons, dtype=object),
+        "raw": np.asarray(raw, dtype=object),
+    }
