@@ -175,15 +175,25 @@ class Service:
 
 
 def serve(service: Service, host: str, port: int) -> None:
-    """Run the API over ``service`` under uvicorn until SIGINT / SIGTERM, then stop and save."""
+    """Run the API over ``service`` under uvicorn until SIGINT / SIGTERM, then stop and save (exit status 0)."""
     import uvicorn
 
     from slidewise.serve.app import make_app
 
-    server = uvicorn.Server(uvicorn.Config(make_app(service), host=host, port=port, log_level="warning", timeout_graceful_shutdown=2))
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:  # a graceful stop: the signal is not raised again afterwards
+            super().handle_exit(sig, frame)
+            self._captured_signals.clear()
+
+    server = Server(uvicorn.Config(make_app(service), host=host, port=port, log_level="warning", timeout_graceful_shutdown=2))
     service.start()
     print(f"slidewise: serving on http://{host}:{port}", file=sys.stderr, flush=True)
     try:
         server.run()
+    except SystemExit:  # uvicorn could not bind (it logged why)
+        pass
     finally:
         service.stop()
+    if not server.started:
+        raise OptionError(f"cannot listen on {host}:{port}", hint="is the port taken? choose another --port")
+    print("slidewise: stopped" + (f" (state kept in {service.state})" if service.state else ""), file=sys.stderr, flush=True)
