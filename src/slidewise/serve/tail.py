@@ -16,7 +16,7 @@ from pathlib import Path
 from slidewise.errors import SourceError
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources import open_source
-from slidewise.runtime.sources.source import _format_of
+from slidewise.runtime.sources.source import format_of
 
 __all__ = ["Tail"]
 
@@ -24,11 +24,11 @@ __all__ = ["Tail"]
 class Tail:
     """Stream ``name`` read from ``path`` (a file or a directory of files of one schema)."""
 
-    def __init__(self, name: str, path: str | Path, *, ts_column: str = "ts", ts_unit: str = "auto", offsets: dict[str, int] | None = None):
+    def __init__(self, name: str, path: str | Path, *, ts_column: str = "ts", ts_unit: str = "auto", offsets: dict[str, list[int]] | None = None):
         self.name, self.path, self.ts_column = name, Path(path), ts_column
         first = open_source(name, self.path, ts_column=ts_column, ts_unit=ts_unit)  # the schema and unit, from what exists now
         self.kinds, self.ts_unit = dict(first.kinds), first.ts_unit
-        self.pos: dict[str, int] = dict(offsets or {})
+        self.pos: dict[str, list[int]] = {f: list(v) for f, v in (offsets or {}).items()}  # file -> [bytes, lines] read
         self.headers: dict[str, bytes] = {}
         self.rejects = Rejects()
         self.rows = 0
@@ -36,10 +36,11 @@ class Tail:
     def files(self) -> list[Path]:
         if not self.path.is_dir():
             return [self.path]
-        return sorted(p for p in self.path.iterdir() if p.is_file() and not p.name.startswith((".", "_")) and _format_of(p) in ("csv", "json"))
+        return sorted(p for p in self.path.iterdir() if p.is_file() and not p.name.startswith((".", "_")) and format_of(p) in ("csv", "json"))
 
-    def offsets(self) -> dict[str, int]:
-        return dict(self.pos)
+    def offsets(self) -> dict[str, list[int]]:
+        """File -> [bytes, lines] read so far (``offsets=`` of a restarted tail)."""
+        return {f: list(v) for f, v in self.pos.items()}
 
     def poll(self, append) -> int:
         """Read what was appended since the last poll; ``append(stream, ts, cols)`` each chunk; rows read."""
@@ -51,7 +52,7 @@ class Tail:
 
     def _poll_file(self, f: Path, append) -> int:
         key = str(f)
-        start = self.pos.get(key, 0)
+        start, consumed = self.pos.get(key, (0, 0))
         try:
             with open(f, "rb") as fh:
                 fh.seek(start)
@@ -62,7 +63,7 @@ class Tail:
         if end == 0:
             return 0
         body = data[:end]
-        csv = _format_of(f) == "csv"
+        csv = format_of(f) == "csv"
         if csv:
             if start == 0:
                 cut = body.find(b"\n") + 1
@@ -71,15 +72,19 @@ class Tail:
                 with open(f, "rb") as fh:
                     self.headers[key] = fh.readline()
             body = self.headers[key] + body if body else b""
-        self.pos[key] = start + end
+        self.pos[key] = [start + end, consumed + data.count(b"\n", 0, end)]
         if not body.strip() or (csv and body == self.headers[key]):
             return 0
+        rejects, rows = Rejects(), 0
         with tempfile.TemporaryDirectory(prefix="slidewise-tail-") as tmp:
             piece = Path(tmp) / ("new.csv" if csv else "new.jsonl")
             piece.write_bytes(body)
-            source = open_source(self.name, piece, ts_column=self.ts_column, ts_unit=self.ts_unit, schema=self.kinds, rejects=self.rejects)
-            rows = 0
+            source = open_source(self.name, piece, ts_column=self.ts_column, ts_unit=self.ts_unit, schema=self.kinds, rejects=rejects)
             for chunk in source.chunks():
                 append(self.name, chunk.ts, {a: chunk.cols[a] for a in self.kinds})
                 rows += len(chunk)
+        if rejects.total:  # the piece's lines as the file's (a CSV piece repeats the header as its line 1)
+            shift = consumed - (1 if csv and start else 0)
+            t = rejects.table()
+            self.rejects.add_many(self.name, key, t["line"].to_numpy() + shift, t["reason"].combine_chunks(), t["row"].combine_chunks())
         return rows

@@ -133,7 +133,8 @@ def _readers(spec) -> list:
     )
 
 
-def _format_of(path: Path) -> str | None:
+def format_of(path: Path) -> str | None:
+    """The format (``csv``, ``json``, ``parquet``) of a file by its name (None: not a data file)."""
     name = path.name.lower()
     for comp in _COMPRESSIONS:
         if name.endswith(comp):
@@ -156,7 +157,7 @@ def _path_readers(path: Path) -> list:
             entries = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_")))
         except OSError as e:
             raise SourceError(f"cannot list directory: {e.strerror or e}", location=str(path), hint="check its permissions") from None
-        files = [p for p in entries if _format_of(p)]
+        files = [p for p in entries if format_of(p)]
         if not files:
             raise SourceError("directory holds no data files", location=str(path), hint=_EXT_HINT)
         return [_file_reader(p) for p in files]
@@ -164,7 +165,7 @@ def _path_readers(path: Path) -> list:
 
 
 def _file_reader(path: Path):
-    fmt = _format_of(path)
+    fmt = format_of(path)
     if fmt is None:
         raise SourceError(f"unknown file type {path.suffix or '(no extension)'!r}", location=str(path), hint=_EXT_HINT)
     return {"csv": _CsvReader, "json": _JsonReader, "parquet": _ParquetReader}[fmt](path)
