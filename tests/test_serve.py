@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import urllib.request
 import warnings
 
 import pytest
@@ -134,6 +135,8 @@ def test_client_against_a_live_server(source):
         got = wait_for(lambda: client.results("q", after=1))
         assert got[0]["seq"] == 2 and client.queries()[0]["name"] == "q"
         assert client.query(ONCE)["rows"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/queries/q/results?after=0&follow=1", timeout=10) as stream:
+            assert json.loads(stream.readline())["seq"] == 1  # streamed while connected
         client.remove("q")
         assert client.stats()["queries"] == {}
     finally:
@@ -164,3 +167,10 @@ def test_a_directory_of_growing_files_and_rejects_with_their_file_lines(tmp_path
     assert [(r["file"], r["line"], r["row"]) for r in rejected] == [(str(folder / "a.csv"), 7, "600,1,oops")]
     assert "bytes" in rejected[0]["reason"]
     assert tail.offsets()[str(folder / "b.csv")] == [len("ts,src,bytes\n" + rows(10, 12)), 3]
+
+
+def test_the_status_page_is_served(source):
+    c = TestClient(make_app(Service({"S": str(source)}, 1000, 4, ts_unit="raw")))
+    page = c.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert '<canvas id="chart"' in page.text and 'fetch("/stats")' in page.text

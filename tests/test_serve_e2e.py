@@ -113,3 +113,28 @@ def test_serve_without_the_extra_names_it(monkeypatch, tmp_path, capsys):
     source.write_text("ts,a\n1,2\n")
     assert main(["serve", "--source", f"S={source}", "--port", "1"]) == 2
     assert capsys.readouterr().err == "slidewise: error: slidewise serve needs uvicorn, which is not installed (hint: pip install 'slidewise[serve]')\n"
+
+
+CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if os.path.exists(p)), None)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (/usr/bin/chromium): the status page is not loaded in a browser")
+def test_status_page_in_headless_chromium(tmp_path):
+    source, state = tmp_path / "s.csv", tmp_path / "state"
+    source.write_text("ts,src,bytes\n" + rows(0, 30))
+    port = free_port()
+    proc = start(source, state, port)
+    try:
+        client = Client(f"http://127.0.0.1:{port}", timeout=10)
+        wait_for(client.stats)
+        client.register("sums", SUM)
+        with open(source, "a") as fh:
+            fh.write(rows(30, 60))
+        wait_for(lambda: client.results("sums"))
+        cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000", "--dump-dom", f"http://127.0.0.1:{port}/"]
+        dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    finally:
+        stop(proc)
+    assert '<tr class="query"><td>sums</td>' in dom
+    points = int(dom.split('data-points="')[1].split('"')[0])
+    assert points >= 1  # the chart drew throughput points

@@ -2,17 +2,19 @@
 
 Errors are JSON ``{"error": message}``: 400 for malformed JSON, missing fields and bad queries (the
 parser's message), 404 for an unknown query, 409 for a taken name; never a 500 for bad input.
+``GET /`` is the status page.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from importlib import resources
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from slidewise.errors import SlidewiseError
@@ -22,6 +24,9 @@ if TYPE_CHECKING:
     from slidewise.serve.service import Service
 
 __all__ = ["make_app"]
+
+#: the status page (``GET /``): the queries, a throughput chart and a chosen query's latest answers, polling /stats
+PAGE = resources.files("slidewise.serve").joinpath("page.html").read_text()
 
 
 class BadRequest(Exception):
@@ -123,6 +128,9 @@ def make_app(service: Service) -> Starlette:
     async def stats(request: Request) -> Response:
         return JSONResponse(service.stats())
 
+    async def page(request: Request) -> Response:
+        return HTMLResponse(PAGE)
+
     routes = [
         Route("/queries", guard(register), methods=["POST"]),
         Route("/queries", guard(queries), methods=["GET"]),
@@ -130,5 +138,6 @@ def make_app(service: Service) -> Starlette:
         Route("/queries/{name}/results", guard(results), methods=["GET"]),
         Route("/query", guard(one_time), methods=["POST"]),
         Route("/stats", guard(stats), methods=["GET"]),
+        Route("/", page, methods=["GET"]),
     ]
     return Starlette(routes=routes)

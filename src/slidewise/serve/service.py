@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from slidewise.errors import OptionError, SlidewiseError
+from slidewise.errors import ExecutionError, OptionError, SlidewiseError
 from slidewise.manager.core import QueryManager
 from slidewise.runtime.outputs import write_atomic
 from slidewise.serve.tail import Tail
@@ -63,7 +63,12 @@ class Service:
             self.state.mkdir(parents=True, exist_ok=True)
             (self.state / "results").mkdir(exist_ok=True)
             if (self.state / "offsets.json").exists():
-                offsets = json.loads((self.state / "offsets.json").read_text())
+                try:
+                    offsets = json.loads((self.state / "offsets.json").read_text())
+                except (OSError, ValueError) as e:
+                    raise ExecutionError(
+                        f"cannot read the sources' offsets {self.state / 'offsets.json'}: {e}", hint="delete it to read the sources from their start"
+                    ) from None
         self.tails = {name: Tail(name, path, ts_column=ts_column, ts_unit=ts_unit, offsets=offsets.get(name)) for name, path in sources.items()}
         self.qm = QueryManager({name: tail.kinds for name, tail in self.tails.items()}, t, n, isolation=isolation, scheduling=scheduling)
         self.poll = poll
