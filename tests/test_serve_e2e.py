@@ -138,3 +138,20 @@ def test_status_page_in_headless_chromium(tmp_path):
     assert '<tr class="query"><td>sums</td>' in dom
     points = int(dom.split('data-points="')[1].split('"')[0])
     assert points >= 1  # the chart drew throughput points
+
+
+def test_a_taken_port_is_one_error(tmp_path, capsys):
+    from slidewise.cli import main
+
+    source = tmp_path / "s.csv"
+    source.write_text("ts,a\n1,2\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--source", f"S={source}", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"slidewise: error: cannot listen on 127.0.0.1:{port}: Address already in use") and err.endswith(
+        "(hint: is the port taken? choose another --port)\n"
+    )
+    assert err.count("\n") == 1

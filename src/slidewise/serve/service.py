@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -190,15 +191,17 @@ def serve(service: Service, host: str, port: int) -> None:
             super().handle_exit(sig, frame)
             self._captured_signals.clear()
 
-    server = Server(uvicorn.Config(make_app(service), host=host, port=port, log_level="warning", timeout_graceful_shutdown=2))
+    try:  # bound here: a taken port is one error, and the address printed is the one listened on
+        sock = socket.create_server((host, port))
+    except OSError as e:
+        raise OptionError(f"cannot listen on {host}:{port}: {e.strerror or e}", hint="is the port taken? choose another --port") from None
+    server = Server(uvicorn.Config(make_app(service), log_level="warning", timeout_graceful_shutdown=2))
     service.start()
+    host, port = sock.getsockname()[:2]
     print(f"slidewise: serving on http://{host}:{port}", file=sys.stderr, flush=True)
     try:
-        server.run()
-    except SystemExit:  # uvicorn could not bind (it logged why)
-        pass
+        server.run(sockets=[sock])
     finally:
         service.stop()
-    if not server.started:
-        raise OptionError(f"cannot listen on {host}:{port}", hint="is the port taken? choose another --port")
+        sock.close()
     print("slidewise: stopped" + (f" (state kept in {service.state})" if service.state else ""), file=sys.stderr, flush=True)
