@@ -174,3 +174,20 @@ def test_the_status_page_is_served(source):
     page = c.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert '<canvas id="chart"' in page.text and 'fetch("/stats")' in page.text
+
+
+def test_parquet_and_compressed_files_are_read_whole_once(tmp_path):
+    import gzip
+
+    import pandas as pd
+
+    from slidewise.serve.tail import Tail
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    pd.DataFrame({"ts": [0, 100], "src": [1, 2], "bytes": [5, 6]}).to_parquet(folder / "a.parquet")
+    tail, got = Tail("S", folder, ts_unit="raw"), []
+    assert tail.poll(lambda s, ts, cols: got.extend(ts.tolist())) == 2
+    (folder / "b.csv.gz").write_bytes(gzip.compress(("ts,src,bytes\n" + rows(3, 5)).encode()))
+    assert tail.poll(lambda s, ts, cols: got.extend(ts.tolist())) == 2 and tail.poll(lambda *a: None) == 0
+    assert got == [0, 100, 300, 400]

@@ -4,7 +4,7 @@ A :class:`Tail` follows one ``--source NAME=PATH|DIR``: each :meth:`~Tail.poll` 
 lines appended to each file since the last poll (a directory's files in name order, new files as
 they appear) with the local engine's readers (:func:`~slidewise.runtime.sources.open_source` over
 the new lines, the first read's schema and timestamp unit declared) and appends them to the
-manager. Offsets (:meth:`~Tail.offsets`) let a restarted service go on where it stopped. Rejected
+manager; Parquet and compressed files are read whole once, when they appear. Offsets (:meth:`~Tail.offsets`) let a restarted service go on where it stopped. Rejected
 rows are counted and their first reasons kept (:attr:`Tail.rejects`).
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from slidewise.errors import SourceError
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources import open_source
-from slidewise.runtime.sources.source import format_of
+from slidewise.runtime.sources.source import COMPRESSIONS, format_of
 
 __all__ = ["Tail"]
 
@@ -36,7 +36,7 @@ class Tail:
     def files(self) -> list[Path]:
         if not self.path.is_dir():
             return [self.path]
-        return sorted(p for p in self.path.iterdir() if p.is_file() and not p.name.startswith((".", "_")) and format_of(p) in ("csv", "json"))
+        return sorted(p for p in self.path.iterdir() if p.is_file() and not p.name.startswith((".", "_")) and format_of(p))
 
     def offsets(self) -> dict[str, list[int]]:
         """File -> [bytes, lines] read so far (``offsets=`` of a restarted tail)."""
@@ -52,6 +52,8 @@ class Tail:
 
     def _poll_file(self, f: Path, append) -> int:
         key = str(f)
+        if format_of(f) == "parquet" or f.name.lower().endswith(COMPRESSIONS):  # not appended to: read whole once
+            return self._read_whole(f, append) if key not in self.pos else 0
         start, consumed = self.pos.get(key, (0, 0))
         try:
             with open(f, "rb") as fh:
@@ -87,4 +89,13 @@ class Tail:
             shift = consumed - (1 if csv and start else 0)
             t = rejects.table()
             self.rejects.add_many(self.name, key, t["line"].to_numpy() + shift, t["reason"].combine_chunks(), t["row"].combine_chunks())
+        return rows
+
+    def _read_whole(self, f: Path, append) -> int:
+        source = open_source(self.name, f, ts_column=self.ts_column, ts_unit=self.ts_unit, schema=self.kinds, rejects=self.rejects)
+        rows = 0
+        for chunk in source.chunks():
+            append(self.name, chunk.ts, {a: chunk.cols[a] for a in self.kinds})
+            rows += len(chunk)
+        self.pos[str(f)] = [f.stat().st_size, 0]
         return rows

@@ -21,7 +21,8 @@ from slidewise.runtime.sources.text import _CsvReader, _JsonReader
 
 #: File extension -> format. Text formats may also be compressed (``.csv.gz`` ...).
 FORMATS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json", ".parquet": "parquet"}
-_COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
+#: Compressed text files end in one of these (after the format's extension).
+COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
 
 
 def open_stream(name: str, spec, opts: RunOptions) -> Source:
@@ -136,7 +137,7 @@ def _readers(spec) -> list:
 def format_of(path: Path) -> str | None:
     """The format (``csv``, ``json``, ``parquet``) of a file by its name (None: not a data file)."""
     name = path.name.lower()
-    for comp in _COMPRESSIONS:
+    for comp in COMPRESSIONS:
         if name.endswith(comp):
             name = name[: -len(comp)]
             break
