@@ -191,3 +191,15 @@ def test_parquet_and_compressed_files_are_read_whole_once(tmp_path):
     (folder / "b.csv.gz").write_bytes(gzip.compress(("ts,src,bytes\n" + rows(3, 5)).encode()))
     assert tail.poll(lambda s, ts, cols: got.extend(ts.tolist())) == 2 and tail.poll(lambda *a: None) == 0
     assert got == [0, 100, 300, 400]
+
+
+def test_a_header_only_file_with_declared_columns(tmp_path):
+    from slidewise.serve.tail import Tail
+
+    path = tmp_path / "s.csv"
+    path.write_text("ts,src,bytes\n")
+    tail, got = Tail("S", path, ts_unit="raw", schema={"src": "int", "bytes": "int"}), []
+    assert tail.kinds == {"src": "int", "bytes": "int"} and tail.poll(lambda *a: None) == 0
+    with open(path, "a") as fh:
+        fh.write(rows(0, 3))
+    assert tail.poll(lambda s, ts, cols: got.append(cols["bytes"].tolist())) == 3 and got == [[0, 1, 2]]

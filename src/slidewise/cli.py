@@ -225,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--sub-windows", type=_positive, default=60, metavar="N", help="sub-windows per window (default 60): RANGE up to N*T-1")
     sv.add_argument("--ts-column", default=DEFAULTS.ts_column, help=f"timestamp column (default {DEFAULTS.ts_column})")
     sv.add_argument("--ts-unit", default=DEFAULTS.ts_unit, choices=TS_UNITS, help=f"timestamp unit (default {DEFAULTS.ts_unit})")
+    sv.add_argument("--schema", action="append", metavar="NAME=col:type,...", help="declared column types of a stream (repeatable; as for run)")
     sv.add_argument("--isolation", default="ttu", choices=ISOLATIONS, help="concurrency control of slides and scans (default ttu)")
     sv.add_argument("--scheduling", default="hybrid-late-pending", choices=SCHEDULERS, help="periodic scheduler (default hybrid-late-pending)")
     sv.set_defaults(func=cmd_serve)

@@ -417,6 +417,7 @@ def cmd_serve(args) -> int:
         state=args.state,
         ts_column=args.ts_column,
         ts_unit=args.ts_unit,
+        schemas=parse_schema_option(args.schema),
         isolation=args.isolation,
         scheduling=args.scheduling,
     )

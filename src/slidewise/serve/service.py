@@ -52,6 +52,7 @@ class Service:
         state: str | Path | None = None,
         ts_column: str = "ts",
         ts_unit: str = "auto",
+        schemas: dict[str, dict[str, str]] | None = None,
         isolation: str = "ttu",
         scheduling: str = "hybrid-late-pending",
         poll: float = 0.2,
@@ -70,7 +71,9 @@ class Service:
                     raise ExecutionError(
                         f"cannot read the sources' offsets {self.state / 'offsets.json'}: {e}", hint="delete it to read the sources from their start"
                     ) from None
-        self.tails = {name: Tail(name, path, ts_column=ts_column, ts_unit=ts_unit, offsets=offsets.get(name)) for name, path in sources.items()}
+        self.tails = {
+            name: Tail(name, path, ts_column=ts_column, ts_unit=ts_unit, schema=(schemas or {}).get(name), offsets=offsets.get(name)) for name, path in sources.items()
+        }
         self.qm = QueryManager({name: tail.kinds for name, tail in self.tails.items()}, t, n, isolation=isolation, scheduling=scheduling)
         self.poll = poll
         self.stopping = False

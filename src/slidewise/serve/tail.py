@@ -24,9 +24,18 @@ __all__ = ["Tail"]
 class Tail:
     """Stream ``name`` read from ``path`` (a file or a directory of files of one schema)."""
 
-    def __init__(self, name: str, path: str | Path, *, ts_column: str = "ts", ts_unit: str = "auto", offsets: dict[str, list[int]] | None = None):
+    def __init__(
+        self,
+        name: str,
+        path: str | Path,
+        *,
+        ts_column: str = "ts",
+        ts_unit: str = "auto",
+        schema: dict[str, str] | None = None,
+        offsets: dict[str, list[int]] | None = None,
+    ):
         self.name, self.path, self.ts_column = name, Path(path), ts_column
-        first = open_source(name, self.path, ts_column=ts_column, ts_unit=ts_unit)  # the schema and unit, from what exists now
+        first = open_source(name, self.path, ts_column=ts_column, ts_unit=ts_unit, schema=schema)  # the schema and unit, from what exists now
         self.kinds, self.ts_unit = dict(first.kinds), first.ts_unit
         self.pos: dict[str, list[int]] = {f: list(v) for f, v in (offsets or {}).items()}  # file -> [bytes, lines] read
         self.headers: dict[str, bytes] = {}
