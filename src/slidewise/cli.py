@@ -6,9 +6,19 @@ import argparse
 import logging
 import sys
 
-from slidewise.commands import cmd_algorithms, cmd_archive, cmd_calibrate, cmd_demo, cmd_explain, cmd_generate, cmd_run, cmd_run_many
+from slidewise.commands import cmd_algorithms, cmd_archive, cmd_calibrate, cmd_demo, cmd_explain, cmd_generate, cmd_run, cmd_run_many, cmd_serve
 from slidewise.errors import SlidewiseError, require_extra
 from slidewise.options import DEFAULTS, STRATEGIES, TS_UNITS
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def _add_query_argument(p: argparse.ArgumentParser) -> None:
@@ -204,6 +214,23 @@ def build_parser() -> argparse.ArgumentParser:
     ai = arsub.add_parser("info", help="the archive's layout, current time, rows per sub-index and live files, as JSON")
     ai.add_argument("dir", metavar="DIR")
     ar.set_defaults(func=cmd_archive)
+
+    from slidewise.manager.scheduling import POLICIES as SCHEDULERS
+    from slidewise.manager.transactions import POLICIES as ISOLATIONS
+
+    sv = sub.add_parser("serve", help="run the live query manager as an HTTP JSON service (the serve extra)")
+    sv.add_argument("--source", action="append", metavar="NAME=PATH|DIR", help="a growing file or directory as stream NAME (repeatable)")
+    sv.add_argument("--port", type=int, required=True, help="TCP port to listen on")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    sv.add_argument("--state", metavar="DIR", help="keep queries, answers and read offsets here; a restart with it resumes them")
+    sv.add_argument("--sub-window", type=_positive, default=1000, metavar="T", help="sub-window length in time units (default 1000)")
+    sv.add_argument("--sub-windows", type=_positive, default=60, metavar="N", help="sub-windows per window (default 60): RANGE up to N*T-1")
+    sv.add_argument("--ts-column", default=DEFAULTS.ts_column, help=f"timestamp column (default {DEFAULTS.ts_column})")
+    sv.add_argument("--ts-unit", default=DEFAULTS.ts_unit, choices=TS_UNITS, help=f"timestamp unit (default {DEFAULTS.ts_unit})")
+    sv.add_argument("--schema", action="append", metavar="NAME=col:type,...", help="declared column types of a stream (repeatable; as for run)")
+    sv.add_argument("--isolation", default="ttu", choices=ISOLATIONS, help="concurrency control of slides and scans (default ttu)")
+    sv.add_argument("--scheduling", default="hybrid-late-pending", choices=SCHEDULERS, help="periodic scheduler (default hybrid-late-pending)")
+    sv.set_defaults(func=cmd_serve)
 
     a = sub.add_parser("algorithms", help="list the join algorithms")
     a.set_defaults(func=cmd_algorithms)

@@ -1,4 +1,4 @@
-"""The ``slidewise`` commands' handlers: run, run-many, demo, explain, generate, calibrate, archive, algorithms.
+"""The ``slidewise`` commands' handlers: run, run-many, demo, explain, generate, calibrate, archive, serve, algorithms.
 
 :mod:`slidewise.cli` builds the parser and dispatches to these; each takes
 the parsed arguments and returns the exit status.
@@ -415,4 +415,26 @@ def cmd_algorithms(args) -> int:
 
     for name, cls in algorithms().items():
         print(f"{name:<22} {cls.summary}")
+    return 0
+
+
+def cmd_serve(args) -> int:
+    """``slidewise serve``: the live query manager behind an HTTP JSON API until SIGINT / SIGTERM."""
+    require_extra("serve", "slidewise serve")
+    from slidewise.serve.service import Service, serve
+
+    if not 0 <= args.port < 65536:
+        raise OptionError(f"--port {args.port} is not a TCP port", hint="use 1 to 65535 (0: any free port)")
+    service = Service(
+        _sources(args.source or []),
+        args.sub_window,
+        args.sub_windows,
+        state=args.state,
+        ts_column=args.ts_column,
+        ts_unit=args.ts_unit,
+        schemas=parse_schema_option(args.schema),
+        isolation=args.isolation,
+        scheduling=args.scheduling,
+    )
+    serve(service, args.host, args.port)
     return 0

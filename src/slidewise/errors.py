@@ -75,7 +75,13 @@ class CheckpointError(SlidewiseError):
 
 
 #: the optional extras of ``pip install 'slidewise[...]'`` and the modules each provides
-EXTRAS = {"spark": ("pyspark", "google.protobuf"), "bench": ("duckdb", "matplotlib", "psutil"), "kafka": ("kafka", "fastavro"), "sketches": ("datasketches",)}
+EXTRAS = {
+    "spark": ("pyspark", "google.protobuf"),
+    "bench": ("duckdb", "matplotlib", "psutil"),
+    "kafka": ("kafka", "fastavro"),
+    "sketches": ("datasketches",),
+    "serve": ("starlette", "uvicorn"),
+}
 
 
 def require_extra(extra: str, what: str) -> None:

@@ -21,7 +21,8 @@ from slidewise.runtime.sources.text import _CsvReader, _JsonReader
 
 #: File extension -> format. Text formats may also be compressed (``.csv.gz`` ...).
 FORMATS = {".csv": "csv", ".jsonl": "json", ".ndjson": "json", ".json": "json", ".parquet": "parquet"}
-_COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
+#: Compressed text files end in one of these (after the format's extension).
+COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
 
 
 def open_stream(name: str, spec, opts: RunOptions) -> Source:
@@ -134,9 +135,10 @@ def _readers(spec) -> list:
     )
 
 
-def _format_of(path: Path) -> str | None:
+def format_of(path: Path) -> str | None:
+    """The format (``csv``, ``json``, ``parquet``) of a file by its name (None: not a data file)."""
     name = path.name.lower()
-    for comp in _COMPRESSIONS:
+    for comp in COMPRESSIONS:
         if name.endswith(comp):
             name = name[: -len(comp)]
             break
@@ -157,7 +159,7 @@ def _path_readers(path: Path) -> list:
             entries = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "_")))
         except OSError as e:
             raise SourceError(f"cannot list directory: {e.strerror or e}", location=str(path), hint="check its permissions") from None
-        files = [p for p in entries if _format_of(p)]
+        files = [p for p in entries if format_of(p)]
         if not files:
             raise SourceError("directory holds no data files", location=str(path), hint=_EXT_HINT)
         return [_file_reader(p) for p in files]
@@ -165,7 +167,7 @@ def _path_readers(path: Path) -> list:
 
 
 def _file_reader(path: Path):
-    fmt = _format_of(path)
+    fmt = format_of(path)
     if fmt is None:
         raise SourceError(f"unknown file type {path.suffix or '(no extension)'!r}", location=str(path), hint=_EXT_HINT)
     return {"csv": _CsvReader, "json": _JsonReader, "parquet": _ParquetReader}[fmt](path)
