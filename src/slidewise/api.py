@@ -126,9 +126,6 @@ def _run_archived(query, sources, opts: RunOptions, archive: dict, *, engine: st
 
     if engine != "local":
         raise OptionError("--archive works with the local engine only", hint="run with --engine local, or read the Spark results into an archive from Python")
-    unknown = sorted(set(archive) - {"archive", "archive_key", "archive_lifetime", "archive_every", "archive_variant", "archive_n"})
-    if unknown:
-        raise OptionError(f"unknown option {unknown[0]!r}", hint="archive options: archive, archive_key, archive_lifetime, archive_every, archive_variant, archive_n")
     check_run(
         sources,
         rest.get("tables"),
@@ -136,14 +133,7 @@ def _run_archived(query, sources, opts: RunOptions, archive: dict, *, engine: st
         directories=("--archive",),
         formats={"--out": sink_format},
     )
-    writer = ArchiveWriter(
-        archive["archive"],
-        key=archive.get("archive_key") or "",
-        lifetime=archive.get("archive_lifetime"),
-        every=archive.get("archive_every"),
-        variant=archive.get("archive_variant") or "rebuild",
-        n=archive.get("archive_n") or 16,
-    )
+    writer = ArchiveWriter.from_options(archive)
     sink = open_sink(opts.out) if opts.out is not None else None
 
     def deliver(frame):
