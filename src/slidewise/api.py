@@ -81,7 +81,9 @@ def run(
     """
     archive = {k: options.pop(k) for k in list(options) if k.startswith("archive")}
     opts, operator_options = RunOptions.split(run_options, options)
-    if archive.get("archive") is not None:
+    if archive.get("archive") is not None and engine == "spark":
+        operator_options["archive"] = archive  # written per micro-batch by the Spark sinks
+    elif archive.get("archive") is not None:
         return _run_archived(query, sources, opts, archive, algorithm=algorithm, order=order, engine=engine, tables=tables, **operator_options)
     tables = dict(tables or {})
     if opts.schemas:
@@ -99,8 +101,8 @@ def run(
     check_run(
         sources,
         tables,
-        {"--out": opts.out, "--rejects": opts.rejects},
-        directories=("--out", "--rejects") if engine == "spark" else (),
+        {"--out": opts.out, "--rejects": opts.rejects, "--archive": archive.get("archive")},
+        directories=("--out", "--rejects", "--archive") if engine == "spark" else (),
         formats={} if engine == "spark" else {"--out": sink_format},
     )
     q = query if isinstance(query, (JoinQuery, WJoinQuery, Plan)) else load_any(query, tables)
@@ -118,14 +120,12 @@ def run(
 
 
 def _run_archived(query, sources, opts: RunOptions, archive: dict, *, engine: str, **rest) -> RunResult:
-    """A run whose results also go to an archive (:class:`slidewise.archive.sink.ArchiveWriter`), and to ``out`` if given."""
+    """A local run whose results also go to an archive (:class:`slidewise.archive.sink.ArchiveWriter`), and to ``out`` if given."""
     import dataclasses
 
     from slidewise.archive.sink import ArchiveWriter
     from slidewise.runtime.sinks import open_sink
 
-    if engine != "local":
-        raise OptionError("--archive works with the local engine only", hint="run with --engine local, or read the Spark results into an archive from Python")
     check_run(
         sources,
         rest.get("tables"),
