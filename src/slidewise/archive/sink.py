@@ -31,7 +31,6 @@ from slidewise.archive.index import Archive
 from slidewise.archive.layout import Layout
 from slidewise.errors import ExecutionError, OptionError
 
-
 #: the ``archive*`` keywords of :func:`slidewise.run` (the ``run --archive*`` options)
 OPTIONS = ("archive", "archive_key", "archive_lifetime", "archive_every", "archive_variant", "archive_n")
 

@@ -72,9 +72,7 @@ def sink_kind(out) -> str:
 class BatchSink:
     """``foreachBatch`` target: writes results and rejects, accumulates the run's counters."""
 
-    def __init__(
-        self, layout: Layout, *, out=None, collect: bool = False, rejects_dir: str | None = None, progress: bool = False, run_id: str = "", archive=None
-    ):
+    def __init__(self, layout: Layout, *, out=None, collect: bool = False, rejects_dir: str | None = None, progress: bool = False, run_id: str = "", archive=None):
         self.layout = layout
         self.names = list(layout.out_names)
         self.out = out
