@@ -148,6 +148,7 @@ def memory_child(spec: dict, send) -> dict:
 
     import pyarrow.parquet as pq
 
+    pa.set_memory_pool(pa.system_memory_pool())  # freed buffers go back to the OS at once (mimalloc / jemalloc keep them)
     rng = np.random.default_rng(spec["seed"])
     budget, slots, rate = spec["budget_mb"] * MB, spec["slots"], spec["rate"]
     archive = Archive.create(spec["dir"], key="k", variant=spec["variant"], n=spec["n"], every=EVERY, max_lifetime=slots * EVERY, row_group_rows=4096)
@@ -173,7 +174,7 @@ def memory_child(spec: dict, send) -> dict:
             for key in rng.integers(0, KEYS, 4):
                 probes += archive.probe(int(key)).num_rows >= 0
             probes += sum(1 for _ in archive.scan(10, 20)) >= 0
-        if j > 10 * slots:
+        if j > 4 * slots:
             break
     mem.stop()
     size = live_bytes()
@@ -190,7 +191,7 @@ def memory_child(spec: dict, send) -> dict:
 
 
 def run_memory_check(
-    out_dir: str | Path = "bench-results", *, budget_mb: int = 16, times: int = 10, variant: str = "rebuild", n: int = 64, slots: int = 64, after: int = 4
+    out_dir: str | Path = "bench-results", *, budget_mb: int = 8, times: int = 10, variant: str = "rebuild", n: int = 256, slots: int = 128, after: int = 4
 ) -> dict:
     """An archive of ``times`` x ``budget_mb`` of rows, updated and probed in a process whose peak RSS
     (above the ready process) must stay within ``budget_mb``; writes ``archive-memory.json``."""
