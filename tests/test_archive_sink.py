@@ -99,6 +99,9 @@ def test_cli_errors(tmp_path, capsys):
     assert "--archive-key needs --archive DIR" in capsys.readouterr().err
     assert main(["run", "SELECT A.k FROM A [RANGE 3]", *src, "--archive", str(tmp_path / "ar"), "--quiet"]) == 2
     assert "--archive needs --archive-key COL" in capsys.readouterr().err
+    spark = ["--engine", "spark", "--mode", "batch", "--archive", str(tmp_path / "ar"), "--archive-key", "A.k", "--quiet"]
+    assert main(["run", "SELECT * FROM A [RANGE 3]", *src, *spark]) == 2  # refused before a JVM starts
+    assert "--archive works with micro-batch streams and local runs, not with --mode batch" in capsys.readouterr().err
     assert main(["archive", "probe", str(tmp_path / "none"), "1"]) == 2
     assert "no archive here (manifest.json missing)" in capsys.readouterr().err
 
@@ -109,8 +112,6 @@ def test_rows_an_archive_cannot_hold(tmp_path):
         slidewise.run("SELECT * FROM A [RANGE 3] WHERE A.k = A.k", a, archive=tmp_path / "a1", archive_key="k")
     with pytest.raises(ExecutionError, match="this query retracts results"):
         slidewise.run("SELECT RSTREAM DISTINCT A.k FROM A [RANGE 1]", a, archive=tmp_path / "a2", archive_key="A.k", archive_lifetime="A.k")
-    with pytest.raises(OptionError, match="--archive works with the local engine only"):
-        slidewise.run("SELECT * FROM A [RANGE 3]", a, engine="spark", archive=tmp_path / "a3", archive_key="A.k")
 
 
 def test_micro_batches_enter_the_archive_exactly_once_across_a_restart(tmp_path):

@@ -191,7 +191,7 @@ def memory_child(spec: dict, send) -> dict:
 
 
 def run_memory_check(
-    out_dir: str | Path = "bench-results", *, budget_mb: int = 8, times: int = 10, variant: str = "rebuild", n: int = 256, slots: int = 128, after: int = 4
+    out_dir: str | Path = "bench-results", *, budget_mb: int = 8, times: int = 10, variant: str = "rebuild", n: int = 64, slots: int = 64, after: int = 4
 ) -> dict:
     """An archive of ``times`` x ``budget_mb`` of rows, updated and probed in a process whose peak RSS
     (above the ready process) must stay within ``budget_mb``; writes ``archive-memory.json``."""
