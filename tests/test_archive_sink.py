@@ -12,7 +12,7 @@ import pytest
 import slidewise
 from slidewise.archive import Archive
 from slidewise.cli import main
-from slidewise.errors import ExecutionError, OptionError
+from slidewise.errors import ExecutionError
 
 Q = "SELECT * FROM A [RANGE 30], B [RANGE 10] WHERE A.k = B.k"
 
