@@ -12,7 +12,7 @@ import pytest
 import slidewise
 from slidewise.archive import Archive
 from slidewise.cli import main
-from slidewise.errors import ExecutionError, OptionError
+from slidewise.errors import ExecutionError
 
 Q = "SELECT * FROM A [RANGE 30], B [RANGE 10] WHERE A.k = B.k"
 
@@ -99,6 +99,9 @@ def test_cli_errors(tmp_path, capsys):
     assert "--archive-key needs --archive DIR" in capsys.readouterr().err
     assert main(["run", "SELECT A.k FROM A [RANGE 3]", *src, "--archive", str(tmp_path / "ar"), "--quiet"]) == 2
     assert "--archive needs --archive-key COL" in capsys.readouterr().err
+    spark = ["--engine", "spark", "--mode", "batch", "--archive", str(tmp_path / "ar"), "--archive-key", "A.k", "--quiet"]
+    assert main(["run", "SELECT * FROM A [RANGE 3]", *src, *spark]) == 2  # refused before a JVM starts
+    assert "--archive works with micro-batch streams and local runs, not with --mode batch" in capsys.readouterr().err
     assert main(["archive", "probe", str(tmp_path / "none"), "1"]) == 2
     assert "no archive here (manifest.json missing)" in capsys.readouterr().err
 
@@ -109,5 +112,26 @@ def test_rows_an_archive_cannot_hold(tmp_path):
         slidewise.run("SELECT * FROM A [RANGE 3] WHERE A.k = A.k", a, archive=tmp_path / "a1", archive_key="k")
     with pytest.raises(ExecutionError, match="this query retracts results"):
         slidewise.run("SELECT RSTREAM DISTINCT A.k FROM A [RANGE 1]", a, archive=tmp_path / "a2", archive_key="A.k", archive_lifetime="A.k")
-    with pytest.raises(OptionError, match="--archive works with the local engine only"):
-        slidewise.run("SELECT * FROM A [RANGE 3]", a, engine="spark", archive=tmp_path / "a3", archive_key="A.k")
+
+
+def test_micro_batches_enter_the_archive_exactly_once_across_a_restart(tmp_path):
+    """ArchiveWriter.write_batch (the Spark engine's path): a writer reopened after a crash skips the
+    replayed batch, keeps the rows not yet due, and ends with the archive a local run writes."""
+    from slidewise.archive.sink import ArchiveWriter
+
+    r = slidewise.run(Q, _streams(), archive=tmp_path / "local", archive_key="A.k", archive_every=25)
+    batches = [r.results.iloc[ix] for ix in np.array_split(np.arange(len(r.results)), 6)]
+    first = ArchiveWriter(tmp_path / "ar", key="A.k", every=25)
+    for i in (0, 1):
+        assert first.write_batch(batches[i], i, "run-1")
+    state = Archive.open(tmp_path / "ar").manifest["writer"]
+    assert state["batch"] == 1 and state["pending"]  # rows not yet due are on disk
+    again = ArchiveWriter(tmp_path / "ar", key="A.k", every=25)  # the process was killed; Spark replays batch 1
+    assert not again.write_batch(batches[1], 1, "run-1")
+    for i in range(2, 6):
+        assert again.write_batch(batches[i], i, "run-1")
+    again.close()
+    got, want = Archive.open(tmp_path / "ar"), Archive.open(tmp_path / "local")
+    assert got.now == want.now and got.cell_rows() == want.cell_rows()
+    _same(want.read().to_pandas(), got.read().to_pandas())
+    assert ArchiveWriter(tmp_path / "ar", key="A.k").write_batch(batches[0].assign(ts=2000, exp=3000), 0, "run-2")  # another run's batch 0

@@ -82,7 +82,9 @@ def run(
     """
     archive = {k: options.pop(k) for k in list(options) if k.startswith("archive")}
     opts, operator_options = RunOptions.split(run_options, options)
-    if archive.get("archive") is not None:
+    if archive.get("archive") is not None and engine == "spark":
+        operator_options["archive"] = archive  # written per micro-batch by the Spark sinks
+    elif archive.get("archive") is not None:
         return _run_archived(query, sources, opts, archive, algorithm=algorithm, order=order, engine=engine, tables=tables, **operator_options)
     tables = dict(tables or {})
     opts.check_streams(sources)
@@ -99,8 +101,9 @@ def run(
     if engine == "spark":  # batch parts, or one file assembled from them (slidewise.spark.sinks.FileOutputs)
         from slidewise.spark.sinks import file_target
 
-        directories = tuple(o for o, v in (("--out", opts.out), ("--rejects", opts.rejects)) if not file_target(v))
-    check_run(sources, tables, {"--out": opts.out, "--rejects": opts.rejects}, directories=directories, formats={} if "--out" in directories else {"--out": sink_format})
+        directories = tuple(o for o, v in (("--out", opts.out), ("--rejects", opts.rejects)) if not file_target(v)) + ("--archive",)
+    outputs = {"--out": opts.out, "--rejects": opts.rejects, "--archive": archive.get("archive")}
+    check_run(sources, tables, outputs, directories=directories, formats={} if "--out" in directories else {"--out": sink_format})
     q = query if isinstance(query, (JoinQuery, WJoinQuery, Plan)) else load_any(query, tables)
     if isinstance(q, Plan):
         return _run_plan(q, sources, tables, opts, engine=engine, options={"algorithm": algorithm, "order": order, **operator_options})
@@ -114,17 +117,12 @@ def run(
 
 
 def _run_archived(query, sources, opts: RunOptions, archive: dict, *, engine: str, **rest) -> RunResult:
-    """A run whose results also go to an archive (:class:`slidewise.archive.sink.ArchiveWriter`), and to ``out`` if given."""
+    """A local run whose results also go to an archive (:class:`slidewise.archive.sink.ArchiveWriter`), and to ``out`` if given."""
     import dataclasses
 
     from slidewise.archive.sink import ArchiveWriter
     from slidewise.runtime.sinks import open_sink
 
-    if engine != "local":
-        raise OptionError("--archive works with the local engine only", hint="run with --engine local, or read the Spark results into an archive from Python")
-    unknown = sorted(set(archive) - {"archive", "archive_key", "archive_lifetime", "archive_every", "archive_variant", "archive_n"})
-    if unknown:
-        raise OptionError(f"unknown option {unknown[0]!r}", hint="archive options: archive, archive_key, archive_lifetime, archive_every, archive_variant, archive_n")
     check_run(
         sources,
         rest.get("tables"),
@@ -132,14 +130,7 @@ def _run_archived(query, sources, opts: RunOptions, archive: dict, *, engine: st
         directories=("--archive",),
         formats={"--out": sink_format},
     )
-    writer = ArchiveWriter(
-        archive["archive"],
-        key=archive.get("archive_key") or "",
-        lifetime=archive.get("archive_lifetime"),
-        every=archive.get("archive_every"),
-        variant=archive.get("archive_variant") or "rebuild",
-        n=archive.get("archive_n") or 16,
-    )
+    writer = ArchiveWriter.from_options(archive)
     sink = open_sink(opts.out) if opts.out is not None else None
 
     def deliver(frame):

@@ -41,13 +41,13 @@ def _check_outputs(args, tables: dict, general: bool) -> None:
     from slidewise.runtime.sinks import sink_format
 
     parts = args.engine == "spark" and (general or args.mode == "stream")  # batch parts; a file form is assembled from them
-    outputs = {"--out": args.out, "--rejects": args.rejects, "--stats-json": args.stats_json}
+    outputs = {"--out": args.out, "--rejects": args.rejects, "--stats-json": args.stats_json, "--archive": args.archive}
     if parts:
         from slidewise.spark.sinks import file_target
 
-        directories = tuple(o for o in ("--out", "--rejects") if not file_target(outputs[o]))
+        directories = tuple(o for o in ("--out", "--rejects") if not file_target(outputs[o])) + ("--archive",)
     else:
-        directories = ()
+        directories = ("--archive",)
     check_run(_sources(args.source), tables, outputs, directories=directories, formats={} if "--out" in directories else {"--out": sink_format})
 
 
@@ -210,20 +210,25 @@ def cmd_run(args) -> int:
         from slidewise.runtime.outputs import install_signal_handlers
 
         install_signal_handlers()  # SIGINT / SIGTERM: stop reading, finish the files, exit 130 / 143
+    archived = _archive_options(args)
+    if archived and (follow or (args.engine == "spark" and args.mode == "batch" and not isinstance(parsed(), Plan))):
+        raise OptionError(
+            "--archive works with micro-batch streams and local runs, not with " + ("following a Kafka topic" if follow else "--mode batch"),
+            hint="drop --archive, or run " + ("without --checkpoint" if follow else "with --mode stream"),
+        )
+    spark_archive = {"archive": archived} if archived else {}
     if args.engine == "spark" and isinstance(parsed(), Plan):
         from slidewise.spark.cli import plan_from_args
 
-        result = plan_from_args(args, _sources(args.source), tables, opts, {**_operator_options(args), **kwargs_from_args(args)})
+        result = plan_from_args(args, _sources(args.source), tables, opts, {**_operator_options(args), **kwargs_from_args(args), **spark_archive})
     elif args.engine == "spark" and args.mode == "batch":
         from slidewise.spark.batch import batch_from_args
 
         result = batch_from_args(args, _sources(args.source), opts, _operator_options(args))
-    elif args.engine == "spark" and args.archive:
-        raise OptionError("--archive works with the local engine only", hint="run with --engine local")
     elif args.engine == "spark":
         from slidewise.spark.cli import run_from_args
 
-        result = run_from_args(args, _sources(args.source), opts, {**_operator_options(args), **kwargs_from_args(args)})
+        result = run_from_args(args, _sources(args.source), opts, {**_operator_options(args), **kwargs_from_args(args), **spark_archive})
     elif follow:
         require_extra("spark", "following a Kafka topic with --checkpoint")
         from slidewise.spark.follow import follow as follow_topics
@@ -251,7 +256,7 @@ def cmd_run(args) -> int:
             run_options=opts,
             **_operator_options(args),
             **kwargs_from_args(args),
-            **_archive_options(args),
+            **archived,
         )
     code = _finish_run(args, result.stats)
     if code:

@@ -43,6 +43,7 @@ class Archive:
         self.root = root
         self.manifest = manifest
         self.layout = Layout.from_json(manifest["layout"])
+        self._base = manifest  # the manifest on disk (``update(commit=False)`` changes only ``manifest``)
         self._meta: dict[str, pq.FileMetaData] = {}
 
     @classmethod
@@ -125,8 +126,13 @@ class Archive:
         return [sum(f["rows"] for f in cells.get(str(c), [])) for c in range(self.layout.n)]
 
     # --- update ----------------------------------------------------------------------------
-    def update(self, now: int, rows: pa.Table | pd.DataFrame | dict | None = None) -> dict:
-        """Add ``rows`` and remove every row with ``exp < now``, atomically; counts of what was done."""
+    def update(self, now: int, rows: pa.Table | pd.DataFrame | dict | None = None, *, commit: bool = True) -> dict:
+        """Add ``rows`` and remove every row with ``exp < now``, atomically; counts of what was done.
+
+        ``commit=False``: the new files are written but the manifest on disk is not
+        swapped until :meth:`commit`, so several updates become durable at once
+        (a process killed before reopens to the state before all of them).
+        """
         now = int(now)
         if self.now is not None and now < self.now:
             raise ExecutionError(f"archive update at {now} is before its current time {self.now}", location=str(self.root), hint="updates go forward in time")
@@ -143,7 +149,7 @@ class Archive:
             "files_written": 0,
             "rows_written": 0,
         }
-        store.collect_garbage(self.root, set(store.live_names(m)) | set(m["previous"]))
+        store.collect_garbage(self.root, store.referenced(self._base) | store.referenced(m))
         by_cell: dict[int, pa.Table] = {}
         if table is not None and table.num_rows:
             exp = table.column(self.exp).to_numpy(zero_copy_only=False)
@@ -163,13 +169,31 @@ class Archive:
             if kept:
                 cells[str(cell)] = kept
         stats["cells_touched"] = len(touched)
-        new = {**m, "now": now, "updates": m["updates"] + 1, "cells": cells, "previous": store.live_names(m)}
+        new = {**m, "now": now, "updates": m["updates"] + 1, "cells": cells, "previous": store.live_names(self._base)}
         if table is not None and m["schema"] is None:
             new["schema"] = store.encode_schema(table.schema)
-        store.write_manifest(self.root, new)
         self.manifest = new
-        store.collect_garbage(self.root, set(store.live_names(new)) | set(new["previous"]))
+        if commit:
+            self.commit()
         return stats
+
+    def commit(self, **fields: Any) -> None:
+        """Swap the manifest on disk for the one of the updates so far, with ``fields`` set (e.g. a writer's state)."""
+        new = {**self.manifest, **fields}
+        store.write_manifest(self.root, new)
+        self.manifest = self._base = new
+        store.collect_garbage(self.root, store.referenced(new))
+
+    def add_file(self, table: pa.Table, prefix: str) -> str:
+        """Write ``table`` as a new file of the archive's directory that no cell lists (e.g. rows not yet due); its name.
+
+        It is kept while a committed manifest names it in ``writer.pending``.
+        """
+        m = self.manifest
+        name = f"{prefix}-{m['next_file']:08d}.parquet"
+        m["next_file"] += 1
+        store.write_parquet(self.root / name, table, m["row_group_rows"])
+        return name
 
     def _incoming(self, rows: pa.Table | pd.DataFrame | dict | None) -> pa.Table | None:
         """``rows`` as an Arrow table of the archive's schema; an ExecutionError naming what does not fit."""

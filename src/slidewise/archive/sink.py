@@ -8,6 +8,12 @@ makes a last update at the latest result time, which becomes the archive's
 current time. A directory that already holds an archive is continued.
 Without ``every``, Δ is the largest lifetime of the first results divided by
 4·max(G, E) (so a lifetime spans several rounds of the round-robin).
+
+:meth:`ArchiveWriter.write_batch` is the entry of an engine that replays a
+micro-batch after a crash (Spark): all updates a batch brings, the rows not
+yet due (as a pending file) and the batch id go into one manifest swap, and
+a batch at or before the recorded id of the same run is skipped, so each
+batch's rows enter the archive exactly once.
 """
 
 from __future__ import annotations
@@ -18,14 +24,34 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from slidewise.archive.index import Archive
 from slidewise.archive.layout import Layout
 from slidewise.errors import ExecutionError, OptionError
 
+#: the ``archive*`` keywords of :func:`slidewise.run` (the ``run --archive*`` options)
+OPTIONS = ("archive", "archive_key", "archive_lifetime", "archive_every", "archive_variant", "archive_n")
+
 
 class ArchiveWriter:
     """Results of a run into the archive at ``root``, keyed by ``key``."""
+
+    @classmethod
+    def from_options(cls, options: dict) -> ArchiveWriter:
+        """The writer of the ``archive*`` keywords (:data:`OPTIONS`); an OptionError for unknown ones."""
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise OptionError(f"unknown option {unknown[0]!r}", hint=f"archive options: {', '.join(OPTIONS)}")
+        return cls(
+            options["archive"],
+            key=options.get("archive_key") or "",
+            lifetime=options.get("archive_lifetime"),
+            every=options.get("archive_every"),
+            variant=options.get("archive_variant") or "rebuild",
+            n=options.get("archive_n") or 16,
+        )
 
     def __init__(self, root: str | Path, *, key: str, lifetime: str | None = None, every: int | None = None, variant: str = "rebuild", n: int = 16):
         if not key:
@@ -45,6 +71,41 @@ class ArchiveWriter:
         self.next: int | None = None
         self.last_ts: int | None = None
         self.stats: dict[str, Any] = {"dir": str(self.root), "updates": 0, "inserted": 0, "expired_on_arrival": 0, "deleted": 0}
+        self.deferred = False  # inside write_batch: updates are committed with the batch
+        #: the last micro-batch applied (``run``, ``batch``), kept in the manifest while set
+        self.mark: dict | None = None
+        state = self.archive.manifest.get("writer") if self.archive is not None else None
+        if state:  # a batch writer's rows not yet due and its update clock
+            self.buffer = [pq.read_table(self.root / name).to_pandas() for name in state["pending"]]
+            self.next, self.last_ts = state["next"], state["last_ts"]
+            self.mark = {"run": state["run"], "batch": state["batch"]}
+
+    def write_batch(self, frame: pd.DataFrame, batch_id: int, run: str) -> bool:
+        """Micro-batch ``batch_id`` of ``run`` into the archive exactly once; False for a batch already in it."""
+        if self.mark is not None and self.mark["run"] == run and batch_id <= self.mark["batch"]:
+            return False  # replayed after a crash: its rows are in the archive (or pending)
+        self.deferred = True
+        try:
+            self(frame)
+        finally:
+            self.deferred = False
+        if self.archive is not None:
+            self.mark = {"run": run, "batch": int(batch_id)}
+            self._commit()
+        return True
+
+    def _commit(self) -> None:
+        """Swap the manifest: the updates so far and, for a batch writer (``mark``), its pending rows and clock."""
+        assert self.archive is not None
+        if self.mark is None:
+            self.archive.commit(writer=None)
+            return
+        pending = []
+        if self.buffer:
+            rows = pd.concat(self.buffer, ignore_index=True)
+            self.buffer = [rows]
+            pending.append(self.archive.add_file(pa.Table.from_pandas(rows, preserve_index=False), "pending"))
+        self.archive.commit(writer={**self.mark, "pending": pending, "next": self.next, "last_ts": self.last_ts})
 
     def __call__(self, frame: pd.DataFrame) -> None:
         if not len(frame):
@@ -61,11 +122,10 @@ class ArchiveWriter:
         while self.last_ts >= self.next:
             rows = pd.concat(self.buffer, ignore_index=True)
             due = rows["ts"].to_numpy() <= self.next
-            self._update(self.next, rows[due])
-            rest = rows[~due]
+            rest, now = rows[~due], self.next
             self.buffer = [rest] if len(rest) else []
-            step = self.next + self.every
-            self.next = max(step, (int(rest["ts"].min()) // self.every + 1) * self.every) if len(rest) else step
+            self.next = max(now + self.every, (int(rest["ts"].min()) // self.every + 1) * self.every) if len(rest) else now + self.every
+            self._update(now, rows[due])
 
     def close(self) -> dict:
         """The last update (at the latest result time); the archive's counts."""
@@ -74,8 +134,8 @@ class ArchiveWriter:
         if self.buffer or self.last_ts is not None:
             rows = pd.concat(self.buffer, ignore_index=True) if self.buffer else None
             now = max(self.last_ts or 0, self.archive.now or 0)
+            self.buffer, self.next, self.last_ts = [], None, None
             self._update(now, rows)
-            self.buffer = []
         self.stats.update(now=self.archive.now, rows=self.archive.rows(), variant=self.archive.layout.variant, every=self.archive.layout.every)
         return self.stats
 
@@ -111,7 +171,9 @@ class ArchiveWriter:
 
     def _update(self, now: int, rows: pd.DataFrame | None) -> None:
         assert self.archive is not None
-        got = self.archive.update(now, rows)
+        got = self.archive.update(now, rows, commit=False)
+        if not self.deferred:
+            self._commit()
         self.stats["updates"] += 1
         for name in ("inserted", "expired_on_arrival", "deleted"):
             self.stats[name] += got[name]

@@ -7,7 +7,10 @@ key. ``manifest.json`` names the live files with their row counts and
 smallest and largest ``exp``. An update writes its new files, fsyncs them,
 writes ``manifest.json.tmp``, fsyncs it and renames it over ``manifest.json``
 (then fsyncs the directory): a process killed at any point reopens to the
-last renamed manifest. Files of neither the current nor the previous
+last renamed manifest. A writer that replays input (the Spark engine's
+micro-batches) keeps its state under ``writer`` in the manifest: the last
+batch applied and the files of rows not yet due, swapped with the rest.
+Files of neither the current nor the previous
 manifest are removed by the next update, so a reader that listed the
 previous manifest keeps its files for one more update.
 """
@@ -85,6 +88,12 @@ def decode_schema(text: str | None) -> pa.Schema | None:
 def live_names(manifest: dict) -> list[str]:
     """The file names the manifest lists, cell by cell."""
     return [f["file"] for cell in sorted(manifest["cells"], key=int) for f in manifest["cells"][cell]]
+
+
+def referenced(manifest: dict) -> set[str]:
+    """The files a manifest keeps: its live files, the previous manifest's, and a writer's pending rows."""
+    writer = manifest.get("writer") or {}
+    return set(live_names(manifest)) | set(manifest["previous"]) | set(writer.get("pending", []))
 
 
 def collect_garbage(root: Path, keep: set[str]) -> int:

@@ -10,6 +10,13 @@ and scan (wall clock, means), and the update cost that does not depend on
 the machine: rows read plus rows written per update, and sub-indices touched.
 Every probe and scan is checked against the archive's row count and a plain
 list of the live rows. Results go to ``archive.json`` and ``archive.png``.
+
+:func:`run_memory_check` (``--memory-budget MB``) is the acceptance check
+of an archive larger than memory: in a fresh spawned process, updates of
+incompressible rows fill an archive until its live rows hold ``times`` x
+the budget (Arrow bytes), then more updates, probes and scans run; the
+peak RSS above the ready process's (VmHWM) must stay within the budget.
+Results go to ``archive-memory.json``.
 """
 
 from __future__ import annotations
@@ -24,10 +31,10 @@ import numpy as np
 import pyarrow as pa
 
 from slidewise.archive import Archive
-from slidewise.bench.common import pyplot, save_png
+from slidewise.bench.common import MB, PeakMemory, pyplot, run_isolated, save_png
 from slidewise.machine import machine_info, write_json
 
-__all__ = ["run_archive_bench", "summary"]
+__all__ = ["run_archive_bench", "run_memory_check", "summary"]
 
 VARIANTS = ("rebuild", "norebuild", "rebuild-chr", "r-ins", "d-ins")
 NS = (4, 9, 16, 25)
@@ -132,6 +139,73 @@ def run_archive_bench(
     out = Path(out_dir)
     write_json(out / "archive.json", report)
     plot(report, out / "archive.png")
+    return report
+
+
+def memory_child(spec: dict, send) -> dict:
+    """Fill an archive to ``times`` x ``budget_mb`` of live rows by updates, then update, probe and scan it; peak RSS."""
+    import gc
+
+    import pyarrow.parquet as pq
+
+    pa.set_memory_pool(pa.system_memory_pool())  # freed buffers go back to the OS at once (mimalloc / jemalloc keep them)
+    rng = np.random.default_rng(spec["seed"])
+    budget, slots, rate = spec["budget_mb"] * MB, spec["slots"], spec["rate"]
+    archive = Archive.create(spec["dir"], key="k", variant=spec["variant"], n=spec["n"], every=EVERY, max_lifetime=slots * EVERY, row_group_rows=4096)
+
+    def batch(now: int) -> pa.Table:
+        ts = now - rng.integers(0, EVERY, rate)
+        payload = pa.FixedSizeBinaryArray.from_buffers(pa.binary(64), rate, [None, pa.py_buffer(rng.bytes(64 * rate))])
+        return pa.table({"k": rng.integers(0, KEYS, rate), "ts": ts, "exp": ts + rng.integers(1, slots * EVERY + 1, rate), "payload": payload})
+
+    def live_bytes() -> int:  # the live rows' Arrow size, from the files' row group metadata
+        return sum(pq.ParquetFile(f).metadata.row_group(i).total_byte_size for f in archive.live_files() for i in range(pq.ParquetFile(f).metadata.num_row_groups))
+
+    archive.update(EVERY, batch(EVERY))  # warm-up: every code path imported before the baseline
+    archive.probe(0)
+    gc.collect()
+    mem = PeakMemory().start()
+    j, filled, probes, started = 1, 0, 0, time.perf_counter()
+    while filled < spec["after"]:
+        j += 1
+        archive.update(j * EVERY, batch(j * EVERY))
+        if filled or live_bytes() >= spec["times"] * budget:
+            filled += 1
+            for key in rng.integers(0, KEYS, 4):
+                probes += archive.probe(int(key)).num_rows >= 0
+            probes += sum(1 for _ in archive.scan(10, 20)) >= 0
+        if j > 4 * slots:
+            break
+    mem.stop()
+    size = live_bytes()
+    disk = sum(Path(f).stat().st_size for f in archive.live_files())
+    return {
+        "updates": j,
+        "rows": archive.rows(),
+        "archive_mb": round(size / MB, 1),
+        "disk_mb": round(disk / MB, 1),
+        "probes": probes,
+        "seconds": round(time.perf_counter() - started, 1),
+        **mem.as_dict(),
+    }
+
+
+def run_memory_check(
+    out_dir: str | Path = "bench-results", *, budget_mb: int = 8, times: int = 10, variant: str = "rebuild", n: int = 64, slots: int = 64, after: int = 4
+) -> dict:
+    """An archive of ``times`` x ``budget_mb`` of rows, updated and probed in a process whose peak RSS
+    (above the ready process) must stay within ``budget_mb``; writes ``archive-memory.json``."""
+    rate = int(1.5 * times * budget_mb * MB / (slots / 2 * 96))  # ~96 Arrow bytes a row; lifetimes average S / 2
+    work = Path(tempfile.mkdtemp(prefix="slidewise-archive-memory-"))
+    spec = {"dir": str(work / "ar"), "budget_mb": budget_mb, "times": times, "variant": variant, "n": n, "rate": rate, "slots": slots, "after": after, "seed": 0}
+    try:
+        got = run_isolated(memory_child, spec)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report = {"benchmark": "archive-memory", **{k: v for k, v in spec.items() if k not in ("dir", "seed")}, "machine": machine_info(), **got}
+    if "error" not in got:
+        report["within_budget"] = got["archive_mb"] >= times * budget_mb and got["peak_rss_mb"] <= budget_mb
+    write_json(Path(out_dir) / "archive-memory.json", report)
     return report
 
 

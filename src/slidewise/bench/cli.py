@@ -143,8 +143,13 @@ def _synopses(args) -> int:
 
 
 def _archive(args) -> int:
-    from slidewise.bench.archive import NS, VARIANTS, run_archive_bench
+    from slidewise.bench.archive import NS, VARIANTS, run_archive_bench, run_memory_check
 
+    if args.memory_budget is not None:
+        _positive(args.memory_budget, "--memory-budget", "MB of peak RSS, e.g. --memory-budget 8")
+        got = run_memory_check(args.out, budget_mb=args.memory_budget)
+        print_table("slidewise bench archive --memory-budget", {k: v for k, v in got.items() if k not in ("machine", "traceback")})
+        return 0 if got.get("within_budget") else 1
     _positive(args.rate, "--rate", "rows per update, e.g. --rate 2000")
     _positive(args.updates, "--updates", "measured updates, e.g. --updates 16")
     _positive(args.slots, "--slots", "updates per largest lifetime, e.g. --slots 32")
@@ -334,6 +339,12 @@ def build_parser() -> argparse.ArgumentParser:
     ar.add_argument("--n", metavar="N,N,...", help="numbers of sub-indices (default 4,9,16,25)")
     ar.add_argument("--variants", metavar="V,V,...", help="variants (default rebuild,norebuild,rebuild-chr,r-ins,d-ins)")
     ar.add_argument("--fluctuate", action="store_true", help="the rate varies at random by up to 4x between updates (§4.4.4)")
+    ar.add_argument(
+        "--memory-budget",
+        type=int,
+        metavar="MB",
+        help="instead: an archive of 10x MB of rows updated and probed in a process whose peak RSS must stay within MB; archive-memory.json",
+    )
 
     s = _experiment(
         sub,

@@ -107,6 +107,7 @@ def plan_from_args(args, sources: dict[str, str], tables: dict[str, str], run_op
 
     given = dict(operator_options)
     buckets = given.pop("buckets", None)
+    archive = given.pop("archive", None)
     refuse_options({"algorithm": args.algorithm, "order": args.order, "mode": args.mode, "chunk_rows": run_options.chunk_rows, **given})
     result = _own_session(
         lambda: run_plan_spark(
@@ -121,6 +122,7 @@ def plan_from_args(args, sources: dict[str, str], tables: dict[str, str], run_op
             checkpoint=args.checkpoint,
             buckets=buckets,
             rewrite=True,
+            archive=archive,
         )
     )
     _say_interrupted(args, result)

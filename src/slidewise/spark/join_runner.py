@@ -99,6 +99,7 @@ def start_spark(
     buckets: int | None = None,
     max_files_per_trigger: int | None = None,
     ui: bool = False,
+    archive: dict | None = None,
     **operator_options,
 ) -> SparkRun:
     """Plan ``query``, start its Spark streaming query and return the running :class:`SparkRun`.
@@ -110,6 +111,8 @@ def start_spark(
     ``trigger``: micro-batch interval (``"2s"``). ``conf``: Spark settings;
     ``slidewise.buckets`` / ``slidewise.maxFilesPerTrigger`` there set
     ``buckets`` / ``max_files_per_trigger``. ``spark``: an existing session.
+    ``archive``: the ``archive*`` options of :func:`slidewise.run`; the results also go to
+    that archive, each micro-batch exactly once (:meth:`~slidewise.archive.sink.ArchiveWriter.write_batch`).
     """
     given, operator_options = RunOptions.split(run_options, operator_options)
     out, collect, rejects, progress = given.out, given.collect, given.rejects, given.progress
@@ -124,6 +127,7 @@ def start_spark(
     spark_given = {"conf": conf, "buckets": buckets, "max_files_per_trigger": max_files_per_trigger, "trigger": trigger, "once": once, "master": master}
     streams = q.join.streams if isinstance(q, WJoinQuery) else q.streams
     opts = start_options([sources.get(s.source) for s in streams], out=out, lateness=lateness, **spark_given)
+    writer = archive_writer(archive)
     root, temp = open_checkpoint(checkpoint)
     files = FileOutputs(root, out, rejects)  # --out x.csv / --rejects r.csv: parts in the checkpoint, one file at the end
     out, rejects = files.out_parts, files.rejects_parts
@@ -161,6 +165,7 @@ def start_spark(
             rejects_dir=rejects,
             progress=progress,
             run_id=f"{meta['query']}@{root.resolve()}" if not temp else uuid.uuid4().hex,
+            archive=writer,
         )
         if opts.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
@@ -174,6 +179,15 @@ def identity(q: JoinQuery | WJoinQuery) -> str:
     if isinstance(q, WJoinQuery):
         return f"{identity(q.join)} WINDOW {q.describe()}"
     return q.text or q.describe()
+
+
+def archive_writer(options: dict | None):
+    """The :class:`~slidewise.archive.sink.ArchiveWriter` of a run's ``archive*`` options (None without ``archive``)."""
+    if not options or options.get("archive") is None:
+        return None
+    from slidewise.archive.sink import ArchiveWriter
+
+    return ArchiveWriter.from_options(options)
 
 
 @dataclass(frozen=True)
@@ -436,6 +450,8 @@ class SparkRun:
         if self.files is not None:
             self.files.assemble(list(getattr(self.sink, "names", None) or self.sink.columns))
         stats = self.stats()
+        if self.sink.archive is not None:  # its last update, at the latest result time
+            stats["archive"] = self.sink.archive.close()
         frame = self.sink.frame() if self.sink.collect else None
         if self.temp:
             shutil.rmtree(self.root, ignore_errors=True)

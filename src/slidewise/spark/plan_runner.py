@@ -88,7 +88,7 @@ REFUSED = {
 
 
 #: keyword options of :func:`run_plan_spark` that :func:`slidewise.run` passes through on Spark
-SPARK_OPTIONS = ("master", "conf", "spark", "trigger", "once", "checkpoint", "buckets", "max_files_per_trigger", "ui", "timeout")
+SPARK_OPTIONS = ("master", "conf", "spark", "trigger", "once", "checkpoint", "buckets", "max_files_per_trigger", "ui", "timeout", "archive")
 
 
 def refuse_options(given: dict) -> None:
@@ -127,6 +127,7 @@ class _PlanSink:
         rejects_dir: str | None = None,
         progress: bool = False,
         run_id: str = "",
+        archive=None,
     ):
         from slidewise.runtime.sinks import open_sink
         from slidewise.spark.sinks import sink_kind
@@ -144,6 +145,7 @@ class _PlanSink:
         self.seen: set[int] = set()
         self.batches: list[int] = []
         self.run_id, self._topic = run_id, None  # a kafka:// out: message keys, writer
+        self.archive = archive  # an ArchiveWriter the results also go to, exactly once per batch
         if self.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
 
@@ -194,6 +196,8 @@ class _PlanSink:
 
         if self.collect:
             self.frames += [pd.DataFrame(cols) for cols in results]
+        if self.archive is not None and results:
+            self.archive.write_batch(pd.concat([pd.DataFrame(c) for c in results], ignore_index=True), batch_id, self.run_id)
         if self.kind in FILE_KINDS:
             # idempotent per batch id: a replayed batch leaves exactly its own output
             target = Path(self.out) / f"batch-{batch_id:06d}"
@@ -289,6 +293,7 @@ def start_plan_spark(
     once: bool | None = None,
     checkpoint: str | None = None,
     ui: bool = False,
+    archive: dict | None = None,
     **settings,
 ) -> PlanRun:
     """Start a general plan's Spark streaming query; the running :class:`PlanRun`.
@@ -305,9 +310,11 @@ def start_plan_spark(
     ``"console"``, a callable, or None: collected); ``rejects``:
     a directory of per-batch reject CSVs. ``strategy``, ``partitions``, ``options``,
     ``rewrite``: the plan executor's (:func:`slidewise.runtime.plan_engine.execute_plan`).
+    ``archive``: the ``archive*`` options of :func:`slidewise.run` (results also into an archive,
+    exactly once per micro-batch).
     """
     from slidewise.runtime.plan_engine import open_table, plan_inputs
-    from slidewise.spark.join_runner import _checkpoint_meta, _partitions, open_checkpoint, removed_on_error, start_options, timed_session
+    from slidewise.spark.join_runner import _checkpoint_meta, _partitions, archive_writer, open_checkpoint, removed_on_error, start_options, timed_session
     from slidewise.spark.plan_stream import build_plan_stream, load_plan, plan_general
     from slidewise.spark.state_codec import run_key
 
@@ -323,6 +330,7 @@ def start_plan_spark(
     opts = start_options([sources.get(n) for n in names], out=out, lateness=given.lateness, **spark_given)
     rejects_dir = given.rejects
     rejected = Rejects()
+    writer = archive_writer(archive)
     opened_tables = {n: open_table(n, tables[n], ts_column, ts_unit, given.chunk_rows) for n in table_names}  # schemas only
     settings = {"strategy": strategy, "partitions": int(partitions)}
     root, temp = open_checkpoint(checkpoint)
@@ -366,6 +374,7 @@ def start_plan_spark(
             rejects_dir=rejects_dir,
             progress=given.progress,
             run_id=f"{identity}@{root.resolve()}" if not temp else uuid.uuid4().hex,
+            archive=writer,
         )
         if len(rejected) and rejects_dir:  # the relations' rejects, read on the driver
             Path(rejects_dir).mkdir(parents=True, exist_ok=True)

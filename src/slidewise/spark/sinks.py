@@ -20,7 +20,9 @@ and stats) collected to the driver, and the results written to:
 * ``"console"`` — each batch's first rows printed; ``"-"`` — CSV on stdout;
 * a Python callable — called with a pandas DataFrame per batch;
 * ``kafka://HOST:PORT/topic`` — JSON messages keyed by run, batch id and content, written once
-  when a batch is replayed (:mod:`slidewise.spark.kafka_source`).
+  when a batch is replayed (:mod:`slidewise.spark.kafka_source`);
+* and also an archive (``archive``: :meth:`slidewise.archive.sink.ArchiveWriter.write_batch`, which
+  records the run and batch id in the archive's manifest with the batch's update and skips a replay).
 
 Rejects go to ``rejects_dir/batch-NNNNNN.csv`` (columns
 ``stream,file,line,reason,row``, written atomically, replaced on replay) and
@@ -142,7 +144,7 @@ def sink_kind(out) -> str:
 class BatchSink:
     """``foreachBatch`` target: writes results and rejects, accumulates the run's counters."""
 
-    def __init__(self, layout: Layout, *, out=None, collect: bool = False, rejects_dir: str | None = None, progress: bool = False, run_id: str = ""):
+    def __init__(self, layout: Layout, *, out=None, collect: bool = False, rejects_dir: str | None = None, progress: bool = False, run_id: str = "", archive=None):
         self.layout = layout
         self.names = list(layout.out_names)
         self.out = out
@@ -163,6 +165,8 @@ class BatchSink:
         self._header = True
         self.run_id = run_id  # the identity of a Kafka sink's message keys (same across restarts)
         self._topic = None
+        #: an :class:`~slidewise.archive.sink.ArchiveWriter` the results also go to (exactly once per batch)
+        self.archive = archive
 
     def __call__(self, df, batch_id: int) -> None:
         from pyspark.sql import functions as F
@@ -171,7 +175,7 @@ class BatchSink:
         try:
             small = df.filter(F.col("k") != RESULT).toPandas()
             n_results = self._count(small, batch_id)
-            if n_results and (self.collect or self.kind != "memory"):
+            if n_results and (self.collect or self.kind != "memory" or self.archive is not None):
                 self._write(result_columns(df, self.layout), batch_id)
             elif self.kind in FILE_KINDS:
                 # idempotent per batch id: a replayed batch leaves exactly its own output
@@ -219,19 +223,18 @@ class BatchSink:
         return n_results
 
     def _write(self, named, batch_id: int) -> None:
+        frame = named.toPandas() if self.collect or self.archive is not None or self.kind not in FILE_KINDS else None
+        if self.archive is not None:
+            self.archive.write_batch(frame, batch_id, self.run_id)
+        if self.collect:
+            self.frames.append(frame)
         if self.kind in FILE_KINDS:
             target = f"{Path(self.out)}/batch-{batch_id:06d}"
             writer = named.coalesce(1).write.mode("overwrite").format(self.kind)
             if self.kind == "csv":
                 writer = writer.option("header", True)
             writer.save(target)
-            if self.collect:
-                self.frames.append(named.toPandas())
-            return
-        frame = named.toPandas()
-        if self.collect:
-            self.frames.append(frame)
-        if self.kind == "callable":
+        elif self.kind == "callable":
             self.out(frame)
         elif self.kind == "stdout":
             frame.to_csv(sys.stdout, index=False, header=self._header)
