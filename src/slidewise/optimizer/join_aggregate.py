@@ -37,9 +37,9 @@ from math import gcd
 import numpy as np
 
 from slidewise.optimizer import pane_plan
-from slidewise.optimizer.pane_plan import BASIC_MAX_PANES, KINDS, SlidingAggregate, simple
+from slidewise.optimizer.pane_plan import BASIC_MAX_PANES, SlidingAggregate, simple
 from slidewise.plan.expr import Col, Expr
-from slidewise.plan.logical import AggCall, Aggregate, Join, Node, Output, Plan, Project, Scan, Select
+from slidewise.plan.logical import AggCall, Join, Node, Plan, Scan, Select
 from slidewise.synopses import cost
 
 __all__ = ["FACTORED", "JoinAggregate", "match", "periodic"]
@@ -105,22 +105,14 @@ class JoinAggregate:
 
 def match(plan: Plan) -> JoinAggregate | None:
     """The join-synopsis form of ``plan``, or None when it is not a periodic GROUP BY over a two-window equi-join."""
-    root = plan.root
-    if not isinstance(root, Output) or root.kind not in KINDS or root.restore or not root.slide:
+    peeled = pane_plan.peel(plan)
+    if peeled is None:
         return None
-    node = root.child
-    if isinstance(node, Project):
-        if not all(isinstance(i.expr, Col) and i.expr.stream < 0 for i in node.items):
-            return None
-        node = node.child
-    having = None
-    if isinstance(node, Select):
-        having, node = node.predicate, node.child
-        if not simple(having, outputs=True):
-            return None
-    if not isinstance(node, Aggregate) or not isinstance(node.child, Join):
+    root, agg, having = peeled
+    join = agg.child
+    if not isinstance(join, Join):
         return None
-    agg, join = node, node.child
+    assert root.slide is not None  # peel admits periodic outputs only
     if len(join.inputs) != 2 or join.filters or not join.equalities:
         return None
     scans, wheres = [], []

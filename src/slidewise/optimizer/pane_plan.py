@@ -94,8 +94,9 @@ class SlidingAggregate:
         return None
 
 
-def match(plan: Plan) -> SlidingAggregate | None:
-    """The pane form of ``plan``, or None when it is not a periodic one-stream GROUP BY."""
+def peel(plan: Plan) -> tuple[Output, Aggregate, Expr | None] | None:
+    """(output, aggregate, HAVING) of a periodic GROUP BY: an Output with a slide over an optional
+    column-only Project, an optional Select on the outputs and an Aggregate; None for another shape."""
     root = plan.root
     if not isinstance(root, Output) or root.kind not in KINDS or root.restore or not root.slide:
         return None
@@ -109,9 +110,17 @@ def match(plan: Plan) -> SlidingAggregate | None:
         having, node = node.predicate, node.child
         if not simple(having, outputs=True):
             return None
-    if not isinstance(node, Aggregate) or not node.aggs and not node.keys:
+    return (root, node, having) if isinstance(node, Aggregate) else None
+
+
+def match(plan: Plan) -> SlidingAggregate | None:
+    """The pane form of ``plan``, or None when it is not a periodic one-stream GROUP BY."""
+    peeled = peel(plan)
+    if peeled is None or not peeled[1].aggs and not peeled[1].keys:
         return None
-    agg, node = node, node.child
+    root, agg, having = peeled
+    assert root.slide is not None  # peel admits periodic outputs only
+    node = agg.child
     where = None
     if isinstance(node, Select):
         where, node = node.predicate, node.child
