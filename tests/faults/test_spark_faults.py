@@ -54,7 +54,7 @@ class Case:
     def __init__(self, root: Path):
         self.root = root
         self.a, self.b = root / "A", root / "b.csv"
-        self.ck, self.out, self.config = root / "ck", root / "out.csv", root / "config"
+        self.ck, self.out, self.config = root / "ck", root / "out", root / "config"
         self.a.mkdir(parents=True)
         (self.a / "1.csv").write_text("ts,k\n1,7\n2,8\n3,7\n")
         self.b.write_text("ts,k\n2,7\n3,8\n4,7\n")
@@ -98,7 +98,7 @@ def _latest(directory: Path, suffix: str = "") -> Path:
 
 @pytest.mark.spark
 def test_missing_state_file_is_a_checkpoint_error(case):
-    gone = _latest(case.ck / "query" / "state" / "1" / "0", ".changelog")
+    gone = _latest(case.ck / "query" / "state" / "0" / "0", ".changelog")
     gone.unlink()
     before = tree_digest(case.out)
     err = assert_spark_error(case.run("--once"), f"checkpoint {case.ck}", "lost operator state", str(gone.relative_to(case.ck)), "new --checkpoint and a new --out")
