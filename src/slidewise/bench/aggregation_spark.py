@@ -156,7 +156,7 @@ def run_spark_systems(frame, local_out: str, tmp: Path, *, files: int = 20, wind
     out["slidewise-spark"]["tuples"], out["spark-window"]["tuples"] = n, m
     last = -(-int(frame["ts"].max()) // SLIDE) * SLIDE if m == n else int(frame["ts"].iloc[m]) - 1
     local = f"""SELECT "S.a" AS a, n, ts FROM read_parquet('{local_out}')"""
-    spark = multiset(f"""SELECT "S.a" AS a, n, ts FROM read_parquet('{tmp / "spark-out.parquet"}/*/*.parquet')""")
+    spark = multiset(f"""SELECT "S.a" AS a, n, ts FROM read_parquet('{tmp / "spark-out.parquet"}')""")
     window_rows = f"SELECT a, n, ts FROM read_parquet('{tmp / 'window-out'}/*.parquet')"
     window, window_all, mine = multiset(window_rows, last), multiset(window_rows), multiset(local, last)
     scope = "all windows" if m == n else f"the first {m:,} tuples"
