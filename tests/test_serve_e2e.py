@@ -63,15 +63,26 @@ def stop(proc: subprocess.Popen) -> str:
     return err
 
 
-def test_serve_register_stream_ask_restart(tmp_path):
+def launch(tmp_path: Path, first: int):
+    """A serve process over a growing file of ``first`` rows, listening, with SUM registered as ``sums``:
+    (source, state, port, process, client)."""
     source, state = tmp_path / "s.csv", tmp_path / "state"
-    source.write_text("ts,src,bytes\n" + rows(0, 10))
+    source.write_text("ts,src,bytes\n" + rows(0, first))
     port = free_port()
     proc = start(source, state, port)
     try:
         client = Client(f"http://127.0.0.1:{port}", timeout=10)
         wait_for(client.stats)
         client.register("sums", SUM)
+    except BaseException:
+        stop(proc)
+        raise
+    return source, state, port, proc, client
+
+
+def test_serve_register_stream_ask_restart(tmp_path):
+    source, state, port, proc, client = launch(tmp_path, 10)
+    try:
         client.register("counts", COUNT, priority=2)
         for k in range(1, 6):  # data arrives while the queries run
             with open(source, "a") as fh:
@@ -120,14 +131,8 @@ CHROMIUM = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") i
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (/usr/bin/chromium): the status page is not loaded in a browser")
 def test_status_page_in_headless_chromium(tmp_path):
-    source, state = tmp_path / "s.csv", tmp_path / "state"
-    source.write_text("ts,src,bytes\n" + rows(0, 30))
-    port = free_port()
-    proc = start(source, state, port)
+    source, _, port, proc, client = launch(tmp_path, 30)
     try:
-        client = Client(f"http://127.0.0.1:{port}", timeout=10)
-        wait_for(client.stats)
-        client.register("sums", SUM)
         with open(source, "a") as fh:
             fh.write(rows(30, 60))
         wait_for(lambda: client.results("sums"))
