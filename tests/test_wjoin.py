@@ -68,10 +68,15 @@ def test_model_refuses_a_negative_window():
         WJoinQuery(join, (WindowConstraint(0, 1, -1),))
 
 
+HASHED = ("hw-join", "xjoin", "whj")  # need equalities linking the streams
+BINARY = ("wnl-join", "wnl-own", "whj")  # two streams only
+
+
 @st.composite
-def cases(draw, equi: bool = False):
-    """A W-join text, rows (stream, ts, k) and a chunk size; ``equi``: ``k`` equalities linking every stream."""
-    n = draw(st.integers(2, 4))
+def cases(draw, equi: bool = False, binary: bool = False):
+    """A W-join text, rows (stream, ts, k) and a chunk size; ``equi``: ``k`` equalities linking every
+    stream; ``binary``: two streams."""
+    n = 2 if binary else draw(st.integers(2, 4))
     names = NAMES[:n]
     items = []
     if draw(st.booleans()) and n <= 3:
@@ -127,12 +132,12 @@ def _run(query: WJoinQuery, tuples: list[Tup], chunk: int, algorithm: str = "mw-
 @given(st.data())
 def test_w_joins_equal_the_oracle(algorithm, data):
     """Every W-join operator equals the oracle; NLW-join and HW-join also give MW-join's order."""
-    text, rows, chunk = data.draw(cases(equi=algorithm == "hw-join" and data.draw(st.integers(0, 3)) > 0))
+    text, rows, chunk = data.draw(cases(equi=algorithm in HASHED and data.draw(st.integers(0, 3)) > 0, binary=algorithm in BINARY))
     query = parse_wjoin(text)
     try:
         WJOINS[algorithm].check(query)
     except OptionError:
-        assert algorithm == "hw-join"
+        assert algorithm in HASHED
         return
     tuples = _tuples(rows)
     got = _run(query, tuples, chunk, algorithm)
@@ -145,12 +150,17 @@ def test_w_joins_equal_the_oracle(algorithm, data):
 
 @pytest.mark.parametrize("algorithm", list(WJOINS))
 def test_removal_rule_bounds_the_state(algorithm):
-    query = parse_wjoin("SELECT * FROM A, B, C WINDOW = 2 WHERE A.k = B.k AND B.k = C.k")
+    """The removal rule (or invalidation) keeps the state bounded; the baselines that purge
+    periodically hold at most ``purge`` arrivals more."""
+    n = 2 if algorithm in BINARY else 3
+    query = parse_wjoin(f"SELECT * FROM {', '.join(NAMES[:n])} WINDOW = 2 WHERE {' AND '.join(f'{a}.k = {b}.k' for a, b in zip(NAMES, NAMES[1:n]))}")
     op = WJOINS[algorithm](query)
+    if "purge" in dir(op):
+        op.purge = 30
     k = np.zeros(1, np.int64)
     for i in range(200):
-        op.process([StreamBatch(s, [3 * i + s], [i], {"k": k + i % 5}) for s in range(3)])
-    assert op.state_tuples() <= 60
+        op.process([StreamBatch(s, [n * i + s], [i], {"k": k + i % 5}) for s in range(n)])
+    assert op.state_tuples() <= 20 * n + getattr(op, "purge", 0) + n
 
 
 def test_gca_and_lca_filter_bounds():
@@ -232,7 +242,8 @@ def test_other_algorithms_are_refused():
     with pytest.raises(OptionError) as info:
         slidewise.run("SELECT * FROM A, B WINDOW = 1", {"A": [{"ts": 1}], "B": [{"ts": 1}]}, algorithm="hash")
     assert str(info.value).split("\n")[0] == (
-        "algorithm 'hash' does not run W-joins (hint: W-joins (a WINDOW clause) run on mw-join, nlw-join, hw-join, gca, lca; drop --algorithm or name one of them)"
+        "algorithm 'hash' does not run W-joins (hint: W-joins (a WINDOW clause) run on mw-join, nlw-join, hw-join, gca, lca, "
+        "ripple-join, xjoin, wnl-join, wnl-own, whj; drop --algorithm or name one of them)"
     )
 
 
@@ -244,7 +255,7 @@ def test_the_local_engine_equals_the_oracle(algorithm, data):
     without an algorithm, Form 1 (every pair within one w) runs on the join path with [RANGE w]."""
     import slidewise
 
-    text, rows, chunk = data.draw(cases(equi=algorithm == "hw-join"))
+    text, rows, chunk = data.draw(cases(equi=algorithm in HASHED, binary=algorithm in BINARY))
     query = parse_wjoin(text)
     tuples = _tuples(rows)
     sources = {name: [{"ts": t.ts, "k": t.vals["k"]} for t in sorted(tuples, key=lambda t: t.pos) if t.stream == i] for i, name in enumerate(query.join.aliases)}
@@ -278,7 +289,7 @@ def test_the_planner_chooses_by_cost(window, distinct, chosen):
     query = parse_wjoin(f"SELECT * FROM A, B, C WINDOW = {window} WHERE A.k = B.k AND B.k = C.k")
     choice = choose_wjoin(query, None, _stats("ABC", 1, distinct))
     assert choice.cls.name == chosen and next(iter(choice.costs)) == chosen
-    assert set(choice.costs) == set(WJOINS) and not choice.refused
+    assert set(choice.costs) == {a for a, c in WJOINS.items() if not c.baseline} and not choice.refused  # baselines run when named only
     assert choice.reason == "cheapest estimate of mw-join, nlw-join, hw-join, gca, lca"
     forced = choose_wjoin(query, "lca", _stats("ABC", 1, distinct))
     assert forced.cls is LCAJoin and forced.reason == "chosen with --algorithm"
@@ -305,7 +316,7 @@ def test_register_refuses_a_taken_name():
 
     with pytest.raises(PlanError, match="W-join algorithm 'lca' is already registered"):
         register(Other)
-    assert [c.name for c in by_rank()] == ["mw-join", "nlw-join", "hw-join", "gca", "lca"]
+    assert [c.name for c in by_rank()] == ["mw-join", "nlw-join", "hw-join", "gca", "lca", "ripple-join", "xjoin", "wnl-join", "wnl-own", "whj"]
 
 
 def test_form_1_runs_on_the_join_path(capsys):

@@ -1,8 +1,8 @@
 """Choosing a W-join operator by cost (Hammad, Aref & Elmagarmid, "Stream Window Join", SSDBM 2003,
 §4.3 and §5.3: service time per tuple follows the comparisons per arrival).
 
-Every registered W-join operator (:func:`slidewise.operators.wjoin.by_rank`) whose ``check``
-accepts the query is priced in comparisons per time unit under the statistics (``--stats``
+Every registered W-join operator (:func:`slidewise.operators.wjoin.by_rank`) but the baselines
+(``baseline``) whose ``check`` accepts the query is priced in comparisons per time unit under the statistics (``--stats``
 rates and distinct counts, or the uniform defaults of :mod:`slidewise.optimizer.stats`), plus its
 ``per_arrival`` fact times the arrival rate (and the levels, for a pipeline); the cheapest runs (ties: ``preference``). With
 rates ``λ``, the closed bounds ``d`` (or the operator's filter bounds) and ``v`` distinct values
@@ -133,6 +133,8 @@ def choose_wjoin(query: WJoinQuery, algorithm: str | None = None, stats: StatsAr
     costs: dict[str, float] = {}
     refused: dict[str, str] = {}
     for cls in ranked:
+        if cls.baseline:  # run when named only
+            continue
         try:
             cls.check(query)
         except SlidewiseError as e:

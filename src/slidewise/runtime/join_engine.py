@@ -19,7 +19,7 @@ import pandas as pd
 
 from slidewise.errors import OptionError, SourceError
 from slidewise.operators.project import output_columns, output_names
-from slidewise.operators.wjoin import WJOINS, MWJoin, NLWJoin
+from slidewise.operators.wjoin import WJOINS, MWJoin, NLWJoin, WNLJoin
 from slidewise.optimizer.planner import choose
 from slidewise.optimizer.wjoin import choose_wjoin
 from slidewise.options import RunOptions
@@ -186,7 +186,7 @@ def as_join(query: WJoinQuery, algorithm: str | None, order) -> JoinQuery | None
     return query.as_sliding_window()
 
 
-def wjoin_operator(query: WJoinQuery, algorithm, order, options) -> MWJoin | NLWJoin:
+def wjoin_operator(query: WJoinQuery, algorithm, order, options) -> MWJoin | NLWJoin | WNLJoin:
     """The operator of a W-join: the one ``algorithm`` names, else the cheapest by the W-join cost
     model under ``options["stats"]`` (:func:`~slidewise.optimizer.wjoin.choose_wjoin`); the join
     path's other choices do not apply to it."""

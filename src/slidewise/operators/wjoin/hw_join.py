@@ -40,7 +40,7 @@ class HWJoin(NLWJoin):
         if len(linked) < query.n:
             missing = ", ".join(a for i, a in enumerate(join.aliases) if i not in linked)
             raise OptionError(
-                f"hw-join needs equi-join predicates connecting every stream; none reaches {missing}",
+                f"{cls.name} needs equi-join predicates connecting every stream; none reaches {missing}",
                 hint="add WHERE X.a = Y.b between the streams, or use --algorithm nlw-join or mw-join",
             )
 

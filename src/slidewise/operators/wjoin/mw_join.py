@@ -136,6 +136,10 @@ class MWJoin(Snapshots):
     per_arrival = 2.0
     hashed = False
     refines = False
+    #: a baseline for ``slidewise bench wjoin``: run when named, never chosen by the planner
+    baseline = False
+    #: the candidate ranges are scanned (checked against the period), not exact
+    scans = False
 
     def __init__(self, query: WJoinQuery) -> None:
         self.query = query
@@ -180,9 +184,8 @@ class MWJoin(Snapshots):
             self.buffers[b.stream].append(b)
         parts = [p for p in (self._arrive(b.stream, b.pos) for b in chunk if len(b)) if p is not None]
         last = max((int(b.ts[-1]) for b in chunk if len(b)), default=None)
-        if last is not None:  # Mode 1: the removal rule
-            for j, b in enumerate(self.buffers):
-                b.start = max(b.start, int(np.searchsorted(b.ts, last - self.keep[j], "left")))
+        if last is not None:
+            self._remove(last, sum(len(b) for b in chunk))
         out = ResultBatch.concat(parts, self.n)
         if len(parts) > 1:  # in the order of the completing arrivals (each result's last member)
             o = np.argsort(out.members.max(axis=1), kind="stable")
@@ -191,6 +194,19 @@ class MWJoin(Snapshots):
 
     def finish(self) -> ResultBatch:
         return ResultBatch.empty(self.n)
+
+    def _remove(self, clock: int, arrivals: int) -> None:
+        """Mode 1: the removal rule at ``clock`` (after every chunk of ``arrivals``)."""
+        for j, b in enumerate(self.buffers):
+            b.start = max(b.start, int(np.searchsorted(b.ts, clock - self.keep[j], "left")))
+
+    def _candidates(self, j: int, idx: dict[int, np.ndarray], lo: np.ndarray, hi: np.ndarray, end: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """Per partial combination ``idx``: the range ``[first, last)`` of stream ``j``'s buffer to
+        enumerate (in the order of the returned permutation, ``None``: buffer order). Mode 2's ranges
+        are exact: inside the period ``[lo, hi]``, arrived before (``end``)."""
+        b = self.buffers[j]
+        first = np.maximum(np.searchsorted(b.ts, lo, "left"), b.start)
+        return None, first, np.minimum(np.searchsorted(b.ts, hi, "right"), end)
 
     def _arrive(self, stream: int, pos: np.ndarray) -> ResultBatch | None:
         """Mode 2 for the new tuples ``pos`` of ``stream`` (all buffered already)."""
@@ -202,15 +218,24 @@ class MWJoin(Snapshots):
         for j in self.orders[stream][1:]:
             b = bufs[j]
             end = np.searchsorted(b.pos, pos)  # the tuples that arrived before the new one
-            first = np.maximum(np.searchsorted(b.ts, lo[j], "left"), b.start)
-            last = np.minimum(np.searchsorted(b.ts, hi[j], "right"), end)
+            perm, first, last = self._candidates(j, idx, lo[j], hi[j], end)
             counts = np.maximum(last - first, 0)
             rows = int(counts.sum())
-            self.comparisons += rows
-            if rows == 0:
-                return None
             take = np.repeat(np.arange(len(counts)), counts)
             picked = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(rows)
+            if perm is not None or self.scans:  # a scan: keep what arrived before and lies in the period
+                picked = picked if perm is None else perm[picked]
+                before = picked < end[take]
+                take, picked = take[before], picked[before]
+                rows = len(picked)
+                inside = (b.ts[picked] >= lo[j][take]) & (b.ts[picked] <= hi[j][take])
+                self.comparisons += rows
+                take, picked = take[inside], picked[inside]
+                rows = len(picked)
+            else:
+                self.comparisons += rows
+            if rows == 0:
+                return None
             idx = {k: v[take] for k, v in idx.items()}
             idx[j], pos = picked, pos[take]
             t_j = b.ts[picked]

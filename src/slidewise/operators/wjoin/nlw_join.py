@@ -86,6 +86,7 @@ class NLWJoin(Snapshots):
     preference = 1
     per_arrival = 1000.0  # per arrival and level
     hashed = False
+    baseline = False
     sweep = 64  # HW-join: every so many arrivals, the removal rule visits every bucket
 
     def __init__(self, query: WJoinQuery) -> None:
