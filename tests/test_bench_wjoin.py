@@ -30,6 +30,31 @@ def test_bench_wjoin_conclusions(tmp_path, capsys):
     assert set(verdicts) == {"MW beats NLW on variable rates", "LCA beats GCA (Fig. 13)", "HW fastest equi-join variant"}
     assert verdicts["LCA beats GCA (Fig. 13)"][1] is True and verdicts["HW fastest equi-join variant"][1] is True
     assert "slidewise bench wjoin" in capsys.readouterr().err
+    _baselines(report, tmp_path)
+
+
+def _baselines(report: dict, out) -> None:
+    """Fig. 7/8 and the ICEIS 2005 operators, in counted work (tuples compared or touched)."""
+    assert (out / "wjoin_baselines.png").exists()
+    points = report["baselines"]
+    assert [p["n"] for p in points] == [2, 3, 4] and all(p["answers_agree"] and p["runs"]["mw-join"]["results"] for p in points)
+    for p in points:  # the adapted ripple join and XJoin scan what their periodic purges leave: more than NLW-join and HW-join
+        c = {a: r["comparisons_per_tuple"] for a, r in p["runs"].items()}
+        assert c["nlw-join"] < c["ripple-join"] and c["mw-join"] < c["ripple-join"] and c["hw-join"] < c["xjoin"] < c["ripple-join"], p["n"]
+    verdicts = report["summary"]["baseline conclusions (service time, comparisons)"]
+    assert [verdicts[k][1] for k in ("NLW beats ripple join (Fig. 7)", "HW beats XJoin (Fig. 8)", "MW beats ripple join (Fig. 7)")] == [True, True, True]
+    ice = report["iceis"]
+    assert [p["rate_per_s"] for p in ice["sweep"]] == [250, 500, 1000, 2000, 4000] and report["summary"]["answers agree"]
+    assert all(p["runs"]["whj"]["results"] for p in ice["sweep"])
+    # the circular-buffer hash join's work grows linearly with the input rate, the nested-loops joins' quadratically
+    assert 0.8 <= ice["fits"]["whj"]["loglog_slope"] <= 1.3 and abs(ice["fits"]["whj"]["quadratic_share_at_max"]) < 0.2
+    assert all(ice["fits"][a]["loglog_slope"] >= 1.6 and ice["fits"][a]["quadratic_share_at_max"] > 0.5 for a in ("wnl-join", "wnl-own"))
+    for p in ice["sweep"]:  # per arrival: one insert, the expired tuples (about one) and a bucket of matches
+        assert p["runs"]["whj"]["comparisons_per_tuple"] < 2.5 < p["runs"]["wnl-join"]["comparisons_per_tuple"]
+        assert p["runs"]["wnl-own"]["comparisons_per_tuple"] >= p["runs"]["wnl-join"]["comparisons_per_tuple"]  # it scans tuples beyond the window too
+    slow = ice["slow_stream"]["runs"]  # invalidating the opposite window holds the fast stream until the slow one delivers
+    assert slow["wnl-own"]["mean_held"] < slow["wnl-join"]["mean_held"] == slow["whj"]["mean_held"]
+    assert all(report["summary"]["conclusions (counted work)"].values())
 
 
 def test_bench_wjoin_bad_streams(capsys):

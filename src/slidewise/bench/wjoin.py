@@ -17,6 +17,9 @@ integers, so the equi-join is selective enough to give work. Two experiments:
   but one pair at ``w_large``, equi-joined as above; GCA and LCA (and MW-join, the reference).
   The paper's windows (0.8 s or 0.1 s, one pair 1 s) are scaled down by 100 (8 ms or 1 ms, one
   pair 10 ms) so that a window holds a few tuples per stream, as in Fig. 9's runs.
+* ``baselines`` (Fig. 7/8: ripple join, XJoin) and ``iceis`` (the ICEIS 2005 windowed joins: work
+  against input rate with fits, memory of the invalidation strategies):
+  :mod:`slidewise.bench.wjoin_baselines`.
 
 Per run: ``us_per_tuple`` (wall time of ``process`` over the input, per tuple; the best of up to
 three passes for runs under 0.2 s), ``comparisons_per_tuple`` (the operators' own counts: rows
@@ -24,7 +27,7 @@ inside a period for MW-join, pairs compared for the pipelines, plus refinement c
 and LCA), the results and a checksum of their member positions (every algorithm of an experiment
 must give the same), and the planner's choice (:func:`~slidewise.optimizer.wjoin.choose_wjoin`,
 declared rates and distinct counts) with its estimate. The summary gives the paper's conclusions
-as factors, in service time and in comparisons. Results: ``wjoin.json`` and ``wjoin.png``.
+as factors, in service time and in comparisons. Results: ``wjoin.json``, ``wjoin.png`` and ``wjoin_baselines.png``.
 """
 
 from __future__ import annotations
@@ -161,8 +164,9 @@ def _form1_point(n: int, window: int, tuples: int, keys: int, seed: int) -> dict
     }
 
 
-def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window: int = 20, keys: int = 10, seed: int = 0, progress=None) -> dict:
-    """Both experiments (module docstring); writes ``wjoin.json`` and ``wjoin.png`` to ``out_dir``."""
+def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window: int = 20, keys: int = 10, iceis_keys: int = 1000, seed: int = 0, progress=None) -> dict:
+    """The experiments (module docstring; the baselines': :mod:`slidewise.bench.wjoin_baselines`);
+    writes ``wjoin.json``, ``wjoin.png`` and ``wjoin_baselines.png`` to ``out_dir``."""
     say = progress or (lambda message: None)
     streams = []
     for n in range(2, max_streams + 1):
@@ -189,10 +193,16 @@ def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window
         "gca_lca": fig13,
         "form1": form1,
     }
-    report["summary"] = summarize(report)
+    from slidewise.bench.wjoin_baselines import baselines, iceis, summarize_baselines
+    from slidewise.bench.wjoin_baselines import plot as plot_baselines
+
+    report["baselines"] = baselines(tuples=tuples, max_streams=max_streams, window=window, keys=keys, seed=seed, say=say)
+    report["iceis"] = iceis(tuples=tuples, window=window, keys=iceis_keys, seed=seed, say=say)
+    report["summary"] = {**summarize(report), **summarize_baselines(report)}
     out = Path(out_dir)
     write_json(out / "wjoin.json", report)
     plot(report, out / "wjoin.png")
+    plot_baselines(report, out / "wjoin_baselines.png")
     return report
 
 
