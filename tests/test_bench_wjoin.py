@@ -55,6 +55,11 @@ def _baselines(report: dict, out) -> None:
     slow = ice["slow_stream"]["runs"]  # invalidating the opposite window holds the fast stream until the slow one delivers
     assert slow["wnl-own"]["mean_held"] < slow["wnl-join"]["mean_held"] == slow["whj"]["mean_held"]
     assert all(report["summary"]["conclusions (counted work)"].values())
+    assert (out / "wjoin_baselines.png").stat().st_size > 0
+    switch = report["summary"]["rate switch (Fig. 9c): switching / comparable"]["comparisons_per_tuple"]
+    assert set(switch) == {"mw-join", "nlw-join", "hw-join"} and all(v < 1 for v in switch.values())  # the slow phases: fewer D tuples to meet
+    nlw_lca = report["summary"]["path W-join (Fig. 14): NLW / LCA, small and large rate variation"]["comparisons_per_tuple"]
+    assert [p["variation"] for p in report["path"]] == ["small", "large"] and nlw_lca[0] < nlw_lca[1]  # LCA gains on NLW-join as the rates vary more
 
 
 def test_bench_wjoin_bad_streams(capsys):

@@ -17,9 +17,9 @@ integers, so the equi-join is selective enough to give work. Two experiments:
   but one pair at ``w_large``, equi-joined as above; GCA and LCA (and MW-join, the reference).
   The paper's windows (0.8 s or 0.1 s, one pair 1 s) are scaled down by 100 (8 ms or 1 ms, one
   pair 10 ms) so that a window holds a few tuples per stream, as in Fig. 9's runs.
-* ``baselines`` (Fig. 7/8: ripple join, XJoin) and ``iceis`` (the ICEIS 2005 windowed joins: work
-  against input rate with fits, memory of the invalidation strategies):
-  :mod:`slidewise.bench.wjoin_baselines`.
+* ``baselines`` (Fig. 7/8: ripple join, XJoin), ``iceis`` (the ICEIS 2005 windowed joins: work
+  against input rate with fits, memory of the invalidation strategies), ``rate_switch`` (Fig. 9c)
+  and ``path`` (Fig. 14): :mod:`slidewise.bench.wjoin_extra`.
 
 Per run: ``us_per_tuple`` (wall time of ``process`` over the input, per tuple; the best of up to
 three passes for runs under 0.2 s), ``comparisons_per_tuple`` (the operators' own counts: rows
@@ -165,7 +165,7 @@ def _form1_point(n: int, window: int, tuples: int, keys: int, seed: int) -> dict
 
 
 def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window: int = 20, keys: int = 10, iceis_keys: int = 1000, seed: int = 0, progress=None) -> dict:
-    """The experiments (module docstring; the baselines': :mod:`slidewise.bench.wjoin_baselines`);
+    """The experiments (module docstring; the further ones: :mod:`slidewise.bench.wjoin_extra`);
     writes ``wjoin.json``, ``wjoin.png`` and ``wjoin_baselines.png`` to ``out_dir``."""
     say = progress or (lambda message: None)
     streams = []
@@ -193,11 +193,13 @@ def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window
         "gca_lca": fig13,
         "form1": form1,
     }
-    from slidewise.bench.wjoin_baselines import baselines, iceis, summarize_baselines
-    from slidewise.bench.wjoin_baselines import plot as plot_baselines
+    from slidewise.bench.wjoin_extra import baselines, iceis, path, rate_switch, summarize_baselines
+    from slidewise.bench.wjoin_extra import plot as plot_baselines
 
     report["baselines"] = baselines(tuples=tuples, max_streams=max_streams, window=window, keys=keys, seed=seed, say=say)
     report["iceis"] = iceis(tuples=tuples, window=window, keys=iceis_keys, seed=seed, say=say)
+    report["rate_switch"] = rate_switch(tuples=tuples, window=window, keys=keys, seed=seed, say=say)
+    report["path"] = path(tuples=tuples, window=window, keys=keys, seed=seed, say=say)
     report["summary"] = {**summarize(report), **summarize_baselines(report)}
     out = Path(out_dir)
     write_json(out / "wjoin.json", report)

@@ -1,4 +1,4 @@
-"""``slidewise bench wjoin``'s baseline experiments (:mod:`slidewise.bench.wjoin` runs them):
+"""``slidewise bench wjoin``'s baseline and further experiments (:mod:`slidewise.bench.wjoin` runs them):
 
 * ``baselines`` (Hammad, Aref & Elmagarmid, "Stream Window Join", SSDBM 2003, §4.3 Fig. 7 and 8):
   2 to 4 streams at 1000 tuples/s, ``WINDOW = w`` and the chain of equalities; NLW-join and
@@ -17,6 +17,14 @@
   One more point with a slow stream (B at 10 tuples/s) gives the memory of the invalidation
   strategies: invalidating the opposite window holds the fast stream's tuples until the slow
   stream delivers.
+* ``rate_switch`` (Hammad et al., §4.3 Fig. 9c): four streams at 1000 tuples/s, then the same with
+  stream D switching between 10 and 1000 tuples/s every 100 of its tuples; MW-join, NLW-join and
+  HW-join. The paper: MW-join gains much from the slow phases (it spends them in Mode 1), NLW-join
+  and HW-join little.
+* ``path`` (Hammad et al., §5.3 Fig. 14): the path W-join ``DWINDOW(A, B) AND DWINDOW(B, C) AND
+  DWINDOW(C, D)`` (one direction, A to D) with rates varying little (1000 to 500 tuples/s) or much
+  (1000 to 10); NLW-join against LCA (on the completed constraints), MW-join for reference. The
+  paper: NLW-join wins with small variations, LCA with large ones.
 
 Plotted to ``wjoin_baselines.png``.
 """
@@ -32,7 +40,7 @@ from slidewise.bench.wjoin import _batches, _point, generate, measure, query_tex
 from slidewise.cql.wjoin import parse_wjoin
 from slidewise.operators.wjoin import WJOINS
 
-__all__ = ["BASELINES", "ICEIS", "ICEIS_RATES", "baselines", "fit", "iceis", "plot", "summarize_baselines"]
+__all__ = ["BASELINES", "ICEIS", "ICEIS_RATES", "baselines", "fit", "generate_switching", "iceis", "path", "plot", "rate_switch", "summarize_baselines"]
 
 BASELINES = ("mw-join", "nlw-join", "ripple-join", "hw-join", "xjoin")
 ICEIS = ("wnl-join", "wnl-own", "whj")
@@ -98,6 +106,45 @@ def iceis(*, tuples: int, window: int, keys: int, seed: int, say) -> dict:
     return {"keys": keys, "window_ms": window, "sweep": sweep, "slow_stream": slow, "fits": fits}
 
 
+def generate_switching(tuples: int, keys: int, seed: int, block: int = 100, rates: tuple[float, float] = (10.0, 1000.0)) -> dict[str, np.ndarray]:
+    """Streams A, B, C at 1000 tuples/s and D alternating between ``rates`` every ``block`` of its tuples."""
+    rng = np.random.default_rng(seed)
+    ts = [np.cumsum(rng.exponential(1.0, tuples)) for _ in range(3)]
+    gaps = np.concatenate([rng.exponential(1000.0 / rates[(b // block) % 2], block) for b in range(0, tuples, block)])
+    ts.append(np.cumsum(gaps))
+    t = np.concatenate(ts).astype(np.int64)
+    s = np.repeat(np.arange(4), [len(x) for x in ts])
+    order = np.lexsort([s, t])[:tuples]
+    return {"ts": t[order], "stream": s[order], "k": rng.integers(0, keys, tuples)}
+
+
+def _runs(text: str, data: dict[str, np.ndarray], algorithms: tuple[str, ...]) -> dict:
+    runs = {a: measure(a, text, data) for a in algorithms}
+    return {"runs": runs, "answers_agree": len({(r["results"], r["checksum"]) for r in runs.values()}) == 1}
+
+
+def rate_switch(*, tuples: int, window: int, keys: int, seed: int, say) -> dict:
+    """Fig. 9c: comparable rates against a rate-switching stream D (module docstring)."""
+    text = query_text(4, f"WINDOW = {window}")
+    algorithms = ("mw-join", "nlw-join", "hw-join")
+    say("rate_switch: comparable rates")
+    steady = {"query": text, **_runs(text, generate([1000.0] * 4, tuples, keys, seed), algorithms)}
+    say("rate_switch: D switching between 10 and 1000 tuples/s")
+    switching = {"query": text, **_runs(text, generate_switching(tuples, keys, seed), algorithms)}
+    return {"comparable": steady, "switching": switching}
+
+
+def path(*, tuples: int, window: int, keys: int, seed: int, say) -> list[dict]:
+    """Fig. 14: the path W-join on NLW-join and LCA, small and large rate variations (module docstring)."""
+    text = query_text(4, " AND ".join(f"DWINDOW({a}, {b}) = {window}" for a, b in ("AB", "BC", "CD")))
+    points = []
+    for kind, low in (("small", 500.0), ("large", 10.0)):
+        say(f"path: {kind} rate variation")
+        rates = [round(float(r), 1) for r in np.geomspace(1000.0, low, 4)]
+        points.append({"variation": kind, "rates_per_s": rates, "query": text, **_runs(text, generate(rates, tuples, keys, seed), ("mw-join", "nlw-join", "lca"))})
+    return points
+
+
 def _beats(points: list[dict], fast: str, slow: str, key: str) -> bool:
     return all(p["runs"][fast][key] < p["runs"][slow][key] for p in points)
 
@@ -107,6 +154,7 @@ def summarize_baselines(report: dict) -> dict:
     pts, ice = report["baselines"], report["iceis"]
     fields = ("us_per_tuple", "comparisons_per_tuple")
     slow = ice["slow_stream"]["runs"]
+    st, sw = report["rate_switch"]["comparable"], report["rate_switch"]["switching"]
     return {
         "baselines (Fig. 7/8): ripple / NLW, XJoin / HW, n = 2..": {
             "service time": [
@@ -131,19 +179,25 @@ def summarize_baselines(report: dict) -> dict:
             "hash join beats nested loops at every rate": all(p["runs"]["whj"]["work_per_s"] < p["runs"]["wnl-join"]["work_per_s"] for p in ice["sweep"]),
             "own invalidation holds less with a slow stream": slow["wnl-own"]["mean_held"] < slow["wnl-join"]["mean_held"],
         },
-        "answers agree": all(p["answers_agree"] for p in pts + ice["sweep"] + [ice["slow_stream"]]),
+        "rate switch (Fig. 9c): switching / comparable": {key: {a: round(sw["runs"][a][key] / max(st["runs"][a][key], 1e-9), 2) for a in st["runs"]} for key in fields},
+        "path W-join (Fig. 14): NLW / LCA, small and large rate variation": {
+            key: [round(p["runs"]["nlw-join"][key] / max(p["runs"]["lca"][key], 1e-9), 2) for p in report["path"]] for key in fields
+        },
+        "answers agree": all(p["answers_agree"] for p in pts + ice["sweep"] + [ice["slow_stream"], st, sw] + report["path"]),
     }
 
 
 def plot(report: dict, path: Path) -> Path:
-    """Fig. 7/8's comparisons per tuple against the streams; the ICEIS work per second against rate."""
+    """Fig. 7/8's comparisons per tuple against the streams; the ICEIS work per second against
+    rate; the service times of Fig. 9c and Fig. 14."""
     plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4))
     ax = axes[0]
     pts = report["baselines"]
     for a in BASELINES:
         ax.plot([p["n"] for p in pts], [p["runs"][a]["comparisons_per_tuple"] for p in pts], marker="o", label=a)
     ax.set_yscale("log")
+    ax.set_xticks([p["n"] for p in pts])
     ax.set_xlabel("streams")
     ax.set_ylabel("comparisons per tuple")
     ax.set_title(f"W-joins vs ripple join / XJoin, purge every {pts[0]['purge'] if pts else '?'} (Fig. 7/8)", fontsize=9)
@@ -156,10 +210,25 @@ def plot(report: dict, path: Path) -> Path:
         )
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xticks(list(ICEIS_RATES), [f"{r:g}" for r in ICEIS_RATES])
+    ax.minorticks_off()
     ax.set_xlabel("input rate per stream (tuples/s)")
     ax.set_ylabel("tuples touched per second")
     ax.set_title("windowed NL join vs circular-buffer hash join (ICEIS 2005)", fontsize=9)
     ax.legend(fontsize=8)
+    bars = [
+        (axes[2], "rate switch, 4 streams (Fig. 9c)", ["comparable", "switching"], [report["rate_switch"][k]["runs"] for k in ("comparable", "switching")]),
+        (axes[3], "path W-join A to D (Fig. 14)", [f"{p['variation']} rate variation" for p in report["path"]], [p["runs"] for p in report["path"]]),
+    ]
+    for ax, title, labels, runs in bars:
+        names = list(runs[0])
+        for i, a in enumerate(names):
+            ax.bar(np.arange(len(labels)) + i / (len(names) + 1), [r[a]["us_per_tuple"] for r in runs], width=1 / (len(names) + 1), label=a)
+        ax.set_xticks(np.arange(len(labels)) + 0.5 - 1 / (len(names) + 1), labels)
+        ax.set_yscale("log")
+        ax.set_ylabel("service time per tuple (us)")
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=8)
     for ax in axes:
         ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
