@@ -86,12 +86,8 @@ class WNLJoin(Snapshots):
         """Drop stream ``x``'s tuples that no arrival of the other stream from ``clock`` on can meet."""
         b = self.buffers[x]
         start = max(b.start, int(np.searchsorted(b.ts, clock - self.d[x][1 - x], "left")))
-        self._expire(x, b.start, start)
         self.comparisons += start - b.start
         b.start = start
-
-    def _expire(self, x: int, start: int, stop: int) -> None:
-        """Hook: buffer indices ``[start, stop)`` of ``x`` leave the window."""
 
     def _arrive(self, p: int, s: int) -> ResultBatch | None:
         o, b = 1 - s, self.buffers[s]
