@@ -340,3 +340,40 @@ def test_form_1_runs_on_the_join_path(capsys):
         "W-join on columnar: WINDOW(A, B) = 4 AND WINDOW(A, C) = 4 AND WINDOW(B, C) = 4; every pair within 4\n"
         "  the join path's sliding-window join with [RANGE 4] per stream (same results, faster than the W-join operators)\n"
     )
+
+
+def test_baselines_refuse_what_they_cannot_join():
+    three = parse_wjoin("SELECT * FROM A, B, C WINDOW = 2 WHERE A.k = B.k AND B.k = C.k")
+    with pytest.raises(OptionError) as info:
+        WJOINS["wnl-join"](three)
+    assert str(info.value).split("\n")[0] == "wnl-join joins two streams, the query joins 3 (hint: use --algorithm mw-join, nlw-join or hw-join for more streams)"
+    with pytest.raises(OptionError) as info:
+        WJOINS["whj"](parse_wjoin("SELECT * FROM A, B WINDOW = 2 WHERE A.k < B.k"))
+    assert str(info.value).split("\n")[0] == "whj needs an equi-join predicate between the two streams (hint: add WHERE A.x = B.y, or use --algorithm wnl-join)"
+    with pytest.raises(OptionError) as info:
+        WJOINS["xjoin"](parse_wjoin("SELECT * FROM A, B, C WINDOW = 2 WHERE A.k = B.k"))
+    assert str(info.value).split("\n")[0] == (
+        "xjoin needs equi-join predicates connecting every stream; none reaches C (hint: add WHERE X.a = Y.b between the streams, or use --algorithm nlw-join or mw-join)"
+    )
+
+
+def test_invalidation_strategies_memory_and_work():
+    """A fast A (every ms) and a slow B (every 50 ms), window 5: invalidating the opposite window
+    holds A's tuples until B delivers; invalidating its own holds A's window only, but scans B's
+    tuples beyond the window (one more touch each). The hash join touches its bucket only."""
+    query = parse_wjoin("SELECT * FROM A, B WINDOW = 5 WHERE A.k = B.k")
+    rows = sorted([(0, t, t % 7) for t in range(200)] + [(1, t, t % 7) for t in range(0, 200, 50)], key=lambda r: (r[1], r[0]))
+    tuples = _tuples(rows)
+    ops = {a: WJOINS[a](query) for a in ("wnl-join", "wnl-own", "whj")}
+    for op in ops.values():
+        op.process(
+            [
+                StreamBatch(
+                    s, [t.pos for t in tuples if t.stream == s], [t.ts for t in tuples if t.stream == s], {"k": np.array([t.vals["k"] for t in tuples if t.stream == s])}
+                )
+                for s in range(2)
+            ]
+        )
+    assert ops["wnl-own"].peak <= 8 and ops["wnl-join"].peak >= 50 and ops["whj"].peak == ops["wnl-join"].peak
+    assert ops["whj"].comparisons < ops["wnl-join"].comparisons < ops["wnl-own"].comparisons
+    assert sorted(_run(query, tuples, 7, "wnl-own")) == sorted(_run(query, tuples, 7, "whj")) == sorted(oracle_wjoin(query, tuples).elements())

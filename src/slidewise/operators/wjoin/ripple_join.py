@@ -33,6 +33,7 @@ class RippleJoin(MWJoin):
     purge = 1000
 
     def __init__(self, query: WJoinQuery) -> None:
+        self.check(query)
         super().__init__(query)
         self.unpurged = 0
 

@@ -27,7 +27,11 @@ class XJoin(RippleJoin):
     name = "xjoin"
     preference = 11
     hashed = True
-    check = HWJoin.check
+
+    @classmethod
+    def check(cls, query: WJoinQuery) -> None:
+        """The equalities must connect every stream (HW-join's check, under this name)."""
+        HWJoin.check.__func__(cls, query)  # type: ignore[attr-defined]
 
     def __init__(self, query: WJoinQuery) -> None:
         super().__init__(query)
