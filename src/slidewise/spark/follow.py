@@ -87,7 +87,7 @@ class _Follower:
                 raise OptionError("load shedding and adaptive re-ordering do not run on a followed topic", hint="drop --cpu-budget/--memory-budget/--adaptive")
             options = {k: v for k, v in options.items() if k not in ("overload", "adaptive")}
             try:
-                jp = plan_join(q, sources, buckets=1, lateness=opts.lateness, algorithm=algorithm, order=order, options=options, work_dir=work, **common)
+                jp = plan_join(q, sources, buckets=1, lateness=opts.lateness, algorithm=algorithm, order=order, options=options, work_dir=work, streams=opts, **common)
             except ChangelogJoin as general:  # retractions: the general plan path
                 q = general.plan
         if jp is not None:
@@ -102,7 +102,9 @@ class _Follower:
             plan = load_plan(q, ())
             names, _ = plan_inputs(plan, sources, {})
             lateness = checked_lateness(opts.lateness)
-            gp = plan_general(plan, sources, names, {}, buckets=1, key=key, rejected=Rejects(), work_dir=work, lateness=lateness, strategy=opts.strategy, **common)
+            gp = plan_general(
+                plan, sources, names, {}, buckets=1, key=key, rejected=Rejects(), work_dir=work, lateness=lateness, strategy=opts.strategy, streams=opts, **common
+            )
             self.layout, self.recipes, self.keying, self.logic, self.columns, self.plan = gp.layout, gp.recipes, gp.keying, gp.logic, gp.columns, True
             self.head = {"strategy": opts.strategy, "partitions": int(opts.partitions)}
         from slidewise.spark.sequencer import SequencerLogic

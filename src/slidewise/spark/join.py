@@ -133,7 +133,7 @@ def plan_join(
         info, recipe = inspect_stream(
             ref.alias, ref.source, sources[ref.source], ts_column=own.ts_column, ts_unit=own.ts_unit, lateness=checked_lateness(own.lateness), work_dir=work_dir
         )
-        infos.append(info)
+        infos.append(replace(info, idle=streams.idle_timeout(ref.source) if streams is not None else None))
         recipes.append(recipe)
     if any(CHANGELOG in i.kinds for i in infos):  # retractions: the general plan's operators, as on the local engine
         given = [n for n, v in (("algorithm", algorithm), ("order", order), *(options or {}).items()) if v]
