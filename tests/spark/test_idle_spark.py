@@ -102,6 +102,60 @@ def test_an_idle_stream_is_left_out_after_its_timeout_and_rejoins(monkeypatch):
     assert out == _rows(local.results, list(local.results.columns))
 
 
+def test_an_idle_stream_in_a_join_on_the_router_path():
+    """The join path's bucket stage (the router's segments, the hosted join operator) leaves C out the same way."""
+    from slidewise.cql import load_query
+    from slidewise.plan.bind import bind_query
+    from slidewise.spark.bucket import BucketJoin
+    from slidewise.spark.keying import choose_keying
+    from slidewise.spark.layout import RESULT as JOIN_RESULT
+    from tests.spark.harness import route_into_buckets
+
+    q = load_query("SELECT * FROM A [RANGE 3], B [RANGE 3], C [RANGE 9] WHERE A.k = B.k AND B.k = C.k")
+    names = ["A", "B", "C"]
+    infos = tuple(StreamInfo(n, n, {"k": "int"}, "raw", LATENESS[n], "csv", 1, idle=5.0 if n == "C" else None) for n in names)
+    q = bind_query(q, [dict(i.kinds) for i in infos])
+    layout = Layout.build(q, list(infos))
+    keying = choose_keying(q, [i.kinds for i in infos], 2)
+    join = BucketJoin(q, layout)
+    clock = [0.0]
+    join.clock = lambda: clock[0]
+    seen, blobs = dict.fromkeys(names, 0), {}
+    per_step, reasons = [], []
+    for now, data in [*STEPS, (11.0, "eof")]:
+        clock[0] = now
+        rows = [{"k": EOF, "s": 0}] if data == "eof" else []
+        for i, n in enumerate(names):
+            if data == "eof" or n not in data:
+                continue
+            f = data[n]
+            q_ = seen[n] + np.arange(len(f), dtype=np.int64)
+            seen[n] += len(f)
+            cols = {
+                "t": f["ts"].to_numpy(np.int64),
+                "q": q_,
+                "o": np.zeros(len(f), np.int64),
+                "fi": np.zeros(len(f), np.int32),
+                "files": [f"file:///in/{n}.csv"],
+                "k": f["k"].to_numpy(np.int64),
+            }
+            rows.append({"k": TUPLE, "s": i, "q": len(f), "p": pack(cols)})
+        got = 0
+        for b, parts in sorted(route_into_buckets(layout, keying, wire_frame(rows)).items()):
+            blobs[b], frames = join.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
+            for f in frames:
+                got += int((f["k"] == JOIN_RESULT).sum())
+                if "rr" in f:
+                    reasons += [r for r in f["rr"].dropna().tolist() if r]
+        per_step.append(got)
+    assert per_step[:2] == [0, 0] and per_step[2] > 0  # answered before C resumes
+    assert reasons == ["late by 3 (lateness 0)"]  # C's ts 5, behind the released bound 8
+    admitted = {n: pd.concat([d[n] for _t, d in STEPS if n in d], ignore_index=True) for n in names}
+    admitted["C"] = admitted["C"][admitted["C"]["ts"] != 5]
+    local = slidewise.run(q.text, admitted, streams={n: {"lateness": LATENESS[n]} for n in names})
+    assert sum(per_step) == len(local.results) > 0
+
+
 @pytest.mark.spark
 def test_live_spark_answers_before_an_idle_stream_resumes(spark, runs, tmp_path):
     """Live directories, C silent for longer than its 3 s timeout: A and B's answer appears before C

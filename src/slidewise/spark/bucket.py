@@ -75,6 +75,7 @@ class BucketState:
     last: tuple[int, int, int] | None = None
     seq: list[int] = field(default_factory=list)
     seen: np.ndarray | None = None  # processing time each stream last reached the bucket (idle timeouts)
+    released: int = NEG  # the release bound reached: tuples below it are late (after an idle stream was left out)
 
 
 class BucketJoin:
@@ -143,6 +144,8 @@ class BucketJoin:
                 out.append(late)
         w = POS if st.ended else release_bound(st.frontier, self.lateness, self.idle, st.seen, now)
         results = [self._release(st, op, w)]
+        if w < POS:
+            st.released = max(st.released, w)
         if st.ended and not st.flushed:
             results.append(op.finish())
             st.flushed = True
@@ -167,7 +170,7 @@ class BucketJoin:
             "next_pos": st.next_pos,
             "last": None if st.last is None else list(st.last),
             "seq": list(st.seq),
-            **({"seen": st.seen.tolist()} if st.seen is not None else {}),
+            **({"seen": st.seen.tolist(), "released": st.released} if st.seen is not None else {}),
         }
         return pack_state(self.key, meta, st.buffer, st.operator or b"")
 
@@ -188,6 +191,7 @@ class BucketJoin:
             None if meta["last"] is None else tuple(int(x) for x in meta["last"]),
             [int(x) for x in meta.get("seq", [0] * n)],
             np.asarray(meta["seen"], np.float64) if "seen" in meta else None,
+            int(meta.get("released", NEG)),
         )
 
     # ------------------------------------------------------------------ buffer and release
@@ -202,11 +206,11 @@ class BucketJoin:
         """Append stream ``i``'s admitted tuples to the buffer; those behind the released ones are rejects."""
         t, q = chunk["t"], chunk["q"]
         rejected = None
-        if st.last is not None:
-            lt, ls, lq = st.last
-            late = (t < lt) | ((t == lt) & ((i < ls) | ((i == ls) & (q <= lq))))
+        if st.last is not None or st.released > NEG:
+            lt, ls, lq = st.last if st.last is not None else (NEG, 0, 0)
+            late = (t < lt) | ((t == lt) & ((i < ls) | ((i == ls) & (q <= lq)))) | (t < st.released)
             if late.any():
-                rejected = self._late(i, take(chunk, late), lt)
+                rejected = self._late(i, take(chunk, late), max(lt, st.released))
                 chunk = take(chunk, ~late)
         st.buffer[i] = {k: np.concatenate([st.buffer[i][k], np.asarray(chunk[k]).astype(st.buffer[i][k].dtype, copy=False)]) for k in st.buffer[i]}
         return rejected
