@@ -2,8 +2,9 @@
 
 The general-plan executor under every strategy equals the oracle (tests/oracle_plans.py,
 "Changelog streams") on random plans — joins, DISTINCT, negation, aggregates, unions —
-over streams with random retractions; count and INTERNAL windows over a changelog and the
-Spark engine refuse it with one message; a join query reads a changelog as a general plan.
+over streams with random retractions; count and INTERNAL windows and FREQUENT over a changelog
+are refused with one message; a join query reads a changelog as a general plan. The Spark
+engine: tests/spark/test_changelog_spark.py.
 """
 
 from __future__ import annotations

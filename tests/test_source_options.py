@@ -96,6 +96,24 @@ def test_for_stream_overrides_only_what_it_names():
     assert opts.for_stream("ssl") is opts
 
 
-def test_an_idle_timeout_is_refused_with_the_reason():
-    with pytest.raises(OptionError, match=r"an idle timeout for stream 'C' has no effect here: the local engine reads every input to its end"):
-        RunOptions(streams=parse_stream_options(["C.idle=5s"]))
+def test_an_idle_timeout_is_seconds_of_processing_time():
+    opts = RunOptions(streams=parse_stream_options(["C.idle-timeout=5", "B.idle-timeout=500ms", "B.lateness=2"]))
+    assert opts.idle_timeout("C") == 5.0 and opts.idle_timeout("B") == 0.5 and opts.idle_timeout("A") is None
+    assert opts.for_stream("B").lateness == 2  # the timeout is not a field of the stream's options
+    with pytest.raises(OptionError, match=r"the idle timeout of stream 'C' must be a positive number of seconds, got '0' \(hint: e.g. --source-option C.idle-timeout=30"):
+        RunOptions(streams={"C": {"idle-timeout": "0"}})
+
+
+def test_an_idle_timeout_is_refused_by_the_local_engine_where_no_stream_is_idle():
+    with pytest.raises(OptionError, match=r"an idle timeout for stream 'B' has no effect on the local engine: it reads every input to its end"):
+        slidewise.run(Q, {"A": A, "B": B}, streams={"B": {"idle-timeout": 5}})
+
+
+def test_an_input_without_rows_holds_no_output_back_on_the_local_engine():
+    """The local engine reads every input to its end: an input that never has a row (an idle stream)
+    delays nothing; the answer is the one over the other streams."""
+    q = "SELECT RSTREAM(*) FROM A [RANGE 3] WHERE NOT EXISTS (SELECT * FROM C [RANGE 3] WHERE C.k = A.k)"
+    empty = pd.DataFrame({"ts": pd.Series([], dtype="int64"), "k": pd.Series([], dtype="int64")})
+    ordered = A.sort_values("ts", kind="stable")
+    got = slidewise.run(q, {"A": ordered, "C": empty}).results
+    assert got[got["sign"] > 0]["A.k"].tolist() == ordered["k"].tolist()

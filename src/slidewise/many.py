@@ -126,7 +126,7 @@ def run_many(
                 plan = prune_columns(bind(plan, schemas))
             except SlidewiseError as e:
                 raise located(e, q.index, q.name, q.where) from None
-            spec = None if any(s.changelog for s in plan.scans()) else match(plan)  # retractions: the operator network
+            spec = match(plan)  # None for a changelog: retractions need the operator network
             if spec is not None and spec.refuse(dict(opened[spec.source].schema)) is not None:
                 spec = None
         if spec is None:

@@ -52,7 +52,8 @@ class RunOptions:
     ``upa``; UPA calendar queue partitions); ``schemas``: declared column types,
     stream -> {column: type} (see :func:`declared_schemas`), other columns inferred;
     ``streams``: per-stream ``lateness``, ``ts_column`` and ``ts_unit``, stream ->
-    {setting: value}, over the run's own (see :meth:`for_stream`).
+    {setting: value}, over the run's own (see :meth:`for_stream`), and ``idle_timeout``
+    (:meth:`idle_timeout`; Spark and followed topics only).
     """
 
     lateness: int = 0
@@ -101,8 +102,12 @@ class RunOptions:
 
     def for_stream(self, name: str) -> RunOptions:
         """These options with stream ``name``'s own lateness, timestamp column and unit."""
-        own = (self.streams or {}).get(name)
+        own = {k: v for k, v in (self.streams or {}).get(name, {}).items() if k != "idle_timeout"}
         return replace(self, **own) if own else self
+
+    def idle_timeout(self, name: str) -> float | None:
+        """Stream ``name``'s idle timeout (seconds of processing time), or None."""
+        return (self.streams or {}).get(name, {}).get("idle_timeout")
 
     def lateness_of(self, sources) -> list[int]:
         """The lateness of each source (objects with a ``name``), for :class:`~slidewise.runtime.reorder.Merger`."""
@@ -194,9 +199,14 @@ STREAM_SETTINGS = {
     "ts": "ts_column",
     "ts_unit": "ts_unit",
     "ts-unit": "ts_unit",
-    "idle": "idle",
+    "idle-timeout": "idle_timeout",
+    "idle_timeout": "idle_timeout",
 }
-_STREAM_HINT = "write --source-option NAME.KEY=VALUE with KEY lateness (e.g. 5s), ts-column (a column name) or ts-unit (" + ", ".join(TS_UNITS) + ")"
+_STREAM_HINT = (
+    "write --source-option NAME.KEY=VALUE with KEY lateness (e.g. 5s), ts-column (a column name), ts-unit ("
+    + ", ".join(TS_UNITS)
+    + ") or idle-timeout (seconds of processing time, e.g. 30 or 500ms)"
+)
 
 
 def stream_settings(streams: dict) -> dict[str, dict]:
@@ -214,12 +224,8 @@ def stream_settings(streams: dict) -> dict[str, dict]:
             field = STREAM_SETTINGS.get(str(key).strip().lower())
             if field is None:
                 raise OptionError(f"unknown setting {key!r} for stream {stream!r}", hint=_STREAM_HINT)
-            if field == "idle":
-                raise OptionError(
-                    f"an idle timeout for stream {stream!r} has no effect here: the local engine reads every input to its end "
-                    "(the stream holding output back is read next), and the Spark engine does not time out idle streams yet",
-                    hint="drop the idle setting; with --engine spark an input that stays empty holds back output until it gets data or input ends",
-                )
+            if field == "idle_timeout":
+                value = _idle_seconds(value, stream)
             if field == "lateness":
                 value = parse_duration(value, what=f"the lateness of {stream}")
             elif field == "ts_unit" and value not in TS_UNITS:
@@ -229,6 +235,19 @@ def stream_settings(streams: dict) -> dict[str, dict]:
             own[field] = value
         out[str(stream)] = own
     return out
+
+
+def _idle_seconds(value, stream) -> float:
+    """An idle timeout in seconds of processing time: a number of seconds, or text with a unit (``500ms``, ``2s``)."""
+    from slidewise.model.time import parse_duration
+
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = parse_duration(value, what=f"the idle timeout of {stream}") / 1000 if isinstance(value, str) and not value.strip().isdigit() else -1.0
+    if not seconds > 0 or seconds != seconds:
+        raise OptionError(f"the idle timeout of stream {stream!r} must be a positive number of seconds, got {value!r}", hint="e.g. --source-option C.idle-timeout=30")
+    return seconds
 
 
 def parse_stream_options(pairs: list[str] | None) -> dict[str, dict[str, str]] | None:

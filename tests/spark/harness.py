@@ -272,3 +272,55 @@ def wait_for_first_commit(ckpt: Path, seconds: float = 240) -> None:
     while not (ckpt / "query" / "commits" / "0").exists():
         assert time.monotonic() < deadline, "no committed micro-batch in time"
         time.sleep(0.1)
+
+
+def simulate_plan(plan, streams: dict, tables: dict | None, strategy: str, *, batches: int = 3, buckets: int = 3) -> Counter:
+    """A general ``plan`` (unbound) over ``streams`` (name -> frame with ``ts`` first) and ``tables``, run
+    as Spark runs it — sequencer per stream, :class:`~slidewise.spark.plan_state.PlanBucket` per key bucket
+    (:func:`~slidewise.spark.plan_state.partition_attribute`), state as bytes between micro-batches — in
+    process: the output rows ``Counter[(ts, vals, sign)]``. Each stream arrives in ``batches`` parts, then
+    the end of input."""
+    from slidewise.plan.bind import bind
+    from slidewise.runtime.rejects import Rejects
+    from slidewise.spark.plan_state import PlanBucket, partition_attribute
+    from slidewise.spark.plan_stream import read_tables
+
+    names = list(dict.fromkeys(s.source for s in plan.scans() if not s.is_relation))
+    attrs = {n: [c for c in streams[n].columns if c != "ts"] for n in names}
+    table_rows, schemas = read_tables(tables or {}, 0, "ts", "auto", Rejects())
+    plan = bind(plan, {**schemas, **attrs})
+    attr, _ = partition_attribute(plan)
+    keying = Keying("hash", buckets, keys=(attr,) * len(names)) if attr else Keying("single", 1)
+    layout = Layout(tuple(StreamInfo(n, n, {c: "int" for c in attrs[n]}, "raw", 0, "csv", 1) for n in names))
+    seq, seq_state, blobs, out = SequencerLogic(layout, keying), {}, {}, Counter()
+    logic = PlanBucket(plan, names, [attrs[n] for n in names], [0] * len(names), strategy=strategy, tables=table_rows)
+    parts = [np.array_split(np.arange(len(streams[n])), batches) for n in names]
+    for step in range(batches + 1):
+        rows: list[dict] = []
+        for i, n in enumerate(names):
+            idx = parts[i][step] if step < batches else np.arange(0)
+            if not len(idx):
+                continue
+            sub = streams[n].iloc[idx]
+            columns = {
+                "t": sub["ts"].to_numpy(np.int64),
+                "q": idx.astype(np.int64),
+                "o": np.zeros(len(idx), np.int64),
+                "fi": np.zeros(len(idx), np.int32),
+                "files": [f"file:///in/{n}.csv"],
+                **{a: sub[a].to_numpy(np.int64) for a in attrs[n]},
+            }
+            rows.append({"k": TUPLE, "s": i, "q": len(idx), "p": pack(columns)})
+        if step == batches:
+            rows.append({"k": EOF, "s": 0})
+        if not rows:
+            continue
+        for b, got in sorted(sequence_into_buckets(seq, seq_state, wire_frame(rows)).items()):
+            blobs[b], frames = logic.process(b, blobs.get(b), pd.concat(got, ignore_index=True))
+            for f in frames:
+                for r in f[f["k"] == RESULT].itertuples(index=False):
+                    res = pd.DataFrame(unpack(r.p))
+                    vals = [c for c in logic.columns if c not in ("ts", "sign")]
+                    for v, ts, sign in zip(res[vals].itertuples(index=False, name=None), res["ts"], res["sign"]):
+                        out[(int(ts), tuple(x.item() if hasattr(x, "item") else x for x in v), int(sign))] += 1
+    return out

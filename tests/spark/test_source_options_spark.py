@@ -31,21 +31,3 @@ def test_join_and_plan_take_per_stream_settings(spark, tmp_path):
     spark_plan = run_plan_spark(plan, sources, spark=spark, once=True, streams=SETTINGS)
     assert spark_plan.stats["rejects"] == local_plan.stats["rejects"] == 2
     assert _rows(spark_plan.results) == _rows(local_plan.results)
-
-
-def test_a_changelog_input_is_refused_on_spark_before_the_session(tmp_path):
-    import pytest
-
-    from slidewise.errors import OptionError
-
-    pd.DataFrame({"ts": [1, 2], "k": [1, 1], "sign": [1, -1]}).to_csv(tmp_path / "a.csv", index=False)
-    B.rename(columns={"time": "ts"}).to_csv(tmp_path / "b.csv", index=False)
-    sources = {"A": str(tmp_path / "a.csv"), "B": str(tmp_path / "b.csv")}
-    message = (
-        r"stream A is a changelog \(its input has a sign column: -1 rows retract an earlier row\), "
-        r"which the Spark engine does not take yet \(hint: run it with --engine local"
-    )
-    with pytest.raises(OptionError, match=message):
-        run_spark(Q, sources, once=True)
-    with pytest.raises(OptionError, match=message):
-        run_plan_spark("SELECT RSTREAM DISTINCT A.k FROM A [RANGE 4]", {"A": sources["A"]}, once=True)

@@ -122,7 +122,7 @@ def match(plan: Plan) -> JoinAggregate | None:
             where, inp = inp.predicate, inp.child
             if not _own(where, i):
                 return None
-        if not isinstance(inp, Scan) or inp.kind != "stream" or inp.window is None:
+        if not isinstance(inp, Scan) or inp.kind != "stream" or inp.window is None or inp.changelog:
             return None
         w = inp.window
         if w.kind != "range" or w.internal or w.slide != root.slide or w.partition_by:

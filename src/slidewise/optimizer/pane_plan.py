@@ -114,7 +114,7 @@ def peel(plan: Plan) -> tuple[Output, Aggregate, Expr | None] | None:
 
 
 def match(plan: Plan) -> SlidingAggregate | None:
-    """The pane form of ``plan``, or None when it is not a periodic one-stream GROUP BY."""
+    """The pane form of ``plan``, or None when it is not a periodic one-stream GROUP BY (or reads a changelog)."""
     peeled = peel(plan)
     if peeled is None or not peeled[1].aggs and not peeled[1].keys:
         return None
@@ -126,7 +126,7 @@ def match(plan: Plan) -> SlidingAggregate | None:
         where, node = node.predicate, node.child
         if not simple(where, outputs=False):
             return None
-    if not isinstance(node, Scan) or node.kind != "stream":
+    if not isinstance(node, Scan) or node.kind != "stream" or node.changelog:  # retractions: the operator network
         return None
     w = node.window
     assert w is not None  # a stream scan has a window

@@ -30,10 +30,17 @@ __all__ = ["FrequentRun", "bind_frequent", "execute_frequent"]
 
 
 def bind_frequent(q: FrequentQuery, kinds: dict[str, str]) -> FrequentQuery:
-    """``q`` typed against its stream's columns (``kinds``: attribute -> kind); a PlanError without the item."""
+    """``q`` typed against its stream's columns (``kinds``: attribute -> kind); a PlanError without the item
+    or over a changelog (both engines)."""
     from slidewise.errors import PlanError
     from slidewise.plan.bind import bind
+    from slidewise.plan.logical import CHANGELOG
 
+    if CHANGELOG in kinds:
+        raise PlanError(
+            f"stream {q.scan.source} is a changelog (it has a {CHANGELOG} column), and FREQUENT keeps only top-k summaries, which cannot take retractions back",
+            hint=f"count with GROUP BY over it instead, or rename the {CHANGELOG} column if it is an ordinary attribute",
+        )
     q = bind(q, {q.scan.source: kinds})  # type: ignore[assignment]  # bind keeps the plan's class
     if q.item not in kinds:
         raise PlanError(f"FREQUENT counts column {q.scan.alias}.{q.item}, which {q.scan.source} does not have", hint=f"its columns: {', '.join(kinds)}")

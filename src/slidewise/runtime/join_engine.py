@@ -207,14 +207,21 @@ def wjoin_operator(query: WJoinQuery, algorithm, order, options) -> MWJoin | NLW
 
 def _changelog_plan(query, sources, opts: RunOptions, algorithm, order, operator_options, overload, adaptive) -> RunResult:
     """A join query over a changelog stream (a ``sign`` column) runs as a general plan, whose operators retract."""
-    from slidewise.cql.parser import parse_plan
     from slidewise.runtime.plan_engine import execute_plan
 
     given = [name for name, v in (("algorithm", algorithm), ("order", order), ("overload", overload), ("adaptive", adaptive), *operator_options.items()) if v]
+    return execute_plan(changelog_plan(query, given), sources, run_options=opts, rewrite=True)
+
+
+def changelog_plan(query, given: list[str]):
+    """The general plan a join query over a changelog runs as, on either engine; an OptionError for a
+    W-join, a query without its text, or join options (``given``: the names of those set)."""
+    from slidewise.cql.parser import parse_plan
+
     if isinstance(query, WJoinQuery) or not query.text or given:
         why = "a W-join" if isinstance(query, WJoinQuery) else "a query given without its text" if not query.text else f"--{given[0]}"
         raise OptionError(
             f"a stream with a {CHANGELOG} column is a changelog (-1 rows retract), which runs as a general plan, and {why} cannot",
             hint=f"drop {why}, or rename the {CHANGELOG} column if it is an ordinary attribute",
         )
-    return execute_plan(parse_plan(query.text), sources, run_options=opts, rewrite=True)
+    return parse_plan(query.text)

@@ -42,14 +42,14 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from slidewise.errors import OptionError, PlanError, SourceError
+from slidewise.errors import OptionError, SourceError
 from slidewise.operators.incremental import Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
 from slidewise.operators.window_scan import SubqueryWindow, TableFeeder, WindowScan
 from slidewise.options import RunOptions
 from slidewise.plan.bind import bind
 from slidewise.plan.frequent import FrequentQuery
-from slidewise.plan.logical import CHANGELOG, Join, Node, Pattern, Plan, Scan, Subquery, walk
+from slidewise.plan.logical import Join, Node, Pattern, Plan, Scan, Subquery, walk
 from slidewise.plan.prune import prune_columns
 from slidewise.runtime.join_engine import RunResult, interrupted, run_counts
 from slidewise.runtime.outputs import GuardedRun, abandon
@@ -171,7 +171,7 @@ def _sliding(plan: Plan, sources: dict, table_names: list[str]):
     from slidewise.optimizer.join_aggregate import JoinAggregate, periodic
 
     spec = periodic(plan)
-    if spec is None or table_names or any(s.changelog for s in plan.scans()):
+    if spec is None or table_names:
         return None
     if isinstance(spec, JoinAggregate):
         ts = {"ts": np.dtype(np.int64)}
@@ -261,12 +261,7 @@ def _execute_frequent(q: FrequentQuery, sources: dict, opts: RunOptions) -> RunR
 
     name = q.scan.source
     opened = [open_stream(name, sources[name], opts)]
-    if CHANGELOG in opened[0].kinds:
-        raise PlanError(
-            f"stream {name} is a changelog (it has a {CHANGELOG} column), and FREQUENT keeps only top-k summaries, which cannot take retractions back",
-            hint=f"count with GROUP BY over it instead, or rename the {CHANGELOG} column if it is an ordinary attribute",
-        )
-    q = bind_frequent(q, dict(opened[0].kinds))  # WHERE typed against the source's columns
+    q = bind_frequent(q, dict(opened[0].kinds))  # WHERE typed against the source's columns; refuses a changelog
     rejects = Rejects()
     frame, stats = execute_frequent(
         q,

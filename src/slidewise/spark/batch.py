@@ -50,12 +50,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from slidewise.errors import PlanError, SourceError
+from slidewise.errors import OptionError, PlanError, SourceError
 from slidewise.model.batch import NO_EXP
 from slidewise.operators.project import output_names
 from slidewise.options import DEFAULT_CHUNK_ROWS, RunOptions
 from slidewise.plan.bind import bind_query
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Like, Lit, Not, Or, like_regex, streams_of
+from slidewise.plan.logical import CHANGELOG
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
@@ -156,6 +157,12 @@ def _inspect(ref, spec, own: RunOptions, work: Path):
     if isinstance(spec, str) and spec.startswith("rate:"):
         raise SourceError(f"stream {ref.alias}: batch replay reads recorded inputs, not {spec!r}", hint="use --mode stream for the rate source")
     info, recipe = inspect_stream(ref.alias, ref.source, spec, ts_column=own.ts_column, ts_unit=own.ts_unit, lateness=int(own.lateness), work_dir=work / ref.alias)
+    if CHANGELOG in info.kinds:
+        raise OptionError(
+            f"stream {ref.alias} is a changelog (its input has a {CHANGELOG} column: -1 rows retract an earlier row), "
+            "which runs as a general plan, and --mode batch replays join queries only",
+            hint=f"drop --mode batch (--once processes the recorded files and stops), or rename the {CHANGELOG} column if it is an ordinary attribute",
+        )
     root = Path(recipe["dir"])
     if isinstance(spec, (str, Path)) and Path(spec).is_file():
         files = [Path(spec).resolve()]

@@ -17,7 +17,8 @@ by :func:`~slidewise.spark.state_codec.pack_state`):
 
 Release rule — the local engine's (:mod:`slidewise.runtime.reorder`): with
 ``W = min over streams (frontier_i - lateness_i)`` (nothing while a stream has
-sent nothing; everything after end of input), buffered tuples with ``ts < W``
+sent nothing; everything after end of input; a stream idle longer than its idle
+timeout left out, :mod:`slidewise.spark.idle`), buffered tuples with ``ts < W``
 are final: every tuple still to come has ``ts >= W``. They are released in
 ``(ts, stream index, seq)`` order — the global order of docs/semantics.md restricted
 to the bucket — numbered with consecutive positions and fed to the operator in
@@ -38,6 +39,7 @@ snapshot kept the same way.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +53,7 @@ from slidewise.options import DEFAULT_CHUNK_ROWS
 from slidewise.plan.query import JoinQuery
 from slidewise.plan.wjoin import WJoinQuery
 from slidewise.runtime.rejects import reason_kind
+from slidewise.spark.idle import release_bound, seen_now
 from slidewise.spark.layout import ADMITTED, EOF, KIND_NUMPY, MARKER, REJECT, RESULT, ROUTED, SEGMENT, STATS, TUPLE, Layout, concat, take, unpack
 from slidewise.spark.state_codec import pack_state, state_key, unpack_state
 
@@ -71,6 +74,8 @@ class BucketState:
     next_pos: int = 0
     last: tuple[int, int, int] | None = None
     seq: list[int] = field(default_factory=list)
+    seen: np.ndarray | None = None  # processing time each stream last reached the bucket (idle timeouts)
+    released: int = NEG  # the release bound reached: tuples below it are late (after an idle stream was left out)
 
 
 class BucketJoin:
@@ -98,6 +103,9 @@ class BucketJoin:
         self.plan = choose(query, algorithm, order, **(options or {})) if wjoin is None else None
         self.chunk_rows = int(chunk_rows)
         self.lateness = np.array([s.lateness for s in layout.streams], np.int64)
+        idle = [s.idle for s in layout.streams]
+        self.idle = idle if any(t is not None for t in idle) else None
+        self.clock = time.time  # processing time for idle timeouts
 
     def process(self, bucket: int, blob: bytes | None, frame: pd.DataFrame) -> tuple[bytes, list[pd.DataFrame]]:
         """New state bytes and the output frames (join output layout) of one call."""
@@ -122,6 +130,9 @@ class BucketJoin:
                 )
         if (kind == EOF).any():
             st.ended = True
+        now = self.clock()
+        if self.idle is not None:
+            st.seen = seen_now(st.seen, n, streams[marks | np.isin(kind, (TUPLE, SEGMENT))], now)
         for i in np.unique(streams[kind == SEGMENT]):
             out += self._routed(
                 st, int(i), [unpack(p) for p in frame["p"][(kind == SEGMENT) & (streams == i)]], [unpack(p) for p in frame["p"][(kind == ROUTED) & (streams == i)]]
@@ -131,8 +142,10 @@ class BucketJoin:
             late = self._buffer(st, int(i), concat(chunks))
             if late is not None:
                 out.append(late)
-        w = POS if st.ended else (int((st.frontier - self.lateness).min()) if (st.frontier > NEG).all() else NEG)
+        w = POS if st.ended else release_bound(st.frontier, self.lateness, self.idle, st.seen, now)
         results = [self._release(st, op, w)]
+        if w < POS:
+            st.released = max(st.released, w)
         if st.ended and not st.flushed:
             results.append(op.finish())
             st.flushed = True
@@ -157,6 +170,7 @@ class BucketJoin:
             "next_pos": st.next_pos,
             "last": None if st.last is None else list(st.last),
             "seq": list(st.seq),
+            **({"seen": st.seen.tolist(), "released": st.released} if st.seen is not None else {}),
         }
         return pack_state(self.key, meta, st.buffer, st.operator or b"")
 
@@ -176,6 +190,8 @@ class BucketJoin:
             int(meta["next_pos"]),
             None if meta["last"] is None else tuple(int(x) for x in meta["last"]),
             [int(x) for x in meta.get("seq", [0] * n)],
+            np.asarray(meta["seen"], np.float64) if "seen" in meta else None,
+            int(meta.get("released", NEG)),
         )
 
     # ------------------------------------------------------------------ buffer and release
@@ -190,11 +206,11 @@ class BucketJoin:
         """Append stream ``i``'s admitted tuples to the buffer; those behind the released ones are rejects."""
         t, q = chunk["t"], chunk["q"]
         rejected = None
-        if st.last is not None:
-            lt, ls, lq = st.last
-            late = (t < lt) | ((t == lt) & ((i < ls) | ((i == ls) & (q <= lq))))
+        if st.last is not None or st.released > NEG:
+            lt, ls, lq = st.last if st.last is not None else (NEG, 0, 0)
+            late = (t < lt) | ((t == lt) & ((i < ls) | ((i == ls) & (q <= lq)))) | (t < st.released)
             if late.any():
-                rejected = self._late(i, take(chunk, late), lt)
+                rejected = self._late(i, take(chunk, late), max(lt, st.released))
                 chunk = take(chunk, ~late)
         st.buffer[i] = {k: np.concatenate([st.buffer[i][k], np.asarray(chunk[k]).astype(st.buffer[i][k].dtype, copy=False)]) for k in st.buffer[i]}
         return rejected

@@ -113,21 +113,24 @@ def query_frame(
 
 
 def _join_frame(spark, q, inputs: dict, control, *, lateness, ts_column, ts_unit, buckets, streaming, algorithm=None, order=None, **options):
-    from slidewise.spark.join import build_stream, plan_join
+    from slidewise.spark.join import ChangelogJoin, build_stream, plan_join
     from slidewise.spark.state_codec import run_key
 
-    jp = plan_join(
-        q,
-        inputs,
-        buckets=buckets,
-        ts_column=ts_column,
-        ts_unit=ts_unit,
-        lateness=lateness,
-        algorithm=algorithm,
-        order=order,
-        options=options,
-        work_dir=Path(tempfile.gettempdir()),
-    )
+    try:
+        jp = plan_join(
+            q,
+            inputs,
+            buckets=buckets,
+            ts_column=ts_column,
+            ts_unit=ts_unit,
+            lateness=lateness,
+            algorithm=algorithm,
+            order=order,
+            options=options,
+            work_dir=Path(tempfile.gettempdir()),
+        )
+    except ChangelogJoin as general:  # retractions: the general plan path
+        return _plan_frame(spark, general.plan, inputs, control, lateness=lateness, ts_column=ts_column, ts_unit=ts_unit, buckets=buckets, streaming=streaming)
     frame = build_stream(spark, jp, control_dir=control, ts_column=ts_column, key=run_key(persistent=streaming), ended=not streaming)
     return frame, jp.layout
 

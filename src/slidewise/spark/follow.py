@@ -72,7 +72,7 @@ class _Follower:
     def __init__(self, query, sources: dict, out: str, root: Path, opts, *, algorithm, order, options: dict):
         from slidewise.cql.parser import load_any
         from slidewise.plan.query import JoinQuery
-        from slidewise.spark.join import bucket_logic, plan_join
+        from slidewise.spark.join import ChangelogJoin, bucket_logic, plan_join
         from slidewise.spark.state_codec import run_key
 
         self.root, self.opts, self.sources, self.out = root, opts, dict(sources), out
@@ -81,11 +81,16 @@ class _Follower:
         root.mkdir(parents=True, exist_ok=True)
         key, work = run_key(persistent=True), root
         common = {"ts_column": opts.ts_column, "ts_unit": opts.ts_unit}
+        jp = None
         if isinstance(q, JoinQuery):
             if options.get("overload") or options.get("adaptive"):
                 raise OptionError("load shedding and adaptive re-ordering do not run on a followed topic", hint="drop --cpu-budget/--memory-budget/--adaptive")
             options = {k: v for k, v in options.items() if k not in ("overload", "adaptive")}
-            jp = plan_join(q, sources, buckets=1, lateness=opts.lateness, algorithm=algorithm, order=order, options=options, work_dir=work, **common)
+            try:
+                jp = plan_join(q, sources, buckets=1, lateness=opts.lateness, algorithm=algorithm, order=order, options=options, work_dir=work, streams=opts, **common)
+            except ChangelogJoin as general:  # retractions: the general plan path
+                q = general.plan
+        if jp is not None:
             self.layout, self.recipes, self.keying = jp.layout, jp.recipes, jp.keying
             self.logic, self.columns, self.plan = bucket_logic(jp, chunk_rows=opts.chunk_rows, key=key), list(jp.layout.out_names), False
             self.head = {k: v for k, v in jp.head().items() if k != "orders"}
@@ -97,7 +102,9 @@ class _Follower:
             plan = load_plan(q, ())
             names, _ = plan_inputs(plan, sources, {})
             lateness = checked_lateness(opts.lateness)
-            gp = plan_general(plan, sources, names, {}, buckets=1, key=key, rejected=Rejects(), work_dir=work, lateness=lateness, strategy=opts.strategy, **common)
+            gp = plan_general(
+                plan, sources, names, {}, buckets=1, key=key, rejected=Rejects(), work_dir=work, lateness=lateness, strategy=opts.strategy, streams=opts, **common
+            )
             self.layout, self.recipes, self.keying, self.logic, self.columns, self.plan = gp.layout, gp.recipes, gp.keying, gp.logic, gp.columns, True
             self.head = {"strategy": opts.strategy, "partitions": int(opts.partitions)}
         from slidewise.spark.sequencer import SequencerLogic

@@ -39,7 +39,6 @@ import pyarrow as pa
 
 from slidewise.errors import OptionError, SourceError
 from slidewise.kafka.uri import is_kafka
-from slidewise.plan.logical import CHANGELOG
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources import open_source
 from slidewise.spark.layout import EOF, REJECT, TUPLE, WIRE_DDL, Layout, StreamInfo, pack, wire_batch
@@ -60,11 +59,6 @@ _ARROW_OF = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str"
 def inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str, lateness: int, work_dir: Path) -> tuple[StreamInfo, dict]:
     """Schema and reading recipe of one FROM stream: ``(StreamInfo, read options)``; the recipe keeps ``ts_column``."""
     info, recipe = _inspect_stream(alias, name, spec, ts_column=ts_column, ts_unit=ts_unit, lateness=lateness, work_dir=work_dir)
-    if CHANGELOG in info.kinds:
-        raise OptionError(
-            f"stream {alias} is a changelog (its input has a {CHANGELOG} column: -1 rows retract an earlier row), which the Spark engine does not take yet",
-            hint=f"run it with --engine local, or rename the {CHANGELOG} column if it is an ordinary attribute",
-        )
     return info, {**recipe, "ts_column": ts_column}
 
 

@@ -37,6 +37,7 @@ from slidewise.errors import OptionError, SourceError
 from slidewise.model.time import MAX_DURATION, parse_duration
 from slidewise.optimizer.planner import choose
 from slidewise.options import DEFAULT_CHUNK_ROWS, RunOptions
+from slidewise.plan.logical import CHANGELOG
 from slidewise.plan.physical import PhysicalPlan
 from slidewise.plan.query import JoinQuery
 from slidewise.plan.wjoin import WJoinQuery
@@ -45,6 +46,15 @@ from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
 from slidewise.spark.keying import Keying, choose_keying
 from slidewise.spark.layout import WIRE_DDL, Layout, StreamInfo
 from slidewise.spark.route import route_batches
+
+
+class ChangelogJoin(Exception):
+    """Raised by :func:`plan_join` for a join over a changelog stream: run ``plan`` (the query as a
+    general plan, whose operators retract) instead."""
+
+    def __init__(self, plan):
+        super().__init__("a join over a changelog runs as a general plan")
+        self.plan = plan
 
 
 @dataclass
@@ -98,12 +108,13 @@ def plan_join(
     work_dir: Path,
     streams: RunOptions | None = None,
 ) -> JoinPlan:
-    """Inspect the inputs (local reader rules) and fix operator, keying and layouts.
+    """Inspect the inputs (local reader rules) and fix operator, keying and layouts; a
+    :class:`ChangelogJoin` when a stream is a changelog.
 
     ``streams``: run options whose per-stream settings (:meth:`~slidewise.options.RunOptions.for_stream`)
     replace ``ts_column``, ``ts_unit`` and ``lateness`` for the streams they name."""
     from slidewise.plan.bind import bind_query
-    from slidewise.runtime.join_engine import as_join, wjoin_operator
+    from slidewise.runtime.join_engine import as_join, changelog_plan, wjoin_operator
 
     wjoin = query if isinstance(query, WJoinQuery) else None
     if wjoin is not None and (form1 := as_join(wjoin, algorithm, order)) is not None:
@@ -122,8 +133,11 @@ def plan_join(
         info, recipe = inspect_stream(
             ref.alias, ref.source, sources[ref.source], ts_column=own.ts_column, ts_unit=own.ts_unit, lateness=checked_lateness(own.lateness), work_dir=work_dir
         )
-        infos.append(info)
+        infos.append(replace(info, idle=streams.idle_timeout(ref.source) if streams is not None else None))
         recipes.append(recipe)
+    if any(CHANGELOG in i.kinds for i in infos):  # retractions: the general plan's operators, as on the local engine
+        given = [n for n, v in (("algorithm", algorithm), ("order", order), *(options or {}).items()) if v]
+        raise ChangelogJoin(changelog_plan(wjoin or query, given))
     query = bind_query(query, [dict(i.kinds) for i in infos])
     rate = ["rate source: timestamps are Spark's generation times (ms)"] if any(r["fmt"] == "rate" for r in recipes) else []
     if wjoin is not None:  # the W-join planner's operator, in one key bucket

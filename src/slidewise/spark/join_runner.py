@@ -50,7 +50,7 @@ from slidewise.options import RunOptions
 from slidewise.plan.query import JoinQuery
 from slidewise.plan.wjoin import WJoinQuery
 from slidewise.runtime.join_engine import RunResult, run_counts
-from slidewise.spark.join import JoinPlan, build_stream, checked_lateness, plan_join
+from slidewise.spark.join import ChangelogJoin, JoinPlan, build_stream, checked_lateness, plan_join
 from slidewise.spark.session import check_master, default_partitions, get_session
 from slidewise.spark.sinks import FILE_KINDS, BatchSink, FileOutputs, refuse_other_parts, sink_kind
 from slidewise.spark.state_codec import run_key
@@ -131,23 +131,32 @@ def start_spark(
     root, temp = open_checkpoint(checkpoint)
     files = FileOutputs(root, out, rejects)  # --out x.csv / --rejects r.csv: parts in the checkpoint, one file at the end
     out, rejects = files.out_parts, files.rejects_parts
-    with removed_on_error(root, temp):
-        # inputs, schemas and the plan first: user errors need no JVM
-        meta = _checkpoint_meta(root, text, sources, opts.buckets or _partitions(spark, opts.conf), write=False, settings=JOIN_SETTINGS)
-        outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None, "--rejects": rejects})
-        jp = plan_join(
-            q,
-            sources,
-            buckets=meta["buckets"],
-            ts_column=ts_column,
-            ts_unit=ts_unit,
-            lateness=opts.lateness,
-            algorithm=algorithm,
-            order=order,
-            options=operator_options,
-            work_dir=root,
-            streams=given,
+    try:
+        with removed_on_error(root, temp):
+            # inputs, schemas and the plan first: user errors need no JVM
+            meta = _checkpoint_meta(root, text, sources, opts.buckets or _partitions(spark, opts.conf), write=False, settings=JOIN_SETTINGS)
+            outputs = refuse_other_parts(root, {"--out": out if opts.kind in FILE_KINDS else None, "--rejects": rejects})
+            jp = plan_join(
+                q,
+                sources,
+                buckets=meta["buckets"],
+                ts_column=ts_column,
+                ts_unit=ts_unit,
+                lateness=opts.lateness,
+                algorithm=algorithm,
+                order=order,
+                options=operator_options,
+                work_dir=root,
+                streams=given,
+            )
+    except ChangelogJoin as general:  # a changelog: the general plan path, as the local engine runs it
+        from slidewise.spark.plan_runner import start_plan_spark
+
+        spark_given.pop("master")
+        return start_plan_spark(
+            general.plan, sources, run_options=given, master=master, spark=spark, ui=ui, archive=archive, checkpoint=checkpoint, rewrite=True, **spark_given
         )
+    with removed_on_error(root, temp):
         for warning in jp.warnings:
             logging.getLogger(__name__).warning(warning)
         key = run_key(persistent=not temp)

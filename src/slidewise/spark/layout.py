@@ -125,6 +125,7 @@ class StreamInfo:
     fmt: str = "csv"  # csv | json | parquet | rate
     header_lines: int = 0  # lines before the first record (CSV header)
     dirs: tuple[str, str] = ("", "")  # input directory: absolute, and as the user wrote it
+    idle: float | None = None  # idle timeout, seconds of processing time (slidewise.spark.idle)
 
     @property
     def label(self) -> str:

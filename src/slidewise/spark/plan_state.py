@@ -39,6 +39,7 @@ into one binary ``ValueState``. Simple and correct; the cost is one full
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +47,7 @@ import pandas as pd
 
 from slidewise.plan.logical import Aggregate, Distinct, Join, Negation, Node, Output, Plan, Project, Scan, Select, Subquery, Union
 from slidewise.runtime.plan_driver import end_instant
+from slidewise.spark.idle import release_bound, seen_now
 from slidewise.spark.layout import EOF, MARKER, REJECT, TUPLE, concat, pack, unpack
 from slidewise.spark.state_codec import seal, state_key, unseal
 
@@ -242,13 +244,16 @@ class PlanBucketState:
     frontier: np.ndarray | None = None
     done: int | None = None  # instants up to here are final (after an end of input)
     table_pos: list[int] = field(default_factory=list)  # rows of each relation added to the runner
+    seen: np.ndarray | None = None  # processing time each stream last reached the bucket (idle timeouts)
+    released: int = NEG  # tuples below this were released (behind it: late)
 
 
 class PlanBucket:
     """Stage 2 for general plans: one bucket hosting the local executor's operator network.
 
     Releases buffered tuples below ``min over streams (frontier - lateness)``
-    (everything after end of input), in ``(ts, seq)`` order per source, to the
+    (streams idle longer than their ``idle`` timeout left out, :mod:`slidewise.spark.idle`;
+    everything after end of input), in ``(ts, seq)`` order per source, to the
     executor, which runs every complete instant; at end of input it runs the
     expirations and evaluations up to the *global* last input timestamp
     (:attr:`PlanBucketState.done`). Input may continue after an end of input
@@ -272,6 +277,7 @@ class PlanBucket:
         attrs: list[list[str]],
         lateness: list[int],
         *,
+        idle: list[float | None] | None = None,
         strategy: str = "upa",
         partitions: int = 10,
         options: dict | None = None,
@@ -281,6 +287,8 @@ class PlanBucket:
         self.key = key if key is not None else state_key()
         self.plan, self.sources, self.attrs = plan, list(sources), [list(a) for a in attrs]
         self.lateness = np.asarray(lateness, np.int64)
+        self.idle = list(idle) if idle is not None and any(t is not None for t in idle) else None
+        self.clock = time.time  # processing time for idle timeouts
         self.strategy, self.partitions, self.options = strategy, int(partitions), dict(options or {})
         self.columns = list(plan.root.schema) + ["ts", "sign"]
         self.tables = {n: (np.asarray(ts, np.int64), dict(cols)) for n, (ts, cols) in (tables or {}).items()}
@@ -308,6 +316,10 @@ class PlanBucket:
             qs = frame["q"].to_numpy(np.int64)
             rows += [{"k": ADMITTED, "s": int(s), "q": int(q)} for s, q in zip(streams[marks], qs[marks]) if q > 0]
         eof = bool((kind == EOF).any())
+        now = self.clock()
+        if self.idle is not None:
+            st.seen = seen_now(getattr(st, "seen", None), len(self.sources), streams[marks | (kind == TUPLE)], now)
+        released = getattr(st, "released", NEG)
         for payload, s in zip(frame["p"][kind == TUPLE], streams[kind == TUPLE]):
             chunk = unpack(payload)
             if st.done is not None:  # behind an earlier end of input: those instants are closed
@@ -315,9 +327,16 @@ class PlanBucket:
                 if late.any():
                     rows.append(self._late(int(s), {k: v[late] for k, v in chunk.items()}, st.done))
                     chunk = {k: v[~late] for k, v in chunk.items()}
+            late = chunk["t"] < released  # only after an idle stream was left out of the bound
+            if late.any():
+                why = f"late: below ts {released}, released while stream {self.sources[int(s)]} was idle"
+                rows.append(self._late(int(s), {k: v[late] for k, v in chunk.items()}, released, why))
+                chunk = {k: v[~late] for k, v in chunk.items()}
             st.buffer[int(s)].append(chunk)
-        w = POS if eof else (int((st.frontier - self.lateness).min()) if (st.frontier > NEG).all() else NEG)
+        w = POS if eof else release_bound(st.frontier, self.lateness, self.idle, getattr(st, "seen", None), now)
         self._release(st, w)
+        if w != POS:
+            st.released = max(released, w)
         runner.flush_output(final=True)
         if eof:
             # the end of this run's input: every instant up to the global last input timestamp (the
@@ -340,8 +359,8 @@ class PlanBucket:
         rows.append({"k": STATS, "s": bucket, "n0": state, "n1": len(blob), "n2": runner.negatives - before[0], "n3": runner.instants - before[1]})
         return blob, [out_frame(rows)]
 
-    def _late(self, stream: int, chunk: dict, done: int) -> dict:
-        return late_rejects(stream, self.attrs[stream], chunk, done)
+    def _late(self, stream: int, chunk: dict, done: int, reason: str | None = None) -> dict:
+        return late_rejects(stream, self.attrs[stream], chunk, done, reason)
 
     def _release(self, st: PlanBucketState, w: int) -> None:
         """Feed every relation row and buffered tuple with ``ts < w`` to the executor, per source in
@@ -380,15 +399,16 @@ def passed_rejects(frame: pd.DataFrame) -> tuple[list[dict], np.ndarray, np.ndar
     return rows, kind, streams
 
 
-def late_rejects(stream: int, attrs: list[str], chunk: dict, done: int) -> dict:
+def late_rejects(stream: int, attrs: list[str], chunk: dict, done: int, reason: str | None = None) -> dict:
     """A :data:`REJECTS` row for admitted tuples at or before ``done``, where an earlier end of input
-    closed the instants (a continued run; never silently dropped)."""
+    closed the instants (a continued run), or with another ``reason`` (released while their stream was
+    idle); never silently dropped."""
     from slidewise.runtime.rejects import rows_as_text
 
     t = chunk["t"]
     n = len(t)
+    reason = reason or f"late: at or before ts {done}, where an earlier run's input ended"
     raw = rows_as_text({"ts": t, **{a: chunk[a] for a in attrs}}).to_pylist()
-    reason = f"late: at or before ts {done}, where an earlier run's input ended"
     return {
         "k": REJECTS,
         "s": stream,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from slidewise.options import DEFAULT_CHUNK_ROWS, RunOptions
@@ -100,7 +100,7 @@ def plan_general(
             lateness=checked_lateness(own.lateness) if own else lateness,
             work_dir=work_dir,
         )
-        infos.append(info)
+        infos.append(replace(info, idle=streams.idle_timeout(name)) if streams is not None else info)
         recipes.append(recipe)
     kinds: dict[str, str | None]
     if frequent:  # global over one stream (slidewise.spark.frequent): one bucket
@@ -139,6 +139,7 @@ def plan_general(
             names,
             [list(i.kinds) for i in infos],
             [i.lateness for i in infos],
+            idle=[i.idle for i in infos],
             strategy=strategy,
             partitions=partitions,
             options=options,

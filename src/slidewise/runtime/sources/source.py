@@ -27,6 +27,12 @@ COMPRESSIONS = (".gz", ".bz2", ".zst", ".lz4")
 
 def open_stream(name: str, spec, opts: RunOptions) -> Source:
     """:func:`open_source` with a run's timestamp settings (``name``'s own if it has them), chunk size and ``name``'s declared schema."""
+    if opts.idle_timeout(name) is not None:
+        raise OptionError(
+            f"an idle timeout for stream {name!r} has no effect on the local engine: it reads every input to its end, "
+            "the stream holding output back next, so no stream is ever idle",
+            hint="drop the idle-timeout setting (it applies to live inputs on --engine spark and to followed Kafka topics)",
+        )
     own = opts.for_stream(name)
     return open_source(name, spec, ts_column=own.ts_column, ts_unit=own.ts_unit, chunk_rows=opts.chunk_rows, schema=(opts.schemas or {}).get(name))
 
