@@ -64,10 +64,11 @@ def _merge_rows(acc, res: tuple, rows: np.ndarray, level: tuple, nodes: np.ndarr
     return res
 
 
-def doubling(acc, partials: tuple, depth: int) -> list[tuple]:
-    """Level l: row i merges the panes ``i .. i + 2^l − 1`` (rows while they fit), for l = 0 .. ``depth``."""
-    out = [partials]
-    for level in range(1, depth + 1):
+def doubling(acc, partials: tuple, depth: int, levels: list[tuple] | None = None) -> list[tuple]:
+    """Level l: row i merges the panes ``i .. i + 2^l − 1`` (rows while they fit), for l = 0 .. ``depth``
+    (continuing ``levels``, the first ones, if given)."""
+    out = list(levels) if levels else [partials]
+    for level in range(len(out), depth + 1):
         cur, half = out[-1], 1 << (level - 1)
         if cur[0].shape[0] <= half:
             break
@@ -87,7 +88,7 @@ def _overlapping(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dic
     key = ("doubling", id(partials))
     table = None if memo is None else memo.get(key)
     if table is None or len(table) <= need:
-        table = doubling(acc, partials, need)
+        table = doubling(acc, partials, need, table)
         if memo is not None:
             memo[key] = table
     level = np.frexp(np.maximum(width, 1))[1].astype(np.int64) - 1  # ⌊log2 width⌋ (exact for integers)
