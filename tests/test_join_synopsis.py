@@ -131,7 +131,7 @@ def test_explain_shows_the_join_synopsis(capsys):
     assert main(["explain", q]) == 0
     assert (
         "path         join synopsis: per-key partials of each input (running synopsis and interval synopsis) on A.k = B.k, no join results formed, "
-        "pane s=10, b=10,10; partials kept per key and input / probed per answer: running 11 / 2, interval 21 / at most 8"
+        "pane s=10, b=10,10; partials kept per key and input / probed per answer: running 11 / 2, interval 29 / 2"
     ) in capsys.readouterr().out
 
 

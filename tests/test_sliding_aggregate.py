@@ -163,7 +163,7 @@ def test_explain_names_the_synopsis_and_panes(capsys):
     out = capsys.readouterr().out
     assert (
         "path         sliding aggregate: running synopsis and interval synopsis, pane s=10, b=100; "
-        "partials kept per group / probed per answer: running 101 / 2, interval 202 / at most 14"
+        "partials kept per group / probed per answer: running 101 / 2, interval 580 / 2"
     ) in out
     spec = match(parse_plan("SELECT RSTREAM(S.a, MIN(S.b) AS m) FROM S [RANGE 12 SLIDE 10] GROUP BY S.a"))
     assert (spec.pane, spec.panes) == (1, 13)

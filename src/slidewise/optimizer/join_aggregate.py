@@ -40,7 +40,8 @@ from slidewise.optimizer import pane_plan
 from slidewise.optimizer.pane_plan import BASIC_MAX_PANES, SlidingAggregate, simple
 from slidewise.plan.expr import Col, Expr
 from slidewise.plan.logical import AggCall, Join, Node, Plan, Scan, Select
-from slidewise.synopses import cost
+from slidewise.synopses import OVERLAPPING
+from slidewise.synopses import costs as synopsis_costs
 
 __all__ = ["FACTORED", "JoinAggregate", "match", "periodic"]
 
@@ -84,7 +85,8 @@ class JoinAggregate:
         """The line ``explain`` and the run stats show."""
         kinds = list(dict.fromkeys(["running"] + [self.synopsis(a, self.side_of(a)) for a in self.aggs if a.arg is not None]))
         b = max(self.panes(0), self.panes(1))
-        costs = ", ".join(f"{k} {kept} / {'at most ' if k == 'interval' else ''}{probes}" for k in kinds for kept, probes in [cost(k, b)])
+        overlapping = {k: all(a.func in OVERLAPPING for a in self.aggs if a.arg is not None and self.synopsis(a, self.side_of(a)) == k) for k in kinds}
+        costs = synopsis_costs(overlapping, b)
         on = " AND ".join(f"{self.aliases[0]}.{a} = {self.aliases[1]}.{b}" for a, b in self.on)
         return (
             f"join synopsis: per-key partials of each input ({' and '.join(k + ' synopsis' for k in kinds)}) on {on}, no join results formed, "

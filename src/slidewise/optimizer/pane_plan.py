@@ -29,7 +29,8 @@ import numpy as np
 from slidewise.operators.aggregates import REGISTRY
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
 from slidewise.plan.logical import AggCall, Aggregate, Output, Plan, Project, Scan, Select
-from slidewise.synopses import cost
+from slidewise.synopses import OVERLAPPING
+from slidewise.synopses import costs as synopsis_costs
 
 __all__ = ["BASIC_MAX_PANES", "SlidingAggregate", "match"]
 
@@ -74,7 +75,8 @@ class SlidingAggregate:
         kinds = list(dict.fromkeys(self.synopsis(a) for a in self.aggs)) or ["running"]
         if "running" not in kinds:
             kinds.insert(0, "running")  # COUNT(*) of every group decides which groups have a row
-        costs = ", ".join(f"{k} {kept} / {'at most ' if k == 'interval' else ''}{probes}" for k in kinds for kept, probes in [cost(k, self.panes)])
+        overlapping = {k: all(a.func in OVERLAPPING for a in self.aggs if self.synopsis(a) == k) for k in kinds}
+        costs = synopsis_costs(overlapping, self.panes)
         return (
             f"sliding aggregate: {' and '.join(k + ' synopsis' for k in kinds)}, pane s={self.pane}, b={self.panes}; partials kept per group / probed per answer: {costs}"
         )

@@ -109,7 +109,8 @@ class Answers:
     def emit_rows(self, uniq: list[np.ndarray], per_window: np.ndarray, group: np.ndarray, values: list, ends: np.ndarray) -> None:
         """RSTREAM without HAVING or group filter, from the rows already found: ``per_window`` rows at each
         instant of ``ends``, of the groups ``group`` (columns of ``uniq``), and the values of
-        :meth:`requests` at them (1-D; None for a ``COUNT(*)``, whose value is the first)."""
+        :meth:`requests` at them (1-D; None for a ``COUNT(*)``, whose value is the first; the first may be None
+        when no column is a ``COUNT(*)``)."""
         self.last_nonempty = bool(len(per_window) and per_window[-1])
         if not len(group):
             return

@@ -36,12 +36,15 @@ def values(synopsis, acc, partials: tuple, lo, hi, memo: dict | None = None) -> 
     return acc.value(synopsis(acc, partials, lo, hi, memo))
 
 
-def cost(name: str, b: int) -> tuple[int, int]:
+def cost(name: str, b: int, overlapping: bool = False) -> tuple[int, int]:
     """Partials a synopsis keeps per group for a window of ``b`` panes, and the most it probes per answer:
     running b + 1 running merges (the first empty), 2 probes; interval b + ⌈b/2⌉ + ... + 1 dyadic
-    intervals (2b − 1 for b a power of two), at most 2⌈log2 b⌉ probes; basic interval the b panes, b probes."""
+    intervals (2b − 1 for b a power of two), at most 2⌈log2 b⌉ probes, or (``overlapping``: MIN/MAX)
+    the b − 2^l + 1 intervals of 2^l panes for 2^l <= b, 2 probes; basic interval the b panes, b probes."""
     if name == "running":
         return b + 1, 2
+    if name == "interval" and overlapping:
+        return sum(b - (1 << lv) + 1 for lv in range(b.bit_length())), 2
     if name == "interval":
         kept, n = b, b
         while n > 1:
@@ -51,4 +54,12 @@ def cost(name: str, b: int) -> tuple[int, int]:
     return b, b
 
 
-__all__ = ["SYNOPSES", "basic_interval", "cost", "interval", "running", "values"]
+def costs(kinds: dict[str, bool], b: int) -> str:
+    """``explain``'s space / probes per answer of each synopsis (name -> whether it probes overlapping intervals)."""
+    return ", ".join(f"{k} {kept} / {'at most ' if k == 'interval' and not o else ''}{probes}" for k, o in kinds.items() for kept, probes in [cost(k, b, o)])
+
+
+#: aggregates whose partials merge idempotently (the interval synopsis probes two overlapping intervals)
+OVERLAPPING = ("min", "max")
+
+__all__ = ["OVERLAPPING", "SYNOPSES", "basic_interval", "cost", "costs", "interval", "running", "values"]

@@ -5,6 +5,12 @@ the merge of at most 2 log b stored intervals.
 All windows are decomposed level by level at once (the bottom-up walk of a
 segment tree): at each level a window whose left end is a right child takes
 that node and moves right, and likewise at its right end.
+
+For an idempotent merge (MIN, MAX: ``acc.idempotent``) the intervals of 2^l panes
+start at every pane instead (the sparse table of range-minimum queries, Bender and
+Farach-Colton, "The LCA Problem Revisited", LATIN 2000, §3), and a window of
+b panes is the merge of the two intervals of 2^⌊log2 b⌋ panes at its ends: two
+probes per window for log b levels of the panes kept.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ def levels(acc, partials: tuple) -> list[tuple]:
 def windows(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dict | None = None) -> tuple:
     """The state of each window ``[lo[k], hi[k])`` of pane rows, from the dyadic intervals; ``memo`` keeps
     the intervals of partials that several queries probe (keyed by the partials' identity)."""
+    if getattr(acc, "idempotent", False):
+        return _overlapping(acc, partials, lo, hi, memo)
     tree = memoized(memo, "interval", partials, lambda p: levels(acc, p))
     res = acc.identity((len(lo),) + partials[0].shape[1:])
     lo, hi = lo.astype(np.int64).copy(), hi.astype(np.int64).copy()
@@ -53,4 +61,46 @@ def _merge_rows(acc, res: tuple, rows: np.ndarray, level: tuple, nodes: np.ndarr
     merged = acc.merge(tuple(r[rows] for r in res), tuple(x[nodes] for x in level))
     for r, m in zip(res, merged):
         r[rows] = m
+    return res
+
+
+def doubling(acc, partials: tuple, depth: int, levels: list[tuple] | None = None) -> list[tuple]:
+    """Level l: row i merges the panes ``i .. i + 2^l − 1`` (rows while they fit), for l = 0 .. ``depth``
+    (continuing ``levels``, the first ones, if given)."""
+    out = list(levels) if levels else [partials]
+    for level in range(len(out), depth + 1):
+        cur, half = out[-1], 1 << (level - 1)
+        if cur[0].shape[0] <= half:
+            break
+        out.append(acc.merge(tuple(c[:-half] for c in cur), tuple(c[half:] for c in cur)))
+    return out
+
+
+def _overlapping(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dict | None) -> tuple:
+    """Each window ``[lo, hi)`` as the merge of the intervals of 2^l panes at its two ends (``acc.merge``
+    idempotent in the value; the count component then only tells whether a cell has values)."""
+    lo, hi = lo.astype(np.int64), hi.astype(np.int64)
+    width = hi - lo
+    res = acc.identity((len(lo),) + partials[0].shape[1:])
+    if not len(lo) or width.max(initial=0) <= 0:
+        return res
+    need = int(width.max()).bit_length() - 1
+    key = ("doubling", id(partials))
+    table = None if memo is None else memo.get(key)
+    if table is None or len(table) <= need:
+        table = doubling(acc, partials, need, table)
+        if memo is not None:
+            memo[key] = table
+    level = np.frexp(np.maximum(width, 1))[1].astype(np.int64) - 1  # ⌊log2 width⌋ (exact for integers)
+    level[width <= 0] = -1
+    for lv in np.unique(level[level >= 0]).tolist():
+        rows = np.flatnonzero(level == lv)
+        part = table[lv]
+        left = tuple(x[lo[rows]] for x in part)
+        right = tuple(x[hi[rows] - (1 << lv)] for x in part)
+        merged = acc.merge(left, right)
+        if len(rows) == len(lo):
+            return merged
+        for r, m in zip(res, merged):
+            r[rows] = m
     return res

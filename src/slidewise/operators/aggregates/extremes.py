@@ -12,6 +12,8 @@ class Min(Accumulator):
 
     _ufunc = np.minimum
     share_key = "min"
+    #: merging overlapping partials keeps the extreme (the interval synopsis probes two intervals per window)
+    idempotent = True
 
     def _work(self) -> np.dtype:
         return np.dtype(np.float64) if self.dtype.kind == "f" else np.dtype(np.int64)

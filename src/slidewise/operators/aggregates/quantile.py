@@ -74,13 +74,14 @@ class Quantile(Distinct):
             return np.zeros(n.shape), (empty if empty.any() else None)
         # one sorted flat array: row w shifted by w * (its largest total + 1), so searchsorted finds ranks per row
         step = int(cum[:, -1].max()) + 1
-        off = np.arange(windows, dtype=np.int64)[:, None] * step
-        flat = (cum + off).ravel()
+        kind = np.int32 if windows * step < 2**31 else np.int64  # int32: half the memory the search walks
+        off = np.arange(windows, dtype=kind)[:, None] * kind(step)
+        flat = (cum.astype(kind, copy=False) + off).ravel()
         i, j, frac = ranks(n, self.p)
         values = self.pair_value.astype(np.float64)
 
         def at(rank):
-            k = np.searchsorted(flat, (base + np.maximum(rank, 0) + off).ravel(), "right").reshape(n.shape)
+            k = np.searchsorted(flat, (base.astype(kind, copy=False) + np.maximum(rank, 0).astype(kind) + off).ravel(), "right").reshape(n.shape)
             return values[np.clip(k - np.arange(windows)[:, None] * width, 0, width - 1)]
 
         out = interpolate(at(i), at(j), frac)
