@@ -111,8 +111,9 @@ class QueryManager:
 
     # -- queries --------------------------------------------------------------------------------
 
-    def register(self, name: str, text: str, priority: int = 0) -> Registered:
-        """Register a periodic query (it runs from the next slide on)."""
+    def register(self, name: str, text: str, priority: int = 0, post: float = 0.0) -> Registered:
+        """Register a periodic query (it runs from the next slide on); ``post``: the cost of post-processing one
+        of its answers, in sub-window merges, for hybrid scheduling's cost model (§8.4.4)."""
         if not isinstance(name, str) or not NAME.fullmatch(name):
             raise QueryError(f"bad query name {name!r}", hint="use letters, digits and _ (not first a digit)")
         query = compile_query(text, self.schemas, self.t, self.n)
@@ -121,7 +122,7 @@ class QueryManager:
                 raise NameTaken(f"a query named {name} is registered", hint="remove it first or choose another name")
             reg = self.queries[name] = Registered(name, query, priority)
             self.windows[query.spec.source].builders[query.signature] = query.build
-            self.scheduler.add(name, (query.spec.source, query.signature), query.m, query.nk)
+            self.scheduler.add(name, (query.spec.source, query.signature), query.m, query.nk, post)
             self.lock.notify_all()
         return reg
 
