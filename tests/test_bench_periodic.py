@@ -64,3 +64,16 @@ def test_bad_options_are_one_line_errors(capsys):
     assert capsys.readouterr().err.strip() == "slidewise: error: --queries must be a multiple of 8 with --chapter 8, got 41 (hint: as many queries per group)"
     assert main(["bench", "query-manager", "--chapter", "8", "--updates", "0"]) == 2
     assert capsys.readouterr().err.strip() == "slidewise: error: --updates must be positive, got 0"
+
+
+def test_whether_aggressive_scheduling_pays_depends_on_the_work_no_schedule_shares(report):
+    """Why a cost model of scans alone makes aggressive scheduling best: where scans dominate (1,500 tuples
+    over 20 addresses per sub-window: dense sub-windows, small answers) one scan of a group's longest window
+    answers all its queries, and aggressive scheduling re-executes far more queries than conservative
+    scheduling for the same work; where ranking the answers dominates (the bench's rates) it re-executes fewer."""
+    dense = {p: simulate(p, 40, 1500, 20, capacity=60_000, updates=20) for p in ("aggressive", "conservative")}
+    assert dense["aggressive"]["work"]["scan"] > 1.5 * dense["aggressive"]["work"]["post"]
+    assert dense["aggressive"]["throughput"] > 1.5 * dense["conservative"]["throughput"]
+    low = run(report, "low", "aggressive")
+    assert low["work"]["post"] > 5 * low["work"]["scan"]
+    assert low["throughput"] < run(report, "low", "conservative")["throughput"]
