@@ -29,7 +29,7 @@ test-spark: install
 	$(BIN)/python -m pytest -q tests/spark -m spark
 
 # ruff over the package and the tests, mypy over the pure layers (model, plan, optimizer,
-# errors), import-linter over the import graph (the layers of docs/architecture.md); all
+# archive, errors) and the query manager, import-linter over the import graph (the layers of docs/architecture.md); all
 # configured in pyproject.toml. CI runs it before the tests.
 lint: install
 	$(BIN)/ruff check src tests

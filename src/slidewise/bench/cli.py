@@ -122,11 +122,21 @@ def _sharing(args) -> int:
 
 
 def _query_manager(args) -> int:
-    from slidewise.bench.query_manager import run_query_manager_bench, summary
-
     _positive(args.trials, "--trials")
     _positive(args.queries, "--queries")
-    print_table("slidewise bench query-manager", summary(run_query_manager_bench(args.out, queries=args.queries, trials=args.trials, progress=_say)))
+    _positive(args.updates, "--updates")
+    if args.chapter == 8:
+        from slidewise.bench import periodic
+
+        if args.queries is not None and args.queries % len(periodic.GROUPS):
+            raise OptionError(f"--queries must be a multiple of {len(periodic.GROUPS)} with --chapter 8, got {args.queries}", hint="as many queries per group")
+        counts = periodic.COUNTS if args.queries is None else (args.queries,)
+        report = periodic.run_periodic_bench(args.out, counts=counts, updates=args.updates or periodic.UPDATES, progress=_say)
+        print_table("slidewise bench query-manager --chapter 8", periodic.summary(report))
+        return 0
+    from slidewise.bench.query_manager import run_query_manager_bench, summary
+
+    print_table("slidewise bench query-manager", summary(run_query_manager_bench(args.out, queries=args.queries or 40, trials=args.trials, progress=_say)))
     return 0
 
 
@@ -306,12 +316,17 @@ def build_parser() -> argparse.ArgumentParser:
         sub,
         "query-manager",
         _query_manager,
-        "Golab's thesis Fig. 7.8-7.14: serial, WS, LWS and TTU concurrency control",
-        "Aborts, staleness, inter-execution time, throughput and one-time response of the four schedulers of the "
-        "query manager, in sub-window reads, for t = 100, 500 and n = 10..80 sub-windows; query-manager.json/.png.",
+        "Golab's thesis Fig. 7.8-7.14 (concurrency control) or 8.7-8.10 (periodic scheduling with sharing)",
+        "Chapter 7 (default): aborts, staleness, inter-execution time, throughput and one-time response of the four "
+        "schedulers of the query manager, in sub-window reads, for t = 100, 500 and n = 10..80 sub-windows; "
+        "query-manager.json/.png. Chapter 8: throughput and latency of no-sharing, aggressive, conservative, hybrid "
+        "and hybrid with late-pending sharing for 40-240 queries at a low and a high data rate, the real query "
+        "manager on a virtual clock of counted work; query-manager-ch8.json/.png.",
     )
-    qm.add_argument("--queries", type=int, default=40, help="periodic queries (default 40)")
-    qm.add_argument("--trials", type=int, default=3, help="seeds averaged per point (default 3)")
+    qm.add_argument("--chapter", type=int, choices=(7, 8), default=7, help="7: isolation policies (default); 8: periodic scheduling")
+    qm.add_argument("--queries", type=int, help="periodic queries (default 40; chapter 8: 40, 80, 160 and 240)")
+    qm.add_argument("--trials", type=int, default=3, help="seeds averaged per point (chapter 7; default 3)")
+    qm.add_argument("--updates", type=int, help="window slides measured (chapter 8; default 100)")
 
     sy = _experiment(
         sub,

@@ -32,7 +32,7 @@ from slidewise.cql.queryfile import NAME
 from slidewise.errors import ExecutionError, QueryError, SlidewiseError
 from slidewise.manager.queries import Compiled, compile_query
 from slidewise.manager.scheduling import PeriodicScheduler
-from slidewise.manager.transactions import TransactionScheduler
+from slidewise.manager.transactions import TransactionScheduler, Txn
 from slidewise.manager.window import Window
 from slidewise.runtime.outputs import write_atomic
 from slidewise.runtime.sources.base import KIND_DTYPE
@@ -111,8 +111,9 @@ class QueryManager:
 
     # -- queries --------------------------------------------------------------------------------
 
-    def register(self, name: str, text: str, priority: int = 0) -> Registered:
-        """Register a periodic query (it runs from the next slide on)."""
+    def register(self, name: str, text: str, priority: int = 0, post: float = 0.0) -> Registered:
+        """Register a periodic query (it runs from the next slide on); ``post``: the cost of post-processing one
+        of its answers, in sub-window merges, for hybrid scheduling's cost model (§8.4.4)."""
         if not isinstance(name, str) or not NAME.fullmatch(name):
             raise QueryError(f"bad query name {name!r}", hint="use letters, digits and _ (not first a digit)")
         query = compile_query(text, self.schemas, self.t, self.n)
@@ -121,7 +122,7 @@ class QueryManager:
                 raise NameTaken(f"a query named {name} is registered", hint="remove it first or choose another name")
             reg = self.queries[name] = Registered(name, query, priority)
             self.windows[query.spec.source].builders[query.signature] = query.build
-            self.scheduler.add(name, (query.spec.source, query.signature), query.m, query.nk)
+            self.scheduler.add(name, (query.spec.source, query.signature), query.m, query.nk, post)
             self.lock.notify_all()
         return reg
 
@@ -139,7 +140,7 @@ class QueryManager:
         """Answer ``text`` once over the current window (a window scan by default, §7.2.2)."""
         q = compile_query(text, self.schemas, self.t, self.n, one_time=True, access=access)
         tx = self.tx[q.spec.source]
-        txn = tx.run(tx.begin(q.nk, q.read, priority))
+        txn = tx.run(tx.start(q.nk, q.read, priority))
         rows = q.answer(txn.partials(), txn.end)
         response = txn.committed - txn.started
         with self.lock:
@@ -176,9 +177,9 @@ class QueryManager:
             entries = json.loads(Path(path).read_text())["queries"]
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ExecutionError(f"cannot read the query manager's state {path}: {e}", hint="delete it to start with no registered queries") from None
-        for e in entries:
-            self.register(e["name"], e["query"], e.get("priority", 0)).seq = int(e.get("seq", 0))
-        return [e["name"] for e in entries]
+        for entry in entries:
+            self.register(entry["name"], entry["query"], entry.get("priority", 0)).seq = int(entry.get("seq", 0))
+        return [entry["name"] for entry in entries]
 
     # -- ingestion ------------------------------------------------------------------------------
 
@@ -189,9 +190,9 @@ class QueryManager:
         ts = np.asarray(ts, np.int64)
         if not len(ts):
             return
-        if self.open[stream] is None:
-            self.open[stream] = self.windows[stream].origin = int(ts[0]) // self.t * self.t
         start = self.open[stream]
+        if start is None:
+            start = self.open[stream] = self.windows[stream].origin = int(ts[0]) // self.t * self.t
         late = ts < start
         if late.any() or (np.diff(ts) < 0).any():
             keep = ~late & (ts >= np.maximum.accumulate(np.where(late, start, ts)))
@@ -200,7 +201,7 @@ class QueryManager:
             )
             ts, cols = ts[keep], {a: np.asarray(v)[keep] for a, v in cols.items()}
         while len(ts):
-            start = self.open[stream]
+            start = int(self.open[stream])  # type: ignore[arg-type]  # set above; advance keeps it set
             cut = int(np.searchsorted(ts, start + self.t))
             if cut:
                 self.buffers[stream].append({"ts": ts[:cut], **{a: np.asarray(v)[:cut] for a, v in cols.items()}})
@@ -231,7 +232,7 @@ class QueryManager:
         self.buffers[stream] = []
         self.tx[stream].slide(cols)
         with self.lock:
-            self.scheduler.update(lambda g: g[0] == stream)
+            self.scheduler.update(lambda g: isinstance(g, tuple) and g[0] == stream)  # groups are (stream, signature)
             self.lock.notify_all()
 
     def _reject(self, stream: str, ts: np.ndarray, reason: str) -> None:
@@ -278,13 +279,14 @@ class QueryManager:
             self.execute(regs)
             done += 1
 
-    def execute(self, regs: list[Registered]) -> None:
-        """One read transaction for queries of one group (the longest window); each answers its own."""
+    def execute(self, regs: list[Registered]) -> Txn | None:
+        """One read transaction for queries of one group (the longest window); each answers its own. The
+        committed transaction (None: no query)."""
         if not regs:
-            return
+            return None
         first = regs[0].query
         tx = self.tx[first.spec.source]
-        txn = tx.run(tx.begin(max(r.query.nk for r in regs), first.read, max(r.priority for r in regs)))
+        txn = tx.run(tx.start(max(r.query.nk for r in regs), first.read, max(r.priority for r in regs)))
         parts = txn.partials()
         for reg in regs:
             try:
@@ -305,6 +307,7 @@ class QueryManager:
                         size = len(reg.batches.pop(0)[1]["ts"])
                         reg.kept -= size
                         reg.dropped += size
+        return txn
 
     # -- statistics -----------------------------------------------------------------------------
 

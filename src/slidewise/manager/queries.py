@@ -24,6 +24,7 @@ import numpy as np
 
 from slidewise.cql.parser import parse_plan
 from slidewise.errors import QueryError
+from slidewise.manager.window import SubWindow
 from slidewise.optimizer.pane_plan import SlidingAggregate, match
 from slidewise.optimizer.sharing import coverable
 from slidewise.plan.bind import bind
@@ -57,7 +58,7 @@ class Compiled:
         s = self.spec
         return (s.source, s.where, s.keys, tuple((a.func, a.arg, a.distinct, a.param) for a in s.aggs))
 
-    def build(self, sub) -> tuple[list[np.ndarray], list]:
+    def build(self, sub: SubWindow) -> tuple[list[np.ndarray], list]:
         """The partial of one sub-window: its groups' key values, and the states (``COUNT(*)`` first)."""
         data = self.answers.filtered(sub.cols["ts"], sub.cols)
         rows = len(data["ts"])
@@ -65,7 +66,7 @@ class Compiled:
         width = len(uniq[0]) if uniq else 1
         return uniq, self.answers.partials(data, np.zeros(rows, np.int64), codes, (1, width))
 
-    def read(self, sub) -> tuple[list[np.ndarray], list]:
+    def read(self, sub: SubWindow) -> tuple[list[np.ndarray], list]:
         """One sub-window read by this query's access path."""
         return sub.partial(self.signature, self.build) if self.access == "synopsis" else self.build(sub)
 

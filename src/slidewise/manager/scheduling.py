@@ -27,6 +27,7 @@ period (§8.5.1): 0 when on time.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from math import lcm
 
@@ -44,7 +45,7 @@ HORIZON = 600
 NEAREST = 3
 
 
-def schedule_cost(periods, costs, post=None) -> float:
+def schedule_cost(periods: Sequence[int], costs: Sequence[float], post: Sequence[float] | None = None) -> float:
     """Cost per update of running sub-groups with these ``periods``, scan ``costs`` and post-processing
     costs ``post`` (default 0): at each update the due sub-groups run together for the scan cost of the
     most expensive (the scan of the longest window answers the shorter ones along the way, §8.4.4) plus
@@ -59,7 +60,7 @@ def schedule_cost(periods, costs, post=None) -> float:
     return float(total / len(ticks))
 
 
-def hybrid_periods(periods, costs, post=None) -> list[int]:
+def hybrid_periods(periods: Sequence[int], costs: Sequence[float], post: Sequence[float] | None = None) -> list[int]:
     """Hybrid scheduling (§8.4.4): each sub-group keeps its period or takes the shorter period of a sub-group
     that keeps its own, whichever assignment costs least per update: every assignment up to :data:`EXACT_SUBGROUPS`
     sub-groups, else the best single move (to one of the :data:`NEAREST` shorter kept periods) until none helps."""
@@ -140,7 +141,7 @@ class PeriodicScheduler:
         self._hybrid: dict[tuple, list[int]] = {}  # memo of hybrid_periods
         self.executions = 0  # scans (joint executions count once)
 
-    def add(self, name: str, group, period: int, window: int, post: float = 0.0) -> None:
+    def add(self, name: str, group: object, period: int, window: int, post: float = 0.0) -> None:
         """A query of ``group`` re-executed every ``period`` updates over ``window`` sub-windows; ``post``:
         its own post-processing per run in merges (for the hybrid cost model)."""
         self.queries[name] = Query(name, group, max(1, period), max(1, window), post)
@@ -179,14 +180,14 @@ class PeriodicScheduler:
                 if policy.startswith("hybrid"):
                     costs = [max(q.window for q in subs[p]) - 1 for p in own]
                     post = [sum(q.post for q in subs[p]) for p in own]
-                    key = (tuple(own), tuple(costs), tuple(post))
-                    if key not in self._hybrid:
-                        self._hybrid[key] = hybrid_periods(own, costs, post)
-                    assigned = self._hybrid[key]
+                    memo = (tuple(own), tuple(costs), tuple(post))
+                    if memo not in self._hybrid:
+                        self._hybrid[memo] = hybrid_periods(own, costs, post)
+                    assigned = self._hybrid[memo]
                 for p, a in zip(own, assigned):
-                    key = ("s", group, a)
-                    g, period, m = plan.get(key, (group, a, []))
-                    plan[key] = (g, period, m + [q.name for q in subs[p]])
+                    task = ("s", group, a)
+                    g, period, m = plan.get(task, (group, a, []))
+                    plan[task] = (g, period, m + [q.name for q in subs[p]])
         old = self._tasks
         self._tasks = {}
         for key, (group, period, members) in plan.items():
@@ -194,7 +195,7 @@ class PeriodicScheduler:
             d = period if prev is None else min(prev.d, period)
             self._tasks[key] = Task(key, group, period, d, members, prev.fresh if prev else True)
 
-    def update(self, groups=None) -> None:
+    def update(self, groups: Callable[[object], bool] | None = None) -> None:
         """A synopsis update of the groups ``groups(group)`` holds for (None: all): each of their tasks'
         time-until-deadline drops by one."""
         for t in self.tasks.values():

@@ -149,6 +149,12 @@ class TransactionScheduler:
             self.active.append(txn)
             return txn
 
+    def start(self, nk: int, read: Callable[[SubWindow], Any], priority: int = 0) -> Txn:
+        """:meth:`begin`, waiting as long as it takes (threads)."""
+        txn = self.begin(nk, read, priority)
+        assert txn is not None  # begin(block=True) waits instead of returning None
+        return txn
+
     def outranked(self, txn: Txn) -> bool:
         """Whether a running transaction of higher priority comes first (never under serial)."""
         return self.policy != "serial" and any(o.priority > txn.priority for o in self.active if o is not txn)
