@@ -29,6 +29,8 @@ def test_bench_wjoin_conclusions(tmp_path, capsys):
     verdicts = report["summary"]["conclusions (service time, comparisons)"]
     assert set(verdicts) == {"MW beats NLW on variable rates", "LCA beats GCA (Fig. 13)", "HW fastest equi-join variant"}
     assert verdicts["LCA beats GCA (Fig. 13)"][1] is True and verdicts["HW fastest equi-join variant"][1] is True
+    fit = report["summary"]["per-arrival cost in comparisons (measured; the planner's facts)"]
+    assert fit["us per comparison"] > 0 and all(fit[a][0] >= 0 for a in ("mw-join", "nlw-join", "hw-join"))  # a non-negative fit
     assert "slidewise bench wjoin" in capsys.readouterr().err
     _baselines(report, tmp_path)
 

@@ -136,14 +136,33 @@ def test_summaries_and_counters():
     assert sm.ids.tolist() == [1, 2] and sm.delta.tolist() == [1, 1]
     assert sm.items.tolist() == [5, 7, 9, 3] and sm.counts.tolist() == [2, 1, 2, 1]
     w = WindowCounters(2)
-    for j in range(2):
-        w.add(int(sm.ids[j]), int(sm.delta[j]), *sm.entries(j))
+    w.extend(sm.before(1))
+    w.extend(sm.after(1))
     held = w.summaries()
     assert held.ids.tolist() == [1, 2] and held.sizes.tolist() == [2, 2] and held.after(1).items.tolist() == [9, 3]
     ans = w.answer()
     assert ans.items.tolist() == [5, 9] and ans.threshold == 2 and ans.guaranteed.tolist() == [False, False]
     w.expire(2)
     assert w.answer().items.tolist() == [9, 3] and w.delta == 1
+
+
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=60), st.integers(1, 8), st.integers(1, 5), st.integers(0, 4))
+def test_top_k_of_a_ranked_summary_is_the_top_k_summary(values, size, k, more):
+    """One ranked summary (exact, or top-k' with k' ≥ k) gives every smaller k's top-k lists and δᵢ; the
+    counters fed in pieces equal the counters fed at once."""
+    sub, vals = np.arange(len(values)) // size, np.array(values)
+    want = summarize(sub, vals, k)
+    for ranked in (summarize(sub, vals, k + more, "exact"), summarize(sub, vals, k + more)):
+        got = ranked.top(k)
+        for f in ("ids", "delta", "starts", "items", "counts"):
+            assert getattr(got, f).tolist() == getattr(want, f).tolist(), f
+    whole, pieces = WindowCounters(k), WindowCounters(k)
+    whole.extend(want)
+    cut = len(want.ids) // 2
+    pieces.extend(want.before(cut))
+    pieces.extend(want.after(cut))
+    a, b = whole.answer(), pieces.answer()
+    assert a.items.tolist() == b.items.tolist() and a.frequency.tolist() == b.frequency.tolist() and a.threshold == b.threshold
 
 
 def test_query_runs_and_text_items():

@@ -229,7 +229,7 @@ def test_spark_batch_mode_is_refused_and_explain_shows_the_bounds(tmp_path, caps
     assert capsys.readouterr().out == (
         "W-join on mw-join: WINDOW(A, B) = 2 AND DWINDOW(B, C) = 3; reach {'A': 5, 'B': 3, 'C': 2}\n"
         "  cheapest estimate of mw-join, nlw-join, gca, lca (cost in comparisons per time unit, per-arrival work included, "
-        "default statistics: mw-join 27, lca 132, gca 246, nlw-join 6.02e+03; "
+        "default statistics: mw-join 21, lca 126, gca 240, nlw-join 5.51e+03; "
         "not applicable: hw-join needs equi-join predicates connecting every stream; none reaches B, C)\n"
     )
     assert main(["explain", "SELECT * FROM A, B WINDOW = 1", "--algorithm", "nlw-join"]) == 0

@@ -1,25 +1,33 @@
 """``slidewise bench frequent``: Golab's thesis Fig. 6.3 (Algorithm 6's accuracy) and its speed against exact counts.
 
-Accuracy (Fig. 6.3): a count window of ``N`` tuples sliding by one
-sub-window, ``b`` = 20, 100, 500 sub-windows, ``k`` = 1..10, over the
-bundled Zeek sample (source hosts, destination hosts, DNS query names; see
-:mod:`slidewise.bench.update_patterns_inputs`) and a generated Zipf stream.
-Per evaluation with a full window, Algorithm 6
-(:mod:`slidewise.synopses.frequent`) and the exact baseline (same δ) run side
-by side; averaged over evaluations:
+Accuracy (Fig. 6.3, in the thesis's geometry, §6.3.1): ``b`` is the
+sub-window *size* — 20, 100, 500 tuples — and ``k`` = 1..10. A trial is one
+count window of ``N`` tuples from a random starting point of the stream
+(:data:`TRIALS` of them, the same for every ``b`` and ``k``); Algorithm 6
+(:func:`slidewise.synopses.frequent.summarize` per sub-window,
+:class:`~slidewise.synopses.frequent.WindowCounters` over the ``N / b`` of
+them) answers it and the true window frequencies are counted beside it. The
+streams: a generated Zipf(1.1) stream of 1,000,000 items with N = 100,000
+(the thesis's window: 5000, 1000 and 200 sub-windows), and the bundled Zeek
+sample (:mod:`slidewise.bench.update_patterns_inputs`; 18,497 connections,
+7,243 DNS queries) with N = 10,000 for source and destination hosts and
+N = 5,000 for DNS query names — about half of each stream, so that starting
+points differ. Averaged over the trials:
 
-* ``delta`` — the threshold δ = Σ δᵢ;
-* ``over`` — items whose true window frequency exceeds δ;
-* ``recall`` — the share of those Algorithm 6 reports as guaranteed, over
-  all evaluations (None when no item exceeds δ; it never reports another
-  item: no false positive);
-* ``space`` — counters held at the peak (summary entries, global counters, δᵢ);
-* ``rel_error`` — mean (true − reported) / true over the guaranteed items.
+* ``delta`` — the threshold δ = Σ δᵢ (Fig. 6.3 (a));
+* ``over`` — items whose true window frequency exceeds δ (b);
+* ``reported`` — items Algorithm 6 reports above δ (c), never a false positive;
+* ``recall`` — reported / over, pooled over the trials (d; None when no
+  item exceeds δ, as at k = 1, where δ is at least every item's count);
+* ``space`` — counters held (summary entries, global counters, δᵢ) (e);
+* ``rel_error`` — mean (true − reported) / true over the reported items (f).
 
-The Misra–Gries variant (:mod:`slidewise.synopses.misra_gries`) is measured
-the same way. Throughput: ``[ROWS 100000 SLIDE 1000]``, k = 5, over
-1,000,000 Zipf tuples, Algorithm 6 against the exact baseline, with the
-peak state of each.
+Per data set and ``b`` the JSON holds the least-squares slope of recall and
+of the relative error against ``k``. The Misra–Gries variant
+(:mod:`slidewise.synopses.misra_gries`) is measured the same way at the
+middle ``b``. Throughput: ``[ROWS 100000 SLIDE 1000]``, k = 5, over
+1,000,000 Zipf tuples through the query engine, Algorithm 6 against the exact
+baseline, with the peak state of each.
 """
 
 from __future__ import annotations
@@ -33,12 +41,15 @@ from slidewise.bench.common import machine_info, pyplot, save_png, write_json
 from slidewise.cql import parse_any
 from slidewise.plan.frequent import FrequentQuery
 from slidewise.runtime.frequent import FrequentRun
-from slidewise.synopses.frequent import ENTRY_BYTES
+from slidewise.synopses.frequent import WindowCounters, summarize
 
-__all__ = ["accuracy", "datasets", "run_frequent_bench", "summary", "throughput", "true_counts"]
+__all__ = ["accuracy", "datasets", "run_frequent_bench", "starting_points", "summary", "throughput"]
 
 KS = tuple(range(1, 11))
+#: sub-window sizes in tuples (the thesis's b)
 BS = (20, 100, 500)
+#: random starting points (windows) per data set
+TRIALS = 50
 CHUNK = 65536
 
 
@@ -48,77 +59,80 @@ def _query(n: int, slide: int, k: int) -> FrequentQuery:
     return q
 
 
-def _run(q: FrequentQuery, items: np.ndarray, kind: str) -> tuple[list, FrequentRun]:
-    """Every evaluation's answer as (ts, items, frequency, threshold, guaranteed) columns, and the run."""
-    out: list = []
-    run = FrequentRun(q, out.append, kind=kind)
+def _run(q: FrequentQuery, items: np.ndarray, kind: str) -> FrequentRun:
+    run = FrequentRun(q, lambda _cols: None, kind=kind)
     ts = np.arange(len(items), dtype=np.int64)
     for i in range(0, len(items), CHUNK):
         run.add(ts[i : i + CHUNK], {"a": items[i : i + CHUNK]})
     run.finish()
-    return out, run
+    return run
 
 
-def _per_evaluation(out: list) -> dict[int, tuple[np.ndarray, np.ndarray, int, np.ndarray]]:
-    if not out:
-        return {}
-    cols = {c: np.concatenate([o[c] for o in out]) for c in ("ts", "a", "frequency", "threshold", "guaranteed")}
-    cuts = np.flatnonzero(np.diff(cols["ts"])) + 1
-    res = {}
-    for a, z in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(cols["ts"])]))):
-        res[int(cols["ts"][a])] = (cols["a"][a:z], cols["frequency"][a:z], int(cols["threshold"][a]), cols["guaranteed"][a:z])
-    return res
+def starting_points(length: int, n: int, trials: int, seed: int = 0) -> np.ndarray:
+    """``trials`` random starting points of a window of ``n`` tuples in a stream of ``length``."""
+    return np.random.default_rng(seed).integers(0, length - n + 1, trials)
 
 
-def true_counts(items: np.ndarray, n: int, b: int) -> dict[int, dict]:
-    """Every evaluation's true window frequencies (the exact baseline with k above any number of items)."""
-    out, _ = _run(_query(n, n // b, 1 << 40), items, "exact")
-    return {t: dict(zip(its.tolist(), freq.tolist())) for t, (its, freq, _, _) in _per_evaluation(out).items() if t >= n - 1}
+def _slope(ks: list[int], ys: list) -> float | None:
+    pts = [(k, y) for k, y in zip(ks, ys) if y is not None]
+    return float(np.polyfit([p[0] for p in pts], [p[1] for p in pts], 1)[0]) if len(pts) > 1 else None
 
 
-def accuracy(items: np.ndarray, n: int, b: int, k: int, kind: str = "topk", true: dict | None = None) -> dict:
-    """Fig. 6.3's measures for one (window ``n``, ``b``, ``k``), over the evaluations with a full window;
-    ``true``: :func:`true_counts` of the same ``items``, ``n``, ``b`` (computed if not given)."""
-    true = true_counts(items, n, b) if true is None else true
-    approx_out, approx = _run(_query(n, n // b, k), items, kind)
-    approx_ev = _per_evaluation(approx_out)
-    deltas, overs, found, errors = [], [], 0, []
-    for t, counts in true.items():
-        a_items, a_freq, delta, guaranteed = approx_ev[t]
-        over = {i for i, f in counts.items() if f > delta}
-        got = dict(zip(a_items[guaranteed].tolist(), a_freq[guaranteed].tolist()))
-        assert set(got) <= over, "a false positive"
-        deltas.append(delta)
-        overs.append(len(over))
-        found += len(got)
-        errors.extend((counts[i] - f) / counts[i] for i, f in got.items())
-    return {
-        "k": k,
-        "b": b,
-        "delta": float(np.mean(deltas)),
-        "over": float(np.mean(overs)),
-        "recall": found / sum(overs) if sum(overs) else None,
-        "space": approx.counters.peak_bytes // ENTRY_BYTES,
-        "rel_error": float(np.mean(errors)) if errors else 0.0,
-        "evaluations": len(deltas),
-    }
+def accuracy(items: np.ndarray, n: int, b: int, ks, starts: np.ndarray, kind: str = "topk") -> list[dict]:
+    """Fig. 6.3's measures for window ``n``, sub-window size ``b`` and each of ``ks``, averaged over the
+    windows from ``starts``; ``items``: integer codes. One ranked summary per window serves every ``k``
+    (:meth:`~slidewise.synopses.frequent.Summaries.top`; Misra–Gries summarises per ``k``)."""
+    sub = np.arange(n, dtype=np.int64) // b
+    acc: dict[int, dict] = {k: {"delta": [], "over": [], "found": 0, "space": [], "errors": []} for k in ks}
+    for s in starts.tolist():
+        window = items[s : s + n]
+        true = np.bincount(window)
+        ranked = summarize(sub, window, max(ks), "exact") if kind == "topk" else None
+        for k in ks:
+            counters = WindowCounters(k)
+            counters.extend(ranked.top(k) if ranked is not None else summarize(sub, window, k, kind))
+            ans = counters.answer()
+            got, freq = ans.items[ans.guaranteed].astype(np.int64), ans.frequency[ans.guaranteed]
+            assert (true[got] > ans.threshold).all(), "a false positive"
+            a = acc[k]
+            a["delta"].append(ans.threshold)
+            a["over"].append(int(np.count_nonzero(true > ans.threshold)))
+            a["found"] += len(got)
+            a["space"].append(counters.space()[0])
+            a["errors"].extend(((true[got] - freq) / true[got]).tolist())
+    return [
+        {
+            "k": k,
+            "b": b,
+            "sub_windows": n // b,
+            "delta": float(np.mean(a["delta"])),
+            "over": float(np.mean(a["over"])),
+            "reported": a["found"] / len(starts),
+            "recall": a["found"] / sum(a["over"]) if sum(a["over"]) else None,
+            "space": float(np.mean(a["space"])),
+            "rel_error": float(np.mean(a["errors"])) if a["errors"] else 0.0,
+            "trials": len(starts),
+        }
+        for k, a in acc.items()
+    ]
 
 
-def datasets(zipf_tuples: int = 100_000, seed: int = 0) -> dict[str, tuple[np.ndarray, int]]:
-    """Item streams and their window sizes: the Zeek sample's hosts and query names, a Zipf stream."""
+def datasets(zipf_tuples: int = 1_000_000, seed: int = 0) -> dict[str, tuple[np.ndarray, int]]:
+    """Item streams as integer codes and their window sizes: the Zeek sample's hosts and query names, a Zipf stream."""
     import pandas as pd
 
     from slidewise.bench.update_patterns_inputs import load_links, sample_dir
 
     trace = load_links(None, n_links=1)[0]["Link1"]
     dns = pd.read_csv(sample_dir() / "dns.csv", usecols=["query"], dtype={"query": str}).dropna()
-    rng = np.random.default_rng(seed)
-    return {
-        "zeek source hosts": (trace["src"].to_numpy(object), 5000),
-        "zeek destination hosts": (trace["dst"].to_numpy(object), 5000),
-        "zeek DNS query names": (dns["query"].to_numpy(object), 2000),
-        "zipf(1.1)": (rng.zipf(1.1, zipf_tuples).astype(np.int64), max(zipf_tuples // 10, 1000)),
+    zipf = np.random.default_rng(seed).zipf(1.1, zipf_tuples)
+    streams = {
+        "zeek source hosts": (trace["src"].to_numpy(object), 10_000),
+        "zeek destination hosts": (trace["dst"].to_numpy(object), 10_000),
+        "zeek DNS query names": (dns["query"].to_numpy(object), 5000),
+        "zipf(1.1)": (zipf, min(100_000, zipf_tuples // 2)),
     }
+    return {name: (np.unique(v, return_inverse=True)[1].reshape(-1).astype(np.int64), n) for name, (v, n) in streams.items()}
 
 
 def throughput(tuples: int = 1_000_000, window: int = 100_000, slide: int = 1000, k: int = 5, seed: int = 0) -> dict:
@@ -128,7 +142,7 @@ def throughput(tuples: int = 1_000_000, window: int = 100_000, slide: int = 1000
     res = {"tuples": tuples, "window": window, "slide": slide, "k": k}
     for kind in ("topk", "exact"):
         started = time.perf_counter()
-        _, run = _run(q, items, kind)
+        run = _run(q, items, kind)
         seconds = time.perf_counter() - started
         res[kind] = {"seconds": round(seconds, 4), "tuples_per_s": round(tuples / seconds), "state_bytes_peak": run.counters.peak_bytes, "evaluations": run.evaluations}
     res["memory_ratio"] = res["topk"]["state_bytes_peak"] / max(res["exact"]["state_bytes_peak"], 1)
@@ -136,20 +150,19 @@ def throughput(tuples: int = 1_000_000, window: int = 100_000, slide: int = 1000
     return res
 
 
-def run_frequent_bench(out_dir: str | Path = "bench-results", *, tuples: int | None = None, zipf_tuples: int = 100_000, ks=KS, bs=BS, progress=None) -> dict:
+def run_frequent_bench(
+    out_dir: str | Path = "bench-results", *, tuples: int | None = None, zipf_tuples: int = 1_000_000, trials: int = TRIALS, ks=KS, bs=BS, progress=None
+) -> dict:
     """Both experiments; writes ``frequent.json`` and ``frequent.png`` into ``out_dir``."""
-    report: dict = {"machine": machine_info(), "ks": list(ks), "bs": list(bs), "accuracy": {}, "misra_gries": {}}
-    for name, (items, n) in datasets(zipf_tuples).items():
+    report: dict = {"machine": machine_info(), "ks": list(ks), "bs": list(bs), "trials": trials, "accuracy": {}, "misra_gries": {}}
+    for i, (name, (items, n)) in enumerate(datasets(zipf_tuples).items()):
         if progress:
-            progress(f"{name}: {len(items):,} tuples, window {n}")
-        rows, mg = [], []
-        for b in bs:
-            true = true_counts(items, n, b)
-            rows += [accuracy(items, n, b, k, true=true) for k in ks]
-            if b == bs[len(bs) // 2]:
-                mg = [accuracy(items, n, b, k, "misra-gries", true=true) for k in ks]
-        report["accuracy"][name] = {"tuples": len(items), "window": n, "rows": rows}
-        report["misra_gries"][name] = mg
+            progress(f"{name}: {len(items):,} tuples, window {n:,}, {trials} trials")
+        starts = starting_points(len(items), n, trials, seed=i)
+        rows = [r for b in bs for r in accuracy(items, n, b, ks, starts)]
+        slopes = {str(b): {m: _slope(list(ks), [r[m] for r in rows if r["b"] == b]) for m in ("recall", "rel_error")} for b in bs}
+        report["accuracy"][name] = {"tuples": len(items), "window": n, "rows": rows, "slopes": slopes}
+        report["misra_gries"][name] = accuracy(items, n, bs[len(bs) // 2], ks, starts, "misra-gries")
     if progress:
         progress("throughput")
     report["throughput"] = throughput(tuples or 1_000_000)
@@ -160,7 +173,7 @@ def run_frequent_bench(out_dir: str | Path = "bench-results", *, tuples: int | N
     return report
 
 
-MEASURES = ("delta", "over", "recall", "space", "rel_error")
+MEASURES = ("delta", "over", "reported", "recall", "space", "rel_error")
 
 
 def summary(report: dict) -> dict:
@@ -171,7 +184,7 @@ def summary(report: dict) -> dict:
 
     out: dict = {}
     for name, d in report["accuracy"].items():
-        out[name] = {"tuples": d["tuples"], "window": d["window"]} | {
+        out[name] = {"tuples": d["tuples"], "window": d["window"], "trials": report["trials"]} | {
             f"b {r['b']}, k {r['k']}": ", ".join(f"{m} {num(r[m])}" for m in MEASURES) for r in d["rows"] if r["k"] in (1, 5, 10)
         }
     t = report["throughput"]
@@ -193,7 +206,7 @@ def plot(report: dict, path: Path) -> Path:
             ax = axes[i][j]
             for b in report["bs"]:
                 pts = [(r["k"], r[m]) for r in rows if r["b"] == b and r[m] is not None]
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=f"b={b}")
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=f"b={b} ({report['accuracy'][name]['window'] // b} sub-windows)")
             ax.set_title(f"{name}: {m}", fontsize=8)
             ax.set_xlabel("k", fontsize=8)
             ax.tick_params(labelsize=7)

@@ -256,20 +256,35 @@ def summarize(report: dict) -> dict:
 
 
 def per_arrival(points: list[dict]) -> dict:
-    """The operators' ``per_arrival`` facts as measured: MW-join's time per comparison is the slope of
-    its service time against its comparisons; what an operator spends beyond its comparisons, per
-    arrival (and level, for a pipeline), in those units, median over the points."""
-    mw = [(p["runs"]["mw-join"]["comparisons_per_tuple"], p["runs"]["mw-join"]["us_per_tuple"]) for p in points]
-    slope, _ = np.polyfit([c for c, _ in mw], [t for _, t in mw], 1)
-    if slope <= 0:
+    """The operators' ``per_arrival`` facts as measured. MW-join's service time per tuple is fitted as
+    ``a`` · comparisons + ``r`` with ``a, r >= 0`` (least squares; ``a``: time per comparison); an
+    operator's per-arrival cost is what it spends beyond its comparisons, per arrival (and level, for
+    a pipeline), divided by ``a``: the median over the points, beside the planner's fact."""
+    mw = np.array([[p["runs"]["mw-join"]["comparisons_per_tuple"], 1.0, p["runs"]["mw-join"]["us_per_tuple"]] for p in points])
+    per_cmp, _ = _non_negative_fit(mw[:, :2], mw[:, 2])
+    if per_cmp <= 0:
         return {}
-    out = {}
+    out: dict = {}
     for a in points[0]["runs"]:
         cls = WJOINS[a]
         levels = [p["n"] - 1 if cls.cost_family == "pipeline" else 1 for p in points]
-        rest = [(p["runs"][a]["us_per_tuple"] - slope * p["runs"][a]["comparisons_per_tuple"]) / slope / k for p, k in zip(points, levels)]
-        out[a] = [round(float(np.median(rest)), 1), cls.per_arrival]
+        rest = [(p["runs"][a]["us_per_tuple"] - per_cmp * p["runs"][a]["comparisons_per_tuple"]) / per_cmp / k for p, k in zip(points, levels)]
+        out[a] = [round(max(float(np.median(rest)), 0.0), 1), cls.per_arrival]
+    out["us per comparison"] = float(f"{per_cmp:.3g}")
     return out
+
+
+def _non_negative_fit(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Least squares of ``a x = b`` with ``x >= 0``: the most negative coefficient is fixed at 0 and the
+    rest refitted until none is negative."""
+    free = list(range(a.shape[1]))
+    while True:
+        x = np.zeros(a.shape[1])
+        if free:
+            x[free] = np.linalg.lstsq(a[:, free], b, rcond=None)[0]
+        if (x >= 0).all():
+            return x
+        free.remove(free[int(np.argmin(x[free]))])
 
 
 def plot(report: dict, path: Path) -> Path:

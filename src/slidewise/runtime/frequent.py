@@ -145,8 +145,7 @@ class FrequentRun:
         while self.pending:
             sm = self.pending[0]
             n = int(np.searchsorted(sm.ids, last, "right"))
-            for j in range(n):
-                self.counters.add(int(sm.ids[j]), int(sm.delta[j]), *sm.entries(j))
+            self.counters.extend(sm.before(n))
             if n < len(sm.ids):
                 self.pending[0] = sm.after(n)
                 return

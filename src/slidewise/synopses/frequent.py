@@ -72,15 +72,22 @@ class Summaries:
         """Entries per sub-window."""
         return np.diff(self.starts)
 
-    def entries(self, j: int) -> tuple[np.ndarray, np.ndarray]:
-        """The items and counts of the ``j``-th sub-window."""
-        a, z = self.starts[j], self.starts[j + 1]
-        return self.items[a:z], self.counts[a:z]
-
     def after(self, n: int) -> Summaries:
         """The sub-windows from the ``n``-th on."""
         a = self.starts[n]
         return Summaries(self.ids[n:], self.delta[n:], self.starts[n:] - a, self.items[a:], self.counts[a:])
+
+    def top(self, k: int) -> Summaries:
+        """The top-``k`` lists of ranked summaries (each sub-window's entries by count descending, then item:
+        :func:`summarize`'s "exact", or "topk" with a ``k`` at least this one), ``δᵢ`` their ``k``-th counts."""
+        size = self.sizes
+        keep = np.arange(len(self.counts)) - np.repeat(self.starts[:-1], size) < k
+        return Summaries.of_sizes(self.ids, _kth(self.counts, self.starts, size, k), np.minimum(size, k), self.items[keep], self.counts[keep])
+
+    def before(self, n: int) -> Summaries:
+        """The first ``n`` sub-windows."""
+        z = self.starts[n]
+        return Summaries(self.ids[:n], self.delta[:n], self.starts[: n + 1], self.items[:z], self.counts[:z])
 
 
 @dataclass
@@ -116,17 +123,14 @@ def summarize(sub: np.ndarray, values: np.ndarray, k: int, kind: str = "topk") -
     order = np.lexsort((item, -counts, pane))
     pane, item, counts = pane[order], item[order], counts[order]
     first = np.searchsorted(pane, np.arange(len(ids) + 1))
-    rank = np.arange(len(pane)) - first[pane]
     size = np.diff(first)
-    if kind == "exact":
-        keep = np.ones(len(pane), bool)
-        delta = _kth(counts, first, size, k)
-    elif kind == "topk":
-        keep = rank < k
-        delta = _kth(counts, first, size, k)
-    elif kind == "misra-gries":
+    if kind in ("exact", "topk"):
+        ranked = Summaries(ids, _kth(counts, first, size, k), first, uniq[item], counts)
+        return ranked if kind == "exact" else ranked.top(k)
+    if kind == "misra-gries":
         from slidewise.synopses.misra_gries import reduce_counts
 
+        rank = np.arange(len(pane)) - first[pane]
         counts, keep, delta = reduce_counts(counts, first, size, rank, pane, k)
     else:
         raise ValueError(f"unknown summary kind {kind!r}")
@@ -156,17 +160,22 @@ class WindowCounters:
         self.entries = 0  # (item, count) pairs held by the sub-window summaries
         self.peak_bytes = 0
 
-    def add(self, sid: int, delta: int, items: np.ndarray, counts: np.ndarray) -> None:
-        """Sub-window ``sid`` (later than every one held) with its summary."""
+    def extend(self, s: Summaries) -> None:
+        """The sub-windows of ``s`` (each later than every one held) with their summaries."""
         get, n = self.code.setdefault, len(self.code)
-        codes = np.fromiter((get(v, len(self.code)) for v in items.tolist()), np.int64, len(items))
+        codes = np.fromiter((get(v, len(self.code)) for v in s.items.tolist()), np.int64, len(s.items))
         if len(self.code) > n:
-            self.values.extend(items[codes >= n].tolist())
+            new = codes >= n
+            _, first = np.unique(codes[new], return_index=True)  # new codes are n, n + 1, ... in first-seen order
+            self.values.extend(s.items[new][first].tolist())
             if len(self.code) > len(self.total):
                 self.total = np.concatenate([self.total, np.zeros(len(self.code) + len(self.total), np.int64)])
-        self.total[codes] += counts  # codes are distinct within a sub-window
-        self.subs.append((sid, delta, codes, counts))
-        self.delta += delta
+        counts = s.counts.astype(np.int64, copy=False)
+        self.total[: len(self.code)] += np.bincount(codes, counts, len(self.code)).astype(np.int64)
+        bounds = s.starts.tolist()
+        for j, (sid, delta) in enumerate(zip(s.ids.tolist(), s.delta.tolist())):
+            self.subs.append((sid, delta, codes[bounds[j] : bounds[j + 1]], counts[bounds[j] : bounds[j + 1]]))
+        self.delta += int(s.delta.sum())
         self.entries += len(codes)
 
     def expire(self, first: int) -> None:

@@ -25,7 +25,7 @@ class HWJoin(NLWJoin):
 
     name = "hw-join"
     preference = 2
-    per_arrival = 1250.0
+    per_arrival = 1140.0
     hashed = True
 
     @classmethod

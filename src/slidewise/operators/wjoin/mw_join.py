@@ -133,7 +133,7 @@ class MWJoin(Snapshots):
     #: measures it: MW-join handles a chunk's arrivals together, the pipelines one by one in Python)
     cost_family = "merge"
     preference = 0
-    per_arrival = 2.0
+    per_arrival = 0.0
     hashed = False
     refines = False
     #: a baseline for ``slidewise bench wjoin``: run when named, never chosen by the planner

@@ -84,7 +84,7 @@ class NLWJoin(Snapshots):
     name = "nlw-join"
     cost_family = "pipeline"  # planner facts: see MWJoin
     preference = 1
-    per_arrival = 1000.0  # per arrival and level
+    per_arrival = 915.0  # per arrival and level
     hashed = False
     baseline = False
     sweep = 64  # HW-join: every so many arrivals, the removal rule visits every bucket
