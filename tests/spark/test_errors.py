@@ -97,6 +97,17 @@ def test_session_defaults():
     assert conf["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
     assert conf["spark.pyspark.python"] == __import__("sys").executable
     assert conf["spark.sql.shuffle.partitions"] == "3" and conf["spark.ui.enabled"] == "false"
+    assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
+
+
+def test_default_partitions_are_the_cores(monkeypatch):
+    """One stateful task per shuffle partition and micro-batch: as many as the cores (at least 2)."""
+    from slidewise.spark import session
+
+    for cores, expected in ((1, 2), (2, 2), (8, 8)):
+        monkeypatch.setattr(session.os, "cpu_count", lambda c=cores: c)
+        assert session.default_partitions() == expected
+        assert session_conf("local[*]")["spark.sql.shuffle.partitions"] == str(expected)
 
 
 def test_default_engine_is_local_unless_spark_asked(monkeypatch, capsys, inputs):

@@ -7,6 +7,7 @@ the local engine's (``test_logic.py`` covers many more cases without a JVM).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -113,6 +114,31 @@ def test_restart_after_stop_is_exactly_once(spark, runs, tmp_path):
 
     res = run_spark(query, sources, once=True, **opts)
     assert res.stats["input_ended"] and res.stats["micro_batches"] >= 2
+    assert result_rows(query, read_results(out)) == oracle_rows(query, tuples)
+
+
+def test_restart_with_other_default_partitions_keeps_the_checkpoints(spark, runs, tmp_path):
+    """A checkpoint written with 4 shuffle partitions (the default before it became the cores)
+    continues with 2: Spark restores its partitions, slidewise its buckets; nothing lost or duplicated."""
+    query, tuples, staged, inputs = _staged_restart_case(tmp_path)
+    ckpt, out = tmp_path / "ckpt", tmp_path / "out.parquet"
+    sources = {k: str(v) for k, v in inputs.items()}
+    opts = dict(spark=spark, checkpoint=str(ckpt), out=str(out), max_files_per_trigger=1)
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    try:
+        run = start_spark(query, sources, once=False, **opts)
+        runs.append(run)
+        _wait_for(ckpt / "query" / "commits" / "0", 240)
+        run.stop()
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    assert before == "2" and json.loads((ckpt / "slidewise.json").read_text())["buckets"] == 4
+    _add_staged(staged, inputs)
+    from slidewise.spark import run_spark
+
+    res = run_spark(query, sources, once=True, **opts)
+    assert res.stats["buckets"] == 4 and res.stats["input_ended"]
     assert result_rows(query, read_results(out)) == oracle_rows(query, tuples)
 
 

@@ -8,7 +8,13 @@ stream, cut into ``slices`` files of consecutive time. Both engines read the
 same files with one file per stream per micro-batch (``maxFilesPerTrigger
 = 1``) until the input is used up (available-now). Each engine runs in a
 fresh process (:func:`~slidewise.bench.common.run_isolated`, one JVM per
-engine): first a 2,000-tuple warm-up run per workload, then the measured runs.
+engine): first a warm-up run per workload over its own input (up to
+:data:`WARMUP_TUPLES` tuples in as many files, so the JVM has compiled the hot
+paths of every micro-batch step — a 2,000-tuple warm-up left the JIT compiler
+busy for most of the measured run), then the measured runs. Both engines run
+with the same Spark settings (:func:`slidewise.spark.session.session_conf`:
+shuffle partitions = cores, RocksDB state store with changelog checkpointing);
+the report lists them per engine (``spark_settings``).
 
 * **slidewise on Spark** – :func:`slidewise.spark.join_runner.start_spark`: the
   multi-way join in one stateful operator.
@@ -55,6 +61,18 @@ from slidewise.errors import PlanError
 
 #: input tuples per workload for this bench (Spark micro-batches on a 2-core machine)
 DEFAULT_TUPLES = {"W2": 600_000, "W4": 600_000}
+#: input tuples of the warm-up run per workload (at most the measured run's)
+WARMUP_TUPLES = 100_000
+#: the Spark settings reported per engine
+REPORTED_CONF = (
+    "spark.master",
+    "spark.sql.shuffle.partitions",
+    "spark.sql.streaming.stateStore.providerClass",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled",
+    "spark.sql.execution.arrow.maxRecordsPerBatch",
+    "spark.sql.streaming.noDataMicroBatches.enabled",
+    "spark.python.worker.reuse",
+)
 ENGINES = {"slidewise": "slidewise on Spark", "spark-join": "Spark stream-stream join"}
 
 
@@ -208,6 +226,11 @@ def engine_child(spec: dict, send) -> dict:
     return measure_engine(spark, spec["engine"], spec["runs"], send)
 
 
+def spark_settings(spark) -> dict:
+    """The session's values of :data:`REPORTED_CONF` (Spark's default where unset)."""
+    return {key: spark.conf.get(key, None) or spark.sparkContext.getConf().get(key, None) or "(Spark default)" for key in REPORTED_CONF}
+
+
 def measure_engine(spark, engine: str, runs: list[dict], send=None) -> dict:
     """Warm up on every run's ``warmup`` sources (if any), then measure every run; by workload name.
 
@@ -224,6 +247,7 @@ def measure_engine(spark, engine: str, runs: list[dict], send=None) -> dict:
         if r.get("warmup"):
             once(Workload.from_dict(r["workload"]), r["warmup"])
     warm_s = round(time.perf_counter() - t0, 2)
+    settings = spark_settings(spark)
     out = {}
     for r in runs:
         wl = Workload.from_dict(r["workload"])
@@ -235,6 +259,7 @@ def measure_engine(spark, engine: str, runs: list[dict], send=None) -> dict:
         res["tuples_per_s"] = wl.tuples / res["wall_s"] if res["wall_s"] else None
         res["tuples_per_busy_s"] = wl.tuples / res["busy_s"] if res["busy_s"] else None
         res["warmup_s_all_workloads"] = warm_s
+        res["spark_settings"] = settings
         out[wl.name] = res
         if send is not None:
             send("progress", wl.name)
@@ -282,7 +307,7 @@ def run_spark_bench(
             "master": master if isolate else spark.sparkContext.master,
             "seed": seed,
             "isolated": isolate,
-            "warmup": "a 2,000-tuple run per workload first" if warmup else None,
+            "warmup": f"a run over {WARMUP_TUPLES:,} other tuples (at most the measured run's) in {slices} files per workload first" if warmup else None,
             "spark_join_event_time": "timestamp_millis(ts + 1)",
             "watermark_delay": "0 seconds",
             "tuples_per_s": "input tuples / wall seconds from query start to its end; tuples_per_busy_s: over the sum of Spark's triggerExecution times",
@@ -294,7 +319,7 @@ def run_spark_bench(
         for name in names:
             wl = replace(WORKLOADS[name], tuples=tuples or DEFAULT_TUPLES[name])
             sources = write_workload(wl, wl.tuples, slices, work / name, seed)
-            warm = write_workload(wl, min(2000, wl.tuples), 1, work / f"{name}-warmup", seed + 1) if warmup else None
+            warm = write_workload(wl, min(WARMUP_TUPLES, wl.tuples), slices, work / f"{name}-warmup", seed + 1) if warmup else None
             report["workloads"][name] = {
                 "description": wl.description,
                 "tuples": wl.tuples,

@@ -295,7 +295,7 @@ def _read_meta(path: Path) -> dict:
 
 
 def _partitions(spark, conf: dict) -> int:
-    """Key buckets by default: the shuffle partitions of ``conf``, of the session, or 2 x cores."""
+    """Key buckets by default: the shuffle partitions of ``conf``, of the session, or the cores."""
     if "spark.sql.shuffle.partitions" in conf:
         return int(conf["spark.sql.shuffle.partitions"])
     if spark is None:

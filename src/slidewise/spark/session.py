@@ -3,8 +3,10 @@
 :func:`get_session` checks that Java is there before starting a JVM, points
 Spark's Python workers at the running interpreter (``spark.pyspark.python``
 and ``PYSPARK_PYTHON`` — otherwise workers start ``python3`` from PATH and
-cannot import pandas or slidewise), selects the RocksDB state store, sets the
-shuffle partitions to a small multiple of the cores, keeps the logs quiet
+cannot import pandas or slidewise), selects the RocksDB state store (changelog checkpointing: a commit writes
+the changed values, not a snapshot), sets the shuffle partitions to the cores
+(each shuffle partition is a stateful task per micro-batch — a Python worker round
+trip and a state store commit — so more than the cores only adds fixed cost), keeps the logs quiet
 (Spark's log4j is off unless :func:`verbose`; its configuration is a private
 temporary file; the JVM's and its Python workers' own output goes to another)
 and, in local modes, binds the driver to 127.0.0.1. ``conf`` entries win over every
@@ -58,8 +60,8 @@ def find_java() -> str | None:
 
 
 def default_partitions() -> int:
-    """Shuffle partitions and hash buckets: twice the cores (at least 2)."""
-    return max(2, 2 * (os.cpu_count() or 1))
+    """Shuffle partitions and hash buckets: the cores (at least 2)."""
+    return max(2, os.cpu_count() or 1)
 
 
 def check_master(master: str) -> str:

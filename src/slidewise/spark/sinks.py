@@ -171,17 +171,20 @@ class BatchSink:
     def __call__(self, df, batch_id: int) -> None:
         from pyspark.sql import functions as F
 
-        df = df.persist()
+        written = self.collect or self.kind != "memory" or self.archive is not None
+        if written:  # read twice (counters, then results): computed once
+            df = df.persist()
         try:
             small = df.filter(F.col("k") != RESULT).toPandas()
             n_results = self._count(small, batch_id)
-            if n_results and (self.collect or self.kind != "memory" or self.archive is not None):
+            if n_results and written:
                 self._write(result_columns(df, self.layout), batch_id)
             elif self.kind in FILE_KINDS:
                 # idempotent per batch id: a replayed batch leaves exactly its own output
                 shutil.rmtree(Path(self.out) / f"batch-{batch_id:06d}", ignore_errors=True)
         finally:
-            df.unpersist()
+            if written:
+                df.unpersist()
         self.timeline.append((batch_id, time.time(), n_results))
 
     def _count(self, small: pd.DataFrame, batch_id: int) -> int:
