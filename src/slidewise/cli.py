@@ -88,6 +88,7 @@ def _add_archive_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--archive-every", type=int, metavar="T", help="with --archive: update interval Δ in time units (default: largest lifetime / 4√n)")
     p.add_argument("--archive-variant", default="rebuild", choices=list(VARIANTS), help="with --archive: index variant (default rebuild, the doubly partitioned index)")
     p.add_argument("--archive-n", type=int, default=16, metavar="N", help="with --archive: sub-indices, G = E = √N (default 16)")
+    p.add_argument("--archive-memory", type=float, metavar="MB", help="with --archive: MB an update's working set is cut to (batches, row groups; default 64)")
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
