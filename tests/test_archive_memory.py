@@ -35,11 +35,12 @@ def test_the_budget_cuts_row_groups_and_must_be_positive(tmp_path):
 
 
 def test_a_small_budget_holds_on_an_archive_ten_times_larger(tmp_path):
-    """In a fresh process: the Arrow pool's peak stays within the budget while an archive of 10x it is updated and probed."""
+    """In a fresh process: the Arrow pool's peak stays within 2 MB while an archive of 20 MB is updated and probed."""
     from slidewise.bench.archive import run_memory_check
 
-    report = run_memory_check(tmp_path, budget_mb=1, times=10, n=16, after=2)
+    report = run_memory_check(tmp_path, budget_mb=2, times=10, n=16, after=2)
     assert "error" not in report, report.get("traceback")
-    assert report["archive_mb"] >= 10 and report["probes"] > 0
-    assert report["arrow_peak_mb"] <= 1  # what the archive and the rows being added hold, whatever the archive's size
-    assert report["peak_rss_mb"] <= 4  # the process: with the allocator's slack and Python's objects (generous)
+    assert report["archive_mb"] >= 20 and report["probes"] > 0
+    assert report["arrow_peak_mb"] <= 2  # what the archive and the rows being added hold, whatever the archive's size
+    # the process, with the allocator's slack and Python's objects (a few MB whatever the budget): far below the archive
+    assert report["peak_rss_mb"] <= 10
