@@ -288,8 +288,7 @@ class Archive:
 
     def _rebuild(self, cell: int, files: list[dict], new: pa.Table | None, now: int, stats: dict) -> list[dict]:
         """Rebuild: the cell's live rows and its new rows merged into one file, batch by batch."""
-        runs, widths = [], []
-        live = []
+        widths, live = [], []
         for entry in files:
             if entry["max_exp"] < now:
                 stats["deleted"] += entry["rows"]
@@ -304,8 +303,8 @@ class Archive:
         runs = [self._read_alive(entry, now, rows, stats) for entry in live]
         if new is not None and new.num_rows:
             runs.append(merge.slices(self._sorted(new), rows))
-        entry = self._write(merge.merge(runs, self.key, self.exp), cell, rows, stats)
-        return [] if entry is None else [entry]
+        written = self._write(merge.merge(runs, self.key, self.exp), cell, rows, stats)
+        return [] if written is None else [written]
 
     def _runs(self, cell: int, files: list[dict], new: pa.Table | None, now: int, stats: dict) -> list[dict]:
         """NoRebuild: drop runs that expired whole, rewrite runs that expired in part, add the new rows as a run."""
