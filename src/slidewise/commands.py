@@ -440,6 +440,7 @@ def cmd_serve(args) -> int:
         schemas=parse_schema_option(args.schema),
         isolation=args.isolation,
         scheduling=args.scheduling,
+        archive=args.archive,
     )
     serve(service, args.host, args.port)
     return 0
