@@ -51,7 +51,7 @@ class ArchiveWriter:
             every=options.get("archive_every"),
             variant=options.get("archive_variant") or "rebuild",
             n=options.get("archive_n") or 16,
-            memory_mb=options.get("archive_memory") or MEMORY_MB,
+            memory_mb=MEMORY_MB if options.get("archive_memory") is None else options["archive_memory"],
         )
 
     def __init__(
