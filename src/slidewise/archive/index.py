@@ -168,11 +168,10 @@ class Archive:
             exp = table.column(self.exp).to_numpy(zero_copy_only=False)
             alive = exp >= now
             stats["expired_on_arrival"] = int((~alive).sum())
-            table = table.filter(pa.array(alive))
-            where = self.layout.cells(now, exp[alive])
-            for cell in np.unique(where):
+            where = np.where(alive, self.layout.cells(now, exp), -1)  # one copy of the rows: straight into their cells
+            for cell in np.unique(where[alive]):
                 by_cell[int(cell)] = table.filter(pa.array(where == cell))
-            stats["inserted"] = table.num_rows
+            stats["inserted"] = int(alive.sum())
         if table is not None and m["schema"] is None:
             m["schema"] = store.encode_schema(table.schema)  # the files' schema, before any file is written
         cells = {c: list(files) for c, files in m["cells"].items()}

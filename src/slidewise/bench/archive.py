@@ -13,7 +13,7 @@ list of the live rows. Results go to ``archive.json`` and ``archive.png``.
 
 :func:`run_memory_check` (``--memory-budget MB``) is the acceptance check
 of an archive larger than memory: in a fresh spawned process (Arrow's
-jemalloc pool, freed memory returned at once), updates of incompressible
+jemalloc pool, freed memory returned at once; one glibc arena), updates of incompressible
 rows, each 1/8 of the budget, fill an archive whose working set is given
 a quarter of the budget (``memory_mb``) until its live rows hold ``times`` x the
 budget (Arrow bytes), then more updates, probes and scans run; the peak RSS
@@ -168,7 +168,8 @@ def memory_child(spec: dict, send) -> dict:
         return pa.table({"k": rng.integers(0, KEYS, rate), "ts": ts, "exp": ts + rng.integers(1, slots * EVERY + 1, rate), "payload": payload})
 
     def live_bytes() -> int:  # the live rows' Arrow size, from the files' row group metadata
-        return sum(pq.ParquetFile(f).metadata.row_group(i).total_byte_size for f in archive.live_files() for i in range(pq.ParquetFile(f).metadata.num_row_groups))
+        metas = (pq.read_metadata(f) for f in archive.live_files())
+        return sum(m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups))
 
     archive.update(EVERY, batch(EVERY))  # warm-up: every code path imported before the baseline
     archive.probe(0)
@@ -211,15 +212,18 @@ def run_memory_check(
     slots = int(2 * 1.5 * times * budget_mb * MB / (96 * rate))  # lifetimes average S / 2 updates
     work = Path(tempfile.mkdtemp(prefix="slidewise-archive-memory-"))
     spec = {"dir": str(work / "ar"), "budget_mb": budget_mb, "times": times, "variant": variant, "n": n, "rate": rate, "slots": slots, "after": after, "seed": 0}
-    before = os.environ.get("ARROW_DEFAULT_MEMORY_POOL")
-    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = pool  # read by the spawned child's Arrow at import
+    # read by the spawned child at start: Arrow's pool, and one glibc arena for what Parquet's threads allocate outside it
+    env = {"ARROW_DEFAULT_MEMORY_POOL": pool, "MALLOC_ARENA_MAX": "1"}
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
         got = run_isolated(memory_child, spec)
     finally:
-        if before is None:
-            os.environ.pop("ARROW_DEFAULT_MEMORY_POOL", None)
-        else:
-            os.environ["ARROW_DEFAULT_MEMORY_POOL"] = before
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         shutil.rmtree(work, ignore_errors=True)
     report = {"benchmark": "archive-memory", **{k: v for k, v in spec.items() if k not in ("dir", "seed")}, "machine": machine_info(), **got}
     if "error" not in got:
