@@ -8,6 +8,7 @@ from collections import Counter
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -133,19 +134,27 @@ def test_errors(tmp_path):
         Archive.open(tmp_path / "c")
 
 
-def test_an_update_holds_one_sub_index_and_a_probe_one_row_group(tmp_path, monkeypatch):
-    """Memory: what an update or a probe loads at once is one sub-index or one row group, never the whole archive."""
+def test_an_update_and_a_probe_hold_one_batch_per_file_never_a_sub_index(tmp_path, monkeypatch):
+    """Memory: an update streams the files it rewrites in batches of at most a row group, a probe reads one row group."""
     rng = np.random.default_rng(5)
     a = Archive.create(tmp_path / "a", key="k", n=16, every=10, max_lifetime=320, row_group_rows=256)
     for t in range(10, 330, 10):
         a.update(t, {"k": rng.integers(0, 100, 500), "v": np.zeros(500, dtype=np.int64), "exp": t + rng.integers(1, 320, 500)})
     loaded: list[int] = []
-    read_table, read_group = pa.parquet.read_table, pa.parquet.ParquetFile.read_row_group
+    read_table, read_group, batches = pa.parquet.read_table, pa.parquet.ParquetFile.read_row_group, pa.parquet.ParquetFile.iter_batches
+
+    def iter_batches(self, *args, **kwargs):
+        for batch in batches(self, *args, **kwargs):
+            loaded.append(batch.num_rows)
+            yield batch
+
     monkeypatch.setattr(pa.parquet, "read_table", lambda *a, **k: (t := read_table(*a, **k), loaded.append(t.num_rows))[0])
     monkeypatch.setattr(pa.parquet.ParquetFile, "read_row_group", lambda self, *a, **k: (t := read_group(self, *a, **k), loaded.append(t.num_rows))[0])
-    total, biggest = a.rows(), max(a.cell_rows())
-    a.update(330, {"k": rng.integers(0, 100, 500), "v": np.zeros(500, dtype=np.int64), "exp": 330 + rng.integers(1, 320, 500)})
-    assert loaded and max(loaded) <= biggest < total / 8
+    monkeypatch.setattr(pa.parquet.ParquetFile, "iter_batches", iter_batches)
+    biggest = max(a.cell_rows())
+    stats = a.update(330, {"k": rng.integers(0, 100, 500), "v": np.zeros(500, dtype=np.int64), "exp": 330 + rng.integers(1, 320, 500)})
+    assert stats["rows_read"] > biggest and loaded and max(loaded) <= 256 < biggest
+    assert all(pq.ParquetFile(f).metadata.row_group(i).num_rows <= 256 for f in a.live_files() for i in range(pq.ParquetFile(f).metadata.num_row_groups))
     loaded.clear()
     a.probe(7)
     assert sum(t.num_rows for t in a.scan()) == a.rows()

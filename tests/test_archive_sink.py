@@ -97,6 +97,10 @@ def test_cli_errors(tmp_path, capsys):
     src = ["--source", f"A={tmp_path / 'A.csv'}"]
     assert main(["run", "SELECT A.k FROM A [RANGE 3]", *src, "--archive-key", "A.k", "--quiet"]) == 2
     assert "--archive-key needs --archive DIR" in capsys.readouterr().err
+    assert main(["run", "SELECT A.k FROM A [RANGE 3]", *src, "--archive-memory", "8", "--quiet"]) == 2
+    assert "--archive-memory needs --archive DIR" in capsys.readouterr().err
+    assert main(["run", "SELECT A.k FROM A [RANGE 3]", *src, "--archive", str(tmp_path / "m"), "--archive-key", "A.k", "--archive-memory", "0", "--quiet"]) == 2
+    assert "--archive-memory must be positive, not 0.0" in capsys.readouterr().err
     assert main(["run", "SELECT A.k FROM A [RANGE 3]", *src, "--archive", str(tmp_path / "ar"), "--quiet"]) == 2
     assert "--archive needs --archive-key COL" in capsys.readouterr().err
     spark = ["--engine", "spark", "--mode", "batch", "--archive", str(tmp_path / "ar"), "--archive-key", "A.k", "--quiet"]

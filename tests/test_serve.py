@@ -203,3 +203,22 @@ def test_a_header_only_file_with_declared_columns(tmp_path):
     with open(path, "a") as fh:
         fh.write(rows(0, 3))
     assert tail.poll(lambda s, ts, cols: got.append(cols["bytes"].tolist())) == 3 and got == [[0, 1, 2]]
+
+
+def test_archive_probe(tmp_path, source):
+    """GET /archive/probe?key=K reads the archive a run writes (reopened per probe); 404 without --archive, 400 without a key."""
+    from slidewise.archive import Archive
+
+    archive = Archive.create(tmp_path / "ar", key="src", every=10)
+    with TestClient(make_app(Service({"S": str(source)}, 1000, 4))) as client:
+        got = client.get("/archive/probe?key=1")
+        assert got.status_code == 404 and got.json() == {"error": "no archive is served (start slidewise serve with --archive DIR)"}
+    service = Service({"S": str(source)}, 1000, 4, archive=tmp_path / "ar")
+    with TestClient(make_app(service)) as client:
+        assert client.get("/archive/probe?key=1").json() == {"now": None, "rows": []}
+        archive.update(10, {"src": [1, 2, 1], "v": [5, 6, 7], "exp": [30, 30, 5]})
+        assert client.get("/archive/probe", params={"key": "1"}).json() == {"now": 10, "rows": [{"src": 1, "v": 5, "exp": 30}]}
+        got = client.get("/archive/probe")
+        assert got.status_code == 400 and got.json() == {"error": "missing the key to probe (GET /archive/probe?key=VALUE)"}
+        got = client.get("/archive/probe?key=x")
+        assert got.status_code == 400 and "key 'x' is no value of the archive's key column 'src'" in got.json()["error"]

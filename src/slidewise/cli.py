@@ -88,6 +88,7 @@ def _add_archive_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--archive-every", type=int, metavar="T", help="with --archive: update interval Δ in time units (default: largest lifetime / 4√n)")
     p.add_argument("--archive-variant", default="rebuild", choices=list(VARIANTS), help="with --archive: index variant (default rebuild, the doubly partitioned index)")
     p.add_argument("--archive-n", type=int, default=16, metavar="N", help="with --archive: sub-indices, G = E = √N (default 16)")
+    p.add_argument("--archive-memory", type=float, metavar="MB", help="with --archive: MB an update's working set is cut to (batches, row groups; default 64)")
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
@@ -223,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, required=True, help="TCP port to listen on")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     sv.add_argument("--state", metavar="DIR", help="keep queries, answers and read offsets here; a restart with it resumes them")
+    sv.add_argument("--archive", metavar="DIR", help="an archive (run --archive DIR) that GET /archive/probe?key=K reads")
     sv.add_argument("--sub-window", type=_positive, default=1000, metavar="T", help="sub-window length in time units (default 1000)")
     sv.add_argument("--sub-windows", type=_positive, default=60, metavar="N", help="sub-windows per window (default 60): RANGE up to N*T-1")
     sv.add_argument("--ts-column", default=DEFAULTS.ts_column, help=f"timestamp column (default {DEFAULTS.ts_column})")

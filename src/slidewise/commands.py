@@ -278,11 +278,11 @@ def cmd_run(args) -> int:
 def _archive_options(args) -> dict:
     """``--archive*`` as the keywords of :func:`slidewise.run`; none without --archive."""
     if not args.archive:
-        given = [f"--archive-{n}" for n in ("key", "lifetime", "every") if getattr(args, f"archive_{n}") is not None]
+        given = [f"--archive-{n}" for n in ("key", "lifetime", "every", "memory") if getattr(args, f"archive_{n}") is not None]
         if given:
             raise OptionError(f"{given[0]} needs --archive DIR", hint="add --archive DIR, or drop it")
         return {}
-    names = ("archive", "archive_key", "archive_lifetime", "archive_every", "archive_variant", "archive_n")
+    names = ("archive", "archive_key", "archive_lifetime", "archive_every", "archive_variant", "archive_n", "archive_memory")
     return {n: getattr(args, n) for n in names}
 
 
@@ -440,6 +440,7 @@ def cmd_serve(args) -> int:
         schemas=parse_schema_option(args.schema),
         isolation=args.isolation,
         scheduling=args.scheduling,
+        archive=args.archive,
     )
     serve(service, args.host, args.port)
     return 0

@@ -14,9 +14,13 @@ that receive rows or hold expired ones (``min_exp < now`` in the manifest).
   whose rows all expired are dropped unread, runs with some expired rows
   are rewritten without them.
 
-Probes (:meth:`Archive.probe`, :meth:`Archive.scan`) read one row group at a
-time, skipping row groups by their key statistics, so their memory is a row
-group, and an update holds one cell (plus the new rows) at a time.
+Memory: an update streams each touched cell through a merge of its sorted
+files and its new rows (:mod:`slidewise.archive.merge`), and probes
+(:meth:`Archive.probe`, :meth:`Archive.scan`) read one row group at a time,
+skipping row groups by their key statistics. Batches and the row groups of
+new files are cut to ``memory_mb`` (the working set's budget, beyond the rows
+an update is given and the rows a probe returns), so neither grows with the
+archive.
 """
 
 from __future__ import annotations
@@ -31,20 +35,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from slidewise.archive import store
+from slidewise.archive import merge, store
 from slidewise.archive.layout import Layout
 from slidewise.errors import ExecutionError, OptionError
+
+#: the default budget of an archive's working set (``memory_mb``)
+MEMORY_MB = 64.0
+MB = 1 << 20
 
 
 class Archive:
     """An archive directory: ``create`` a new one or ``open`` an existing one, then ``update`` and probe it."""
 
-    def __init__(self, root: Path, manifest: dict):
+    def __init__(self, root: Path, manifest: dict, *, memory_mb: float = MEMORY_MB):
+        if not memory_mb > 0:
+            raise OptionError(f"the archive's memory budget must be positive, not {memory_mb} MB", hint=f"e.g. --archive-memory {MEMORY_MB:g}")
         self.root = root
         self.manifest = manifest
         self.layout = Layout.from_json(manifest["layout"])
+        self.memory = int(memory_mb * MB)
         self._base = manifest  # the manifest on disk (``update(commit=False)`` changes only ``manifest``)
-        self._meta: dict[str, pq.FileMetaData] = {}
+        self._meta: dict[str, pq.FileMetaData] = {}  # of live files only
 
     @classmethod
     def create(
@@ -60,6 +71,7 @@ class Archive:
         g: int | None = None,
         e: int | None = None,
         row_group_rows: int = 65536,
+        memory_mb: float = MEMORY_MB,
     ) -> Archive:
         """A new, empty archive at ``root`` (an empty or missing directory)."""
         root = Path(root)
@@ -68,7 +80,6 @@ class Archive:
         if row_group_rows < 1:
             raise OptionError(f"row_group_rows must be positive, not {row_group_rows}", hint="e.g. 65536")
         layout = Layout.make(variant, n=n, every=every, max_lifetime=max_lifetime, g=g, e=e)
-        root.mkdir(parents=True, exist_ok=True)
         manifest = {
             "format": store.FORMAT,
             "key": key,
@@ -82,14 +93,16 @@ class Archive:
             "previous": [],
             "next_file": 0,
         }
+        archive = cls(root, manifest, memory_mb=memory_mb)  # the budget is checked before anything is written
+        root.mkdir(parents=True, exist_ok=True)
         store.write_manifest(root, manifest)
-        return cls(root, manifest)
+        return archive
 
     @classmethod
-    def open(cls, root: str | Path) -> Archive:
-        """The archive at ``root`` as its last completed update left it."""
+    def open(cls, root: str | Path, *, memory_mb: float = MEMORY_MB) -> Archive:
+        """The archive at ``root`` as its last completed update left it; ``memory_mb`` bounds updates' and probes' working set."""
         root = Path(root)
-        return cls(root, store.read_manifest(root))
+        return cls(root, store.read_manifest(root), memory_mb=memory_mb)
 
     # --- facts -----------------------------------------------------------------------------
     @property
@@ -155,11 +168,12 @@ class Archive:
             exp = table.column(self.exp).to_numpy(zero_copy_only=False)
             alive = exp >= now
             stats["expired_on_arrival"] = int((~alive).sum())
-            table = table.filter(pa.array(alive))
-            where = self.layout.cells(now, exp[alive])
-            for cell in np.unique(where):
+            where = np.where(alive, self.layout.cells(now, exp), -1)  # one copy of the rows: straight into their cells
+            for cell in np.unique(where[alive]):
                 by_cell[int(cell)] = table.filter(pa.array(where == cell))
-            stats["inserted"] = table.num_rows
+            stats["inserted"] = int(alive.sum())
+        if table is not None and m["schema"] is None:
+            m["schema"] = store.encode_schema(table.schema)  # the files' schema, before any file is written
         cells = {c: list(files) for c, files in m["cells"].items()}
         touched = sorted(set(by_cell) | {int(c) for c, files in cells.items() if any(f["min_exp"] < now for f in files)})
         for cell in touched:
@@ -170,8 +184,6 @@ class Archive:
                 cells[str(cell)] = kept
         stats["cells_touched"] = len(touched)
         new = {**m, "now": now, "updates": m["updates"] + 1, "cells": cells, "previous": store.live_names(self._base)}
-        if table is not None and m["schema"] is None:
-            new["schema"] = store.encode_schema(table.schema)
         self.manifest = new
         if commit:
             self.commit()
@@ -226,41 +238,72 @@ class Archive:
     def _sorted(self, table: pa.Table) -> pa.Table:
         return table.sort_by([(self.key, "ascending"), (self.exp, "ascending")])
 
-    def _write(self, table: pa.Table, cell: int, stats: dict) -> dict:
-        """One new sorted file of ``cell``; its manifest entry."""
+    def _rows_per_batch(self, row_bytes: float) -> int:
+        """Rows per batch and per row group of a new file, for rows of ``row_bytes`` within the budget."""
+        return merge.batch_rows(self.memory, row_bytes, self.manifest["row_group_rows"])
+
+    def _row_bytes(self, entry: dict) -> float:
+        """The Arrow bytes per row of a live file, from its row group metadata."""
+        meta = pq.read_metadata(self.root / entry["file"])
+        return sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)) / max(meta.num_rows, 1)
+
+    def _write(self, tables: Iterator[pa.Table], cell: int, rows: int, stats: dict) -> dict | None:
+        """``tables`` (sorted) as one new file of ``cell``, row group by row group; its manifest entry (None if empty)."""
         m = self.manifest
         name = f"u{m['updates'] + 1:07d}-c{cell:04d}-{m['next_file']:08d}.parquet"
         m["next_file"] += 1
-        store.write_parquet(self.root / name, table, m["row_group_rows"])
-        exp = table.column(self.exp)
-        stats["files_written"] += 1
-        stats["rows_written"] += table.num_rows
-        return {"file": name, "rows": table.num_rows, "min_exp": int(pc.min(exp).as_py()), "max_exp": int(pc.max(exp).as_py())}
+        lo, hi = [], []
 
-    def _read_alive(self, entry: dict, now: int, stats: dict) -> pa.Table:
-        table = pq.read_table(self.root / entry["file"])
+        def seen(tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
+            for table in tables:
+                exp = pc.min_max(table.column(self.exp))
+                lo.append(exp["min"].as_py())
+                hi.append(exp["max"].as_py())
+                yield table
+
+        schema = store.decode_schema(m["schema"])
+        assert schema is not None
+        written = merge.write(self.root / name, schema, seen(tables), rows)
+        if not written:
+            return None
+        stats["files_written"] += 1
+        stats["rows_written"] += written
+        return {"file": name, "rows": written, "min_exp": int(min(lo)), "max_exp": int(max(hi))}
+
+    def _read_alive(self, entry: dict, now: int, rows: int, stats: dict) -> Iterator[pa.Table]:
+        """A live file's rows with ``exp >= now``, in batches of at most ``rows``."""
         stats["files_read"] += 1
-        stats["rows_read"] += table.num_rows
-        if entry["min_exp"] >= now:
-            return table
-        alive = table.filter(pc.greater_equal(table.column(self.exp), now))
-        stats["deleted"] += table.num_rows - alive.num_rows
-        return alive
+        stats["rows_read"] += entry["rows"]
+        expiring = entry["min_exp"] < now
+
+        def keep(table: pa.Table) -> pa.Table:
+            if not expiring:
+                return table
+            alive = table.filter(pc.greater_equal(table.column(self.exp), now))
+            stats["deleted"] += table.num_rows - alive.num_rows
+            return alive
+
+        return merge.read(self.root / entry["file"], rows, keep)
 
     def _rebuild(self, cell: int, files: list[dict], new: pa.Table | None, now: int, stats: dict) -> list[dict]:
-        """Rebuild: the cell's live rows and its new rows re-clustered into one file."""
-        parts = []
+        """Rebuild: the cell's live rows and its new rows merged into one file, batch by batch."""
+        widths, live = [], []
         for entry in files:
             if entry["max_exp"] < now:
                 stats["deleted"] += entry["rows"]
             else:
-                parts.append(self._read_alive(entry, now, stats))
-        if new is not None:
-            parts.append(new)
-        parts = [p for p in parts if p.num_rows]
-        if not parts:
+                live.append(entry)
+                widths.append(self._row_bytes(entry))
+        if new is not None and new.num_rows:
+            widths.append(new.nbytes / new.num_rows)
+        if not widths:
             return []
-        return [self._write(self._sorted(pa.concat_tables(parts)), cell, stats)]
+        rows = self._rows_per_batch(max(widths))
+        runs = [self._read_alive(entry, now, rows, stats) for entry in live]
+        if new is not None and new.num_rows:
+            runs.append(merge.slices(self._sorted(new), rows))
+        written = self._write(merge.merge(runs, self.key, self.exp), cell, rows, stats)
+        return [] if written is None else [written]
 
     def _runs(self, cell: int, files: list[dict], new: pa.Table | None, now: int, stats: dict) -> list[dict]:
         """NoRebuild: drop runs that expired whole, rewrite runs that expired in part, add the new rows as a run."""
@@ -269,13 +312,17 @@ class Archive:
             if entry["max_exp"] < now:
                 stats["deleted"] += entry["rows"]
             elif entry["min_exp"] < now:
-                alive = self._read_alive(entry, now, stats)
-                if alive.num_rows:
-                    kept.append(self._write(alive, cell, stats))
+                rows = self._rows_per_batch(self._row_bytes(entry))
+                rewritten = self._write(self._read_alive(entry, now, rows, stats), cell, rows, stats)
+                if rewritten is not None:
+                    kept.append(rewritten)
             else:
                 kept.append(entry)
         if new is not None and new.num_rows:
-            kept.append(self._write(self._sorted(new), cell, stats))
+            rows = self._rows_per_batch(new.nbytes / new.num_rows)
+            written = self._write(merge.slices(self._sorted(new), rows), cell, rows, stats)
+            if written is not None:
+                kept.append(written)
         return kept
 
     # --- probes ----------------------------------------------------------------------------
@@ -320,10 +367,12 @@ class Archive:
 
     def _select(self, lo: object, hi: object) -> Iterator[pa.Table]:
         now = self.now
-        for name in store.live_names(self.manifest):
+        names = store.live_names(self.manifest)
+        self._meta = {name: meta for name, meta in self._meta.items() if name in set(names)}
+        for name in names:
             path = self.root / name
             meta = self._meta.get(name)
-            pf = pq.ParquetFile(path, metadata=meta)
+            pf = pq.ParquetFile(path, metadata=meta, pre_buffer=False, buffer_size=1 << 16)
             if meta is None:
                 self._meta[name] = pf.metadata
             col = pf.schema_arrow.get_field_index(self.key)
@@ -331,7 +380,7 @@ class Archive:
                 st = pf.metadata.row_group(i).column(col).statistics
                 if st is not None and st.has_min_max and ((lo is not None and st.max < lo) or (hi is not None and st.min > hi)):
                     continue
-                table = pf.read_row_group(i)
+                table = pf.read_row_group(i, use_threads=False)
                 keys = table.column(self.key)
                 mask = pc.greater_equal(table.column(self.exp), now) if now is not None else None
                 for bound, op in ((lo, pc.greater_equal), (hi, pc.less_equal)):

@@ -27,12 +27,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from slidewise.archive.index import Archive
+from slidewise.archive.index import MEMORY_MB, Archive
 from slidewise.archive.layout import Layout
 from slidewise.errors import ExecutionError, OptionError
 
 #: the ``archive*`` keywords of :func:`slidewise.run` (the ``run --archive*`` options)
-OPTIONS = ("archive", "archive_key", "archive_lifetime", "archive_every", "archive_variant", "archive_n")
+OPTIONS = ("archive", "archive_key", "archive_lifetime", "archive_every", "archive_variant", "archive_n", "archive_memory")
 
 
 class ArchiveWriter:
@@ -51,14 +51,29 @@ class ArchiveWriter:
             every=options.get("archive_every"),
             variant=options.get("archive_variant") or "rebuild",
             n=options.get("archive_n") or 16,
+            memory_mb=MEMORY_MB if options.get("archive_memory") is None else options["archive_memory"],
         )
 
-    def __init__(self, root: str | Path, *, key: str, lifetime: str | None = None, every: int | None = None, variant: str = "rebuild", n: int = 16):
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        key: str,
+        lifetime: str | None = None,
+        every: int | None = None,
+        variant: str = "rebuild",
+        n: int = 16,
+        memory_mb: float = MEMORY_MB,
+    ):
         if not key:
             raise OptionError("--archive needs --archive-key COL", hint="the result column the archive is probed by, e.g. --archive-key dns.orig_h")
-        self.root, self.key, self.lifetime, self.every, self.variant, self.n = Path(root), key, lifetime, every, variant, n
+        self.root, self.key, self.lifetime, self.every, self.variant, self.n, self.memory_mb = Path(root), key, lifetime, every, variant, n, memory_mb
         Layout.make(variant, n=n, every=every or 1)  # options are checked before the run starts
-        self.archive: Archive | None = Archive.open(self.root) if (self.root / "manifest.json").exists() else None
+        if not memory_mb > 0:
+            raise OptionError(
+                f"--archive-memory must be positive, not {memory_mb}", hint=f"MB of an update's or probe's working set, e.g. --archive-memory {MEMORY_MB:g}"
+            )
+        self.archive: Archive | None = Archive.open(self.root, memory_mb=memory_mb) if (self.root / "manifest.json").exists() else None
         if self.archive is not None and self.archive.key != key:
             raise OptionError(
                 f"the archive is keyed by {self.archive.key!r}, not {key!r}", location=str(self.root), hint=f"use --archive-key {self.archive.key} or a new directory"
@@ -130,7 +145,7 @@ class ArchiveWriter:
     def close(self) -> dict:
         """The last update (at the latest result time); the archive's counts."""
         if self.archive is None:
-            self.archive = Archive.create(self.root, key=self.key, variant=self.variant, n=self.n, every=self.every or 1)
+            self.archive = Archive.create(self.root, key=self.key, variant=self.variant, n=self.n, every=self.every or 1, memory_mb=self.memory_mb)
         if self.buffer or self.last_ts is not None:
             rows = pd.concat(self.buffer, ignore_index=True) if self.buffer else None
             now = max(self.last_ts or 0, self.archive.now or 0)
@@ -166,7 +181,7 @@ class ArchiveWriter:
         life = int((frame["exp"].to_numpy() - frame["ts"].to_numpy()).max())
         layout = Layout.make(self.variant, n=self.n)
         every = self.every or max(1, math.ceil(life / (4 * max(layout.g, layout.e))))
-        self.archive = Archive.create(self.root, key=self.key, variant=self.variant, n=self.n, every=every, max_lifetime=max(life, 1))
+        self.archive = Archive.create(self.root, key=self.key, variant=self.variant, n=self.n, every=every, max_lifetime=max(life, 1), memory_mb=self.memory_mb)
         self.every = every
 
     def _update(self, now: int, rows: pd.DataFrame | None) -> None:

@@ -12,15 +12,19 @@ Every probe and scan is checked against the archive's row count and a plain
 list of the live rows. Results go to ``archive.json`` and ``archive.png``.
 
 :func:`run_memory_check` (``--memory-budget MB``) is the acceptance check
-of an archive larger than memory: in a fresh spawned process, updates of
-incompressible rows fill an archive until its live rows hold ``times`` x
-the budget (Arrow bytes), then more updates, probes and scans run; the
-peak RSS above the ready process's (VmHWM) must stay within the budget.
-Results go to ``archive-memory.json``.
+of an archive larger than memory: in a fresh spawned process (Arrow's
+jemalloc pool, freed memory returned at once; one glibc arena), updates of incompressible
+rows, each 1/8 of the budget, fill an archive whose working set is given
+a quarter of the budget (``memory_mb``) until its live rows hold ``times`` x the
+budget (Arrow bytes), then more updates, probes and scans run; the peak RSS
+above the ready process's (VmHWM), which also holds the rows being added and
+the allocator's slack, must stay within the budget. The Arrow pool's peak
+bytes are reported too. Results go to ``archive-memory.json``.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -148,10 +152,15 @@ def memory_child(spec: dict, send) -> dict:
 
     import pyarrow.parquet as pq
 
-    pa.set_memory_pool(pa.system_memory_pool())  # freed buffers go back to the OS at once (mimalloc / jemalloc keep them)
+    try:
+        pa.jemalloc_set_decay_ms(0)  # freed pages go back to the OS at once
+    except NotImplementedError:
+        pass
     rng = np.random.default_rng(spec["seed"])
     budget, slots, rate = spec["budget_mb"] * MB, spec["slots"], spec["rate"]
-    archive = Archive.create(spec["dir"], key="k", variant=spec["variant"], n=spec["n"], every=EVERY, max_lifetime=slots * EVERY, row_group_rows=4096)
+    archive = Archive.create(
+        spec["dir"], key="k", variant=spec["variant"], n=spec["n"], every=EVERY, max_lifetime=slots * EVERY, row_group_rows=4096, memory_mb=spec["budget_mb"] / 4
+    )
 
     def batch(now: int) -> pa.Table:
         ts = now - rng.integers(0, EVERY, rate)
@@ -159,7 +168,8 @@ def memory_child(spec: dict, send) -> dict:
         return pa.table({"k": rng.integers(0, KEYS, rate), "ts": ts, "exp": ts + rng.integers(1, slots * EVERY + 1, rate), "payload": payload})
 
     def live_bytes() -> int:  # the live rows' Arrow size, from the files' row group metadata
-        return sum(pq.ParquetFile(f).metadata.row_group(i).total_byte_size for f in archive.live_files() for i in range(pq.ParquetFile(f).metadata.num_row_groups))
+        metas = (pq.read_metadata(f) for f in archive.live_files())
+        return sum(m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups))
 
     archive.update(EVERY, batch(EVERY))  # warm-up: every code path imported before the baseline
     archive.probe(0)
@@ -186,21 +196,34 @@ def memory_child(spec: dict, send) -> dict:
         "disk_mb": round(disk / MB, 1),
         "probes": probes,
         "seconds": round(time.perf_counter() - started, 1),
+        "update_mb": round(batch(0).nbytes / MB, 2),
+        "arrow_pool": pa.default_memory_pool().backend_name,
+        "arrow_peak_mb": round(pa.default_memory_pool().max_memory() / MB, 2),
         **mem.as_dict(),
     }
 
 
 def run_memory_check(
-    out_dir: str | Path = "bench-results", *, budget_mb: int = 8, times: int = 10, variant: str = "rebuild", n: int = 64, slots: int = 64, after: int = 4
+    out_dir: str | Path = "bench-results", *, budget_mb: float = 8, times: int = 10, variant: str = "rebuild", n: int = 64, after: int = 4, pool: str = "jemalloc"
 ) -> dict:
     """An archive of ``times`` x ``budget_mb`` of rows, updated and probed in a process whose peak RSS
     (above the ready process) must stay within ``budget_mb``; writes ``archive-memory.json``."""
-    rate = int(1.5 * times * budget_mb * MB / (slots / 2 * 96))  # ~96 Arrow bytes a row; lifetimes average S / 2
+    rate = int(budget_mb * MB / 8 / 96)  # ~96 Arrow bytes a row: an update brings 1/8 of the budget
+    slots = int(2 * 1.5 * times * budget_mb * MB / (96 * rate))  # lifetimes average S / 2 updates
     work = Path(tempfile.mkdtemp(prefix="slidewise-archive-memory-"))
     spec = {"dir": str(work / "ar"), "budget_mb": budget_mb, "times": times, "variant": variant, "n": n, "rate": rate, "slots": slots, "after": after, "seed": 0}
+    # read by the spawned child at start: Arrow's pool, and one glibc arena for what Parquet's threads allocate outside it
+    env = {"ARROW_DEFAULT_MEMORY_POOL": pool, "MALLOC_ARENA_MAX": "1"}
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
         got = run_isolated(memory_child, spec)
     finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         shutil.rmtree(work, ignore_errors=True)
     report = {"benchmark": "archive-memory", **{k: v for k, v in spec.items() if k not in ("dir", "seed")}, "machine": machine_info(), **got}
     if "error" not in got:

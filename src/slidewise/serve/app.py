@@ -1,7 +1,7 @@
 """The HTTP JSON API of ``slidewise serve`` (a Starlette application over a :class:`~slidewise.serve.service.Service`).
 
 Errors are JSON ``{"error": message}``: 400 for malformed JSON, missing fields and bad queries (the
-parser's message), 404 for an unknown query, 409 for a taken name; never a 500 for bad input.
+parser's message), 404 for an unknown query or no archive, 409 for a taken name; never a 500 for bad input.
 ``GET /`` is the status page.
 """
 
@@ -128,6 +128,13 @@ def make_app(service: Service) -> Starlette:
     async def stats(request: Request) -> Response:
         return JSONResponse(service.stats())
 
+    async def probe(request: Request) -> Response:
+        if service.archive is None:
+            raise BadRequest(404, "no archive is served (start slidewise serve with --archive DIR)")
+        if "key" not in request.query_params:
+            raise BadRequest(400, "missing the key to probe (GET /archive/probe?key=VALUE)")
+        return JSONResponse(await asyncio.to_thread(service.probe, request.query_params["key"]))
+
     async def page(request: Request) -> Response:
         return HTMLResponse(PAGE)
 
@@ -138,6 +145,7 @@ def make_app(service: Service) -> Starlette:
         Route("/queries/{name}/results", guard(results), methods=["GET"]),
         Route("/query", guard(one_time), methods=["POST"]),
         Route("/stats", guard(stats), methods=["GET"]),
+        Route("/archive/probe", guard(probe), methods=["GET"]),
         Route("/", page, methods=["GET"]),
     ]
     return Starlette(routes=routes)

@@ -56,10 +56,13 @@ class Service:
         isolation: str = "ttu",
         scheduling: str = "hybrid-late-pending",
         poll: float = 0.2,
+        archive: str | Path | None = None,
     ):
         if not sources:
             raise OptionError("slidewise serve needs at least one --source NAME=PATH|DIR", hint="e.g. --source S=traffic.csv")
         self.state = Path(state) if state is not None else None
+        #: an archive directory (``run --archive``) that ``GET /archive/probe`` reads, reopened per probe
+        self.archive = Path(archive) if archive is not None else None
         offsets: dict[str, dict[str, int]] = {}
         if self.state is not None:
             self.state.mkdir(parents=True, exist_ok=True)
@@ -123,6 +126,15 @@ class Service:
         a = self.qm.one_time(text)
         rows = [] if a.rows is None else [dict(zip(a.rows, values)) for values in zip(*(a.rows[c].tolist() for c in a.rows))]
         return plain({"rows": rows, "first": a.first, "latest": a.latest, "end": a.end, "staleness": a.staleness, "response": a.response, "aborts": a.aborts})
+
+    def probe(self, key: str) -> dict:
+        """The archive's unexpired rows with ``key`` at its last complete update: ``{"now", "rows"}``."""
+        from slidewise.archive import Archive
+
+        assert self.archive is not None
+        archive = Archive.open(self.archive)
+        table = archive.probe(key)
+        return plain({"now": archive.now, "rows": table.to_pylist()})
 
     def stats(self) -> dict:
         s = self.qm.stats()
