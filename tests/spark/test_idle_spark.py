@@ -48,6 +48,29 @@ def _rows(res: pd.DataFrame, columns: list[str]) -> Counter:
     return Counter((int(t), tuple(int(v) for v in r), int(s)) for r, t, s in zip(res[vals].itertuples(index=False, name=None), res["ts"], res["sign"]))
 
 
+def _wire_rows(data, names: list[str], seen: dict[str, int]) -> list[dict]:
+    """One micro-batch's rows as the sources hand them on (each stream's tuples packed, or the end marker)."""
+    if data == "eof":
+        return [{"k": EOF, "s": 0}]
+    rows = []
+    for i, n in enumerate(names):
+        if n not in data:
+            continue
+        f = data[n]
+        q = seen[n] + np.arange(len(f), dtype=np.int64)
+        seen[n] += len(f)
+        cols = {
+            "t": f["ts"].to_numpy(np.int64),
+            "q": q,
+            "o": np.zeros(len(f), np.int64),
+            "fi": np.zeros(len(f), np.int32),
+            "files": [f"file:///in/{n}.csv"],
+            "k": f["k"].to_numpy(np.int64),
+        }
+        rows.append({"k": TUPLE, "s": i, "q": len(f), "p": pack(cols)})
+    return rows
+
+
 def test_an_idle_stream_is_left_out_after_its_timeout_and_rejoins(monkeypatch):
     names = ["A", "B", "C"]
     plan = bind(parse_plan(Q), {n: ["k"] for n in names})
@@ -62,25 +85,7 @@ def test_an_idle_stream_is_left_out_after_its_timeout_and_rejoins(monkeypatch):
     out, rejects, per_step = Counter(), [], []
     for now, data in [*STEPS, (11.0, "eof")]:
         clock[0] = now
-        rows = []
-        if data == "eof":
-            rows.append({"k": EOF, "s": 0})
-        else:
-            for i, n in enumerate(names):
-                if n not in data:
-                    continue
-                f = data[n]
-                q = seen[n] + np.arange(len(f), dtype=np.int64)
-                seen[n] += len(f)
-                cols = {
-                    "t": f["ts"].to_numpy(np.int64),
-                    "q": q,
-                    "o": np.zeros(len(f), np.int64),
-                    "fi": np.zeros(len(f), np.int32),
-                    "files": [f"file:///in/{n}.csv"],
-                    "k": f["k"].to_numpy(np.int64),
-                }
-                rows.append({"k": TUPLE, "s": i, "q": len(f), "p": pack(cols)})
+        rows = _wire_rows(data, names, seen)
         got = Counter()
         for b, parts in sorted(sequence_into_buckets(seq, seq_state, wire_frame(rows)).items()):
             blobs[b], frames = logic.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
@@ -124,22 +129,7 @@ def test_an_idle_stream_in_a_join_on_the_router_path():
     per_step, reasons = [], []
     for now, data in [*STEPS, (11.0, "eof")]:
         clock[0] = now
-        rows = [{"k": EOF, "s": 0}] if data == "eof" else []
-        for i, n in enumerate(names):
-            if data == "eof" or n not in data:
-                continue
-            f = data[n]
-            q_ = seen[n] + np.arange(len(f), dtype=np.int64)
-            seen[n] += len(f)
-            cols = {
-                "t": f["ts"].to_numpy(np.int64),
-                "q": q_,
-                "o": np.zeros(len(f), np.int64),
-                "fi": np.zeros(len(f), np.int32),
-                "files": [f"file:///in/{n}.csv"],
-                "k": f["k"].to_numpy(np.int64),
-            }
-            rows.append({"k": TUPLE, "s": i, "q": len(f), "p": pack(cols)})
+        rows = _wire_rows(data, names, seen)
         got = 0
         for b, parts in sorted(route_into_buckets(layout, keying, wire_frame(rows)).items()):
             blobs[b], frames = join.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
