@@ -31,6 +31,7 @@ def test_bench_wjoin_conclusions(tmp_path, capsys):
     assert verdicts["LCA beats GCA (Fig. 13)"][1] is True and verdicts["HW fastest equi-join variant"][1] is True
     fit = report["summary"]["per-arrival cost in comparisons (measured; the planner's facts)"]
     assert fit["us per comparison"] > 0 and all(fit[a][0] >= 0 for a in ("mw-join", "nlw-join", "hw-join"))  # a non-negative fit
+    assert report["zeek"]["answers_agree"] and "Zeek W-join on the host (Form 3)" in report["summary"]
     assert "slidewise bench wjoin" in capsys.readouterr().err
     _baselines(report, tmp_path)
 
@@ -67,3 +68,28 @@ def _baselines(report: dict, out) -> None:
 def test_bench_wjoin_bad_streams(capsys):
     assert main(["bench", "wjoin", "--max-streams", "1"]) == 2
     assert "--max-streams must be at least 2, got 1" in capsys.readouterr().err
+
+
+def test_bench_wjoin_zeek_host_join():
+    """The Zeek workload (bundled sample): every operator runs the Form 3 W-join and gives the oracle's answer."""
+    from slidewise.bench.wjoin import measure
+    from slidewise.bench.wjoin_zeek import zeek_point, zeek_streams
+    from slidewise.cql.wjoin import parse_wjoin
+    from slidewise.model.batch import Tup
+    from tests.oracle_wjoin import oracle_wjoin
+
+    p = zeek_point(400)
+    assert p["query"] == (
+        "SELECT * FROM dns_a, dns_aaaa, ssl WINDOW(dns_a, dns_aaaa) = 20 AND WINDOW(dns_aaaa, ssl) = 200 WHERE dns_a.host = dns_aaaa.host AND dns_aaaa.host = ssl.host"
+    )
+    assert set(p["runs"]) == {"mw-join", "nlw-join", "hw-join", "gca", "lca", "ripple-join", "xjoin"} and p["skipped"] == {}
+    assert p["answers_agree"] and p["tuples"] == sum(p["streams"].values()) == 400 and p["span_s"] > 0
+    results = p["runs"]["mw-join"]["results"]
+    assert results > 0 and p["planned"] in p["runs"]
+    assert all(r["comparisons_per_tuple"] >= 0 and r["us_per_tuple"] >= 0 for r in p["runs"].values())
+    aliases, data = zeek_streams(150)  # a prefix small enough for the oracle
+    query = parse_wjoin(p["query"])
+    tuples = [Tup(int(s), i, int(t), 1, {"host": int(h)}) for i, (s, t, h) in enumerate(zip(data["stream"], data["ts"], data["host"]))]
+    expected = sum(oracle_wjoin(query, tuples).values())
+    assert aliases == ["dns_a", "dns_aaaa", "ssl"] and expected > 0
+    assert {measure(a, p["query"], data)["results"] for a in p["runs"]} == {expected}

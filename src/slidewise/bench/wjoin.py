@@ -78,7 +78,8 @@ def _batches(data: dict[str, np.ndarray], n: int) -> list[list[StreamBatch]]:
     for a in range(0, len(pos), CHUNK):
         sl = slice(a, a + CHUNK)
         st = data["stream"][sl]
-        chunks.append([StreamBatch(s, pos[sl][st == s], data["ts"][sl][st == s], {"k": data["k"][sl][st == s]}) for s in range(n)])
+        cols = [c for c in data if c not in ("ts", "stream")]
+        chunks.append([StreamBatch(s, pos[sl][st == s], data["ts"][sl][st == s], {c: data[c][sl][st == s] for c in cols}) for s in range(n)])
     return chunks
 
 
@@ -109,9 +110,11 @@ def measure(algorithm: str, text: str, data: dict[str, np.ndarray]) -> dict:
     }
 
 
-def _planned(text: str, rates_per_s: list[float], keys: int) -> dict:
+def _planned(text: str, rates_per_s: list[float], keys: int | list[int]) -> dict:
+    """The planner's choice and estimates from rates (tuples/s) and distinct join values (one count, or one per stream)."""
     query = parse_wjoin(text)
-    stats = {a: {"rate": r / 1000.0, "distinct": keys} for a, r in zip(query.join.aliases, rates_per_s)}
+    distinct = keys if isinstance(keys, list) else [keys] * query.n
+    stats = {a: {"rate": r / 1000.0, "distinct": d} for a, r, d in zip(query.join.aliases, rates_per_s, distinct)}
     choice = choose_wjoin(query, None, stats)
     statistics = resolve_statistics(query.join, stats)
     model = {a: round(float(comparisons(WJOINS[a], query, statistics)) / (sum(rates_per_s) / 1000.0), 3) for a in choice.costs}
@@ -195,11 +198,14 @@ def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window
     }
     from slidewise.bench.wjoin_extra import baselines, iceis, path, rate_switch, summarize_baselines
     from slidewise.bench.wjoin_extra import plot as plot_baselines
+    from slidewise.bench.wjoin_zeek import zeek_point
 
     report["baselines"] = baselines(tuples=tuples, max_streams=max_streams, window=window, keys=keys, seed=seed, say=say)
     report["iceis"] = iceis(tuples=tuples, window=window, keys=iceis_keys, seed=seed, say=say)
     report["rate_switch"] = rate_switch(tuples=tuples, window=window, keys=keys, seed=seed, say=say)
     report["path"] = path(tuples=tuples, window=window, keys=keys, seed=seed, say=say)
+    say("zeek: dns, ssl joined on the host")
+    report["zeek"] = zeek_point(tuples)
     report["summary"] = {**summarize(report), **summarize_baselines(report)}
     out = Path(out_dir)
     write_json(out / "wjoin.json", report)
@@ -239,7 +245,15 @@ def summarize(report: dict) -> dict:
         "W-join operator": [round(p["w_join"]["us_per_tuple"] / p["per_stream_windows"]["us_per_tuple"], 2) for p in report["form1"]],
         "W-join, default": [round(p["w_join_default"]["us_per_tuple"] / p["per_stream_windows"]["us_per_tuple"], 2) for p in report["form1"]],
     }
-    out["answers agree"] = all(p["answers_agree"] for p in every + report["form1"])
+    zeek = [report["zeek"]] if "zeek" in report else []
+    for p in zeek:
+        out["Zeek W-join on the host (Form 3)"] = {
+            "results": next(iter(p["runs"].values()))["results"],
+            "fastest (service time)": min(p["runs"], key=lambda a, p=p: p["runs"][a]["us_per_tuple"]),
+            "fewest comparisons": min(p["runs"], key=lambda a, p=p: p["runs"][a]["comparisons_per_tuple"]),
+            "planned": p["planned"],
+        }
+    out["answers agree"] = all(p["answers_agree"] for p in every + report["form1"] + zeek)
     variable = [p for p in pts if p["rates"] == "variable"]
     out["conclusions (service time, comparisons)"] = {
         "MW beats NLW on variable rates": [
