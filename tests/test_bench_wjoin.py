@@ -93,3 +93,14 @@ def test_bench_wjoin_zeek_host_join():
     expected = sum(oracle_wjoin(query, tuples).values())
     assert aliases == ["dns_a", "dns_aaaa", "ssl"] and expected > 0
     assert {measure(a, p["query"], data)["results"] for a in p["runs"]} == {expected}
+
+
+def test_bench_wjoin_zeek_needs_three_streams(tmp_path):
+    import pytest
+
+    from slidewise.bench.wjoin_zeek import zeek_streams
+    from slidewise.errors import SourceError
+
+    (tmp_path / "ssl.csv").write_text("ts,orig_h,resp_h\n1.0,10.0.0.1,10.0.0.2\n")
+    with pytest.raises(SourceError, match="the Zeek W-join needs three streams; found ssl"):
+        zeek_streams(10, tmp_path)

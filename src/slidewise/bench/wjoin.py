@@ -303,7 +303,7 @@ def _non_negative_fit(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def plot(report: dict, path: Path) -> Path:
     plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4))
     for ax, kind in zip(axes, ("variable", "comparable")):
         pts = [p for p in report["streams"] if p["rates"] == kind]
         for a in pts[0]["runs"]:
@@ -322,6 +322,13 @@ def plot(report: dict, path: Path) -> Path:
     ax.set_ylabel("service time per tuple (us)")
     ax.set_title("GCA vs LCA, 4 streams (Fig. 13)", fontsize=9)
     ax.legend(fontsize=8)
+    if "zeek" in report:
+        ax, runs = axes[3], report["zeek"]["runs"]
+        ax.bar(list(runs), [r["us_per_tuple"] for r in runs.values()])
+        ax.set_yscale("log")
+        ax.tick_params(axis="x", labelrotation=45, labelsize=8)
+        ax.set_ylabel("service time per tuple (us)")
+        ax.set_title(f"Zeek logs on the host, Form 3 ({', '.join(report['zeek']['streams'])})", fontsize=9)
     fig.suptitle(f"W-joins (Hammad et al.): {report['tuples']} tuples per run, window {report['window_ms']} ms, {report['keys']} keys", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return save_png(fig, path)

@@ -44,14 +44,14 @@ def _specs(d: Path) -> list[tuple[str, str, str | None]]:
 
 def zeek_streams(tuples: int, data_dir: str | Path | None = None) -> tuple[list[str], dict[str, np.ndarray]]:
     """The aliases and the first ``tuples`` arrivals (``ts``, ``stream``, ``host``) of the streams above."""
-    specs = _specs(zeek_dir(data_dir))
+    d = zeek_dir(data_dir)
+    specs = _specs(d)
     if len(specs) < 3:
         raise SourceError(
             f"the Zeek W-join needs three streams; found {', '.join(a for a, _, _ in specs) or 'none'}",
-            location=str(zeek_dir(data_dir)),
+            location=str(d),
             hint="point it at Zeek logs as CSV with at least dns and ssl (dns.csv, ssl.csv, conn.csv, http.csv)",
         )
-    d = zeek_dir(data_dir)
     ts, stream, hosts = [], [], []
     for s, (_, log, qtype) in enumerate(specs):
         df = pd.read_csv(d / f"{log}.csv", dtype={"orig_h": str}).dropna(subset=["ts", "orig_h"])
