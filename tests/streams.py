@@ -3,9 +3,11 @@ feeds an operator in chunks and collects its results as oracle keys."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
+import pandas as pd
 from hypothesis import strategies as st
 
 from slidewise.model.batch import StreamBatch, Tup
@@ -130,3 +132,17 @@ def dense_cases(draw, max_len: int = 18, **kwargs):
         ts += draw(st.sampled_from([0, 0, 1, 1, 2]))
         rows.append((draw(st.integers(0, query.n - 1)), ts, draw(st.integers(0, 1)), draw(st.integers(0, 1)), draw(st.integers(0, 4))))
     return query, build_tuples(rows)
+
+
+@st.composite
+def value_streams(draw, names: tuple[str, str, str, str], max_len: int, max_start: int, texts: str) -> pd.DataFrame:
+    """One sorted stream for aggregate tests: ties, bursts, gaps (empty windows); columns ``ts`` and
+    ``names`` = (int key, text key, int value, float value with NaN)."""
+    n = draw(st.integers(0, max_len))
+    ts, rows = draw(st.integers(0, max_start)), []
+    for _ in range(n):
+        ts += draw(st.sampled_from([0, 0, 1, 1, 2, 3, 7, 20]))
+        f = draw(st.sampled_from([math.nan, -1.5, -0.25, 0.0, 0.75, 2.5]))
+        rows.append((ts, draw(st.integers(0, 3)), draw(st.sampled_from(texts)), draw(st.integers(-2, 4)), f))
+    i, t, v, f_ = names
+    return pd.DataFrame(rows, columns=["ts", *names]).astype({"ts": "int64", i: "int64", t: object, v: "int64", f_: "float64"})

@@ -23,6 +23,7 @@ from slidewise.optimizer.join_aggregate import match
 from slidewise.plan.bind import bind
 from slidewise.runtime.plan_engine import execute_plan
 from tests.oracle_plans import expected_output
+from tests.streams import value_streams
 from tests.test_sliding_aggregate import rows
 
 AGGS = ["COUNT(*)", "COUNT(A.f)", "SUM(A.x)", "SUM(B.f)", "AVG(A.x)", "AVG(B.f)", "MIN(A.x)", "MAX(B.x)", "MIN(B.f)", "MAX(A.f)", "COUNT(B.x)"]
@@ -31,16 +32,9 @@ KEYS = {"k": [[], ["A.k"], ["B.k"]], "j": [[], ["B.j"]], "kj": [[], ["A.k"], ["B
 WHERE = [None, "A.x > 0", "B.x != 2 AND A.f >= 0", "NOT (B.f < 0)"]
 
 
-@st.composite
-def stream(draw) -> pd.DataFrame:
+def stream() -> st.SearchStrategy[pd.DataFrame]:
     """One sorted stream: ties, bursts, gaps (empty windows); int and text join keys; int and float (NaN) values."""
-    n = draw(st.integers(0, 18))
-    ts, out = draw(st.integers(0, 8)), []
-    for _ in range(n):
-        ts += draw(st.sampled_from([0, 0, 1, 1, 2, 3, 7, 20]))
-        f = draw(st.sampled_from([math.nan, -1.5, -0.25, 0.0, 0.75, 2.5]))
-        out.append((ts, draw(st.integers(0, 3)), draw(st.sampled_from("xy")), draw(st.integers(-2, 4)), f))
-    return pd.DataFrame(out, columns=["ts", "k", "j", "x", "f"]).astype({"ts": "int64", "k": "int64", "j": object, "x": "int64", "f": "float64"})
+    return value_streams(("k", "j", "x", "f"), max_len=18, max_start=8, texts="xy")
 
 
 @st.composite
@@ -84,7 +78,7 @@ def test_join_synopsis_equals_the_plan_and_the_oracle(a, b, query):
     assert Counter((r[cols], r[:cols], r[cols + 1]) for r in got) == oracle(plan, streams)
 
 
-def test_the_issue_example_on_a_longer_stream():
+def test_a_two_stream_count_on_a_longer_stream():
     rng = np.random.default_rng(4)
 
     def frame(n):

@@ -26,6 +26,7 @@ from slidewise.runtime.plan_engine import execute_plan
 from slidewise.synopses import SYNOPSES
 from tests.oracle_plans import _quantile as quantile
 from tests.oracle_plans import expected_output
+from tests.streams import value_streams
 
 AGGS = [
     "COUNT(*)",
@@ -59,16 +60,9 @@ WHERE = [None, "S.b > 1", "S.b != 2 OR S.a = 0", "NOT (S.f < 0)", "ABS(S.b - 2) 
 HAVING = [None, "COUNT(*) > 1", "c0 >= 2 OR c0 < 1"]
 
 
-@st.composite
-def streams(draw) -> pd.DataFrame:
+def streams() -> st.SearchStrategy[pd.DataFrame]:
     """One sorted stream: ties, bursts, gaps; int and text keys; int and float (NaN) values."""
-    n = draw(st.integers(0, 25))
-    ts, rows = draw(st.integers(0, 6)), []
-    for _ in range(n):
-        ts += draw(st.sampled_from([0, 0, 1, 1, 2, 3, 7, 20]))
-        f = draw(st.sampled_from([math.nan, -1.5, -0.25, 0.0, 0.75, 2.5]))
-        rows.append((ts, draw(st.integers(0, 3)), draw(st.sampled_from("xyz")), draw(st.integers(-2, 4)), f))
-    return pd.DataFrame(rows, columns=["ts", "a", "k", "b", "f"]).astype({"ts": "int64", "a": "int64", "k": object, "b": "int64", "f": "float64"})
+    return value_streams(("a", "k", "b", "f"), max_len=25, max_start=6, texts="xyz")
 
 
 @st.composite
