@@ -3,18 +3,18 @@ Objects in Sensor-Network Databases", SSDBM 2003, §3.1.2).
 
 NLW-join's pipeline (:mod:`~slidewise.operators.wjoin.nlw_join`) with both buffers of every level
 hashed on an equi-join attribute between the level's right stream and a stream below it: a new
-tuple (or m-tuple) probes only the bucket of its key, and the removal rule runs on the probed
-buckets; every ``sweep`` arrivals it visits all buckets (the paper's update routine for rarely
-probed buckets). The pipeline's order adds the streams along the equalities.
+tuple (or m-tuple) probes only the bucket of its key, and ``comparisons`` counts the rows of that
+bucket the removal rule keeps at its arrival. Buckets are key codes over one columnar buffer per
+side (a chunk's probes are binary searches over the buffer sorted by code and ``ts``); the removal
+rule runs over the whole buffer once per chunk, so rarely probed buckets are cleaned too (the
+paper's update routine). The pipeline's order adds the streams along the equalities.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from slidewise.errors import OptionError
-from slidewise.operators.wjoin.mw_join import Rows, equality_links, greedy_order
-from slidewise.operators.wjoin.nlw_join import NLWJoin, _Side
+from slidewise.operators.wjoin.mw_join import equality_links, greedy_order
+from slidewise.operators.wjoin.nlw_join import NLWJoin
 from slidewise.plan.wjoin import WJoinQuery
 
 __all__ = ["HWJoin"]
@@ -57,8 +57,3 @@ class HWJoin(NLWJoin):
                 if mine.stream == j and other.stream in below:
                     return (other.stream, other.attr), (j, mine.attr)
         raise AssertionError("checked by HWJoin.check")
-
-    def _probe_keys(self, side: _Side, rows: Rows, probe_right: bool) -> np.ndarray | None:
-        k = self.right.index(side) if probe_right else self.left.index(side)
-        mine = self.left[k] if probe_right else self.right[k]
-        return mine.keys_of(rows)

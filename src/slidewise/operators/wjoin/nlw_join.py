@@ -6,16 +6,25 @@ A left-deep pipeline of binary window joins: level ``k`` joins the m-tuples over
 m-tuple carries its members' timestamps; its period over stream ``j`` is
 ``[max_i(ts_i - d[j][i]), min_i(ts_i + d[i][j])]`` over its members ``i`` with the closed bounds
 ``d`` (for a single window ``w`` the paper's ``[TSmax - w, TSmin + w]``). A new tuple probes the
-other side's buffer for the rows whose period holds it (here a columnar scan), the new
-(m+1)-tuples are stored in the next level's left buffer and climb on; a result is produced when
-its last member arrives. Equalities are tested at the first level where both their streams are
-present, the other predicates on complete results.
+other side's buffer for the rows whose period holds it, the new (m+1)-tuples are stored in the
+next level's left buffer and climb on; a result is produced when its last member arrives.
+Equalities are tested at the first level where both their streams are present, the other
+predicates on complete results.
 
 Removal rule (the paper's per-buffer timestamp vectors): a buffered row is dropped once it lies
 beyond the window of every later tuple of the other side. The paper keeps the largest timestamp
 per source stream of the other side; as slidewise processes arrivals in the global ``ts`` order,
 every later tuple of any stream is at or after the clock, so the rule drops a left m-tuple when
-``min_i(ts_i + d[i][j]) < clock`` and a right tuple of ``j`` when ``ts_j + max_i d[j][i] < clock``.
+its ``end = min_i(ts_i + d[i][j]) < clock`` and a right tuple of ``j`` when its
+``end = ts_j + max_i d[j][i] < clock``.
+
+Execution is columnar, a chunk of arrivals at a time, level by level: the chunk's new rows of a
+level are joined with the other side's buffer and with each other by binary search over the
+buffers sorted by ``ts`` (the pairs inside the period, no row scanned in vain), and the removal
+rule runs once per chunk over each buffer (one vector comparison). ``comparisons`` counts what the
+per-arrival algorithm compares: each new row against every row of the other side that arrived
+before it and that the removal rule, run at the new row's arrival, keeps (``end >= its ts``);
+these counts come from the same binary searches, so they do not depend on the chunking.
 
 Results (members, ts, exp and their order within an arrival) are those of
 :class:`~slidewise.operators.wjoin.mw_join.MWJoin`.
@@ -34,48 +43,75 @@ from slidewise.plan.wjoin import WJoinQuery
 
 __all__ = ["NLWJoin"]
 
-
-def _len(rows: Rows) -> int:
-    return len(next(iter(rows.values()))["pos"])
+_NONE = np.empty(0, np.int64)
 
 
-def _concat(a: Rows | None, b: Rows) -> Rows:
-    if a is None or not _len(a):
+def _len(rows: Rows | None) -> int:
+    return 0 if rows is None else len(next(iter(rows.values()))["pos"])
+
+
+def _concat(a: Rows | None, b: Rows | None) -> Rows | None:
+    if not _len(a):
         return b
+    if not _len(b):
+        return a
+    assert a is not None and b is not None
     return {s: {c: np.concatenate([v, b[s][c]]) for c, v in cols.items()} for s, cols in a.items()}
 
 
+class _Part:
+    """Rows of one side of a level, each with its ``end`` (removal rule), the position and ``ts`` of
+    the arrival that made it (``made``, ``at``) and its hash key code (``code``; 0: no key)."""
+
+    def __init__(self, rows: Rows | None, end: np.ndarray, made: np.ndarray = _NONE, at: np.ndarray = _NONE) -> None:
+        self.rows, self.end, self.made, self.at = rows, end, made, at
+        self.code = np.zeros(len(end), np.int64)
+
+    def __len__(self) -> int:
+        return len(self.end)
+
+
 class _Side:
-    """One side's buffer of a pipeline level, split in buckets by ``key`` (one bucket: NLW)."""
+    """One side's buffer of a pipeline level, columnar; hashed on ``key`` (none: NLW's one bucket)."""
 
     def __init__(self, key: tuple[int, str] | None) -> None:
         self.key = key
-        self.buckets: dict[object, Rows] = {}
+        self.rows: Rows | None = None
+        self.end = np.empty(0, np.float64)
 
-    def keys_of(self, rows: Rows) -> np.ndarray | None:
-        return None if self.key is None else rows[self.key[0]][self.key[1]]
+    def keys_of(self, rows: Rows | None) -> np.ndarray | None:
+        return None if self.key is None or rows is None else rows[self.key[0]][self.key[1]]
 
-    def add(self, rows: Rows) -> None:
-        keys = self.keys_of(rows)
-        if keys is None:
-            self.buckets[None] = _concat(self.buckets.get(None), rows)
-            return
-        for k in np.unique(keys):
-            self.buckets[k.item()] = _concat(self.buckets.get(k.item()), _take(rows, np.flatnonzero(keys == k)))
+    def part(self) -> _Part:
+        """The buffered rows, made before any new row (``made`` -1)."""
+        return _Part(self.rows, self.end, np.full(len(self.end), -1, np.int64), np.full(len(self.end), -1, np.int64))
 
-    def probe(self, value: object) -> Rows | None:
-        return self.buckets.get(None if self.key is None else value)
+    def add(self, new: _Part) -> None:
+        if len(new):
+            self.rows, self.end = _concat(self.rows, new.rows), np.concatenate([self.end, new.end])
 
-    def drop(self, bucket: object, keep: np.ndarray) -> None:
-        if keep.all():
-            return
-        if keep.any():
-            self.buckets[bucket] = _take(self.buckets[bucket], np.flatnonzero(keep))
-        else:
-            del self.buckets[bucket]
+    def remove(self, clock: int) -> None:
+        """The removal rule at ``clock``."""
+        keep = self.end >= clock
+        if not keep.all():
+            idx = np.flatnonzero(keep)
+            self.rows, self.end = (_take(self.rows, idx) if self.rows is not None else None), self.end[idx]
 
     def __len__(self) -> int:
-        return sum(_len(r) for r in self.buckets.values())
+        return len(self.end)
+
+
+def _ranks(*values: np.ndarray) -> list[np.ndarray]:
+    """``values`` as ranks among all of them (order and ties kept), for composite integer keys."""
+    every = np.unique(np.concatenate([np.asarray(v, np.float64) for v in values]))
+    return [np.searchsorted(every, np.asarray(v, np.float64)) for v in values]
+
+
+def _search(code: np.ndarray, value: np.ndarray, q_code: np.ndarray, q_value: np.ndarray, side: str) -> np.ndarray:
+    """Per query, ``np.searchsorted`` of ``(q_code, q_value)`` in the pairs ``(code, value)`` (sorted)."""
+    r, q = _ranks(value, q_value)
+    m = int(max(r.max(initial=0), q.max(initial=0))) + 1
+    return np.searchsorted(code * m + r, q_code * m + q, side)  # type: ignore[call-overload]
 
 
 class NLWJoin(Snapshots):
@@ -87,7 +123,6 @@ class NLWJoin(Snapshots):
     per_arrival = 915.0  # per arrival and level
     hashed = False
     baseline = False
-    sweep = 64  # HW-join: every so many arrivals, the removal rule visits every bucket
 
     def __init__(self, query: WJoinQuery) -> None:
         self.check(query)
@@ -101,12 +136,12 @@ class NLWJoin(Snapshots):
         keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
         self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
         self.right = [_Side(keys[k][1]) for k in range(self.n)]  # right[k]: source order[k]
-        self.mw_orders = result_orders(query)
+        self.limit = [float(self.d[j][self.order[:k]].max()) if k else 0.0 for k, j in enumerate(self.order)]
+        self.mw_orders = np.array(result_orders(query))
         eqs = query.join.equalities
         self.level_eqs = [[Cmp("=", e.left, e.right) for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
         self.filters = list(query.join.filters)
         self.comparisons = 0
-        self.arrivals = 0
 
     @classmethod
     def check(cls, query: WJoinQuery) -> None:
@@ -123,87 +158,131 @@ class NLWJoin(Snapshots):
     def state_tuples(self) -> int:
         return sum(len(s) for s in self.left[1:] + self.right[1:])
 
-    def process(self, chunk: list[StreamBatch]) -> ResultBatch:
-        """Join one chunk of arrivals (one batch per stream, in global order)."""
-        arrivals = sorted((int(p), b.stream, i, b) for b in chunk for i, p in enumerate(b.pos))
-        parts = [self._arrive(b, i) for _, _, i, b in arrivals]
-        return ResultBatch.concat([p for p in parts if p is not None], self.n)
-
     def finish(self) -> ResultBatch:
         return ResultBatch.empty(self.n)
 
-    def _remove(self, clock: int, bucket: object = None, everywhere: bool = True) -> None:
-        """The removal rule (module docstring) over every level, in ``bucket`` or everywhere."""
+    def process(self, chunk: list[StreamBatch]) -> ResultBatch:
+        """Join one chunk of arrivals (one batch per stream, in global order), level by level."""
+        new: dict[int, Rows] = {b.stream: {b.stream: {"pos": b.pos, "ts": b.ts, **b.cols}} for b in chunk if len(b)}
+        if not new:
+            return ResultBatch.empty(self.n)
+        first = new.get(self.order[0])
+        rows: Rows | None = first
+        made = _NONE if first is None else first[self.order[0]]["pos"]
         for k in range(1, self.n):
             j, members = self.order[k], self.order[:k]
-            for side, limit in ((self.left[k], None), (self.right[k], self.d[j][members].max())):
-                for b in list(side.buckets) if everywhere else [bucket] if bucket in side.buckets else []:
-                    rows = side.buckets[b]
-                    end = self._period(rows, members, j)[1] if limit is None else rows[j]["ts"] + limit
-                    side.drop(b, end >= clock)
+            at = np.max(np.stack([rows[i]["ts"] for i in members]), axis=0) if _len(rows) else _NONE  # type: ignore[index]
+            lnew = _Part(rows, self._period(rows, members, j)[1], made, at)
+            r = new.get(j)
+            rnew = _Part(r, _NONE if r is None else r[j]["ts"] + self.limit[k], _NONE if r is None else r[j]["pos"], _NONE if r is None else r[j]["ts"])
+            rows, made = self._level(k, lnew, rnew)
+            self.left[k].add(lnew)
+            self.right[k].add(rnew)
+        clock = max(int(b.ts[-1]) for b in chunk if len(b))
+        for side in self.left[1:] + self.right[1:]:
+            side.remove(clock)
+        return self._results(rows, made)
 
-    def _period(self, rows: Rows, members: list[int], j: int) -> tuple[np.ndarray, np.ndarray]:
+    def _period(self, rows: Rows | None, members: list[int], j: int) -> tuple[np.ndarray, np.ndarray]:
         """Per m-tuple of ``rows`` (over ``members``): its period over stream ``j`` (module docstring)."""
+        if not _len(rows):
+            return np.empty(0, np.float64), np.empty(0, np.float64)
+        assert rows is not None
         ts = np.stack([rows[i]["ts"] for i in members])
         return np.max(ts - self.d[j][members][:, None], axis=0), np.min(ts + self.d[members, j][:, None], axis=0)
 
-    def _arrive(self, batch: StreamBatch, i: int) -> ResultBatch | None:
-        s, ts = batch.stream, int(batch.ts[i])
-        new: Rows = {s: {"pos": batch.pos[i : i + 1], "ts": batch.ts[i : i + 1], **{c: v[i : i + 1] for c, v in batch.cols.items()}}}
-        self.arrivals += 1
-        sweep = self.arrivals % self.sweep == 0 or self.right[1].key is None
-        if sweep:
-            self._remove(ts)
-        k = self.level[s]
-        if k == 0:
-            self.left[1].add(new)
-            rows: Rows | None = new
-            start = 1
-        else:
-            rows = self._join(self.left[k], new, k, probe_right=False, clock=ts, sweep=sweep)
-            self.right[k].add(new)
-            start = k + 1
-        for level in range(start, self.n):
-            if rows is None or not _len(rows):
-                return None
-            if level > 1:
-                self.left[level].add(rows)
-            rows = self._join(self.right[level], rows, level, probe_right=True, clock=ts, sweep=sweep)
-        if rows is None or not _len(rows):
-            return None
-        return self._results(rows, s)
-
-    def _join(self, side: _Side, rows: Rows, k: int, probe_right: bool, clock: int, sweep: bool) -> Rows | None:
-        """``rows`` (new left m-tuples, or one new right tuple) joined with ``side``'s buffer at level ``k``."""
-        j, members = self.order[k], self.order[:k]
-        probe_keys = self._probe_keys(side, rows, probe_right)
+    def _level(self, k: int, lnew: _Part, rnew: _Part) -> tuple[Rows | None, np.ndarray]:
+        """Level ``k``: the chunk's new m-tuples ``lnew`` and new tuples ``rnew`` joined with the
+        buffers and each other, counting the per-arrival comparisons. The new (m+1)-tuples, and the
+        positions of the arrivals that made them."""
+        lold, rold = self.left[k].part(), self.right[k].part()
+        self._code(k, lold, lnew, rold, rnew)
+        self.comparisons += _kept(lold, rnew) + _kept(rold, lnew) + _kept_new(lnew, rnew)
         out: Rows | None = None
-        for value in np.unique(probe_keys) if probe_keys is not None else [None]:
-            bucket = None if value is None else value.item()
-            if not sweep and bucket is not None:
-                self._remove(clock, bucket, everywhere=False)
-            other = side.probe(bucket)
-            if other is None:
+        made = _NONE
+        for left, rights in ((lnew, [rold, rnew]), (lold, [rnew])):  # every pair but old with old
+            rights = [p for p in rights if len(p)]
+            if not len(left) or not rights:
                 continue
-            mine = rows if probe_keys is None else _take(rows, np.flatnonzero(probe_keys == value))
-            left, right = (mine, other) if probe_right else (other, mine)
-            t_j = right[j]["ts"]
-            lo, hi = self._period(left, members, j)
-            self.comparisons += len(lo) * len(t_j)
-            a, b = np.nonzero((t_j[None, :] >= lo[:, None]) & (t_j[None, :] <= hi[:, None]))
-            joined = {**_take(left, a), **_take(right, b)}
-            if len(a) and self.level_eqs[k]:
+            right = (
+                rights[0]
+                if len(rights) == 1
+                else _Part(_concat(rights[0].rows, rights[1].rows), np.concatenate([p.end for p in rights]), np.concatenate([p.made for p in rights]))
+            )
+            right.code = np.concatenate([p.code for p in rights])
+            a, b = self._pairs(k, left, right)
+            if not len(a):
+                continue
+            assert left.rows is not None and right.rows is not None
+            joined, jmade = {**_take(left.rows, a), **_take(right.rows, b)}, np.maximum(left.made[a], right.made[b])
+            if self.level_eqs[k]:
                 ok = np.ones(len(a), bool)
                 for p in self.level_eqs[k]:
                     ok &= np.asarray(evaluate(p, lambda st, attr, r=joined: r[st][attr]), bool)
-                joined = _take(joined, np.flatnonzero(ok))
-            out = _concat(out, joined) if _len(joined) else out
-        return out
+                keep = np.flatnonzero(ok)
+                joined, jmade = _take(joined, keep), jmade[keep]
+            out, made = _concat(out, joined), np.concatenate([made, jmade])
+        return out, made
 
-    def _probe_keys(self, side: _Side, rows: Rows, probe_right: bool) -> np.ndarray | None:
-        """The values ``rows`` probe ``side``'s buckets with (none: NLW's single bucket)."""
-        return None
+    def _pairs(self, k: int, left: _Part, right: _Part) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs (left row, right row) of one bucket with the right tuple inside the left m-tuple's period."""
+        j = self.order[k]
+        assert right.rows is not None
+        lo, hi = self._period(left.rows, self.order[:k], j)
+        o = np.lexsort([right.rows[j]["ts"], right.code])
+        code, ts = right.code[o], right.rows[j]["ts"][o]
+        first = _search(code, ts, left.code, np.ceil(lo), "left")
+        counts = np.maximum(_search(code, ts, left.code, np.floor(hi), "right") - first, 0)
+        total = int(counts.sum())
+        a = np.repeat(np.arange(len(left)), counts)
+        return a, o[np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(total)]
 
-    def _results(self, rows: Rows, s: int) -> ResultBatch | None:
-        rows = _take(rows, np.lexsort([rows[o]["pos"] for o in reversed(self.mw_orders[s][1:])]))  # MW-join's order
-        return results(rows, self.filters, self.aliases, self.reach)
+    def _code(self, k: int, *parts: _Part) -> None:
+        """The hash key codes of ``parts`` (left, left, right, right) at level ``k``: equal keys, equal codes."""
+        sides = (self.left[k], self.left[k], self.right[k], self.right[k])
+        keys = [side.keys_of(p.rows) if len(p) else None for side, p in zip(sides, parts)]
+        present = [v for v in keys if v is not None]
+        if not present:
+            return
+        _, codes = np.unique(np.concatenate(present), return_inverse=True)
+        at = 0
+        for p, v in zip(parts, keys):
+            if v is not None:
+                p.code = codes.reshape(-1)[at : at + len(v)].astype(np.int64)
+                at += len(v)
+
+    def _results(self, rows: Rows | None, made: np.ndarray) -> ResultBatch:
+        """The complete combinations in MW-join's order: by completing arrival, then its Mode 2 order."""
+        if not _len(rows):
+            return ResultBatch.empty(self.n)
+        assert rows is not None
+        pos = np.stack([rows[s]["pos"] for s in range(self.n)], axis=1)
+        orders = self.mw_orders[np.argmax(pos, axis=1)]  # the completing member's stream's order
+        ranked = np.take_along_axis(pos, orders, axis=1)
+        rows = _take(rows, np.lexsort([*ranked[:, :0:-1].T, made]))
+        return results(rows, self.filters, self.aliases, self.reach) or ResultBatch.empty(self.n)
+
+
+def _kept(old: _Part, new: _Part) -> int:
+    """Per new row, the old rows of its bucket with ``end`` at or after its ``ts`` (kept by the
+    removal rule at its arrival), summed."""
+    if not len(old) or not len(new):
+        return 0
+    o = np.lexsort([old.end, old.code])
+    code = old.code[o]
+    return int((np.searchsorted(code, new.code, "right") - _search(code, old.end[o], new.code, new.at, "left")).sum())
+
+
+def _kept_new(lnew: _Part, rnew: _Part) -> int:
+    """The pairs of a chunk's new m-tuples and new tuples of one bucket that the later one's arrival
+    compares: the earlier one arrived before it and is kept at its ``ts``. Per m-tuple, the right
+    tuples (whose ``made``, ``ts`` and ``end`` rise together) of both kinds are a range."""
+    if not len(lnew) or not len(rnew):
+        return 0
+    o = np.lexsort([rnew.made, rnew.code])
+    code, made = rnew.code[o], rnew.made[o]
+    after = _search(code, made, lnew.code, lnew.made, "right")  # arrived after the m-tuple, ts within its end
+    probing = np.maximum(_search(code, rnew.at[o], lnew.code, lnew.end, "right") - after, 0)
+    before = _search(code, made, lnew.code, lnew.made, "left")  # arrived before it, end at or after its ts
+    probed = np.maximum(before - _search(code, rnew.end[o], lnew.code, lnew.at, "left"), 0)
+    return int(probing.sum() + probed.sum())
