@@ -44,6 +44,7 @@ from slidewise.plan.wjoin import WJoinQuery
 __all__ = ["NLWJoin"]
 
 _NONE = np.empty(0, np.int64)
+_LAST = np.iinfo(np.int64).max
 
 
 def _len(rows: Rows | None) -> int:
@@ -59,59 +60,65 @@ def _concat(a: Rows | None, b: Rows | None) -> Rows | None:
     return {s: {c: np.concatenate([v, b[s][c]]) for c, v in cols.items()} for s, cols in a.items()}
 
 
-class _Part:
-    """Rows of one side of a level, each with its ``end`` (removal rule), the position and ``ts`` of
-    the arrival that made it (``made``, ``at``) and its hash key code (``code``; 0: no key)."""
-
-    def __init__(self, rows: Rows | None, end: np.ndarray, made: np.ndarray = _NONE, at: np.ndarray = _NONE) -> None:
-        self.rows, self.end, self.made, self.at = rows, end, made, at
-        self.code = np.zeros(len(end), np.int64)
-
-    def __len__(self) -> int:
-        return len(self.end)
-
-
 class _Side:
-    """One side's buffer of a pipeline level, columnar; hashed on ``key`` (none: NLW's one bucket)."""
+    """One side's buffer of a pipeline level, columnar: per row the bounds of its period over the
+    other side's stream (``lo``, ``end``; a right tuple: its ``ts`` and its removal bound) and the
+    position and ``ts`` of the arrival that made it (``made``, ``at``); hashed on ``key`` (none:
+    NLW's one bucket)."""
+
+    FIELDS = ("lo", "end", "made", "at")
 
     def __init__(self, key: tuple[int, str] | None) -> None:
         self.key = key
         self.rows: Rows | None = None
-        self.end = np.empty(0, np.float64)
+        self.lo = self.end = self.made = self.at = _NONE
 
     def keys_of(self, rows: Rows | None) -> np.ndarray | None:
         return None if self.key is None or rows is None else rows[self.key[0]][self.key[1]]
 
-    def part(self) -> _Part:
-        """The buffered rows, made before any new row (``made`` -1)."""
-        return _Part(self.rows, self.end, np.full(len(self.end), -1, np.int64), np.full(len(self.end), -1, np.int64))
-
-    def add(self, new: _Part) -> None:
-        if len(new):
-            self.rows, self.end = _concat(self.rows, new.rows), np.concatenate([self.end, new.end])
+    def add(self, rows: Rows | None, *fields: np.ndarray) -> None:
+        if _len(rows):
+            self.rows = _concat(self.rows, rows)
+            for f, v in zip(self.FIELDS, fields):
+                setattr(self, f, np.concatenate([getattr(self, f), v]))
 
     def remove(self, clock: int) -> None:
         """The removal rule at ``clock``."""
         keep = self.end >= clock
         if not keep.all():
             idx = np.flatnonzero(keep)
-            self.rows, self.end = (_take(self.rows, idx) if self.rows is not None else None), self.end[idx]
+            self.rows = _take(self.rows, idx) if self.rows is not None else None
+            for f in self.FIELDS:
+                setattr(self, f, getattr(self, f)[idx])
 
     def __len__(self) -> int:
         return len(self.end)
 
 
-def _ranks(*values: np.ndarray) -> list[np.ndarray]:
-    """``values`` as ranks among all of them (order and ties kept), for composite integer keys."""
-    every = np.unique(np.concatenate([np.asarray(v, np.float64) for v in values]))
-    return [np.searchsorted(every, np.asarray(v, np.float64)) for v in values]
+class _Sorted:
+    """A bucket-sorted side: ``code`` ascending, within a bucket the ``values`` ascending; binary
+    searches of ``(code, value)`` over one composite integer per value kind (``code * m + value``)."""
 
+    def __init__(self, code: np.ndarray, top: int, **values: np.ndarray) -> None:
+        self.code, self.top, self.values = code, top, values
+        self.keyed: dict[str, tuple[np.ndarray, int, int, int]] = {}
 
-def _search(code: np.ndarray, value: np.ndarray, q_code: np.ndarray, q_value: np.ndarray, side: str) -> np.ndarray:
-    """Per query, ``np.searchsorted`` of ``(q_code, q_value)`` in the pairs ``(code, value)`` (sorted)."""
-    r, q = _ranks(value, q_value)
-    m = int(max(r.max(initial=0), q.max(initial=0))) + 1
-    return np.searchsorted(code * m + r, q_code * m + q, side)  # type: ignore[call-overload]
+    def search(self, kind: str, q_code: np.ndarray, q_value: np.ndarray, side: str) -> np.ndarray:
+        """Per query, ``np.searchsorted`` of ``(q_code, q_value)`` in the pairs ``(code, values[kind])``."""
+        value = self.values[kind]
+        if not len(value):
+            return np.zeros(len(q_value), np.int64)
+        top = self.top
+        if kind not in self.keyed:
+            lo, hi = int(value.min()) - 1, int(value.max()) + 1
+            self.keyed[kind] = (value - lo if top == 0 else self.code * (hi - lo + 1) + (value - lo), lo, hi, hi - lo + 1)
+        keyed, lo, hi, m = self.keyed[kind]
+        if top * m >= 2**62:  # too wide for one integer: ranks among the values and the queries
+            every = np.unique(np.concatenate([value, q_value]))
+            m = len(every) + 1
+            return np.searchsorted(self.code * m + np.searchsorted(every, value), q_code * m + np.searchsorted(every, q_value), side)  # type: ignore[call-overload]
+        q = np.clip(q_value, lo, hi) - lo
+        return np.searchsorted(keyed, q if top == 0 else q_code * m + q, side)  # type: ignore[call-overload]
 
 
 class NLWJoin(Snapshots):
@@ -136,7 +143,7 @@ class NLWJoin(Snapshots):
         keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
         self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
         self.right = [_Side(keys[k][1]) for k in range(self.n)]  # right[k]: source order[k]
-        self.limit = [float(self.d[j][self.order[:k]].max()) if k else 0.0 for k, j in enumerate(self.order)]
+        self.limit = [int(self.d[j][self.order[:k]].max()) if k else 0 for k, j in enumerate(self.order)]
         self.mw_orders = np.array(result_orders(query))
         eqs = query.join.equalities
         self.level_eqs = [[Cmp("=", e.left, e.right) for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
@@ -166,90 +173,84 @@ class NLWJoin(Snapshots):
         new: dict[int, Rows] = {b.stream: {b.stream: {"pos": b.pos, "ts": b.ts, **b.cols}} for b in chunk if len(b)}
         if not new:
             return ResultBatch.empty(self.n)
-        first = new.get(self.order[0])
-        rows: Rows | None = first
-        made = _NONE if first is None else first[self.order[0]]["pos"]
+        start = min(int(b.pos[0]) for b in chunk if len(b))  # the chunk's first arrival
+        rows = new.get(self.order[0])
+        made = _NONE if rows is None else rows[self.order[0]]["pos"]
         for k in range(1, self.n):
             j, members = self.order[k], self.order[:k]
-            at = np.max(np.stack([rows[i]["ts"] for i in members]), axis=0) if _len(rows) else _NONE  # type: ignore[index]
-            lnew = _Part(rows, self._period(rows, members, j)[1], made, at)
-            r = new.get(j)
-            rnew = _Part(r, _NONE if r is None else r[j]["ts"] + self.limit[k], _NONE if r is None else r[j]["pos"], _NONE if r is None else r[j]["ts"])
-            rows, made = self._level(k, lnew, rnew)
-            self.left[k].add(lnew)
-            self.right[k].add(rnew)
+            if rows is not None and _len(rows):
+                self.left[k].add(rows, *self._period(rows, members, j), made, np.max(np.stack([rows[i]["ts"] for i in members]), axis=0))
+            if j in new:
+                ts = new[j][j]["ts"]
+                self.right[k].add(new[j], ts, ts + self.limit[k], new[j][j]["pos"], ts)
+            rows, made = self._level(k, start)
         clock = max(int(b.ts[-1]) for b in chunk if len(b))
         for side in self.left[1:] + self.right[1:]:
             side.remove(clock)
         return self._results(rows, made)
 
     def _period(self, rows: Rows | None, members: list[int], j: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per m-tuple of ``rows`` (over ``members``): its period over stream ``j`` (module docstring)."""
-        if not _len(rows):
-            return np.empty(0, np.float64), np.empty(0, np.float64)
-        assert rows is not None
+        """Per m-tuple of ``rows`` (over ``members``): its period over stream ``j`` (module docstring),
+        bounds rounded inwards to integers."""
+        if rows is None or not _len(rows):
+            return _NONE, _NONE
         ts = np.stack([rows[i]["ts"] for i in members])
-        return np.max(ts - self.d[j][members][:, None], axis=0), np.min(ts + self.d[members, j][:, None], axis=0)
+        lo, hi = np.max(ts - self.d[j][members][:, None], axis=0), np.min(ts + self.d[members, j][:, None], axis=0)
+        return np.ceil(lo).astype(np.int64), np.floor(hi).astype(np.int64)
 
-    def _level(self, k: int, lnew: _Part, rnew: _Part) -> tuple[Rows | None, np.ndarray]:
-        """Level ``k``: the chunk's new m-tuples ``lnew`` and new tuples ``rnew`` joined with the
-        buffers and each other, counting the per-arrival comparisons. The new (m+1)-tuples, and the
-        positions of the arrivals that made them."""
-        lold, rold = self.left[k].part(), self.right[k].part()
-        self._code(k, lold, lnew, rold, rnew)
-        self.comparisons += _kept(lold, rnew) + _kept(rold, lnew) + _kept_new(lnew, rnew)
-        out: Rows | None = None
-        made = _NONE
-        for left, rights in ((lnew, [rold, rnew]), (lold, [rnew])):  # every pair but old with old
-            rights = [p for p in rights if len(p)]
-            if not len(left) or not rights:
-                continue
-            right = (
-                rights[0]
-                if len(rights) == 1
-                else _Part(_concat(rights[0].rows, rights[1].rows), np.concatenate([p.end for p in rights]), np.concatenate([p.made for p in rights]))
-            )
-            right.code = np.concatenate([p.code for p in rights])
-            a, b = self._pairs(k, left, right)
-            if not len(a):
-                continue
-            assert left.rows is not None and right.rows is not None
-            joined, jmade = {**_take(left.rows, a), **_take(right.rows, b)}, np.maximum(left.made[a], right.made[b])
-            if self.level_eqs[k]:
-                ok = np.ones(len(a), bool)
-                for p in self.level_eqs[k]:
-                    ok &= np.asarray(evaluate(p, lambda st, attr, r=joined: r[st][attr]), bool)
-                keep = np.flatnonzero(ok)
-                joined, jmade = _take(joined, keep), jmade[keep]
-            out, made = _concat(out, joined), np.concatenate([made, jmade])
-        return out, made
-
-    def _pairs(self, k: int, left: _Part, right: _Part) -> tuple[np.ndarray, np.ndarray]:
-        """The pairs (left row, right row) of one bucket with the right tuple inside the left m-tuple's period."""
-        j = self.order[k]
-        assert right.rows is not None
-        lo, hi = self._period(left.rows, self.order[:k], j)
-        o = np.lexsort([right.rows[j]["ts"], right.code])
-        code, ts = right.code[o], right.rows[j]["ts"][o]
-        first = _search(code, ts, left.code, np.ceil(lo), "left")
-        counts = np.maximum(_search(code, ts, left.code, np.floor(hi), "right") - first, 0)
+    def _level(self, k: int, start: int) -> tuple[Rows | None, np.ndarray]:
+        """Level ``k``: its m-tuples joined with its tuples, every pair but those of two rows made
+        before the chunk's first arrival ``start``; counts the per-arrival comparisons. The new
+        (m+1)-tuples, and the positions of the arrivals that made them."""
+        left, right = self.left[k], self.right[k]
+        if not len(left) or not len(right):
+            return None, _NONE
+        assert left.rows is not None and right.rows is not None
+        lcode, rcode, top = self._codes(k)
+        # rows made before the chunk count as made together, before every new one
+        lmade, rmade = np.maximum(left.made, start - 1), np.maximum(right.made, start - 1)
+        o = np.argsort(rcode, kind="stable") if top else np.arange(len(right))  # per bucket in arrival order: ts, made and end rise together
+        r = _Sorted(rcode[o], top, ts=right.lo[o], made=rmade[o], end=right.end[o])
+        # the per-arrival comparisons, per new m-tuple: the tuples that arrived before it and that the
+        # removal rule keeps at its ts (end >= at: from ``kept`` on, as every later tuple's end is), then
+        # the tuples arriving after it while the rule keeps it (ts <= its end: up to ``upto``); per
+        # older m-tuple the latter only. A range of its bucket, compared, the window test vectorised.
+        after = r.search("made", lcode, lmade, "right")
+        kept = r.search("end", lcode, np.where(lmade < start, _LAST, left.at), "left")
+        first = np.minimum(kept, after)
+        counts = np.maximum(r.search("ts", lcode, left.end, "right"), after) - first
         total = int(counts.sum())
+        self.comparisons += total
         a = np.repeat(np.arange(len(left)), counts)
-        return a, o[np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(total)]
+        b = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(total)
+        ts = r.values["ts"][b]
+        inside = np.flatnonzero((ts >= left.lo[a]) & (ts <= left.end[a]))
+        if not len(inside):
+            return None, _NONE
+        a, b = a[inside], o[b[inside]]
+        joined, made = {**_take(left.rows, a), **_take(right.rows, b)}, np.maximum(left.made[a], right.made[b])
+        if self.level_eqs[k]:
+            ok = np.ones(len(a), bool)
+            for p in self.level_eqs[k]:
+                ok &= np.asarray(evaluate(p, lambda st, attr: joined[st][attr]), bool)
+            keep = np.flatnonzero(ok)
+            joined, made = _take(joined, keep), made[keep]
+        return joined, made
 
-    def _code(self, k: int, *parts: _Part) -> None:
-        """The hash key codes of ``parts`` (left, left, right, right) at level ``k``: equal keys, equal codes."""
-        sides = (self.left[k], self.left[k], self.right[k], self.right[k])
-        keys = [side.keys_of(p.rows) if len(p) else None for side, p in zip(sides, parts)]
-        present = [v for v in keys if v is not None]
-        if not present:
-            return
-        _, codes = np.unique(np.concatenate(present), return_inverse=True)
-        at = 0
-        for p, v in zip(parts, keys):
-            if v is not None:
-                p.code = codes.reshape(-1)[at : at + len(v)].astype(np.int64)
-                at += len(v)
+    def _codes(self, k: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """The hash key codes of level ``k``'s left and right rows (equal keys, equal codes; small
+        integer keys are their own codes) and the largest code; none (all 0) without a key."""
+        left, right = self.left[k], self.right[k]
+        keys = [left.keys_of(left.rows), right.keys_of(right.rows)]
+        if keys[0] is None or keys[1] is None:
+            return np.zeros(len(left), np.int64), np.zeros(len(right), np.int64), 0
+        every = np.concatenate(keys)
+        low = int(every.min()) if every.dtype.kind in "iub" else 0
+        if every.dtype.kind in "iub" and int(every.max()) - low < 4 * len(every):
+            codes = every.astype(np.int64) - low
+        else:
+            codes = np.unique(every, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        return codes[: len(left)], codes[len(left) :], int(codes.max(initial=0))
 
     def _results(self, rows: Rows | None, made: np.ndarray) -> ResultBatch:
         """The complete combinations in MW-join's order: by completing arrival, then its Mode 2 order."""
@@ -261,28 +262,3 @@ class NLWJoin(Snapshots):
         ranked = np.take_along_axis(pos, orders, axis=1)
         rows = _take(rows, np.lexsort([*ranked[:, :0:-1].T, made]))
         return results(rows, self.filters, self.aliases, self.reach) or ResultBatch.empty(self.n)
-
-
-def _kept(old: _Part, new: _Part) -> int:
-    """Per new row, the old rows of its bucket with ``end`` at or after its ``ts`` (kept by the
-    removal rule at its arrival), summed."""
-    if not len(old) or not len(new):
-        return 0
-    o = np.lexsort([old.end, old.code])
-    code = old.code[o]
-    return int((np.searchsorted(code, new.code, "right") - _search(code, old.end[o], new.code, new.at, "left")).sum())
-
-
-def _kept_new(lnew: _Part, rnew: _Part) -> int:
-    """The pairs of a chunk's new m-tuples and new tuples of one bucket that the later one's arrival
-    compares: the earlier one arrived before it and is kept at its ``ts``. Per m-tuple, the right
-    tuples (whose ``made``, ``ts`` and ``end`` rise together) of both kinds are a range."""
-    if not len(lnew) or not len(rnew):
-        return 0
-    o = np.lexsort([rnew.made, rnew.code])
-    code, made = rnew.code[o], rnew.made[o]
-    after = _search(code, made, lnew.code, lnew.made, "right")  # arrived after the m-tuple, ts within its end
-    probing = np.maximum(_search(code, rnew.at[o], lnew.code, lnew.end, "right") - after, 0)
-    before = _search(code, made, lnew.code, lnew.made, "left")  # arrived before it, end at or after its ts
-    probed = np.maximum(before - _search(code, rnew.end[o], lnew.code, lnew.at, "left"), 0)
-    return int(probing.sum() + probed.sum())
