@@ -4,10 +4,12 @@ Objects in Sensor-Network Databases", SSDBM 2003, §3.1.2).
 NLW-join's pipeline (:mod:`~slidewise.operators.wjoin.nlw_join`) with both buffers of every level
 hashed on an equi-join attribute between the level's right stream and a stream below it: a new
 tuple (or m-tuple) probes only the bucket of its key, and ``comparisons`` counts the rows of that
-bucket the removal rule keeps at its arrival. Buckets are key codes over one columnar buffer per
-side (a chunk's probes are binary searches over the buffer sorted by code and ``ts``); the removal
-rule runs over the whole buffer once per chunk, so rarely probed buckets are cleaned too (the
-paper's update routine). The pipeline's order adds the streams along the equalities.
+bucket the removal rule keeps at its arrival. A bucket is a key code (small integer keys are their
+own codes, others numbered) over one columnar buffer per side; a chunk's probes are binary searches
+over the buffer sorted by code, then arrival, and the window test runs over the probed ranges
+only. The removal rule runs over the whole buffer once per chunk, so rarely probed buckets are
+cleaned too (the paper's update routine). The pipeline's order adds the streams along the
+equalities.
 """
 
 from __future__ import annotations

@@ -18,13 +18,16 @@ every later tuple of any stream is at or after the clock, so the rule drops a le
 its ``end = min_i(ts_i + d[i][j]) < clock`` and a right tuple of ``j`` when its
 ``end = ts_j + max_i d[j][i] < clock``.
 
-Execution is columnar, a chunk of arrivals at a time, level by level: the chunk's new rows of a
-level are joined with the other side's buffer and with each other by binary search over the
-buffers sorted by ``ts`` (the pairs inside the period, no row scanned in vain), and the removal
-rule runs once per chunk over each buffer (one vector comparison). ``comparisons`` counts what the
-per-arrival algorithm compares: each new row against every row of the other side that arrived
-before it and that the removal rule, run at the new row's arrival, keeps (``end >= its ts``);
-these counts come from the same binary searches, so they do not depend on the chunking.
+Execution is columnar, a chunk of arrivals at a time, level by level (the chunk's new rows are
+appended to the level's buffers first). The per-arrival algorithm compares a new row with every
+row of the other side that arrived before it and that the removal rule, run at the new row's
+arrival, keeps (``end`` at or after its ``ts``). Per m-tuple these rows form one range of the
+other side in arrival order: the tuples from the first one kept at its ``ts`` (every later tuple
+is kept, its ``end`` is later still) up to the last one arriving while it is kept. Two binary
+searches give each m-tuple's range, and the window test runs vectorised over every pair of the
+ranges: ``comparisons`` counts exactly the pairs tested, and neither they nor the results depend on
+how the arrivals are chunked. Rows made before the chunk are compared with the chunk's new rows
+only. The removal rule runs over each buffer once per chunk (one vector comparison).
 
 Results (members, ts, exp and their order within an arrival) are those of
 :class:`~slidewise.operators.wjoin.mw_join.MWJoin`.
@@ -108,17 +111,18 @@ class _Sorted:
         value = self.values[kind]
         if not len(value):
             return np.zeros(len(q_value), np.int64)
-        top = self.top
         if kind not in self.keyed:
             lo, hi = int(value.min()) - 1, int(value.max()) + 1
-            self.keyed[kind] = (value - lo if top == 0 else self.code * (hi - lo + 1) + (value - lo), lo, hi, hi - lo + 1)
+            m = hi - lo + 1
+            wide = self.top * m >= 2**62
+            self.keyed[kind] = (value if wide else value - lo if self.top == 0 else self.code * m + (value - lo), lo, hi, m)
         keyed, lo, hi, m = self.keyed[kind]
-        if top * m >= 2**62:  # too wide for one integer: ranks among the values and the queries
+        if self.top * m >= 2**62:  # too wide for one integer: ranks among the values and the queries
             every = np.unique(np.concatenate([value, q_value]))
             m = len(every) + 1
             return np.searchsorted(self.code * m + np.searchsorted(every, value), q_code * m + np.searchsorted(every, q_value), side)  # type: ignore[call-overload]
         q = np.clip(q_value, lo, hi) - lo
-        return np.searchsorted(keyed, q if top == 0 else q_code * m + q, side)  # type: ignore[call-overload]
+        return np.searchsorted(keyed, q if self.top == 0 else q_code * m + q, side)  # type: ignore[call-overload]
 
 
 class NLWJoin(Snapshots):
