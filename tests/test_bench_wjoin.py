@@ -26,9 +26,11 @@ def test_bench_wjoin_conclusions(tmp_path, capsys):
     two = [p for p in report["streams"] if p["n"] == 2]  # two streams: MW-join and NLW-join compare the same pairs
     assert all(p["runs"]["mw-join"]["comparisons_per_tuple"] == p["runs"]["nlw-join"]["comparisons_per_tuple"] for p in two)
     assert [p["n"] for p in report["form1"]] == [2, 3, 4] and all(p["answers_agree"] and p["results"] for p in report["form1"])
-    verdicts = report["summary"]["conclusions (service time, comparisons)"]
+    verdicts = report["summary"]["conclusions (service time, CPU time, comparisons)"]  # wall and CPU time: reported, not asserted
     assert set(verdicts) == {"MW beats NLW on variable rates", "LCA beats GCA (Fig. 13)", "HW fastest equi-join variant"}
-    assert verdicts["LCA beats GCA (Fig. 13)"][1] is True and verdicts["HW fastest equi-join variant"][1] is True
+    assert verdicts["LCA beats GCA (Fig. 13)"][2] is True and verdicts["HW fastest equi-join variant"][2] is True
+    assert all(r["us_per_tuple"] > 0 and r["cpu_us_per_tuple"] >= 0 for p in points for r in p["runs"].values())
+    assert len(report["summary"]["load average (1 min): at start, at end"]) == 2
     fit = report["summary"]["per-arrival cost in comparisons (measured; the planner's facts)"]
     assert fit["us per comparison"] > 0 and all(fit[a][0] >= 0 for a in ("mw-join", "nlw-join", "hw-join"))  # a non-negative fit
     assert report["zeek"]["answers_agree"] and "Zeek W-join on the host (Form 3)" in report["summary"]
@@ -44,13 +46,14 @@ def _baselines(report: dict, out) -> None:
     for p in points:  # the adapted ripple join and XJoin scan what their periodic purges leave: more than NLW-join and HW-join
         c = {a: r["comparisons_per_tuple"] for a, r in p["runs"].items()}
         assert c["nlw-join"] < c["ripple-join"] and c["mw-join"] < c["ripple-join"] and c["hw-join"] < c["xjoin"] < c["ripple-join"], p["n"]
-    verdicts = report["summary"]["baseline conclusions (service time, comparisons)"]
-    assert [verdicts[k][1] for k in ("NLW beats ripple join (Fig. 7)", "HW beats XJoin (Fig. 8)", "MW beats ripple join (Fig. 7)")] == [True, True, True]
+    verdicts = report["summary"]["baseline conclusions (service time, CPU time, comparisons)"]
+    assert [verdicts[k][2] for k in ("NLW beats ripple join (Fig. 7)", "HW beats XJoin (Fig. 8)", "MW beats ripple join (Fig. 7)")] == [True, True, True]
     ice = report["iceis"]
     assert [p["rate_per_s"] for p in ice["sweep"]] == [250, 500, 1000, 2000, 4000] and report["summary"]["answers agree"]
     assert all(p["runs"]["whj"]["results"] for p in ice["sweep"])
     # the circular-buffer hash join's work grows linearly with the input rate, the nested-loops joins' quadratically
     assert 0.8 <= ice["fits"]["whj"]["loglog_slope"] <= 1.3 and abs(ice["fits"]["whj"]["quadratic_share_at_max"]) < 0.2
+    assert set(ice["time_fits"]) == {"service time", "CPU time"} and report["summary"]["circular-buffer hash join linear in rate (service time, CPU time, counted work)"][2]
     assert all(ice["fits"][a]["loglog_slope"] >= 1.6 and ice["fits"][a]["quadratic_share_at_max"] > 0.5 for a in ("wnl-join", "wnl-own"))
     for p in ice["sweep"]:  # per arrival: one insert, the expired tuples (about one) and a bucket of matches
         assert p["runs"]["whj"]["comparisons_per_tuple"] < 2.5 < p["runs"]["wnl-join"]["comparisons_per_tuple"]

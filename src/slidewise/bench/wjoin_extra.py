@@ -5,16 +5,16 @@
   MW-join against the adapted ripple join, HW-join against the adapted XJoin, whose buffers are
   purged every ``purge`` arrivals only (the paper: every 10,000 tuples, a few windows' worth; here
   the operators' default). The paper: NLW-join and HW-join beat the ripple join and XJoin in
-  every case, MW-join is best. In comparisons they do; in service time the baselines, which reuse
-  MW-join's columnar enumeration over a chunk, can beat NLW- and HW-join, whose pipelines handle
-  one arrival at a time in Python.
+  every case, MW-join is best. All run columnar over a chunk of arrivals, so service time
+  follows the comparisons plus a cost per chunk.
 * ``iceis`` (a fragment of an ICEIS 2005 paper on windowed join operators): two streams at equal
   rates ``λ`` from 250 to 4000 tuples/s, ``WINDOW = w``, ``A.k = B.k`` over ``iceis_keys`` values;
   the windowed nested-loops joins invalidating the opposite window (``wnl-join``) or their own
   (``wnl-own``) and the circular-buffer hash join (``whj``). Per rate: the work per second (tuples
   touched: probes, inserts, invalidations; ``comparisons`` of the operators), the results per
   second, and the tuples the windows hold (mean and peak over arrivals). Fits of the work per
-  second against ``λ``: the log-log slope (1: linear, 2: quadratic) and ``a·λ + b·λ²``. The paper:
+  second, and of the service time per second of input, against ``λ``: the log-log slope (1:
+  linear, 2: quadratic) and ``a·λ + b·λ²``. The paper:
   the hash join's cost grows linearly with the input rate, the nested-loops join's quadratically.
   One more point with a slow stream (B at 10 tuples/s) gives the memory of the invalidation
   strategies: invalidating the opposite window holds the fast stream's tuples until the slow
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from slidewise.bench.common import pyplot, save_png
-from slidewise.bench.wjoin import _batches, _point, generate, measure, query_text
+from slidewise.bench.wjoin import MEASURES, _batches, _point, generate, measure_all, query_text
 from slidewise.cql.wjoin import parse_wjoin
 from slidewise.operators.wjoin import WJOINS
 
@@ -71,9 +71,10 @@ def _iceis_point(rates: list[float], text: str, tuples: int, keys: int, seed: in
     data = generate(rates, tuples, keys, seed)
     seconds = (int(data["ts"][-1]) - int(data["ts"][0])) / 1000.0 or 1.0
     runs = {}
-    for a in ICEIS:
-        run = measure(a, text, data)
+    for a, run in measure_all(ICEIS, text, data).items():
         run["work_per_s"] = round(run["comparisons_per_tuple"] * tuples / seconds, 1)
+        run["us_per_s"] = round(run["us_per_tuple"] * tuples / seconds, 1)  # service time per second of input
+        run["cpu_us_per_s"] = round(run["cpu_us_per_tuple"] * tuples / seconds, 1)
         run["results_per_s"] = round(run["results"] / seconds, 1)
         runs[a] = {**run, **_memory(a, text, data)}
     agree = len({(r["results"], r["checksum"]) for r in runs.values()}) == 1
@@ -104,8 +105,10 @@ def iceis(*, tuples: int, window: int, keys: int, seed: int, say) -> dict:
         sweep.append({"rate_per_s": rate, **_iceis_point([rate, rate], text, tuples, keys, seed)})
     say("iceis: slow stream (B at 10 tuples/s)")
     slow = _iceis_point([1000.0, 10.0], text, tuples, keys, seed)
-    fits = {a: fit([p["rate_per_s"] for p in sweep], [p["runs"][a]["work_per_s"] for p in sweep]) for a in ICEIS}
-    return {"keys": keys, "window_ms": window, "sweep": sweep, "slow_stream": slow, "fits": fits}
+    rates = [p["rate_per_s"] for p in sweep]
+    fits = {a: fit(rates, [p["runs"][a]["work_per_s"] for p in sweep]) for a in ICEIS}
+    time_fits = {key: {a: fit(rates, [p["runs"][a][f] for p in sweep]) for a in ICEIS} for key, f in (("service time", "us_per_s"), ("CPU time", "cpu_us_per_s"))}
+    return {"keys": keys, "window_ms": window, "sweep": sweep, "slow_stream": slow, "fits": fits, "time_fits": time_fits}
 
 
 def generate_switching(tuples: int, keys: int, seed: int, block: int = 100, rates: tuple[float, float] = (10.0, 1000.0)) -> dict[str, np.ndarray]:
@@ -121,7 +124,7 @@ def generate_switching(tuples: int, keys: int, seed: int, block: int = 100, rate
 
 
 def _runs(text: str, data: dict[str, np.ndarray], algorithms: tuple[str, ...]) -> dict:
-    runs = {a: measure(a, text, data) for a in algorithms}
+    runs = measure_all(algorithms, text, data)
     return {"runs": runs, "answers_agree": len({(r["results"], r["checksum"]) for r in runs.values()}) == 1}
 
 
@@ -154,27 +157,26 @@ def _beats(points: list[dict], fast: str, slow: str, key: str) -> bool:
 def summarize_baselines(report: dict) -> dict:
     """The papers' conclusions on the baselines and the ICEIS operators, as measured."""
     pts, ice = report["baselines"], report["iceis"]
-    fields = ("us_per_tuple", "comparisons_per_tuple")
+    fields = tuple(f for _, f in MEASURES)
     slow = ice["slow_stream"]["runs"]
     st, sw = report["rate_switch"]["comparable"], report["rate_switch"]["switching"]
     return {
         "baselines (Fig. 7/8): ripple / NLW, XJoin / HW, n = 2..": {
-            "service time": [
-                [round(p["runs"]["ripple-join"]["us_per_tuple"] / p["runs"]["nlw-join"]["us_per_tuple"], 2) for p in pts],
-                [round(p["runs"]["xjoin"]["us_per_tuple"] / p["runs"]["hw-join"]["us_per_tuple"], 2) for p in pts],
-            ],
-            "comparisons": [
-                [round(p["runs"]["ripple-join"]["comparisons_per_tuple"] / max(p["runs"]["nlw-join"]["comparisons_per_tuple"], 1e-9), 2) for p in pts],
-                [round(p["runs"]["xjoin"]["comparisons_per_tuple"] / max(p["runs"]["hw-join"]["comparisons_per_tuple"], 1e-9), 2) for p in pts],
-            ],
+            key: [[round(p["runs"][slow][f] / max(p["runs"][fast][f], 1e-9), 2) for p in pts] for slow, fast in (("ripple-join", "nlw-join"), ("xjoin", "hw-join"))]
+            for key, f in MEASURES
         },
         "ICEIS work per second against rate (log-log slope)": {a: f["loglog_slope"] for a, f in ice["fits"].items()},
+        **{f"ICEIS {key} per second of input against rate (log-log slope)": {a: f["loglog_slope"] for a, f in fits.items()} for key, fits in ice["time_fits"].items()},
         "ICEIS memory, slow stream (mean tuples held)": {a: r["mean_held"] for a, r in slow.items()},
-        "baseline conclusions (service time, comparisons)": {
+        "baseline conclusions (service time, CPU time, comparisons)": {
             "NLW beats ripple join (Fig. 7)": [_beats(pts, "nlw-join", "ripple-join", f) for f in fields],
             "HW beats XJoin (Fig. 8)": [_beats(pts, "hw-join", "xjoin", f) for f in fields],
             "MW beats ripple join (Fig. 7)": [_beats(pts, "mw-join", "ripple-join", f) for f in fields],
         },
+        "circular-buffer hash join linear in rate (service time, CPU time, counted work)": [
+            *(fits["whj"]["loglog_slope"] < 1.3 for fits in ice["time_fits"].values()),
+            ice["fits"]["whj"]["loglog_slope"] < 1.3,
+        ],
         "conclusions (counted work)": {
             "circular-buffer hash join linear in rate": ice["fits"]["whj"]["loglog_slope"] < 1.3,
             "nested-loops join quadratic in rate": ice["fits"]["wnl-join"]["loglog_slope"] > 1.6,

@@ -78,19 +78,18 @@ def query_text(aliases: list[str]) -> str:
 
 def zeek_point(tuples: int, data_dir: str | Path | None = None) -> dict:
     """Every applicable W-join operator on the Zeek W-join; ``skipped``: the others, with their reason."""
-    from slidewise.bench.wjoin import _planned, measure
+    from slidewise.bench.wjoin import _planned, measure_all
 
     aliases, data = zeek_streams(tuples, data_dir)
     text = query_text(aliases)
     query = parse_wjoin(text)
-    runs, skipped = {}, {}
+    skipped = {}
     for a in ALGORITHMS:
         try:
             WJOINS[a].check(query)
         except SlidewiseError as e:
             skipped[a] = str(e)
-            continue
-        runs[a] = measure(a, text, data)
+    runs = measure_all([a for a in ALGORITHMS if a not in skipped], text, data)
     span_s = max(int(data["ts"][-1] - data["ts"][0]), 1) / 1000.0
     counts = np.bincount(data["stream"], minlength=len(aliases))
     rates = [float(c) / span_s for c in counts]

@@ -20,8 +20,8 @@ per equi-join attribute:
   the rate of new combinations over ``order[:k]``: the merge enumeration restricted to those
   streams, equalities among them applied.
 
-The ``per_arrival`` facts put the pipelines' per-tuple Python steps (MW-join works on a chunk's
-arrivals at once) in comparison units; ``slidewise bench wjoin`` measures both parts.
+The ``per_arrival`` facts put what an operator spends per arrival beyond its comparisons (all work
+on a chunk's arrivals at once) in comparison units; ``slidewise bench wjoin`` measures both parts.
 """
 
 from __future__ import annotations

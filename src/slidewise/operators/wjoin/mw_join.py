@@ -130,7 +130,7 @@ class MWJoin(Snapshots):
     #: facts read by the W-join planner (:mod:`slidewise.optimizer.wjoin`): the cost formula family
     #: (``merge``: Mode 2's enumeration; ``pipeline``: binary window joins), the tie rank, and the
     #: fixed cost of one arrival in comparisons, per level for a pipeline (``slidewise bench wjoin``
-    #: measures it: MW-join handles a chunk's arrivals together, the pipelines one by one in Python)
+    #: measures it; every operator handles a chunk's arrivals together)
     cost_family = "merge"
     preference = 0
     per_arrival = 0.0
