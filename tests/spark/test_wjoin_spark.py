@@ -63,13 +63,13 @@ def test_bucket_hosting_a_wjoin_operator_equals_the_local_engine(query, algorith
 
 @pytest.mark.spark
 def test_spark_wjoins_equal_local(spark, tmp_path):
-    """Form 1 on the join path's operator; Form 3 (a missing constraint) and DWINDOW on MW-join and
-    HW-join in one bucket; the same rows as the local engine."""
+    """Form 1 on the join path's operator; Form 3 (a missing constraint) and DWINDOW on HW-join and
+    NLW-join (the planner's choice) in one bucket; the same rows as the local engine."""
     frames = _frames(5, n=60)
     for s, df in frames.items():
         csv_files(df, tmp_path / s, 2)
     sources = {s: str(tmp_path / s) for s in frames}
-    for query, algorithm, ran in ((FORM1, None, "columnar"), (FORM3, "hw-join", "hw-join"), (DIRECTED, None, "mw-join")):
+    for query, algorithm, ran in ((FORM1, None, "columnar"), (FORM3, "hw-join", "hw-join"), (DIRECTED, None, "nlw-join")):
         res = slidewise.run(query, sources, engine="spark", spark=spark, once=True, algorithm=algorithm)
         local = _local(query, frames, algorithm)
         assert res.stats["algorithm"] == local.stats["algorithm"] == ran, query
@@ -101,6 +101,6 @@ def test_spark_wjoin_restart_after_stop_is_exactly_once(spark, runs, tmp_path):
     for s, df in frames.items():
         csv_files(df.iloc[half[s] :], tmp_path / s, 2, first=2)
     res = run_spark(FORM3, sources, once=True, **opts)
-    assert res.stats["input_ended"] and res.stats["algorithm"] == "mw-join"
+    assert res.stats["input_ended"] and res.stats["algorithm"] == "nlw-join"  # its buffers sealed between micro-batches
     want = norm(_local(FORM3, frames).results)
     assert want and norm(read_results(out)) == want

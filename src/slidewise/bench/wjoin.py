@@ -279,11 +279,12 @@ def summarize(report: dict) -> dict:
 
 
 def per_arrival(points: list[dict]) -> dict:
-    """The operators' ``per_arrival`` facts as measured. MW-join's service time per tuple is fitted as
+    """The operators' ``per_arrival`` facts as measured. MW-join's CPU time per tuple (steadier than
+    wall time on a shared machine) is fitted as
     ``a`` · comparisons + ``r`` with ``a, r >= 0`` (least squares; ``a``: time per comparison); an
     operator's per-arrival cost is what it spends beyond its comparisons, per arrival (and level, for
     a pipeline), divided by ``a``: the median over the points, beside the planner's fact."""
-    mw = np.array([[p["runs"]["mw-join"]["comparisons_per_tuple"], 1.0, p["runs"]["mw-join"]["us_per_tuple"]] for p in points])
+    mw = np.array([[p["runs"]["mw-join"]["comparisons_per_tuple"], 1.0, p["runs"]["mw-join"]["cpu_us_per_tuple"]] for p in points])
     per_cmp, _ = _non_negative_fit(mw[:, :2], mw[:, 2])
     if per_cmp <= 0:
         return {}
@@ -291,7 +292,7 @@ def per_arrival(points: list[dict]) -> dict:
     for a in points[0]["runs"]:
         cls = WJOINS[a]
         levels = [p["n"] - 1 if cls.cost_family == "pipeline" else 1 for p in points]
-        rest = [(p["runs"][a]["us_per_tuple"] - per_cmp * p["runs"][a]["comparisons_per_tuple"]) / per_cmp / k for p, k in zip(points, levels)]
+        rest = [(p["runs"][a]["cpu_us_per_tuple"] - per_cmp * p["runs"][a]["comparisons_per_tuple"]) / per_cmp / k for p, k in zip(points, levels)]
         out[a] = [round(max(float(np.median(rest)), 0.0), 1), cls.per_arrival]
     out["us per comparison"] = float(f"{per_cmp:.3g}")
     return out

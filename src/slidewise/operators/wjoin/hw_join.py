@@ -27,7 +27,7 @@ class HWJoin(NLWJoin):
 
     name = "hw-join"
     preference = 2
-    per_arrival = 1140.0
+    per_arrival = 4.0
     hashed = True
 
     @classmethod
