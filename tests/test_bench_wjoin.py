@@ -53,7 +53,9 @@ def _baselines(report: dict, out) -> None:
     assert all(p["runs"]["whj"]["results"] for p in ice["sweep"])
     # the circular-buffer hash join's work grows linearly with the input rate, the nested-loops joins' quadratically
     assert 0.8 <= ice["fits"]["whj"]["loglog_slope"] <= 1.3 and abs(ice["fits"]["whj"]["quadratic_share_at_max"]) < 0.2
-    assert set(ice["time_fits"]) == {"service time", "CPU time"} and report["summary"]["circular-buffer hash join linear in rate (service time, CPU time, counted work)"][2]
+    assert (
+        set(ice["time_fits"]) == {"service time", "CPU time"} and report["summary"]["circular-buffer hash join linear in rate (service time, CPU time, counted work)"][2]
+    )
     assert all(ice["fits"][a]["loglog_slope"] >= 1.6 and ice["fits"][a]["quadratic_share_at_max"] > 0.5 for a in ("wnl-join", "wnl-own"))
     for p in ice["sweep"]:  # per arrival: one insert, the expired tuples (about one) and a bucket of matches
         assert p["runs"]["whj"]["comparisons_per_tuple"] < 2.5 < p["runs"]["wnl-join"]["comparisons_per_tuple"]

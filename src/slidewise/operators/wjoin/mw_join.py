@@ -213,8 +213,9 @@ class MWJoin(Snapshots):
         bufs = self.buffers
         idx = {stream: np.searchsorted(bufs[stream].pos, pos)}
         ts = bufs[stream].ts[idx[stream]]
-        lo = {j: ts - self.d[j][stream] for j in range(self.n)}
-        hi = {j: ts + self.d[stream][j] for j in range(self.n)}
+        rest = self.orders[stream][1:]
+        lo = {j: ts - self.d[j][stream] for j in rest}  # the periods over the streams still to add
+        hi = {j: ts + self.d[stream][j] for j in rest}
         for j in self.orders[stream][1:]:
             b = bufs[j]
             end = np.searchsorted(b.pos, pos)  # the tuples that arrived before the new one
@@ -239,7 +240,8 @@ class MWJoin(Snapshots):
             idx = {k: v[take] for k, v in idx.items()}
             idx[j], pos = picked, pos[take]
             t_j = b.ts[picked]
-            for k in range(self.n):  # shrink every partial combination's period
+            del lo[j], hi[j]
+            for k in lo:  # shrink every partial combination's period
                 lo[k] = np.maximum(lo[k][take], t_j - self.d[k][j])
                 hi[k] = np.minimum(hi[k][take], t_j + self.d[j][k])
             if self.step_eqs[stream][j]:  # the equalities the new member completes
