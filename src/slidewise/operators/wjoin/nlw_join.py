@@ -249,9 +249,9 @@ class NLWJoin(Snapshots):
         if keys[0] is None or keys[1] is None:
             return np.zeros(len(left), np.int64), np.zeros(len(right), np.int64), 0
         every = np.concatenate(keys)
-        low = int(every.min()) if every.dtype.kind in "iub" else 0
-        if every.dtype.kind in "iub" and int(every.max()) - low < 4 * len(every):
-            codes = every.astype(np.int64) - low
+        every = every.astype(np.int64) if every.dtype.kind == "b" else every
+        if every.dtype.kind in "iu" and int(every.max()) - int(every.min()) < 4 * len(every):
+            codes = (every - every.min()).astype(np.int64)
         else:
             codes = np.unique(every, return_inverse=True)[1].reshape(-1).astype(np.int64)
         return codes[: len(left)], codes[len(left) :], int(codes.max(initial=0))
