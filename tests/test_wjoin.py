@@ -3,6 +3,8 @@ against the oracle of tests/oracle_wjoin.py."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -445,3 +447,15 @@ def test_bucket_search_beyond_one_integer():
             search = bisect.bisect_left if side == "left" else bisect.bisect_right
             expected = [search(pairs, (int(c), int(v))) for c, v in zip(q_code, q_value)]
             assert _Sorted(code, 8, v=value).search("v", q_code, q_value, side).tolist() == expected, (span, side)
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [np.array([True, False, True, True]), np.array([2**64 - 1, 7, 2**64 - 1, 7], np.uint64), np.array(["x", "y", "x", "x"], object), np.array([10**15, 3, 10**15, 3])],
+)
+def test_hw_join_buckets_any_key_type(keys):
+    """Booleans, large unsigned, text and spread-out integers as hash keys: MW-join's results."""
+    query = parse_wjoin("SELECT * FROM A, B WINDOW = 5 WHERE A.k = B.k")
+    batches = [StreamBatch(0, [0, 2, 4, 6], [1, 2, 3, 4], {"k": keys}), StreamBatch(1, [1, 3, 5, 7], [1, 2, 3, 4], {"k": keys})]
+    hw, mw = (WJOINS[a](query).process(batches).keys() for a in ("hw-join", "mw-join"))
+    assert hw == mw and len(hw) == sum(c * c for c in Counter(keys.tolist()).values())  # every pair within the window
