@@ -12,7 +12,8 @@ one before it (computed as the first row of the block) and emit the rows
 that entered (+1) / left (−1) the answer.
 
 Evaluations are computed in blocks of ``E`` consecutive instants (as many as
-keep ``E × groups`` near :data:`BLOCK_CELLS`). In a block the groups are
+keep ``E × groups`` near :data:`BLOCK_CELLS`, over at most
+:data:`SPAN_WINDOWS` windows). In a block the groups are
 dictionary-encoded in value order, and the window boundaries (the ends ``τ``
 and the starts ``τ − T − 1``) cut time into panes; every tuple is
 pre-aggregated once into its pane (one accumulator of
@@ -34,10 +35,19 @@ from slidewise.optimizer.pane_plan import SlidingAggregate
 from slidewise.plan.expr import evaluate
 from slidewise.synopses import SYNOPSES, running
 
-__all__ = ["BLOCK_CELLS", "PaneRun", "TupleBuffer", "WindowAnswers", "select"]
+__all__ = ["BLOCK_CELLS", "SPAN_WINDOWS", "PaneRun", "TupleBuffer", "WindowAnswers", "block_length", "select"]
 
 #: target size of a block's (evaluations x groups) answer matrices (a few MB: they stay in cache)
 BLOCK_CELLS = 1 << 19
+#: a block spans at most this many of its longest windows: groups that come and go (many keys, few in a
+#: window) fill a block's matrices with empty cells in proportion to its span
+SPAN_WINDOWS = 4
+
+
+def block_length(groups: int, window: int, unit: int) -> int:
+    """How many ``unit``s of time a block spans: about :data:`BLOCK_CELLS` answer cells for ``groups`` groups,
+    and at most :data:`SPAN_WINDOWS` windows of ``window`` time units."""
+    return max(1, min(BLOCK_CELLS // max(groups, 1), SPAN_WINDOWS * window // unit))
 
 
 class Answers:
@@ -268,7 +278,7 @@ class PaneRun(WindowAnswers):
             if k0 is None:
                 return
             ts = buf["ts"]
-            e = max(1, BLOCK_CELLS // max(self.groups_seen, 1))
+            e = block_length(self.groups_seen, T + 1 + lead * D, D)
             k1 = min(k_last + 1, k0 + e)
             lo = np.searchsorted(ts, (k0 - lead) * D - T, "left")
             hi = np.searchsorted(ts, (k1 - 1) * D, "right")

@@ -27,7 +27,7 @@ import numpy as np
 
 from slidewise.optimizer.sharing import Group
 from slidewise.plan.expr import columns_of, evaluate
-from slidewise.runtime.pane_engine import BLOCK_CELLS, PaneRun, TupleBuffer, encode_groups, select
+from slidewise.runtime.pane_engine import PaneRun, TupleBuffer, block_length, encode_groups, select
 from slidewise.synopses.batch import WindowBatch
 
 __all__ = ["SharedRun"]
@@ -87,7 +87,8 @@ class SharedRun:
                 return
             ts = buf["ts"]
             self.buffered_peak = max(self.buffered_peak, len(ts))
-            e = max(1, BLOCK_CELLS // max(self.groups_seen, 1))
+            longest = max(r.spec.length + 1 + r.lead * r.spec.slide for r, _, _ in work)
+            e = block_length(self.groups_seen, longest, self.pane)
             start = min((k0 - r.lead) * r.spec.slide - r.spec.length - 1 for r, k0, _ in work)
             # a block ends at the earliest member's e-th evaluation, and spans at most ~e panes of the grid
             end = min(min(last, k0 + e - 1) * r.spec.slide for r, k0, last in work)
