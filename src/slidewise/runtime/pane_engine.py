@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from slidewise import synopses
 from slidewise.operators.aggregates import accumulator
 from slidewise.operators.aggregates.subtractable import Count
 from slidewise.optimizer.pane_plan import SlidingAggregate
 from slidewise.plan.expr import evaluate
 from slidewise.synopses import SYNOPSES, running
+from slidewise.synopses.batch import WindowBatch
 
 __all__ = ["BLOCK_CELLS", "SPAN_WINDOWS", "PaneRun", "TupleBuffer", "WindowAnswers", "block_length", "select"]
 
@@ -196,8 +196,22 @@ class WindowAnswers(Answers):
         """Emit the windows ``[lo[k], hi[k])`` of pane rows of :meth:`partials` at the instants ``ends``
         (ISTREAM / DSTREAM: the first window is the evaluation before, compared only); ``uniq``: each
         group's key values (the partials' columns); ``memo`` as in :meth:`respond`."""
-        values = [None if r is None else synopses.values(r[1], r[0], r[2], lo, hi, memo) for r in self.requests(partials)]
-        self.conclude(uniq, values, ends)
+        batch = WindowBatch(memo)
+        handles = [None if r is None else batch.request(*r, lo, hi) for r in self.requests(partials)]
+        batch.run()
+        self.deliver(uniq, batch, handles, ends)
+
+    def deliver(self, uniq: list[np.ndarray], batch: WindowBatch, handles: list, ends: np.ndarray) -> None:
+        """Emit the windows at the instants ``ends`` from the answers of ``batch`` to the :meth:`requests`
+        ``handles``. RSTREAM without HAVING or group filter reads each value at the rows only (the non-zero
+        counts: work in proportion to the non-empty (window, group) cells), else whole windows."""
+        if self.lead or self.spec.having is not None or self.key_filter is not None:
+            self.conclude(uniq, [None if h is None else batch.result(h) for h in handles], ends)
+            return
+        per_window, group = batch.present(handles[0])
+        counted = None in handles[1:]  # the COUNT(*) values are read only for a COUNT(*) column
+        taken = [None if h is None or (i == 0 and not counted) else batch.take(h, per_window, group, handles[0]) for i, h in enumerate(handles)]
+        self.emit_rows(uniq, per_window, group, taken, ends)
 
     def conclude(self, uniq: list[np.ndarray], values: list, ends: np.ndarray) -> None:
         """Emit the windows at the instants ``ends`` from the values of :meth:`requests` ((windows x groups)
