@@ -91,7 +91,7 @@ def test_batch_rows_read_at_cells_equal_whole_windows(block, aggregate, queries)
         handles.append(tuple(batch.request(x, s, p, a, b) for batch in (sparse, dense) for x, s, p in ((count, running.windows, tally), (acc, SYNOPSES[synopsis], part))))
     sparse.run()
     dense.run()
-    for (a, b), (cs, vs, cd, vd) in zip(asks, handles):
+    for cs, vs, cd, vd in handles:
         per_window, column = sparse.present(cs)
         n = dense.result(cd)[0]
         assert np.array_equal(per_window, np.count_nonzero(n, axis=1))

@@ -8,6 +8,10 @@ each (partial, synopsis, accumulator with its parameters) answers the distinct
 windows of all of them at once — one synopsis probe and one
 :meth:`~slidewise.operators.aggregates.base.Accumulator.value` per distinct
 window, in row chunks of bounded size — then hands each request its rows.
+When a request's rows are the non-zero cells of a count request over the same
+windows (RSTREAM without HAVING), its values are computed at those cells of its
+distinct windows only (:func:`slidewise.synopses.cells`: in proportion to the
+non-empty (window, group) cells, not windows × groups).
 Windows are independent rows, so each query's values equal its own pass.
 """
 
