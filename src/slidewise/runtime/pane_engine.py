@@ -12,7 +12,8 @@ one before it (computed as the first row of the block) and emit the rows
 that entered (+1) / left (−1) the answer.
 
 Evaluations are computed in blocks of ``E`` consecutive instants (as many as
-keep ``E × groups`` near :data:`BLOCK_CELLS`). In a block the groups are
+keep ``E × groups`` near :data:`BLOCK_CELLS`, over at most
+:data:`SPAN_WINDOWS` windows). In a block the groups are
 dictionary-encoded in value order, and the window boundaries (the ends ``τ``
 and the starts ``τ − T − 1``) cut time into panes; every tuple is
 pre-aggregated once into its pane (one accumulator of
@@ -27,17 +28,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from slidewise import synopses
 from slidewise.operators.aggregates import accumulator
 from slidewise.operators.aggregates.subtractable import Count
 from slidewise.optimizer.pane_plan import SlidingAggregate
 from slidewise.plan.expr import evaluate
 from slidewise.synopses import SYNOPSES, running
+from slidewise.synopses.batch import WindowBatch
 
-__all__ = ["BLOCK_CELLS", "PaneRun", "TupleBuffer", "WindowAnswers", "select"]
+__all__ = ["BLOCK_CELLS", "SPAN_WINDOWS", "PaneRun", "TupleBuffer", "WindowAnswers", "block_length", "select"]
 
 #: target size of a block's (evaluations x groups) answer matrices (a few MB: they stay in cache)
 BLOCK_CELLS = 1 << 19
+#: a block spans at most this many of its longest windows: groups that come and go (many keys, few in a
+#: window) fill a block's matrices with empty cells in proportion to its span
+SPAN_WINDOWS = 4
+
+
+def block_length(groups: int, window: int, unit: int) -> int:
+    """How many ``unit``s of time a block spans: about :data:`BLOCK_CELLS` answer cells for ``groups`` groups,
+    and at most :data:`SPAN_WINDOWS` windows of ``window`` time units."""
+    return max(1, min(BLOCK_CELLS // max(groups, 1), SPAN_WINDOWS * window // unit))
 
 
 class Answers:
@@ -186,8 +196,22 @@ class WindowAnswers(Answers):
         """Emit the windows ``[lo[k], hi[k])`` of pane rows of :meth:`partials` at the instants ``ends``
         (ISTREAM / DSTREAM: the first window is the evaluation before, compared only); ``uniq``: each
         group's key values (the partials' columns); ``memo`` as in :meth:`respond`."""
-        values = [None if r is None else synopses.values(r[1], r[0], r[2], lo, hi, memo) for r in self.requests(partials)]
-        self.conclude(uniq, values, ends)
+        batch = WindowBatch(memo)
+        handles = [None if r is None else batch.request(*r, lo, hi) for r in self.requests(partials)]
+        batch.run()
+        self.deliver(uniq, batch, handles, ends)
+
+    def deliver(self, uniq: list[np.ndarray], batch: WindowBatch, handles: list, ends: np.ndarray) -> None:
+        """Emit the windows at the instants ``ends`` from the answers of ``batch`` to the :meth:`requests`
+        ``handles``. RSTREAM without HAVING or group filter reads each value at the rows only (the non-zero
+        counts: work in proportion to the non-empty (window, group) cells), else whole windows."""
+        if self.lead or self.spec.having is not None or self.key_filter is not None:
+            self.conclude(uniq, [None if h is None else batch.result(h) for h in handles], ends)
+            return
+        per_window, group = batch.present(handles[0])
+        counted = None in handles[1:]  # the COUNT(*) values are read only for a COUNT(*) column
+        taken = [None if h is None or (i == 0 and not counted) else batch.take(h, per_window, group, handles[0]) for i, h in enumerate(handles)]
+        self.emit_rows(uniq, per_window, group, taken, ends)
 
     def conclude(self, uniq: list[np.ndarray], values: list, ends: np.ndarray) -> None:
         """Emit the windows at the instants ``ends`` from the values of :meth:`requests` ((windows x groups)
@@ -268,7 +292,7 @@ class PaneRun(WindowAnswers):
             if k0 is None:
                 return
             ts = buf["ts"]
-            e = max(1, BLOCK_CELLS // max(self.groups_seen, 1))
+            e = block_length(self.groups_seen, T + 1 + lead * D, D)
             k1 = min(k_last + 1, k0 + e)
             lo = np.searchsorted(ts, (k0 - lead) * D - T, "left")
             hi = np.searchsorted(ts, (k1 - 1) * D, "right")

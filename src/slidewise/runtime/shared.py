@@ -27,7 +27,7 @@ import numpy as np
 
 from slidewise.optimizer.sharing import Group
 from slidewise.plan.expr import columns_of, evaluate
-from slidewise.runtime.pane_engine import BLOCK_CELLS, PaneRun, TupleBuffer, encode_groups, select
+from slidewise.runtime.pane_engine import PaneRun, TupleBuffer, block_length, encode_groups, select
 from slidewise.synopses.batch import WindowBatch
 
 __all__ = ["SharedRun"]
@@ -87,7 +87,8 @@ class SharedRun:
                 return
             ts = buf["ts"]
             self.buffered_peak = max(self.buffered_peak, len(ts))
-            e = max(1, BLOCK_CELLS // max(self.groups_seen, 1))
+            longest = max(r.spec.length + 1 + r.lead * r.spec.slide for r, _, _ in work)
+            e = block_length(self.groups_seen, longest, self.pane)
             start = min((k0 - r.lead) * r.spec.slide - r.spec.length - 1 for r, k0, _ in work)
             # a block ends at the earliest member's e-th evaluation, and spans at most ~e panes of the grid
             end = min(min(last, k0 + e - 1) * r.spec.slide for r, k0, last in work)
@@ -154,13 +155,7 @@ class SharedRun:
             asked.append((r, ends, handles))
         batch.run()
         for r, ends, handles in asked:
-            if r.lead or r.spec.having is not None or r.key_filter is not None:
-                r.conclude(uniq, [None if h is None else batch.result(h) for h in handles], ends)
-            else:  # the rows are the non-zero counts: read each value at them, not whole windows
-                per_window, group = batch.present(handles[0])
-                counted = None in handles[1:]  # the COUNT(*) values are read only for a COUNT(*) column
-                taken = [None if h is None or (i == 0 and not counted) else batch.take(h, per_window, group) for i, h in enumerate(handles)]
-                r.emit_rows(uniq, per_window, group, taken, ends)
+            r.deliver(uniq, batch, handles, ends)
         self.states |= {k for k in cache if len(k) == 2}
         self.groups_seen = max(r.groups_seen for r, _, _ in jobs) * R  # a block's cells: groups x regions
         self.partial_bytes_peak = max(self.partial_bytes_peak, sum(x.nbytes for k, v in cache.items() if len(k) == 2 for x in v[1]))

@@ -16,10 +16,13 @@ windows``), in whole-array numpy operations.
 * :mod:`~slidewise.synopses.basic_interval` — MIN/MAX: the panes alone, b
   probes per window.
 
-:data:`SYNOPSES` maps a name to its ``windows(acc, partials, lo, hi, memo=None)``; a ``memo`` dict
+:data:`SYNOPSES` maps a name to its ``windows(acc, partials, lo, hi, memo=None)`` (and
+:func:`cells` evaluates given (window, column) cells only); a ``memo`` dict
 shared by the queries of one synopsis (:mod:`slidewise.runtime.shared`) keeps what they all probe.
 :func:`cost` gives each one's space and probes per answer for windows of b panes.
 """
+
+import numpy as np
 
 from slidewise.synopses import basic_interval, interval, running
 
@@ -34,6 +37,23 @@ def values(synopsis, acc, partials: tuple, lo, hi, memo: dict | None = None) -> 
     if synopsis is running.windows and between is not None:
         return between(running.memoized(memo, "running", partials, acc.prefix), lo, hi)
     return acc.value(synopsis(acc, partials, lo, hi, memo))
+
+
+def cells(synopsis, acc, partials: tuple, lo, hi, col, memo: dict | None = None) -> tuple | None:
+    """``acc``'s value (and null mask) at the cells ``(window [lo[c], hi[c]) of pane rows, column col[c])``, 1-D:
+    work in proportion to the cells asked (the non-empty ones of sparse groups) instead of windows x
+    columns; None when ``acc`` and ``synopsis`` have no such evaluation (then :func:`values` answers)."""
+    lo, hi, col = (np.asarray(x, dtype=np.int64) for x in (lo, hi, col))
+    at = getattr(acc, "between_cells", None)
+    if at is not None:
+        return at(running.memoized(memo, "running", partials, acc.prefix), lo, hi, col) if synopsis is running.windows else None
+    if not acc.cellwise:
+        return None
+    if synopsis is running.windows:
+        return acc.value(running.cells(acc, partials, lo, hi, col, memo))
+    if synopsis is interval.windows and getattr(acc, "idempotent", False):
+        return acc.value(interval.cells(acc, partials, lo, hi, col, memo))
+    return None
 
 
 def cost(name: str, b: int, overlapping: bool = False) -> tuple[int, int]:
@@ -62,4 +82,4 @@ def costs(kinds: dict[str, bool], b: int) -> str:
 #: aggregates whose partials merge idempotently (the interval synopsis probes two overlapping intervals)
 OVERLAPPING = ("min", "max")
 
-__all__ = ["OVERLAPPING", "SYNOPSES", "basic_interval", "cost", "costs", "interval", "running", "values"]
+__all__ = ["OVERLAPPING", "SYNOPSES", "basic_interval", "cells", "cost", "costs", "interval", "running", "values"]

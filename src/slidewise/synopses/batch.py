@@ -8,6 +8,10 @@ each (partial, synopsis, accumulator with its parameters) answers the distinct
 windows of all of them at once — one synopsis probe and one
 :meth:`~slidewise.operators.aggregates.base.Accumulator.value` per distinct
 window, in row chunks of bounded size — then hands each request its rows.
+When a request's rows are the non-zero cells of a count request over the same
+windows (RSTREAM without HAVING), its values are computed at those cells of its
+distinct windows only (:func:`slidewise.synopses.cells`: in proportion to the
+non-empty (window, group) cells, not windows × groups).
 Windows are independent rows, so each query's values equal its own pass.
 """
 
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from slidewise.synopses import cells as cells_of
 from slidewise.synopses import values
 
 __all__ = ["CHUNK_CELLS", "WindowBatch"]
@@ -25,14 +30,16 @@ CHUNK_CELLS = 1 << 18
 
 class WindowBatch:
     """:meth:`request` windows, :meth:`run` once, then :meth:`result` of each request (a windows x columns
-    matrix), or its cells at given columns (:meth:`present`, :meth:`take`)."""
+    matrix), or its cells at the non-zero cells of a count request (:meth:`present`, :meth:`take`)."""
 
     def __init__(self, memo: dict | None = None):
         self.memo = {} if memo is None else memo
         self.asks: dict[tuple, list] = {}  # batch key -> [(accumulator, synopsis, partial), [(lo, hi), ...]]
-        self.unique: dict[tuple, tuple] = {}  # batch key -> (values, null) of its distinct windows
+        self.windows: dict[tuple, tuple] = {}  # batch key -> its distinct windows (lo, hi, code), codes ascending
+        self.unique: dict[tuple, tuple] = {}  # batch key -> (values, null) of its distinct windows (on demand)
         self.rows: dict[tuple, np.ndarray] = {}  # handle -> its windows' rows in those
         self.nonzero: dict[tuple, tuple] = {}  # batch key -> the non-zero cells of its distinct windows
+        self.sparse: dict[tuple, tuple | None] = {}  # batch key -> its values at the cells of a count request
 
     def request(self, acc, synopsis, partial: tuple, lo: np.ndarray, hi: np.ndarray) -> tuple:
         """Ask ``acc``'s value over the windows ``[lo, hi)`` of pane rows of ``partial`` via ``synopsis``
@@ -43,11 +50,22 @@ class WindowBatch:
         return key, len(entry[1]) - 1
 
     def run(self) -> None:
-        for key, ((acc, synopsis, partial), windows) in self.asks.items():
+        """Find each batch key's distinct windows (their values are computed when first read)."""
+        for key, (_, windows) in self.asks.items():
             lo = np.concatenate([w[0] for w in windows]).astype(np.int64)
             hi = np.concatenate([w[1] for w in windows]).astype(np.int64)
-            pair, inv = np.unique(lo * (int(hi.max(initial=0)) + 1) + hi, return_index=True, return_inverse=True)[1:]
-            ulo, uhi = lo[pair], hi[pair]
+            code, pair, inv = np.unique((lo << 32) | hi, return_index=True, return_inverse=True)  # pane rows < 2**31
+            self.windows[key] = (lo[pair], hi[pair], code)
+            bounds = np.cumsum([0] + [len(w[0]) for w in windows])
+            inv = inv.reshape(-1)
+            for j in range(len(windows)):
+                self.rows[key, j] = inv[bounds[j] : bounds[j + 1]]
+
+    def _dense(self, key: tuple) -> tuple:
+        """The (values, null) of a batch key's distinct windows (windows x columns), in row chunks."""
+        if key not in self.unique:
+            acc, synopsis, partial = self.asks[key][0]
+            ulo, uhi, _ = self.windows[key]
             width = max(1, int(getattr(acc, "width", 0)), partial[0].shape[1])
             step = max(1, CHUNK_CELLS // width)
             parts = [values(synopsis, acc, partial, ulo[i : i + step], uhi[i : i + step], self.memo) for i in range(0, len(ulo), step)]
@@ -57,38 +75,69 @@ class WindowBatch:
             if any(m is not None for m in nulls):
                 null = nulls[0] if len(nulls) == 1 else np.concatenate([np.zeros(p[0].shape, bool) if m is None else m for p, m in zip(parts, nulls)])
             self.unique[key] = (vals, null)
-            bounds = np.cumsum([0] + [len(w[0]) for w in windows])
-            inv = inv.reshape(-1)
-            for j in range(len(windows)):
-                self.rows[key, j] = inv[bounds[j] : bounds[j + 1]]
+        return self.unique[key]
 
     def result(self, handle: tuple) -> tuple:
         """The (values, null mask or None) of a request: rows = its windows, columns = the partial's."""
-        vals, null = self.unique[handle[0]]
+        vals, null = self._dense(handle[0])
         rows = self.rows[handle]
         return _rows(vals, rows), None if null is None else _rows(null, rows)
+
+    def _nonzero(self, key: tuple) -> tuple:
+        """For a batch key of counts: the non-zero cells of each distinct window (how many, the first's
+        index, their columns in order)."""
+        if key not in self.nonzero:
+            vals = self._dense(key)[0]
+            nz = vals != 0
+            per = np.count_nonzero(nz, axis=1)
+            self.nonzero[key] = (per, np.concatenate([[0], np.cumsum(per)]), np.flatnonzero(nz) % max(vals.shape[1], 1))
+        return self.nonzero[key]
 
     def present(self, handle: tuple) -> tuple[np.ndarray, np.ndarray]:
         """For a request of counts: how many non-zero cells each of its windows has, and their columns
         in order (found once per distinct window)."""
-        key = handle[0]
-        if key not in self.nonzero:
-            vals = self.unique[key][0]
-            nz = vals != 0
-            per = np.count_nonzero(nz, axis=1)
-            self.nonzero[key] = (per, np.concatenate([[0], np.cumsum(per)]), np.flatnonzero(nz) % max(vals.shape[1], 1))
-        per, start, column = self.nonzero[key]
+        per, start, column = self._nonzero(handle[0])
         rows = self.rows[handle]
         per_window = per[rows]
-        firsts = start[rows] - (np.cumsum(per_window) - per_window)  # each window's first cell, less its first row
-        return per_window, column[np.repeat(firsts, per_window) + np.arange(int(per_window.sum()))]
+        return per_window, column[_ranges(start[rows], per_window)]
 
-    def take(self, handle: tuple, per_window: np.ndarray, columns: np.ndarray) -> tuple:
+    def take(self, handle: tuple, per_window: np.ndarray, columns: np.ndarray, count: tuple | None = None) -> tuple:
         """The (values, null mask or None) of a request at the cells ``columns`` of its windows, ``per_window``
-        of them in each window in order (as :meth:`present` gives)."""
-        vals, null = self.unique[handle[0]]
+        of them in each window in order (as :meth:`present` gives for the request ``count``). With ``count``
+        (a request over the same windows and columns), values not yet computed for whole windows are
+        computed at the non-zero cells of ``count``'s windows only (:func:`slidewise.synopses.cells`)."""
+        key = handle[0]
+        got = self._sparse(key, count[0]) if count is not None and key not in self.unique else None
+        if got is not None:
+            vals, null, start = got
+            at = _ranges(start[self.rows[handle]], per_window)
+            return vals.take(at), None if null is None else null.take(at)
+        vals, null = self._dense(key)
         flat = np.repeat(self.rows[handle].astype(np.int64) * vals.shape[1], per_window) + columns
         return vals.reshape(-1).take(flat), None if null is None else null.reshape(-1).take(flat)
+
+    def _sparse(self, key: tuple, count: tuple) -> tuple | None:
+        """A batch key's (values, null, first cell of each distinct window) at the non-zero cells of the count
+        key ``count`` in its windows; None when its accumulator evaluates whole windows only."""
+        if key not in self.sparse:
+            acc, synopsis, partial = self.asks[key][0]
+            ulo, uhi, code = self.windows[key]
+            clo, _, ccode = self.windows[count]
+            at = np.minimum(np.searchsorted(ccode, code), len(ccode) - 1)
+            out = None
+            if len(at) and bool(np.all(ccode[at] == code)):  # (every window asked of the count: always in a block)
+                per, start, column = self._nonzero(count)
+                per = per[at]
+                cells = _ranges(start[at], per)
+                out = cells_of(synopsis, acc, partial, np.repeat(ulo, per), np.repeat(uhi, per), column[cells], self.memo)
+            self.sparse[key] = None if out is None else (out[0], out[1], np.concatenate([[0], np.cumsum(per)[:-1]]).astype(np.int64))
+        return self.sparse[key]
+
+
+def _ranges(first: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """The indices ``first[k] .. first[k] + length[k] − 1`` of every k, concatenated."""
+    total = int(length.sum())
+    return np.repeat(first - (np.cumsum(length) - length), length) + np.arange(total)
 
 
 def _rows(x: np.ndarray, rows: np.ndarray) -> np.ndarray:

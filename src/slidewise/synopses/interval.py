@@ -76,6 +76,24 @@ def doubling(acc, partials: tuple, depth: int, levels: list[tuple] | None = None
     return out
 
 
+def _table(acc, partials: tuple, need: int, memo: dict | None) -> list[tuple]:
+    """The intervals of 2^l panes starting at every pane, l = 0 .. ``need`` (kept in ``memo``)."""
+    key = ("doubling", id(partials))
+    table = None if memo is None else memo.get(key)
+    if table is None or len(table) <= need:
+        table = doubling(acc, partials, need, table)
+        if memo is not None:
+            memo[key] = table
+    return table
+
+
+def _levels(width: np.ndarray) -> np.ndarray:
+    """⌊log2 width⌋ (exact for integers); -1 for an empty window."""
+    level = np.frexp(np.maximum(width, 1))[1].astype(np.int64) - 1
+    level[width <= 0] = -1
+    return level
+
+
 def _overlapping(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dict | None) -> tuple:
     """Each window ``[lo, hi)`` as the merge of the intervals of 2^l panes at its two ends (``acc.merge``
     idempotent in the value; the count component then only tells whether a cell has values)."""
@@ -84,21 +102,55 @@ def _overlapping(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dic
     res = acc.identity((len(lo),) + partials[0].shape[1:])
     if not len(lo) or width.max(initial=0) <= 0:
         return res
-    need = int(width.max()).bit_length() - 1
-    key = ("doubling", id(partials))
-    table = None if memo is None else memo.get(key)
-    if table is None or len(table) <= need:
-        table = doubling(acc, partials, need, table)
-        if memo is not None:
-            memo[key] = table
-    level = np.frexp(np.maximum(width, 1))[1].astype(np.int64) - 1  # ⌊log2 width⌋ (exact for integers)
-    level[width <= 0] = -1
+    table = _table(acc, partials, int(width.max()).bit_length() - 1, memo)
+    level = _levels(width)
     for lv in np.unique(level[level >= 0]).tolist():
         rows = np.flatnonzero(level == lv)
         part = table[lv]
         left = tuple(x[lo[rows]] for x in part)
         right = tuple(x[hi[rows] - (1 << lv)] for x in part)
         merged = acc.merge(left, right)
+        if len(rows) == len(lo):
+            return merged
+        for r, m in zip(res, merged):
+            r[rows] = m
+    return res
+
+
+def _compact(acc, partials: tuple, memo: dict | None) -> tuple[np.ndarray, tuple]:
+    """The cells of ``partials`` with values, column-major (each column's panes in order): their states as
+    one row, and for each key ``column × panes + pane`` how many of them come before it (kept in ``memo``)."""
+    key = ("compact", id(partials))
+    if memo is not None and key in memo:
+        return memo[key]
+    empty = acc.identity((1, 1))
+    held = np.ascontiguousarray(np.logical_or.reduce([x != e for x, e in zip(partials, empty)]).T)
+    col, pane = np.nonzero(held)
+    before = np.zeros(held.size + 1, np.int64)
+    np.cumsum(held.reshape(-1), dtype=np.int64, out=before[1:])
+    out = before, tuple(x[pane, col] for x in partials)
+    if memo is not None:
+        memo[key] = out
+    return out
+
+
+def cells(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, col: np.ndarray, memo: dict | None = None) -> tuple:
+    """The state of the cells ``(window [lo[c], hi[c]) of pane rows, column col[c])`` (``acc`` idempotent):
+    a cell's panes with values are a run of the column-major compacted cells (:func:`_compact`: sparse
+    groups keep few), merged by two probes of the intervals of 2^l of them (1-D state components)."""
+    before, row = _compact(acc, partials, memo)
+    panes = partials[0].shape[0]
+    first, after = before.take(col * panes + lo), before.take(col * panes + hi)
+    width = after - first
+    res = acc.identity((len(lo),))
+    if not len(lo) or width.max(initial=0) <= 0:
+        return res
+    table = _table(acc, row, int(width.max()).bit_length() - 1, memo)
+    level = _levels(width)
+    for lv in np.unique(level[level >= 0]).tolist():
+        rows = np.flatnonzero(level == lv)
+        part = table[lv]
+        merged = acc.merge(tuple(x[first[rows]] for x in part), tuple(x[after[rows] - (1 << lv)] for x in part))
         if len(rows) == len(lo):
             return merged
         for r, m in zip(res, merged):

@@ -20,6 +20,17 @@ def windows(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dict | N
     return acc.subtract(tuple(_rows(r, hi) for r in run), tuple(_rows(r, lo) for r in run))
 
 
+def cells(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, col: np.ndarray, memo: dict | None = None) -> tuple:
+    """The state of the cells ``(window [lo[c], hi[c]) of pane rows, column col[c])``: two probes of the
+    running merges per cell (1-D state components)."""
+    if not acc.subtractable:
+        raise ValueError(f"{type(acc).__name__} is not subtractable: use an interval synopsis")
+    run = memoized(memo, "running", partials, acc.prefix)
+    width = run[0].shape[1]
+    top, bottom = hi * width + col, lo * width + col
+    return acc.subtract(tuple(r.reshape(-1).take(top) for r in run), tuple(r.reshape(-1).take(bottom) for r in run))
+
+
 def memoized(memo: dict | None, kind: str, partials: tuple, build):
     """``build(partials)``, kept in ``memo`` (if given) under ``kind`` and the partials' identity."""
     key = (kind, id(partials))

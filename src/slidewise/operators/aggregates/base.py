@@ -15,6 +15,8 @@ class Accumulator:
     subtractable = False
     #: accumulators with equal keys over one attribute have equal pane partials (computed once when shared)
     share_key = ""
+    #: True if :meth:`value` is cell by cell (states of any shape, e.g. 1-D cells: :func:`slidewise.synopses.cells`)
+    cellwise = False
 
     def __init__(self, dtype: np.dtype | None = None):
         self.dtype = None if dtype is None else np.dtype(dtype)

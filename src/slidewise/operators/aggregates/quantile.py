@@ -133,3 +133,44 @@ class Quantile(Distinct):
 
         out = interpolate(at(i), at(j), frac)
         return np.where(empty, 0.0, out), (empty if empty.any() else None)
+
+    def between_cells(self, run: tuple, lo: np.ndarray, hi: np.ndarray, col: np.ndarray):
+        """The value at the cells ``(window run[hi[c]] − run[lo[c]], group col[c])`` (1-D), by the binary search
+        of :meth:`between` over each cell's group of pairs; None for DISTINCT (then :meth:`value` answers)."""
+        if self.distinct:
+            return None
+        cum = run[0]
+        width = cum.shape[1]
+        if not width:
+            return np.zeros(len(lo)), np.ones(len(lo), bool)
+        flat = cum.reshape(-1)
+        top, bottom = hi * width, lo * width
+
+        def count(cells, k):  # values of the cells' windows in the pairs up to k (a valid pair, or -1: none)
+            return flat.take(top[cells] + k, mode="clip") - flat.take(bottom[cells] + k, mode="clip")
+
+        every = slice(None)
+        bounds = np.searchsorted(self.pair_group, np.arange(self.groups + 1))
+        start, end = bounds[col], bounds[col + 1]
+        base = np.where(start > 0, count(every, np.maximum(start - 1, 0)), 0)
+        n = (np.where(end > 0, count(every, np.maximum(end - 1, 0)), 0) - base).astype(np.int64)
+        empty = n == 0
+        i, j, frac = ranks(n, self.p)
+        values = self.pair_value.astype(np.float64)
+        span = end - start
+        top_step = 1 << max(int(span.max(initial=0)).bit_length() - 1, 0)
+
+        def at(rank):  # per cell: the first pair whose count up to it exceeds base + rank
+            target = base + np.maximum(rank, 0)
+            pos = start - 1  # the last pair with count <= target
+            step = top_step
+            while step:
+                live = np.flatnonzero(span >= step)  # a cell of fewer pairs cannot move by ``step``
+                cand = pos[live] + step
+                ok = (cand < end[live]) & (count(live, cand) <= target[live])
+                pos[live[ok]] = cand[ok]
+                step >>= 1
+            return values[np.clip(pos + 1, 0, width - 1)]
+
+        out = interpolate(at(i), at(j), frac)
+        return np.where(empty, 0.0, out), (empty if empty.any() else None)

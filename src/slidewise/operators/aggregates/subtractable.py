@@ -13,6 +13,8 @@ _EXACT = 2**53
 class Count(Counts):
     """``COUNT(*)`` (``dtype`` None) or ``COUNT(x)`` (non-null values); int32 cells, int64 values."""
 
+    cellwise = True
+
     def partial(self, values, pane_codes, group_codes, shape) -> State:
         flat = flat_index(pane_codes, group_codes, shape)
         if values is not None:
@@ -29,6 +31,7 @@ class Sum(Accumulator):
     """``SUM(x)``: (sum, count of values); int64 for integer and boolean input, float64 else; null if no value."""
 
     subtractable = True
+    cellwise = True
     share_key = "sum"  # AVG too
 
     def _type(self) -> np.dtype:
