@@ -13,7 +13,8 @@ engine): first a warm-up run per workload over its own input (up to
 paths of every micro-batch step — a 2,000-tuple warm-up left the JIT compiler
 busy for most of the measured run), then the measured runs. Both engines run
 with the same Spark settings (:func:`slidewise.spark.session.session_conf`:
-shuffle partitions = cores, RocksDB state store with changelog checkpointing);
+shuffle partitions = cores, RocksDB state store with changelog checkpointing,
+the JVM's C1 compiler only);
 the report lists them per engine (``spark_settings``).
 
 * **slidewise on Spark** – :func:`slidewise.spark.join_runner.start_spark`: the
@@ -72,6 +73,7 @@ REPORTED_CONF = (
     "spark.sql.execution.arrow.maxRecordsPerBatch",
     "spark.sql.streaming.noDataMicroBatches.enabled",
     "spark.python.worker.reuse",
+    "spark.driver.extraJavaOptions",
 )
 ENGINES = {"slidewise": "slidewise on Spark", "spark-join": "Spark stream-stream join"}
 
@@ -227,8 +229,15 @@ def engine_child(spec: dict, send) -> dict:
 
 
 def spark_settings(spark) -> dict:
-    """The session's values of :data:`REPORTED_CONF` (Spark's default where unset)."""
-    return {key: spark.conf.get(key, None) or spark.sparkContext.getConf().get(key, None) or "(Spark default)" for key in REPORTED_CONF}
+    """The session's values of :data:`REPORTED_CONF` (Spark's default where unset; JVM options
+    without the private log4j file)."""
+    out = {}
+    for key in REPORTED_CONF:
+        value = spark.conf.get(key, None) or spark.sparkContext.getConf().get(key, None) or "(Spark default)"
+        if key.endswith("extraJavaOptions"):
+            value = " ".join(v for v in value.split() if not v.startswith("-Dlog4j2.")) or "(none)"
+        out[key] = value
+    return out
 
 
 def measure_engine(spark, engine: str, runs: list[dict], send=None) -> dict:
