@@ -31,10 +31,12 @@ def test_bench_spark_smoke(spark, tmp_path):
         assert mine["results"] == expected and mine["counts_match"], name
         assert mine["micro_batches"] >= 3  # two files per stream, then the end of input
         assert mine["peak_state_rows"] > 0 and mine["state_tuples_peak"] > 0
-        assert "tuples_per_s_ratio" in w["ratios"] and "state_tuples_ratio" in w["ratios"]
+        assert "tuples_per_s_ratio" in w["ratios"] and "state_tuples_ratio" in w["ratios"] and "tuples_per_cpu_s_ratio" in w["ratios"]
+        assert mine["cpu_s"] > 0 and join["cpu_s"] > 0  # the engine's processes' CPU seconds
         for engine in (join, mine):  # both engines ran with the same, reported Spark settings
             assert engine["spark_settings"] == join["spark_settings"]
             assert engine["spark_settings"]["spark.sql.shuffle.partitions"] == spark.conf.get("spark.sql.shuffle.partitions")
+            assert engine["spark_settings"]["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1"  # without the log4j file
 
 
 def test_spark_join_initial_watermark_drop(spark):

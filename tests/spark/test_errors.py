@@ -98,6 +98,8 @@ def test_session_defaults():
     assert conf["spark.pyspark.python"] == __import__("sys").executable
     assert conf["spark.sql.shuffle.partitions"] == "3" and conf["spark.ui.enabled"] == "false"
     assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
+    for side in ("driver", "executor"):  # the JVM compiles with C1 only
+        assert conf[f"spark.{side}.extraJavaOptions"].endswith(" -XX:TieredStopAtLevel=1")
 
 
 def test_default_partitions_are_the_cores(monkeypatch):

@@ -239,3 +239,24 @@ def test_router_equals_sequencer(kind):
         assert outputs[0] == outputs[1], (kind, seed)
         assert outputs[0][0] and outputs[0][1], "the case has results and late tuples"
     assert kind != "band" or keying.mode == "band"
+
+
+def test_file_names_are_factorised_by_runs():
+    """Sorted distinct names and each row's index, as ``np.unique`` gives them, from the runs' heads."""
+    from slidewise.spark.ingest import factorize_runs
+
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 7, 200):
+        files = np.asarray([f"file:/d/part-{k}.csv" for k in np.sort(rng.integers(0, 5, n))[::-1]], dtype=object)
+        names, fi = factorize_runs(files)
+        want_names, want_fi = np.unique(files.astype(str), return_inverse=True)
+        assert names == want_names.tolist() and fi.dtype == np.int32 and fi.tolist() == want_fi.tolist()
+
+
+def test_wire_batch_fills_absent_fields():
+    """Absent numbers are 0, an absent payload null, in the wire schema."""
+    from slidewise.spark.layout import EOF, TUPLE, WIRE_ARROW, wire_batch
+
+    b = wire_batch([{"k": EOF, "b": 3}, {"k": TUPLE, "s": 1, "q": 2, "p": b"x"}])
+    assert b.schema == WIRE_ARROW
+    assert b.to_pydict() == {"k": [EOF, TUPLE], "b": [3, 0], "s": [0, 1], "q": [0, 2], "t": [0, 0], "p": [None, b"x"]}

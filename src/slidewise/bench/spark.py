@@ -13,7 +13,8 @@ engine): first a warm-up run per workload over its own input (up to
 paths of every micro-batch step — a 2,000-tuple warm-up left the JIT compiler
 busy for most of the measured run), then the measured runs. Both engines run
 with the same Spark settings (:func:`slidewise.spark.session.session_conf`:
-shuffle partitions = cores, RocksDB state store with changelog checkpointing);
+shuffle partitions = cores, RocksDB state store with changelog checkpointing,
+the JVM's C1 compiler only);
 the report lists them per engine (``spark_settings``).
 
 * **slidewise on Spark** – :func:`slidewise.spark.join_runner.start_spark`: the
@@ -34,8 +35,10 @@ the report lists them per engine (``spark_settings``).
   reproduces that).
 
 Reported per engine: result count (checked against the local engine, which
-equals the oracle), input tuples per second over the query's wall time and
-over Spark's busy time, micro-batches, and the peak over micro-batches of the
+equals the oracle), input tuples per second over the query's wall time,
+over Spark's busy time and over the CPU time of the engine's processes (on a
+shared machine the wall times of the two engines, measured one after the
+other, see different load; CPU time does not), micro-batches, and the peak over micro-batches of the
 state store's ``numRowsTotal`` / ``memoryUsedBytes`` summed over the stateful
 operators (slidewise keeps each hash bucket's window as one state row, so its
 tuples held in state are reported too). Results: ``<out>/spark.json`` and
@@ -72,6 +75,7 @@ REPORTED_CONF = (
     "spark.sql.execution.arrow.maxRecordsPerBatch",
     "spark.sql.streaming.noDataMicroBatches.enabled",
     "spark.python.worker.reuse",
+    "spark.driver.extraJavaOptions",
 )
 ENGINES = {"slidewise": "slidewise on Spark", "spark-join": "Spark stream-stream join"}
 
@@ -227,8 +231,15 @@ def engine_child(spec: dict, send) -> dict:
 
 
 def spark_settings(spark) -> dict:
-    """The session's values of :data:`REPORTED_CONF` (Spark's default where unset)."""
-    return {key: spark.conf.get(key, None) or spark.sparkContext.getConf().get(key, None) or "(Spark default)" for key in REPORTED_CONF}
+    """The session's values of :data:`REPORTED_CONF` (Spark's default where unset; JVM options
+    without the private log4j file)."""
+    out = {}
+    for key in REPORTED_CONF:
+        value = spark.conf.get(key, None) or spark.sparkContext.getConf().get(key, None) or "(Spark default)"
+        if key.endswith("extraJavaOptions"):
+            value = " ".join(v for v in value.split() if not v.startswith("-Dlog4j2.")) or "(none)"
+        out[key] = value
+    return out
 
 
 def measure_engine(spark, engine: str, runs: list[dict], send=None) -> dict:
@@ -238,9 +249,10 @@ def measure_engine(spark, engine: str, runs: list[dict], send=None) -> dict:
     """
 
     def once(wl: Workload, srcs: dict) -> dict:
-        if engine == "slidewise":
-            return run_slidewise(spark, wl, srcs)
-        return run_spark_join(spark, wl, srcs)
+        cpu = tree_cpu_seconds()
+        res = run_slidewise(spark, wl, srcs) if engine == "slidewise" else run_spark_join(spark, wl, srcs)
+        res["cpu_s"] = round(tree_cpu_seconds() - cpu, 2)
+        return res
 
     t0 = time.perf_counter()
     for r in runs:
@@ -258,12 +270,29 @@ def measure_engine(spark, engine: str, runs: list[dict], send=None) -> dict:
             continue
         res["tuples_per_s"] = wl.tuples / res["wall_s"] if res["wall_s"] else None
         res["tuples_per_busy_s"] = wl.tuples / res["busy_s"] if res["busy_s"] else None
+        res["tuples_per_cpu_s"] = wl.tuples / res["cpu_s"] if res["cpu_s"] else None
         res["warmup_s_all_workloads"] = warm_s
         res["spark_settings"] = settings
         out[wl.name] = res
         if send is not None:
             send("progress", wl.name)
     return out
+
+
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and its descendants (the JVM, Spark's Python
+    workers), including exited children: unlike wall time, not inflated by other load on the machine."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:  # exited meanwhile: counted in its parent's children times
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
 
 
 # ------------------------------------------------------------------ driver
@@ -310,7 +339,8 @@ def run_spark_bench(
             "warmup": f"a run over {WARMUP_TUPLES:,} other tuples (at most the measured run's) in {slices} files per workload first" if warmup else None,
             "spark_join_event_time": "timestamp_millis(ts + 1)",
             "watermark_delay": "0 seconds",
-            "tuples_per_s": "input tuples / wall seconds from query start to its end; tuples_per_busy_s: over the sum of Spark's triggerExecution times",
+            "tuples_per_s": "input tuples / wall seconds from query start to its end; tuples_per_busy_s: over the sum of Spark's triggerExecution times; "
+            "tuples_per_cpu_s: over the CPU seconds of the engine's processes (driver, JVM, Python workers)",
         },
         "workloads": {},
     }
@@ -364,7 +394,7 @@ def _ratios(engines: dict) -> dict:
     held in state (slidewise keeps a bucket's window in one state row; Spark's join one row per tuple)."""
     a, b = engines.get("slidewise", {}), engines.get("spark-join", {})
     out = {}
-    for key in ("tuples_per_s", "tuples_per_busy_s", "peak_state_rows", "peak_state_bytes"):
+    for key in ("tuples_per_s", "tuples_per_busy_s", "tuples_per_cpu_s", "peak_state_rows", "peak_state_bytes"):
         if a.get(key) and b.get(key):
             out[f"{key}_ratio"] = _sig(a[key] / b[key])
     if a.get("state_tuples_peak") and b.get("peak_state_rows"):
@@ -394,7 +424,7 @@ def _line(res: dict) -> str:
     rate = res.get("tuples_per_s") or 0
     return (
         f"{res['results']:,} results ({'ok' if res.get('counts_match') else 'MISMATCH'}), "
-        f"{rate:,.0f} tuples/s, {res['micro_batches']} batches, peak state {res['peak_state_rows']:,} rows / "
+        f"{rate:,.0f} tuples/s, {res.get('cpu_s', 0):,.1f} CPU s, {res['micro_batches']} batches, peak state {res['peak_state_rows']:,} rows / "
         f"{res['peak_state_bytes'] / 1e6:.1f} MB"
     )
 

@@ -304,13 +304,13 @@ def wire_chunks(stream: int, bad, ts, cols, q, files, offsets, lines, reasons, r
     rows = []
     ok = ~bad
     if ok.any():
-        names, fi = np.unique(files[ok].astype(str), return_inverse=True)
+        names, fi = factorize_runs(files[ok])
         rows.append(
             {
                 "k": TUPLE,
                 "s": stream,
                 "q": int(ok.sum()),
-                "p": pack({"t": ts[ok], "q": q[ok], "o": offsets[ok], "fi": fi.astype(np.int32), "files": names.tolist(), **{a: v[ok] for a, v in cols.items()}}),
+                "p": pack({"t": ts[ok], "q": q[ok], "o": offsets[ok], "fi": fi, "files": names, **{a: v[ok] for a, v in cols.items()}}),
             }
         )
     if bad.any():
@@ -330,6 +330,19 @@ def wire_chunks(stream: int, bad, ts, cols, q, files, offsets, lines, reasons, r
             }
         )
     return rows
+
+
+def factorize_runs(values: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """``(sorted distinct values as str, index of each value)`` of a column made of long runs of
+    one value (a file name per row): only the runs' first values are sorted."""
+    n = len(values)
+    if n == 0:
+        return [], np.zeros(0, np.int32)
+    change = np.ones(n, bool)
+    change[1:] = values[1:] != values[:-1]
+    heads = np.flatnonzero(change)
+    names, inverse = np.unique(values[heads].astype(str), return_inverse=True)
+    return names.tolist(), np.repeat(inverse.astype(np.int32), np.diff(np.append(heads, n)))
 
 
 def split_ordinals(files: np.ndarray, offsets: np.ndarray, counters: dict) -> np.ndarray:

@@ -109,8 +109,10 @@ def wire_frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def wire_batch(rows: list[dict]) -> pa.RecordBatch:
-    """Wire-layout rows as an Arrow batch (for ``mapInArrow``)."""
-    return pa.RecordBatch.from_pandas(wire_frame(rows), schema=WIRE_ARROW, preserve_index=False)
+    """Wire-layout rows as an Arrow batch (for ``mapInArrow``; built without pandas: a few rows
+    per call, where a DataFrame's fixed cost would dominate)."""
+    arrays = [pa.array([r.get(n, None if t == "binary" else 0) for r in rows], _ARROW[t]) for n, t in WIRE]
+    return pa.RecordBatch.from_arrays(arrays, schema=WIRE_ARROW)
 
 
 @dataclass(frozen=True)

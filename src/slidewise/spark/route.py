@@ -83,8 +83,11 @@ def route_chunk(stream: int, chunk: dict, info: StreamInfo, keying: Keying) -> l
     rows = [{"k": SEGMENT, "b": bucket, "s": stream, "q": len(starts), "p": segments} for bucket in range(keying.buckets)]
     cols = {a: chunk[a] for a in info.kinds}
     idx, buckets = keying.assign(stream, t, cols)
-    primary = np.zeros(len(idx), bool)
-    primary[np.unique(idx, return_index=True)[1]] = True
+    if len(idx) == n and np.array_equal(idx, np.arange(n)):  # nothing replicated: every copy is the first
+        primary = np.ones(n, bool)
+    else:
+        primary = np.zeros(len(idx), bool)
+        primary[np.unique(idx, return_index=True)[1]] = True
     by_bucket = np.argsort(buckets, kind="stable")
     bounds = np.flatnonzero(np.diff(buckets[by_bucket])) + 1
     for part in np.split(by_bucket, bounds):
