@@ -161,3 +161,14 @@ def test_spark_run_many_shares_one_streaming_query_and_restarts_exactly_once(spa
         assert got == _rows(want.results[name].results), name
         assert want.results[name].stats["results"] > 0
     assert sorted(p.name for p in ckpt.iterdir()) == ["group-counts", "other"]
+
+
+def test_run_many_spark_options_need_the_spark_engine(tmp_path, capsys):
+    from slidewise.cli import main
+
+    (tmp_path / "q.cql").write_text(f"counts: {SPARK_QUERIES['counts']};\n")
+    _frame(1).to_csv(tmp_path / "s.csv", index=False)
+    args = ["run-many", str(tmp_path / "q.cql"), "--source", f"S={tmp_path / 's.csv'}", "--out-dir", str(tmp_path / "out")]
+    assert main([*args, "--checkpoint", str(tmp_path / "ck")]) == 2
+    assert "--checkpoint applies to the Spark engine, but this run uses the local engine" in capsys.readouterr().err
+    assert main(args) == 0 and (tmp_path / "out" / "counts.csv").is_file()
