@@ -93,6 +93,19 @@ def test_each_shared_query_equals_its_local_run_alone(frame, queries, cut, bucke
         assert got[name] == local(q, frame), name
 
 
+@given(frame=streams(), queries=query_sets(), cut=st.integers(1, 25))
+def test_a_continued_shared_run_equals_one_run(frame, queries, cut):
+    """End of input, then later tuples on the same group state (a rerun on the checkpoint): each query's
+    rows over both runs equal its local run over all tuples."""
+    note(queries)
+    first, rest = frame.iloc[:cut], frame.iloc[cut:].copy()
+    rest["ts"] += 40  # after the first run's last instant (slides are at most 5)
+    got, _ = simulate(queries, [first, "eof", rest, "eof"], 2)
+    whole = pd.concat([first, rest], ignore_index=True)
+    for name, q in queries.items():
+        assert got[name] == local(q, whole), name
+
+
 def test_one_state_holds_each_shared_partial_once():
     """COUNT(*) and SUM(S.b) of three queries with different windows and predicates: one group over a
     cover, three partials (COUNT(*), SUM/AVG's (sum, count) of b, MAX of f)."""
