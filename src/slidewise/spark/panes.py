@@ -25,6 +25,13 @@ multiple after the global last timestamp, as the local engine, and later
 tuples at or before it are ``late`` rejects (a continued run), as
 :class:`~slidewise.spark.plan_state.PlanBucket`.
 
+One query is a sharing group of one: a :class:`PaneBucket` serves any group of
+:func:`slidewise.optimizer.sharing.share` (``run_many(..., engine="spark")``,
+:mod:`slidewise.spark.many`) from one state — the grid is the group's
+(gcd of every ``T + 1`` and ``D``), one partial per distinct (share key,
+attribute) the members read, columns per (group key, region of the members'
+predicates) — and each member's windows are answered from it.
+
 DISTINCT aggregates (whose partials have one column per value present),
 APPROX_COUNT_DISTINCT and APPROX_QUANTILE (whose partials are sketch objects, not
 columns; the operator network answers them exactly) and plans with relations
