@@ -147,8 +147,8 @@ def _rows(frame: pd.DataFrame | None) -> Counter:
 
 @pytest.mark.spark
 def test_spark_run_many_shares_one_streaming_query_and_restarts_exactly_once(spark, tmp_path):
-    """Two queries over S grouped by a share one streaming query and one pane state; the third runs
-    alone. A first run over half the files, then a rerun on the checkpoint with the rest: every query's
+    """Two queries over S grouped by a share one streaming query and one pane state; the third (grouped
+    by k) runs as a group of its own. A first run over half the files, then a rerun on the checkpoint with the rest: every query's
     rows over both runs equal the local run_many over all tuples, none lost or repeated."""
     import slidewise
 
@@ -158,10 +158,10 @@ def test_spark_run_many_shares_one_streaming_query_and_restarts_exactly_once(spa
     ckpt = tmp_path / "ckpt"
     opts = dict(engine="spark", spark=spark, checkpoint=str(ckpt), max_files_per_trigger=1, once=True, collect=True)
     first = slidewise.run_many(SPARK_QUERIES, {"S": str(tmp_path / "S")}, **opts)
-    (group,) = first.stats["shared"]
+    group, other = first.stats["shared"]  # "other" groups by k: a group of its own
     assert group["queries"] == ["counts", "sums"] and group["streaming_queries"] == 1 and group["engine"] == "spark"
     assert group["states"] == ["count(*)", "max(f)", "sum(b)"] and group["rules"][:1] == ["SS1"]
-    assert first.stats["alone"] == ["other"]
+    assert other["queries"] == ["other"] and first.stats["alone"] == []
     assert first.results["counts"].stats["synopsis"] == group["synopsis"]
     # the rest of the tuples, after the first run's end (later than its last instant)
     rest = frame.iloc[half:].copy()
@@ -173,7 +173,7 @@ def test_spark_run_many_shares_one_streaming_query_and_restarts_exactly_once(spa
         got = _rows(first.results[name].results) + _rows(second.results[name].results)
         assert got == _rows(want.results[name].results), name
         assert want.results[name].stats["results"] > 0
-    assert sorted(p.name for p in ckpt.iterdir()) == ["group-counts", "other"]
+    assert sorted(p.name for p in ckpt.iterdir()) == ["group-counts", "group-other"]
 
 
 def test_run_many_spark_options_need_the_spark_engine(tmp_path, capsys):
