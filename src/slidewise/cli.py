@@ -151,6 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--no-sharing", action="store_true", help="run every query alone (for comparison)")
     _add_input_options(m)
     m.add_argument("--rejects", help="write rejected (too late) rows here")
+    from slidewise.spark.cli import add_spark_options
+
+    m.add_argument(
+        "--engine",
+        default="local",
+        choices=["local", "spark"],
+        help="local (default), or spark: each group of queries that share state runs as one Spark streaming query with one pane state",
+    )
+    add_spark_options(m)
     m.set_defaults(func=cmd_run_many)
 
     d = sub.add_parser("demo", help="run the bundled demo (Zeek dns + ssl logs)")

@@ -316,9 +316,20 @@ def cmd_run_many(args) -> int:
     from slidewise.runtime.outputs import install_signal_handlers
 
     install_signal_handlers()
+    spark: dict = {}
+    asked = [f for f, v in (("--master", args.master), ("--conf", args.conf), ("--trigger", args.trigger), ("--once", args.once), ("--checkpoint", args.checkpoint)) if v]
+    if args.engine == "local" and asked:
+        raise OptionError(f"{asked[0]} applies to the Spark engine, but this run uses the local engine", hint="add --engine spark, or drop the option")
+    if args.engine == "spark":
+        from slidewise.spark.cli import parse_conf
+
+        require_extra("spark", "--engine spark")
+        spark = {"engine": "spark", "master": args.master, "conf": parse_conf(args.conf), "trigger": args.trigger, "once": True if args.once else None}
+        spark["checkpoint"] = args.checkpoint
     result = run_many(
         args.queries,
         _sources(args.source),
+        **spark,
         out_dir=args.out_dir,
         out_format=args.format,
         shared=not args.no_sharing,

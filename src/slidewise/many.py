@@ -88,9 +88,10 @@ def run_many(
     out_format: str = "csv",
     shared: bool = True,
     run_options: RunOptions | None = None,
+    engine: str = "local",
     **options,
 ) -> ManyResult:
-    """Run named queries over ``sources`` on the local engine.
+    """Run named queries over ``sources`` on the local engine (or ``engine="spark"``).
 
     ``queries``: a query file (``name: query;`` statements, :mod:`slidewise.cql.queryfile`), or a dict /
     list of (name, query text). ``out_dir``: one file ``NAME.{out_format}`` per query (csv, jsonl,
@@ -100,7 +101,20 @@ def run_many(
     ``chunk_rows``, ``collect``, ``rejects``, ...; not ``out``: results go to ``out_dir``).
     ``shared=False`` runs every query alone (for comparison). ``stats["shared"]`` lists each sharing group:
     its synopsis, its queries, the pane partial states it keeps and the memory its sharing saved.
+
+    ``engine="spark"``: each sharing group runs as ONE Spark streaming query with one pane state
+    (:mod:`slidewise.spark.many`), every other query as its own; the Spark options of :func:`slidewise.run`
+    (``checkpoint``: a directory of one checkpoint per streaming query, ``spark``, ``master``, ``conf``,
+    ``max_files_per_trigger``, ...) as keywords; ``rejects``: one per streaming query, named after its
+    first query (``r.csv`` -> ``r-NAME.csv``) when there are several.
     """
+    spark = None
+    if engine == "spark":
+        from slidewise.spark.plan_runner import SPARK_OPTIONS
+
+        spark = {k: options.pop(k) for k in SPARK_OPTIONS if k in options}
+    elif engine != "local":
+        raise OptionError(f"unknown engine {engine!r}", hint="use engine='local' or engine='spark'")
     opts = RunOptions.of(run_options, **options)
     if opts.out is not None:
         raise OptionError("run_many writes one result per query, not one out", hint="give out_dir (--out-dir) instead of out")
@@ -129,13 +143,19 @@ def run_many(
             spec = match(plan)  # None for a changelog: retractions need the operator network
             if spec is not None and spec.refuse(dict(opened[spec.source].schema)) is not None:
                 spec = None
+            if spec is not None and spark is not None and _spark_refuses(spec, opened[spec.source].kinds):
+                spec = None
         if spec is None:
             alone.append(q)
         else:
             specs[q.name], plans[q.name] = spec, plan
     results: dict[str, RunResult] = {}
     groups = share(specs)
-    group_stats = _run_groups(groups, plans, sources, outs, collect, opts, results) if groups else []
+    if spark is not None:
+        group_stats = _run_spark(named, groups, alone, sources, outs, collect, opts, results, spark)
+        alone = []
+    else:
+        group_stats = _run_groups(groups, plans, sources, outs, collect, opts, results) if groups else []
     from slidewise.api import run
 
     for q in alone:  # rejects: written once, by the shared pass
@@ -157,6 +177,46 @@ def run_many(
         "seconds": round(time.perf_counter() - started, 6),
     }
     return ManyResult({q.name: results[q.name] for q in named}, stats)
+
+
+def _spark_refuses(spec, kinds: dict) -> bool:
+    """Whether the pane path on Spark does not run ``spec`` over a stream of attribute ``kinds``."""
+    from slidewise.spark.panes import refused, stream_dtypes
+
+    return refused(spec, stream_dtypes(dict(kinds)))
+
+
+def _run_spark(named, groups, alone, sources, outs, collect, opts: RunOptions, results, spark: dict) -> list[dict]:
+    """On Spark: every sharing group as one streaming query, then every other query alone (its own
+    checkpoint ``CHECKPOINT/NAME``); rejects per streaming query."""
+    from slidewise.api import run
+    from slidewise.spark.many import run_groups_spark
+
+    queries = {q.name: q for q in named}
+    firsts = [g.members[0].name for g in groups] + [q.name for q in alone]
+
+    def rejects(name: str):
+        if opts.rejects is None or len(firsts) == 1:
+            return opts.rejects
+        path = Path(opts.rejects)
+        return str(path.with_name(f"{path.stem}-{name}{path.suffix}"))
+
+    stats = []
+    for g in groups:
+        try:
+            stats += run_groups_spark([g], queries, sources, outs, collect, replace(opts, rejects=rejects(g.members[0].name)), results, spark)
+        except SlidewiseError as e:
+            q = next(q for q in named if q.name == g.members[0].name)
+            raise located(e, q.index, q.name, q.where) from None
+    for q in alone:
+        own = dict(spark)
+        if own.get("checkpoint") is not None:
+            own["checkpoint"] = str(Path(own["checkpoint"]) / q.name)
+        try:
+            results[q.name] = run(q.query, sources, engine="spark", run_options=replace(opts, out=outs.get(q.name), collect=collect, rejects=rejects(q.name)), **own)
+        except SlidewiseError as e:
+            raise located(e, q.index, q.name, q.where) from None
+    return stats
 
 
 def _open(name: str, sources: dict, opts: RunOptions):

@@ -1,9 +1,11 @@
 """WA on Spark for ``slidewise bench aggregation --spark``: slidewise's pane path on the Spark engine
 against Spark Structured Streaming's own ``window()`` aggregation.
 
-Both read the same WA tuples as ``files`` Parquet files (``maxFilesPerTrigger = 1``:
-one micro-batch per file) on ``local[2]`` with 2 shuffle partitions, each in a
-fresh process (one JVM each), and write their rows to Parquet:
+Both read the same WA tuples as Parquet files (``maxFilesPerTrigger = 1``: one
+micro-batch per file; slidewise ``files`` of them, window() :data:`WINDOW_BATCH`
+tuples each) on ``local[2]`` with 2 shuffle partitions, the RocksDB state store
+and a 4 GiB driver (:data:`CONF`), each in a fresh process (one JVM each), and
+write their rows to Parquet:
 
 * **slidewise on Spark** — ``start_plan_spark`` (available-now): the sequencer
   stage, then the pane buckets (:mod:`slidewise.spark.panes`) keyed by a hash of
@@ -24,6 +26,7 @@ Answers are compared over the windows both emit (``τ <= ceil(last ts / D)·D``,
 sentinel rows excluded): as multisets (count, sums of 64-bit row hashes, of
 ``n`` and of ``ts·n``), each against the local engine's file. Reported:
 seconds (query start to stop, JVM start excluded), tuples/s, micro-batches,
+the JVM's peak RSS, the load average at the end,
 and the state store's ``numRowsTotal`` / ``memoryUsedBytes`` summed over the
 stateful operators, peak over micro-batches (slidewise keeps one state row per
 key bucket and per stream; its (group, pane) partial cells are reported too).
@@ -41,8 +44,18 @@ __all__ = ["SPARK_SYSTEMS", "print_spark", "run_spark_systems", "summarize_spark
 
 #: event-time offset of the window() peer (seconds; a multiple of the slide)
 OFFSET = 1_000_000
-#: conf of both Spark runs
-CONF = {"spark.sql.shuffle.partitions": "2"}
+#: conf of both Spark runs (the RocksDB state store with changelog checkpointing is slidewise's session
+#: default too; stated here because the window() peer depends on it: its state is off the JVM heap)
+CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.driver.memory": "4g",
+    "spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+}
+#: tuples per micro-batch of the window() peer: the state holds every (window, a) the batch touches until
+#: the next batch's watermark drops it, so its size is bounded by the batch (measured on 50k tuples: 5k per
+#: batch 540 tuples/s at load 5, 1k per batch 102 tuples/s at load 10; 50k per batch held 3.2M state rows)
+WINDOW_BATCH = 10_000
 SPARK_SYSTEMS = {"slidewise-spark": "slidewise on Spark (pane path)", "spark-window": "Spark window() aggregation"}
 
 
@@ -93,8 +106,20 @@ def slidewise_spark_child(spec: dict, send) -> dict:
         "path": res.stats.get("path"),
         "micro_batches": res.stats["micro_batches"],
         "pane_cells_peak": res.stats["state_tuples_peak"],
+        "jvm_peak_rss_mb": jvm_peak_rss_mb(session),
+        "load_average": os.getloadavg(),
         **state_peaks(run.progress),
     }
+
+
+def jvm_peak_rss_mb(session) -> float | None:
+    """Peak resident set size of the session's JVM (``VmHWM``), in MiB; None where unknown."""
+    try:
+        pid = session.sparkContext._gateway.proc.pid
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) / 1024 for line in f if line.startswith("VmHWM:"))
+    except Exception:  # no /proc, or a gateway without a process of its own
+        return None
 
 
 def window_child(spec: dict, send) -> dict:
@@ -121,7 +146,14 @@ def window_child(spec: dict, send) -> dict:
     progress = [json.loads(p.json) for p in query.recentProgress]
     query.stop()
     seconds = time.perf_counter() - t
-    return {"seconds": seconds, "session_s": session_s, "micro_batches": len(progress), **state_peaks(progress)}
+    return {
+        "seconds": seconds,
+        "session_s": session_s,
+        "micro_batches": len(progress),
+        "jvm_peak_rss_mb": jvm_peak_rss_mb(session),
+        "load_average": os.getloadavg(),
+        **state_peaks(progress),
+    }
 
 
 # ---------------------------------------------------------------- checks
@@ -135,11 +167,13 @@ def multiset(relation: str, upper: int | None = None) -> tuple:
     return rows_multiset(relation, ("a", "n", "ts"), "a >= 0" + (f" AND ts <= {upper}" if upper is not None else ""))
 
 
-def run_spark_systems(frame, local_out: str, tmp: Path, *, files: int = 20, window_tuples: int | None = None, isolate: bool = True) -> dict:
+def run_spark_systems(
+    frame, local_out: str, tmp: Path, *, files: int = 20, window_tuples: int | None = None, window_batch: int = WINDOW_BATCH, isolate: bool = True
+) -> dict:
     """Both Spark systems on ``frame`` (WA's tuples); their results and the answer checks against the
     local engine's result file ``local_out``. ``window_tuples``: the window() peer reads only the first
     that many tuples (as many per file), compared over the windows those determine (``τ`` before the
-    next tuple's ``ts``). ``isolate=False``: in this process (the active session)."""
+    next tuple's ``ts``), ``window_batch`` per micro-batch. ``isolate=False``: in this process (the active session)."""
     from slidewise.bench.aggregation import _isolated
 
     def call(target, spec):
@@ -149,8 +183,8 @@ def run_spark_systems(frame, local_out: str, tmp: Path, *, files: int = 20, wind
     m = min(n, window_tuples or n)
     data, peer = tmp / "spark-in", tmp / "spark-window-in"
     write_files(frame, data, files)
-    write_files(frame.iloc[:m], peer, max(1, round(files * m / n)), sentinels=True)
-    out: dict = {"files": files}
+    write_files(frame.iloc[:m], peer, max(1, -(-m // window_batch)), sentinels=True)
+    out: dict = {"files": files, "settings": spark_settings(files, n, m, window_batch)}
     out["slidewise-spark"] = call(slidewise_spark_child, {"input": str(data), "out": str(tmp / "spark-out.parquet"), "checkpoint": str(tmp / "ck-slidewise")})
     out["spark-window"] = call(window_child, {"input": str(peer), "out": str(tmp / "window-out"), "checkpoint": str(tmp / "ck-window")})
     out["slidewise-spark"]["tuples"], out["spark-window"]["tuples"] = n, m
@@ -174,6 +208,20 @@ def run_spark_systems(frame, local_out: str, tmp: Path, *, files: int = 20, wind
     return out
 
 
+def spark_settings(files: int, n: int, m: int, window_batch: int) -> dict:
+    """The Spark settings of both runs, as the JSON states them."""
+    return {
+        "master": "local[2]",
+        "conf": CONF,
+        "slidewise on Spark": f"{files} Parquet files, maxFilesPerTrigger=1: {-(-n // files):,} tuples per micro-batch; the end of input emits the last windows",
+        "Spark window()": (
+            f"{-(-m // window_batch)} Parquet files, maxFilesPerTrigger=1: {window_batch:,} tuples per micro-batch; "
+            "withWatermark(et, '0 seconds') so a window's state is dropped once emitted; append mode; "
+            "two sentinel files (a = -1, far beyond the last ts) advance the watermark past every real window"
+        ),
+    }
+
+
 def summarize_spark(spark: dict, n: int) -> dict:
     """Throughputs, the slidewise / window() ratio, state rows and the checks of :func:`run_spark_systems`."""
     table = {}
@@ -186,6 +234,8 @@ def summarize_spark(spark: dict, n: int) -> dict:
             "micro_batches": r["micro_batches"],
             "state_rows_peak": r["state_rows_peak"],
             "state_bytes_peak": r["state_bytes_peak"],
+            "jvm_peak_rss_mb": r.get("jvm_peak_rss_mb"),
+            "load_average_at_end": r.get("load_average"),
         }
     mine, peer = (table[label] for label in SPARK_SYSTEMS.values())
     out = {
@@ -193,6 +243,7 @@ def summarize_spark(spark: dict, n: int) -> dict:
         "ratio of tuples/s, slidewise on Spark / Spark window()": round(mine["tuples_per_second"] / peer["tuples_per_second"], 2),
         "slidewise pane cells peak (sum over buckets)": spark["slidewise-spark"]["pane_cells_peak"],
         "checks": spark["checks"],
+        "settings": spark.get("settings"),
     }
     if peer["tuples"] < n:
         out[f"Spark window() seconds for {n:,} tuples at its rate (extrapolated)"] = round(n / peer["tuples_per_second"])
@@ -207,7 +258,7 @@ def print_spark(summary: dict) -> None:
             f"{row['micro_batches']:>8} {row['state_rows_peak']:>11,} {row['state_bytes_peak'] / 1e6:>9.1f}"
         )
     for key, value in summary.items():
-        if key not in ("table", "checks"):
+        if key not in ("table", "checks", "settings"):
             print(f"  {key}: {value}")
     for key, value in summary["checks"].items():
         print(f"  {key}: {value}")

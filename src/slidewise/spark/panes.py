@@ -25,6 +25,13 @@ multiple after the global last timestamp, as the local engine, and later
 tuples at or before it are ``late`` rejects (a continued run), as
 :class:`~slidewise.spark.plan_state.PlanBucket`.
 
+One query is a sharing group of one: a :class:`PaneBucket` serves any group of
+:func:`slidewise.optimizer.sharing.share` (``run_many(..., engine="spark")``,
+:mod:`slidewise.spark.many`) from one state — the grid is the group's
+(gcd of every ``T + 1`` and ``D``), one partial per distinct (share key,
+attribute) the members read, columns per (group key, region of the members'
+predicates) — and each member's windows are answered from it.
+
 DISTINCT aggregates (whose partials have one column per value present),
 APPROX_COUNT_DISTINCT and APPROX_QUANTILE (whose partials are sketch objects, not
 columns; the operator network answers them exactly) and plans with relations
@@ -38,55 +45,109 @@ import pandas as pd
 
 from slidewise.operators.aggregates.sketches import EXACT
 from slidewise.optimizer.pane_plan import SlidingAggregate, match
+from slidewise.optimizer.sharing import Group, share
+from slidewise.plan.expr import columns_of, evaluate
 from slidewise.plan.logical import Plan
-from slidewise.runtime.pane_engine import BLOCK_CELLS, WindowAnswers, encode_groups
+from slidewise.runtime.pane_engine import BLOCK_CELLS, WindowAnswers, encode_groups, select
 from slidewise.runtime.plan_driver import end_instant
 from slidewise.spark.layout import EOF, KIND_NUMPY, MARKER, TUPLE, concat, pack, unpack
 from slidewise.spark.plan_state import ADMITTED, NEG, RESULT, STATS, late_rejects, out_frame, passed_rejects
 from slidewise.spark.state_codec import pack_state, state_key, unpack_state
 
-__all__ = ["PaneBucket", "pane_bucket"]
+__all__ = ["PaneBucket", "pane_bucket", "refused"]
+
+
+def refused(spec: SlidingAggregate, dtypes: dict[str, np.dtype]) -> bool:
+    """Whether the pane path on Spark does not run ``spec`` (DISTINCT or exact-sketch aggregates, or
+    what :meth:`SlidingAggregate.refuse` refuses): the operator network does."""
+    return any(a.distinct or a.func in EXACT for a in spec.aggs) or spec.refuse(dtypes) is not None
+
+
+def stream_dtypes(kinds: dict[str, str]) -> dict[str, np.dtype]:
+    """``ts`` and the attributes of a stream of attribute ``kinds`` as numpy dtypes."""
+    return {"ts": np.dtype(np.int64), **{a: np.dtype(KIND_NUMPY[k]) for a, k in kinds.items()}}
 
 
 def pane_bucket(plan: Plan, names: list[str], kinds: list[dict[str, str]], lateness: int, *, tables: dict | None = None, key: bytes | None = None) -> PaneBucket | None:
     """The pane logic of the bound, pruned ``plan`` (its streams ``names`` with attribute ``kinds``), or
     None when the plan is not a periodic one-stream GROUP BY the pane path on Spark runs."""
     spec = match(plan)
-    if spec is None or tables or len(names) != 1 or any(a.distinct or a.func in EXACT for a in spec.aggs):
+    if spec is None or tables or len(names) != 1:
         return None
-    dtypes = {"ts": np.dtype(np.int64), **{a: np.dtype(KIND_NUMPY[k]) for a, k in kinds[0].items()}}
-    if spec.refuse(dtypes) is not None:
+    dtypes = stream_dtypes(kinds[0])
+    if refused(spec, dtypes):
         return None
-    return PaneBucket(spec, list(kinds[0]), dtypes, lateness, key=key)
+    return PaneBucket(share({"query": spec})[0], list(kinds[0]), dtypes, lateness, key=key)
 
 
 class PaneBucket:
-    """The bucket stage of the pane path: :meth:`process` as :meth:`PlanBucket.process
-    <slidewise.spark.plan_state.PlanBucket.process>` (state bytes in and out, rows of
-    :data:`~slidewise.spark.plan_state.OUT_DDL`)."""
+    """The bucket stage of the pane path for the queries of one sharing ``group``
+    (:func:`slidewise.optimizer.sharing.share`; one query: a group of one): :meth:`process` as
+    :meth:`PlanBucket.process <slidewise.spark.plan_state.PlanBucket.process>` (state bytes in and out,
+    rows of :data:`~slidewise.spark.plan_state.OUT_DDL`; a RESULT row's ``s`` is the member's index).
 
-    def __init__(self, spec: SlidingAggregate, attrs: list[str], dtypes: dict[str, np.dtype], lateness: int, *, key: bytes | None = None):
-        self.spec, self.attrs, self.dtypes, self.lateness = spec, list(attrs), dict(dtypes), int(lateness)
+    One state for the group: the pane partials of every distinct (accumulator share key, attribute)
+    the members read, per (group key, region) column and pane of the group's grid. A member's partials
+    are the columns of the regions its predicate covers, merged per key (a disjoint cover, Golab's
+    thesis §8.3.3); its key conjuncts filter its groups, as :class:`~slidewise.runtime.shared.SharedRun`.
+    """
+
+    def __init__(self, group: Group, attrs: list[str], dtypes: dict[str, np.dtype], lateness: int, *, key: bytes | None = None):
+        self.group, self.attrs, self.dtypes, self.lateness = group, list(attrs), dict(dtypes), int(lateness)
         self.key = key if key is not None else state_key()
-        self.columns = list(spec.columns) + ["ts", "sign"]
+        self.pane, self.where, self.regions = group.pane, group.predicate(), group.regions()
+        self.bits = [None if m.residual is None else self.regions.index(m.residual) for m in group.members]
+        self.keys = list(group.keys) + (["__region"] if self.regions else [])
+        probe = self._answers(None)
+        self.shared: list[tuple] = []  # (accumulator, attribute) of each shared partial; COUNT(*) first
+        self.reads: list[list[int | None]] = []  # per member: the shared partial of each of its states
+        index: dict = {}
+        for i, a in enumerate(probe):
+            reads = []
+            for j, st in enumerate(a.states):
+                if st is None:
+                    reads.append(None)
+                    continue
+                sk = (st[0].share_key, st[1]) if st[0].share_key else (i, j)
+                if sk not in index:
+                    index[sk] = len(self.shared)
+                    self.shared.append(st)
+                reads.append(index[sk])
+            self.reads.append(reads)
+        extra = tuple(a for e in self.regions for _, a in columns_of(e) if a != "ts")
+        self.read = tuple(dict.fromkeys(group.keys + tuple(x for a in probe for x in a.attrs) + extra))
+        self.member_columns = [list(m.spec.columns) + ["ts", "sign"] for m in group.members]
+        self.columns = self.member_columns[0]
+
+    @property
+    def spec(self) -> SlidingAggregate:
+        """The first member's pane form (the query of a group of one)."""
+        return self.group.members[0].spec
+
+    def _answers(self, out: list | None) -> list[WindowAnswers]:
+        """One :class:`WindowAnswers` per member; member ``i``'s rows go to ``out`` as ``(i, cols)``."""
+        return [
+            WindowAnswers(m.spec, self.dtypes, (lambda cols, i=i: out.append((i, cols))) if out is not None else None, key_filter=m.group_filter)
+            for i, m in enumerate(self.group.members)
+        ]
 
     # ---------------------------------------------------------------- state
 
     def _load(self, blob: bytes | None) -> dict:
-        """``next_k``, ``p0`` (first retained pane), ``done``, ``frontier``; ``keys`` (one array per key
-        column, groups in value order), ``partials`` (as :meth:`WindowAnswers.partials`, panes x groups)."""
-        spec = self.spec
-        st: dict = {"next_k": None, "p0": None, "done": None, "frontier": NEG, "groups": 0, "keys": [np.empty(0, self.dtypes[k]) for k in spec.keys], "partials": None}
+        """``next_k`` (per member), ``p0`` (first retained pane), ``done``, ``frontier``; ``keys`` (one array
+        per key column, then the region code if any; columns in value order), ``partials`` (per shared
+        partial, panes x columns)."""
+        n = len(self.group.members)
+        st: dict = {"next_k": [None] * n, "p0": None, "done": None, "frontier": NEG, "groups": 0, "partials": None}
+        st["keys"] = [np.empty(0, self.dtypes[k]) for k in self.group.keys] + ([np.empty(0, np.int64)] if self.regions else [])
         if blob is None:
             return st
         meta, tables, _ = unpack_state(self.key, blob)
         st.update(meta)
-        st["keys"] = [tables[0][f"k{j}"] for j in range(len(spec.keys))]
+        st["keys"] = [tables[0][f"k{j}"] for j in range(len(self.keys))]
         if st["p0"] is not None:
             cells, shape = tables[1], (meta["panes"], meta["groups"])
-            st["partials"] = [
-                None if f"c{i}_0" not in cells else tuple(cells[f"c{i}_{j}"].reshape(shape) for j in range(meta["widths"][i])) for i in range(len(spec.aggs) + 1)
-            ]
+            st["partials"] = [tuple(cells[f"c{i}_{j}"].reshape(shape) for j in range(w)) for i, w in enumerate(meta["widths"])]
         return st
 
     def _dump(self, st: dict) -> bytes:
@@ -96,8 +157,8 @@ class PaneBucket:
         cells: dict = {"_": np.empty(0, np.int8)}
         if parts is not None:
             meta["panes"] = int(parts[0][0].shape[0])
-            meta["widths"] = [0 if p is None else len(p) for p in parts]
-            cells = {f"c{i}_{j}": x.reshape(-1) for i, p in enumerate(parts) if p is not None for j, x in enumerate(p)}
+            meta["widths"] = [len(p) for p in parts]
+            cells = {f"c{i}_{j}": x.reshape(-1) for i, p in enumerate(parts) for j, x in enumerate(p)}
         return pack_state(self.key, meta, [keys, cells])
 
     # ---------------------------------------------------------------- one call
@@ -105,7 +166,6 @@ class PaneBucket:
     def process(self, bucket: int, blob: bytes | None, frame: pd.DataFrame) -> tuple[bytes, list[pd.DataFrame]]:
         """New state bytes and the output rows of one call (rejects passed on, admitted counts, results, stats)."""
         st = self._load(blob)
-        spec, D = self.spec, self.spec.slide
         rows, kind, streams = passed_rejects(frame)
         marks = kind == MARKER
         if marks.any():
@@ -121,22 +181,25 @@ class PaneBucket:
                     rows.append(late_rejects(0, self.attrs, {k: v[late] for k, v in chunk.items()}, st["done"]))
                     chunk = {k: v[~late] for k, v in chunk.items()}
             chunks.append(chunk)
-        out: list[dict] = []
-        answers = WindowAnswers(spec, self.dtypes, out.append)
+        out: list[tuple[int, dict]] = []
+        answers = self._answers(out)
         if chunks:
             chunk = concat(chunks)
             if len(chunk["t"]):
-                self._add(st, answers, chunk)
+                self._add(st, chunk)
         last = st["frontier"] if st["frontier"] > NEG else None
         if eof and last is not None:
-            self._answer(st, answers, -(-last // D))
-            end = end_instant(last, D)
+            self._answer(st, answers, lambda D: -(-last // D))
+            ends = [end_instant(last, m.spec.slide) for m in self.group.members]
+            end = max(ends)
             st["done"] = end if st["done"] is None else max(st["done"], end)
         elif last is not None:  # windows ending before the release bound are complete
-            self._answer(st, answers, -(-(last - self.lateness) // D) - 1)
-        if out:
-            cols = {c: np.concatenate([p[c] for p in out]) for c in self.columns}
-            rows.append({"k": RESULT, "q": len(cols["ts"]), "p": pack(cols), "n0": int((cols["sign"] < 0).sum())})
+            self._answer(st, answers, lambda D: -(-(last - self.lateness) // D) - 1)
+        for i in range(len(self.group.members)):
+            mine = [c for j, c in out if j == i]
+            if mine:
+                cols = {c: np.concatenate([p[c] for p in mine]) for c in self.member_columns[i]}
+                rows.append({"k": RESULT, "s": i, "q": len(cols["ts"]), "p": pack(cols), "n0": int((cols["sign"] < 0).sum())})
         blob = self._dump(st)
         cells = 0 if st["partials"] is None else int(np.count_nonzero(st["partials"][0][0]))
         rows.append({"k": STATS, "s": bucket, "n0": cells, "n1": len(blob)})
@@ -144,20 +207,27 @@ class PaneBucket:
 
     # ---------------------------------------------------------------- panes
 
-    def _add(self, st: dict, answers: WindowAnswers, chunk: dict) -> None:
-        """Pre-aggregate the tuples of ``chunk`` WHERE admits into their panes (state grown as needed)."""
-        spec = self.spec
-        if st["next_k"] is None:
-            st["next_k"] = int(-(-int(chunk["t"].min()) // spec.slide))
-        data = answers.filtered(chunk["t"], chunk)
+    def _add(self, st: dict, chunk: dict) -> None:
+        """Pre-aggregate the tuples of ``chunk`` the group's common predicate admits into their panes (and
+        regions; state grown as needed)."""
+        for i, m in enumerate(self.group.members):
+            if st["next_k"][i] is None:
+                st["next_k"][i] = int(-(-int(chunk["t"].min()) // m.spec.slide))
+        data = select(self.where, chunk["t"], chunk, self.read)
         n = len(data["ts"])
         if not n:
             return
-        pane = -(-data["ts"] // spec.pane)
+        if self.regions:
+            code = np.zeros(n, np.int64)
+            for j, e in enumerate(self.regions):
+                hit = np.broadcast_to(np.asarray(evaluate(e, lambda _s, a, d=data: d[a]), dtype=bool), (n,))
+                code |= hit.astype(np.int64) << j
+            data["__region"] = code
+        pane = -(-data["ts"] // self.pane)
         pa, pb = int(pane.min()), int(pane.max())
-        uniq, codes = encode_groups([data[k] for k in spec.keys], n)
+        uniq, codes = encode_groups([data[k] for k in self.keys], n)
         old = st["groups"]
-        if spec.keys:
+        if self.keys:
             st["keys"], inv = encode_groups([np.concatenate([o, u]) for o, u in zip(st["keys"], uniq)], old + len(uniq[0]))
             moved, codes = inv[:old], inv[old:][codes]
             groups = len(st["keys"][0])
@@ -165,55 +235,82 @@ class PaneBucket:
             moved, groups = np.zeros(old, np.int64), 1
         p0 = pa if st["p0"] is None else min(st["p0"], pa)
         p1 = pb + 1 if st["p0"] is None else max(st["p0"] + st["partials"][0][0].shape[0], pb + 1)
-        parts = [None if state is None else state[0].identity((p1 - p0, groups)) for state in answers.states]
+        parts = [acc.identity((p1 - p0, groups)) for acc, _ in self.shared]
         if st["partials"] is not None:
             r0 = st["p0"] - p0
             for new, kept in zip(parts, st["partials"]):
-                if new is not None:
-                    for x, y in zip(new, kept):
-                        x[r0 : r0 + len(y), moved] = y
-        batch = answers.partials(data, pane - pa, codes, (pb - pa + 1, groups))
+                for x, y in zip(new, kept):
+                    x[r0 : r0 + len(y), moved] = y
         r0, r1 = pa - p0, pb + 1 - p0
-        for state, new, got in zip(answers.states, parts, batch):
-            if new is not None:
-                merged = state[0].merge(tuple(x[r0:r1] for x in new), got)
-                for x, m in zip(new, merged):
-                    x[r0:r1] = m
+        shape = (pb - pa + 1, groups)
+        for (acc, attr), new in zip(self.shared, parts):
+            got = acc.partial(None if attr is None else data[attr], pane - pa, codes, shape)
+            merged = acc.merge(tuple(x[r0:r1] for x in new), got)
+            for x, y in zip(new, merged):
+                x[r0:r1] = y
         st.update(p0=p0, partials=parts, groups=groups)
 
-    def _answer(self, st: dict, answers: WindowAnswers, k_last: int) -> None:
-        """Emit the windows ``next_k .. k_last`` from the panes; drop the panes and groups no later window needs."""
-        spec = self.spec
-        T, D, s, lead = spec.length, spec.slide, spec.pane, answers.lead
-        if st["next_k"] is None or st["next_k"] > k_last:
-            return
+    def _member(self, st: dict, i: int, r0: int, r1: int) -> tuple[list[np.ndarray], list]:
+        """Member ``i``'s group keys and partials (as :meth:`WindowAnswers.partials`) over pane rows
+        ``[r0, r1)``: the columns of the regions its predicate covers, merged per key."""
+        parts = [tuple(x[r0:r1] for x in st["partials"][j]) for j in range(len(self.shared))]
+        if not self.regions:
+            return st["keys"], [None if j is None else parts[j] for j in self.reads[i]]
+        region, bit = st["keys"][-1], self.bits[i]
+        cols = np.flatnonzero((region >> bit) & 1 == 1) if bit is not None else np.arange(len(region))
+        uniq, inv = encode_groups([k[cols] for k in st["keys"][:-1]], len(cols))
+        g = len(uniq[0]) if uniq else 1
+        merged: dict[int, tuple] = {}
+        for j in {j for j in self.reads[i] if j is not None}:
+            acc = self.shared[j][0]
+            total = acc.identity((r1 - r0, g))
+            for r in np.unique(region[cols]):
+                at = cols[region[cols] == r]
+                part = acc.identity((r1 - r0, g))
+                for x, y in zip(part, parts[j]):
+                    x[:, inv[region[cols] == r]] = y[:, at]
+                total = acc.merge(total, part)
+            merged[j] = total
+        return uniq, [None if j is None else merged[j] for j in self.reads[i]]
+
+    def _answer(self, st: dict, answers: list[WindowAnswers], k_last) -> None:
+        """Emit each member's windows ``next_k .. k_last(D)`` (its slide ``D``) from the panes; drop the
+        panes and groups no later window needs."""
+        s = self.pane
         parts, p0 = st["partials"], st["p0"]
         busy = np.flatnonzero(parts[0][0].any(axis=1)) if parts is not None else []
-        k = st["next_k"]
-        if len(busy):
-            k = max(k, -(-(p0 + int(busy[0])) * s // D))  # the windows before hold no tuple of this bucket
-            panes = parts[0][0].shape[0]
-            while k <= k_last:
-                k1 = min(k_last + 1, k + max(1, BLOCK_CELLS // st["groups"]))
-                ends = np.arange(k - lead, k1, dtype=np.int64) * D
-                first, after = (ends - T - 1) // s + 1 - p0, ends // s + 1 - p0  # pane rows [first, after)
-                r0, r1 = int(np.clip(first[0], 0, panes)), int(np.clip(after[-1], 0, panes))
-                answers.answer(
-                    st["keys"], [None if p is None else tuple(x[r0:r1] for x in p) for p in parts], np.clip(first, r0, r1) - r0, np.clip(after, r0, r1) - r0, ends
-                )
-                k = k1
-        st["next_k"] = max(st["next_k"], k_last + 1)
-        if parts is None:
+        cut = None
+        for i, (m, answers_i) in enumerate(zip(self.group.members, answers)):
+            T, D, lead = m.spec.length, m.spec.slide, answers_i.lead
+            last = k_last(D)
+            k = st["next_k"][i]
+            if k is None:
+                continue
+            if k <= last and len(busy):
+                k = max(k, -(-(p0 + int(busy[0])) * s // D))  # the windows before hold no tuple of this bucket
+                panes = parts[0][0].shape[0]
+                while k <= last:
+                    k1 = min(last + 1, k + max(1, BLOCK_CELLS // st["groups"]))
+                    ends = np.arange(k - lead, k1, dtype=np.int64) * D
+                    first, after = (ends - T - 1) // s + 1 - p0, ends // s + 1 - p0  # pane rows [first, after)
+                    r0, r1 = int(np.clip(first[0], 0, panes)), int(np.clip(after[-1], 0, panes))
+                    uniq, partials = self._member(st, i, r0, r1)
+                    answers_i.answer(uniq, partials, np.clip(first, r0, r1) - r0, np.clip(after, r0, r1) - r0, ends)
+                    k = k1
+            st["next_k"][i] = max(st["next_k"][i], last + 1)
+            need = ((st["next_k"][i] - lead) * D - T - 1) // s + 1
+            cut = need if cut is None else min(cut, need)
+        if parts is None or cut is None:
             return
-        cut = int(np.clip(((st["next_k"] - lead) * D - T - 1) // s + 1 - p0, 0, parts[0][0].shape[0]))
+        cut = int(np.clip(cut - p0, 0, parts[0][0].shape[0]))
         alive = parts[0][0][cut:].any(axis=0)
         if cut == parts[0][0].shape[0] or not alive.any():
             st.update(p0=None, partials=None, groups=0, keys=[k[:0] for k in st["keys"]])
             return
-        if spec.keys and not alive.all():
+        if self.keys and not alive.all():
             st["keys"] = [k[alive] for k in st["keys"]]
             st["groups"] = int(alive.sum())
         else:
             alive = slice(None)
-        st["partials"] = [None if p is None else tuple(np.ascontiguousarray(x[cut:, alive]) for x in p) for p in parts]
+        st["partials"] = [tuple(np.ascontiguousarray(x[cut:, alive]) for x in p) for p in parts]
         st["p0"] = p0 + cut

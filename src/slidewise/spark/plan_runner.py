@@ -150,13 +150,17 @@ class _PlanSink:
             Path(out).mkdir(parents=True, exist_ok=True)
 
     def __call__(self, df, batch_id: int) -> None:
+        if batch_id in self.seen:  # a replayed batch within this run
+            return
+        self.take(df.collect(), batch_id)
+
+    def take(self, rows: list, batch_id: int) -> None:
+        """The collected output rows of micro-batch ``batch_id``."""
         from slidewise.spark.bucket import reject_kind
         from slidewise.spark.layout import unpack
 
-        if batch_id in self.seen:  # a replayed batch within this run
-            return
         results, rejected, admitted = [], Rejects(), 0
-        for r in df.collect():
+        for r in rows:
             k = r["k"]
             if k == RESULT:
                 results.append(unpack(r["p"]))
@@ -294,6 +298,10 @@ def start_plan_spark(
     checkpoint: str | None = None,
     ui: bool = False,
     archive: dict | None = None,
+    group=None,
+    member_outs: list | None = None,
+    member_collect: bool = False,
+    identity: str | None = None,
     **settings,
 ) -> PlanRun:
     """Start a general plan's Spark streaming query; the running :class:`PlanRun`.
@@ -312,6 +320,9 @@ def start_plan_spark(
     ``rewrite``: the plan executor's (:func:`slidewise.runtime.plan_engine.execute_plan`).
     ``archive``: the ``archive*`` options of :func:`slidewise.run` (results also into an archive,
     exactly once per micro-batch).
+    ``group``: a sharing group (:class:`~slidewise.optimizer.sharing.Group`) whose first query is ``plan``,
+    run as one query with one pane state (:mod:`slidewise.spark.many`); its queries' rows go to
+    ``member_outs`` (collected with ``member_collect``); ``identity``: what the checkpoint is for.
     """
     from slidewise.runtime.plan_engine import open_table, plan_inputs
     from slidewise.spark.join_runner import _checkpoint_meta, _partitions, archive_writer, open_checkpoint, removed_on_error, start_options, timed_session
@@ -322,7 +333,7 @@ def start_plan_spark(
     strategy, partitions, out = given.strategy, given.partitions, given.out
     ts_column, ts_unit = given.ts_column, given.ts_unit
     plan = load_plan(plan, tables or {})
-    identity = plan.text or plan.root.label()
+    identity = identity or plan.text or plan.root.label()
     tables = dict(tables or {})
     names, table_names = plan_inputs(plan, sources, tables)
     given.check_streams(sources)
@@ -357,6 +368,10 @@ def start_plan_spark(
             rewrite=rewrite,
             streams=given,
         )
+        if group is not None:  # one pane state for the group's queries
+            from slidewise.spark.many import shared_logic
+
+            shared_logic(group, gp)
         if opts.once:
             from slidewise.spark.kafka_source import bound
 
@@ -376,6 +391,11 @@ def start_plan_spark(
             run_id=f"{identity}@{root.resolve()}" if not temp else uuid.uuid4().hex,
             archive=writer,
         )
+        if group is not None:
+            from slidewise.spark.many import shared_parts
+
+            main = {"rejects": rejected, "rejects_dir": rejects_dir, "progress": given.progress}
+            sink, files = shared_parts(group, gp, root, member_outs or [], files, collect=member_collect, run_id=sink.run_id, **main)  # type: ignore[assignment]
         if len(rejected) and rejects_dir:  # the relations' rejects, read on the driver
             Path(rejects_dir).mkdir(parents=True, exist_ok=True)
             rejected.write(Path(rejects_dir) / "relations.csv")
@@ -395,6 +415,7 @@ def start_plan_spark(
             },
             "streams": names,
             "table_inputs": {n: len(gp.table_rows[n][0]) for n in table_names},  # relations once, not per bucket
+            "logic": gp.logic,
         }
         run = PlanRun(
             session, output, sink, info=info, layout=gp.layout, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds, files=files
