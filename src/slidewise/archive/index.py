@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from slidewise.archive import merge, store
+from slidewise.archive import memory, merge, store
 from slidewise.archive.layout import Layout
 from slidewise.errors import ExecutionError, OptionError
 
@@ -50,6 +50,7 @@ class Archive:
     def __init__(self, root: Path, manifest: dict, *, memory_mb: float = MEMORY_MB):
         if not memory_mb > 0:
             raise OptionError(f"the archive's memory budget must be positive, not {memory_mb} MB", hint=f"e.g. --archive-memory {MEMORY_MB:g}")
+        memory.bound()
         self.root = root
         self.manifest = manifest
         self.layout = Layout.from_json(manifest["layout"])
@@ -163,23 +164,25 @@ class Archive:
             "rows_written": 0,
         }
         store.collect_garbage(self.root, store.referenced(self._base) | store.referenced(m))
-        by_cell: dict[int, pa.Table] = {}
+        where, arriving = None, set()
         if table is not None and table.num_rows:
             exp = table.column(self.exp).to_numpy(zero_copy_only=False)
             alive = exp >= now
             stats["expired_on_arrival"] = int((~alive).sum())
-            where = np.where(alive, self.layout.cells(now, exp), -1)  # one copy of the rows: straight into their cells
-            for cell in np.unique(where[alive]):
-                by_cell[int(cell)] = table.filter(pa.array(where == cell))
+            where = np.where(alive, self.layout.cells(now, exp), -1)
+            arriving = {int(cell) for cell in np.unique(where[alive])}
             stats["inserted"] = int(alive.sum())
         if table is not None and m["schema"] is None:
             m["schema"] = store.encode_schema(table.schema)  # the files' schema, before any file is written
         cells = {c: list(files) for c, files in m["cells"].items()}
-        touched = sorted(set(by_cell) | {int(c) for c, files in cells.items() if any(f["min_exp"] < now for f in files)})
+        touched = sorted(arriving | {int(c) for c, files in cells.items() if any(f["min_exp"] < now for f in files)})
+        rebuild = self._rebuild if self.layout.strategy == "rebuild" else self._runs
         for cell in touched:
             files = cells.pop(str(cell), [])
-            rebuild = self._rebuild if self.layout.strategy == "rebuild" else self._runs
-            kept = rebuild(cell, files, by_cell.get(cell), now, stats)
+            # one cell's new rows at a time: the given rows are never copied whole
+            new = table.filter(pa.array(where == cell)) if table is not None and cell in arriving else None
+            kept = rebuild(cell, files, new, now, stats)
+            del new
             if kept:
                 cells[str(cell)] = kept
         stats["cells_touched"] = len(touched)
@@ -187,6 +190,7 @@ class Archive:
         self.manifest = new
         if commit:
             self.commit()
+        memory.release()
         return stats
 
     def commit(self, **fields: Any) -> None:
@@ -329,11 +333,18 @@ class Archive:
     def probe(self, key: object) -> pa.Table:
         """The rows with ``key`` (exp >= now), as one table."""
         value = self._key_value(key)
-        return self._concat(self._select(value, value))
+        answer = self._concat(self._select(value, value))
+        memory.release()
+        return answer
 
     def scan(self, lo: object = None, hi: object = None) -> Iterator[pa.Table]:
-        """The rows with ``lo <= key <= hi`` (either bound may be None), one row group at a time."""
-        return self._select(None if lo is None else self._key_value(lo), None if hi is None else self._key_value(hi))
+        """The rows with ``lo <= key <= hi`` (either bound may be None), in batches cut to the budget (at most a row group)."""
+        return self._released(self._select(None if lo is None else self._key_value(lo), None if hi is None else self._key_value(hi)))
+
+    @staticmethod
+    def _released(tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
+        yield from tables
+        memory.release()
 
     def read(self, lo: object = None, hi: object = None) -> pa.Table:
         """:meth:`scan` as one table."""
@@ -380,14 +391,17 @@ class Archive:
                 st = pf.metadata.row_group(i).column(col).statistics
                 if st is not None and st.has_min_max and ((lo is not None and st.max < lo) or (hi is not None and st.min > hi)):
                     continue
-                table = pf.read_row_group(i, use_threads=False)
-                keys = table.column(self.key)
-                mask = pc.greater_equal(table.column(self.exp), now) if now is not None else None
-                for bound, op in ((lo, pc.greater_equal), (hi, pc.less_equal)):
-                    if bound is not None:
-                        cond = op(keys, bound)
-                        mask = cond if mask is None else pc.and_(mask, cond)
-                if mask is not None:
-                    table = table.filter(mask)
-                if table.num_rows:
-                    yield table
+                group = pf.metadata.row_group(i)
+                rows = self._rows_per_batch(group.total_byte_size / max(group.num_rows, 1))
+                for batch in pf.iter_batches(batch_size=rows, row_groups=[i], use_threads=False):
+                    table = pa.Table.from_batches([batch])
+                    keys = table.column(self.key)
+                    mask = pc.greater_equal(table.column(self.exp), now) if now is not None else None
+                    for bound, op in ((lo, pc.greater_equal), (hi, pc.less_equal)):
+                        if bound is not None:
+                            cond = op(keys, bound)
+                            mask = cond if mask is None else pc.and_(mask, cond)
+                    if mask is not None:
+                        table = table.filter(mask)
+                    if table.num_rows:
+                        yield table
