@@ -70,6 +70,37 @@ def test_an_archive_command_picks_arrows_pool_before_pyarrow_is_imported(tmp_pat
         "print(pa.default_memory_pool().backend_name, os.environ['JE_ARROW_MALLOC_CONF'], memory._state['bound'], file=sys.stderr)"
     )
     env = {k: v for k, v in os.environ.items() if k not in (memory.POOL_VARIABLE, memory.JEMALLOC_VARIABLE)}
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a")], env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a")], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
     want = "jemalloc" if "jemalloc" in pa.supported_memory_backends() else pa.default_memory_pool().backend_name
     assert done.stderr.split() == [want, memory.JEMALLOC_CONF, "True"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 60)), max_size=30), min_size=1, max_size=6),
+    st.sampled_from(["rebuild", "norebuild"]),
+    st.sampled_from([1e-4, 64.0]),
+)
+def test_rows_given_in_parts_are_the_rows_given_whole(tmp_path_factory, updates, variant, memory_mb):
+    """An update given an iterable of parts (spilled by cell as sorted runs when they exceed a quarter of the budget)
+    leaves the archive a plain list of the unexpired rows says, as one given the same rows whole."""
+    root = tmp_path_factory.mktemp("parts")
+    whole = Archive.create(root / "whole", key="k", variant=variant, n=4, every=10, max_lifetime=60)
+    parts = Archive.create(root / "parts", key="k", variant=variant, n=4, every=10, max_lifetime=60, memory_mb=memory_mb)
+    live: list[tuple[int, int]] = []
+    for i, rows in enumerate(updates):
+        now = 10 * (i + 1)
+        table = pa.table({"k": pa.array([k for k, _ in rows], pa.int64()), "exp": pa.array([now + e - 5 for _, e in rows], pa.int64())})
+        whole.update(now, table)
+        got = parts.update(now, (table.slice(j, 3).to_batches()[0] if j % 2 else table.slice(j, 3) for j in range(0, table.num_rows, 3)))
+        live = [r for r in live + list(zip(table.column("k").to_pylist(), table.column("exp").to_pylist())) if r[1] >= now]
+        assert got["inserted"] == sum(1 for e in table.column("exp").to_pylist() if e >= now)
+        for archive in (whole, parts):
+            if archive.schema is None:  # no part was ever given
+                assert not live
+                continue
+            read = archive.read()
+            assert sorted(zip(read.column("k").to_pylist(), read.column("exp").to_pylist())) == sorted(live)
+            assert all(archive.probe(k).num_rows == sum(1 for r in live if r[0] == k) for k in range(10))
+    assert not list(parts.root.glob("spill-*"))  # removed with the update's garbage

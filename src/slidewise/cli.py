@@ -329,16 +329,14 @@ def _bound_archive_memory() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:2] == ["bench", "archive"]:
-        _bound_archive_memory()
+    if argv[:1] == ["archive"] or argv[:2] == ["bench", "archive"] or any(a == "--archive" or a.startswith("--archive=") for a in argv):
+        _bound_archive_memory()  # before the parser, whose choices import pyarrow
     if argv[:1] == ["bench"]:  # the experiments' own parser, options and --help
 
         def run():
             return cmd_bench(argv[1:])
     else:
         args = build_parser().parse_args(argv)
-        if args.func is cmd_archive or getattr(args, "archive", None):
-            _bound_archive_memory()
         configure_logging(verbosity(args))
 
         def run():
