@@ -12,14 +12,17 @@ Every probe and scan is checked against the archive's row count and a plain
 list of the live rows. Results go to ``archive.json`` and ``archive.png``.
 
 :func:`run_memory_check` (``--memory-budget MB``) is the acceptance check
-of an archive larger than memory: in a fresh spawned process (Arrow's
-jemalloc pool, freed memory returned at once; one glibc arena), updates of incompressible
+of an archive larger than memory: in a fresh spawned process, started as
+``slidewise run --archive`` starts (Arrow's pool picked before pyarrow is
+imported, :mod:`slidewise.archive.memory`), updates of incompressible
 rows, each 1/8 of the budget, fill an archive whose working set is given
 a quarter of the budget (``memory_mb``) until its live rows hold ``times`` x the
 budget (Arrow bytes), then more updates, probes and scans run; the peak RSS
 above the ready process's (VmHWM), which also holds the rows being added and
 the allocator's slack, must stay within the budget. The Arrow pool's peak
-bytes are reported too. Results go to ``archive-memory.json``.
+bytes are reported too. ``address_space_mb`` (``--address-space``) also caps
+the process's address space (RLIMIT_AS) at that much above the ready process.
+Results go to ``archive-memory.json``.
 """
 
 from __future__ import annotations
@@ -248,6 +251,7 @@ def run_memory_check(
         shutil.rmtree(work, ignore_errors=True)
     report = {"benchmark": "archive-memory", **{k: v for k, v in spec.items() if k not in ("dir", "seed")}, "machine": machine_info(), **got}
     if "error" not in got:
+        report["peak_share"] = round(got["peak_rss_mb"] / budget_mb, 2)  # of the budget
         report["within_budget"] = got["archive_mb"] >= times * budget_mb and got["peak_rss_mb"] <= budget_mb
     write_json(Path(out_dir) / "archive-memory.json", report)
     return report
