@@ -94,8 +94,10 @@ def test_probe_reads_only_row_groups_whose_statistics_hold_the_key(tmp_path, mon
     a = Archive.create(tmp_path / "a", key="k", n=1, every=10, row_group_rows=10)
     a.update(10, {"k": np.arange(100, dtype=np.int64), "v": np.zeros(100, dtype=np.int64), "exp": np.full(100, 50, dtype=np.int64)})
     read = []
-    original = pa.parquet.ParquetFile.read_row_group
-    monkeypatch.setattr(pa.parquet.ParquetFile, "read_row_group", lambda self, i, *a, **k: read.append(i) or original(self, i, *a, **k))
+    original = pa.parquet.ParquetFile.iter_batches
+    monkeypatch.setattr(
+        pa.parquet.ParquetFile, "iter_batches", lambda self, *a, row_groups, **k: read.extend(row_groups) or original(self, *a, row_groups=row_groups, **k)
+    )
     assert a.probe(42).to_pydict() == {"k": [42], "v": [0], "exp": [50]}
     assert read == [4]
 

@@ -86,6 +86,10 @@ def test_cli_run_and_probe(tmp_path, capsys):
     assert main(["archive", "scan", str(tmp_path / "ar"), "--from", "2", "--to", "4"]) == 0
     scanned = pd.read_csv(io.StringIO(capsys.readouterr().out))
     _same(live[live["A.k"].between(2, 4)], scanned)
+    assert main(["archive", "scan", str(tmp_path / "ar"), "--from", "2", "--to", "4", "--archive-memory", "0.001"]) == 0  # the smallest batches
+    _same(scanned, pd.read_csv(io.StringIO(capsys.readouterr().out)))
+    assert main(["archive", "probe", str(tmp_path / "ar"), "3", "--archive-memory", "0.001"]) == 0
+    _same(probed, pd.read_csv(io.StringIO(capsys.readouterr().out)))
     assert main(["archive", "info", str(tmp_path / "ar")]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["key"] == "A.k" and info["now"] == now and info["rows"] == len(live) == sum(info["cell_rows"])
@@ -108,6 +112,9 @@ def test_cli_errors(tmp_path, capsys):
     assert "--archive works with micro-batch streams and local runs, not with --mode batch" in capsys.readouterr().err
     assert main(["archive", "probe", str(tmp_path / "none"), "1"]) == 2
     assert "no archive here (manifest.json missing)" in capsys.readouterr().err
+    Archive.create(tmp_path / "empty", key="k")
+    assert main(["archive", "scan", str(tmp_path / "empty"), "--archive-memory", "0"]) == 2
+    assert "the archive's memory budget must be positive, not 0.0 MB (hint: e.g. --archive-memory 64)" in capsys.readouterr().err
 
 
 def test_rows_an_archive_cannot_hold(tmp_path):

@@ -29,6 +29,10 @@ def test_doubly_partitioned_updates_cost_less_than_the_wave_index(tmp_path, caps
 def test_bench_archive_bad_option(capsys):
     assert main(["bench", "archive", "--rate", "0"]) == 2
     assert "--rate must be positive, got 0" in capsys.readouterr().err
+    assert main(["bench", "archive", "--address-space", "40"]) == 2
+    assert "--address-space needs --memory-budget MB (hint: e.g. --memory-budget 8 --address-space 40)" in capsys.readouterr().err
+    assert main(["bench", "archive", "--memory-budget", "8", "--address-space", "0"]) == 2
+    assert "--address-space must be positive, got 0" in capsys.readouterr().err
 
 
 def test_fluctuating_rates_keep_every_answer_right(tmp_path):

@@ -18,7 +18,7 @@ with warnings.catch_warnings():  # Starlette recommends httpx2 for its test clie
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
-from slidewise.errors import QueryError  # noqa: E402
+from slidewise.errors import OptionError, QueryError  # noqa: E402
 from slidewise.serve.app import make_app  # noqa: E402
 from slidewise.serve.service import Service  # noqa: E402
 
@@ -222,3 +222,13 @@ def test_archive_probe(tmp_path, source):
         assert got.status_code == 400 and got.json() == {"error": "missing the key to probe (GET /archive/probe?key=VALUE)"}
         got = client.get("/archive/probe?key=x")
         assert got.status_code == 400 and "key 'x' is no value of the archive's key column 'src'" in got.json()["error"]
+    with TestClient(make_app(Service({"S": str(source)}, 1000, 4, archive=tmp_path / "ar", archive_memory=0.5))) as client:
+        assert client.get("/archive/probe?key=1").json() == {"now": 10, "rows": [{"src": 1, "v": 5, "exp": 30}]}
+
+
+def test_archive_memory_option(tmp_path, source):
+    """serve --archive-memory MB: positive, and only with --archive."""
+    with pytest.raises(OptionError, match="--archive-memory needs --archive DIR"):
+        Service({"S": str(source)}, 1000, 4, archive_memory=8)
+    with pytest.raises(OptionError, match="--archive-memory must be positive, not 0"):
+        Service({"S": str(source)}, 1000, 4, archive=tmp_path / "ar", archive_memory=0)

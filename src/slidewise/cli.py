@@ -221,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     asc.add_argument("dir", metavar="DIR")
     asc.add_argument("--from", dest="lo", metavar="KEY", help="smallest key")
     asc.add_argument("--to", dest="hi", metavar="KEY", help="largest key")
+    for reader in (ap, asc):
+        reader.add_argument("--archive-memory", type=float, metavar="MB", help="MB the rows are read and written out in (batches; default 64)")
     ai = arsub.add_parser("info", help="the archive's layout, current time, rows per sub-index and live files, as JSON")
     ai.add_argument("dir", metavar="DIR")
     ar.set_defaults(func=cmd_archive)
@@ -234,6 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     sv.add_argument("--state", metavar="DIR", help="keep queries, answers and read offsets here; a restart with it resumes them")
     sv.add_argument("--archive", metavar="DIR", help="an archive (run --archive DIR) that GET /archive/probe?key=K reads")
+    sv.add_argument("--archive-memory", type=float, metavar="MB", help="with --archive: MB a probe's working set is cut to (default 64)")
     sv.add_argument("--sub-window", type=_positive, default=1000, metavar="T", help="sub-window length in time units (default 1000)")
     sv.add_argument("--sub-windows", type=_positive, default=60, metavar="N", help="sub-windows per window (default 60): RANGE up to N*T-1")
     sv.add_argument("--ts-column", default=DEFAULTS.ts_column, help=f"timestamp column (default {DEFAULTS.ts_column})")
@@ -326,8 +329,17 @@ class _Formatter(logging.Formatter):
         return f"slidewise: {text}"
 
 
+def _bound_archive_memory() -> None:
+    """A command that keeps or reads an archive: Arrow's pool chosen before pyarrow is imported (:mod:`slidewise.archive.memory`)."""
+    from slidewise.archive.memory import prepare
+
+    prepare()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["archive"] or argv[:2] == ["bench", "archive"] or any(a == "--archive" or a.startswith("--archive=") for a in argv):
+        _bound_archive_memory()  # before the parser, whose choices import pyarrow
     if argv[:1] == ["bench"]:  # the experiments' own parser, options and --help
 
         def run():

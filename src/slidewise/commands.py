@@ -289,17 +289,21 @@ def _archive_options(args) -> dict:
 def cmd_archive(args) -> int:
     """``slidewise archive probe|scan|info DIR``: rows as CSV on stdout (exp >= the archive's current time), or its facts."""
     from slidewise.archive import Archive
+    from slidewise.archive.index import MEMORY_MB
     from slidewise.runtime.sinks import open_sink
 
-    archive = Archive.open(args.dir)
+    memory_mb = getattr(args, "archive_memory", None)
+    archive = Archive.open(args.dir, memory_mb=MEMORY_MB if memory_mb is None else memory_mb)
     if args.action == "info":
         m = archive.manifest
         facts = {"key": m["key"], "now": m["now"], "updates": m["updates"], "layout": m["layout"], "rows": archive.rows(), "cell_rows": archive.cell_rows()}
         print(json.dumps({**facts, "files": archive.live_files()}, indent=2))
         return 0
-    table = archive.probe(args.key) if args.action == "probe" else archive.read(args.lo, args.hi)
-    with open_sink("-", table.column_names) as sink:  # the same CSV as run --out -
-        sink.write({c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names})
+    tables = archive.scan(args.key, args.key) if args.action == "probe" else archive.scan(args.lo, args.hi)
+    schema = archive.schema
+    with open_sink("-", [] if schema is None else schema.names) as sink:  # the same CSV as run --out -, batch by batch
+        for table in tables:
+            sink.write({c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names})
     return 0
 
 
@@ -452,6 +456,7 @@ def cmd_serve(args) -> int:
         isolation=args.isolation,
         scheduling=args.scheduling,
         archive=args.archive,
+        archive_memory=args.archive_memory,
     )
     serve(service, args.host, args.port)
     return 0

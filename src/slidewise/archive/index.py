@@ -15,19 +15,23 @@ that receive rows or hold expired ones (``min_exp < now`` in the manifest).
   are rewritten without them.
 
 Memory: an update streams each touched cell through a merge of its sorted
-files and its new rows (:mod:`slidewise.archive.merge`), and probes
-(:meth:`Archive.probe`, :meth:`Archive.scan`) read one row group at a time,
-skipping row groups by their key statistics. Batches and the row groups of
-new files are cut to ``memory_mb`` (the working set's budget, beyond the rows
-an update is given and the rows a probe returns), so neither grows with the
-archive.
+files and its new rows (:mod:`slidewise.archive.merge`), and scans
+(:meth:`Archive.scan`; :meth:`Archive.probe` joins a scan's batches into one table)
+read batches of at most a row group, skipping row groups by their key statistics.
+Batches and the row groups of new files are cut to ``memory_mb`` (the working
+set's budget, beyond the rows an update is given), so neither grows with the
+archive. An update filters a given table one cell at a time, and reads an
+iterable of parts part by part, spilling them by cell as sorted runs
+(:meth:`Archive._arrivals`); :mod:`slidewise.archive.memory` holds the process's
+allocators to the budget.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -35,10 +39,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from slidewise.archive import merge, store
+from slidewise.archive import memory, merge, store
 from slidewise.archive.layout import Layout
 from slidewise.errors import ExecutionError, OptionError
 
+#: rows an update is given: a table of any kind, or a record batch
+Rows: TypeAlias = pa.Table | pa.RecordBatch | pd.DataFrame | dict
+#: a cell's new rows: its sorted runs, in batches of the given number of rows
+NewRuns: TypeAlias = Callable[[int], list[Iterator[pa.Table]]]
 #: the default budget of an archive's working set (``memory_mb``)
 MEMORY_MB = 64.0
 MB = 1 << 20
@@ -50,6 +58,7 @@ class Archive:
     def __init__(self, root: Path, manifest: dict, *, memory_mb: float = MEMORY_MB):
         if not memory_mb > 0:
             raise OptionError(f"the archive's memory budget must be positive, not {memory_mb} MB", hint=f"e.g. --archive-memory {MEMORY_MB:g}")
+        memory.bound()
         self.root = root
         self.manifest = manifest
         self.layout = Layout.from_json(manifest["layout"])
@@ -139,9 +148,11 @@ class Archive:
         return [sum(f["rows"] for f in cells.get(str(c), [])) for c in range(self.layout.n)]
 
     # --- update ----------------------------------------------------------------------------
-    def update(self, now: int, rows: pa.Table | pd.DataFrame | dict | None = None, *, commit: bool = True) -> dict:
+    def update(self, now: int, rows: Rows | Iterable[Rows] | None = None, *, commit: bool = True) -> dict:
         """Add ``rows`` and remove every row with ``exp < now``, atomically; counts of what was done.
 
+        ``rows``: a table (Arrow, pandas, dict of columns), or an iterable of them or of
+        record batches (e.g. a ``pyarrow.RecordBatchReader``), read part by part (:meth:`_arrivals`).
         ``commit=False``: the new files are written but the manifest on disk is not
         swapped until :meth:`commit`, so several updates become durable at once
         (a process killed before reopens to the state before all of them).
@@ -149,7 +160,6 @@ class Archive:
         now = int(now)
         if self.now is not None and now < self.now:
             raise ExecutionError(f"archive update at {now} is before its current time {self.now}", location=str(self.root), hint="updates go forward in time")
-        table = self._incoming(rows)
         m = self.manifest
         stats = {
             "now": now,
@@ -163,23 +173,13 @@ class Archive:
             "rows_written": 0,
         }
         store.collect_garbage(self.root, store.referenced(self._base) | store.referenced(m))
-        by_cell: dict[int, pa.Table] = {}
-        if table is not None and table.num_rows:
-            exp = table.column(self.exp).to_numpy(zero_copy_only=False)
-            alive = exp >= now
-            stats["expired_on_arrival"] = int((~alive).sum())
-            where = np.where(alive, self.layout.cells(now, exp), -1)  # one copy of the rows: straight into their cells
-            for cell in np.unique(where[alive]):
-                by_cell[int(cell)] = table.filter(pa.array(where == cell))
-            stats["inserted"] = int(alive.sum())
-        if table is not None and m["schema"] is None:
-            m["schema"] = store.encode_schema(table.schema)  # the files' schema, before any file is written
+        arriving, width = self._arrivals(rows, now, stats)
         cells = {c: list(files) for c, files in m["cells"].items()}
-        touched = sorted(set(by_cell) | {int(c) for c, files in cells.items() if any(f["min_exp"] < now for f in files)})
+        touched = sorted(set(arriving) | {int(c) for c, files in cells.items() if any(f["min_exp"] < now for f in files)})
+        rebuild = self._rebuild if self.layout.strategy == "rebuild" else self._runs
         for cell in touched:
             files = cells.pop(str(cell), [])
-            rebuild = self._rebuild if self.layout.strategy == "rebuild" else self._runs
-            kept = rebuild(cell, files, by_cell.get(cell), now, stats)
+            kept = rebuild(cell, files, arriving.get(cell), width, now, stats)
             if kept:
                 cells[str(cell)] = kept
         stats["cells_touched"] = len(touched)
@@ -187,6 +187,7 @@ class Archive:
         self.manifest = new
         if commit:
             self.commit()
+        memory.release()
         return stats
 
     def commit(self, **fields: Any) -> None:
@@ -207,10 +208,72 @@ class Archive:
         store.write_parquet(self.root / name, table, m["row_group_rows"])
         return name
 
-    def _incoming(self, rows: pa.Table | pd.DataFrame | dict | None) -> pa.Table | None:
+    def _arrivals(self, rows: Rows | Iterable[Rows] | None, now: int, stats: dict) -> tuple[dict[int, NewRuns], float]:
+        """The given rows by cell: per cell that receives rows, its new rows as sorted runs in batches of a given size; their row bytes.
+
+        A table is filtered one cell at a time, when its cell is updated, so it is never copied whole.
+        An iterable is read part by part: a part's rows wait by cell, and once they hold a quarter of the
+        budget each cell's are written as a sorted run file (removed with the update's garbage), so an
+        update holds one part and a quarter of the budget of the rows it is given, however many.
+        """
+        if rows is None or isinstance(rows, (pa.Table, pa.RecordBatch, pd.DataFrame, dict)):
+            table = self._incoming(rows)
+            if table is None or not self._record_schema(table):
+                return {}, 0.0
+            where, whole = self._route(table, now, stats), table
+
+            def runs(cell: int, size: int) -> list[Iterator[pa.Table]]:
+                return [merge.slices(self._sorted(whole.filter(pa.array(where == cell))), size)]
+
+            return {int(cell): functools.partial(runs, int(cell)) for cell in np.unique(where[where >= 0])}, table.nbytes / table.num_rows
+        held: dict[int, list[pa.Table]] = {}
+        spills: dict[int, list[Path]] = {}
+        held_bytes, width = 0, 0.0
+        for part in rows:
+            table = self._incoming(part)
+            if table is None or not self._record_schema(table):
+                continue
+            where = self._route(table, now, stats)
+            width = max(width, table.nbytes / table.num_rows)
+            for cell in np.unique(where[where >= 0]):
+                piece = table.filter(pa.array(where == cell))
+                held.setdefault(int(cell), []).append(piece)
+                held_bytes += piece.nbytes
+            if held_bytes > self.memory // 4:
+                for cell, pieces in held.items():
+                    path = self.root / f"spill-{self.manifest['next_file']:08d}.parquet"
+                    self.manifest["next_file"] += 1
+                    size = self._rows_per_batch(width)
+                    merge.write(path, self.schema, merge.slices(self._sorted(pa.concat_tables(pieces)), size), size)
+                    spills.setdefault(cell, []).append(path)
+                held, held_bytes = {}, 0
+
+        def parts(cell: int, size: int) -> list[Iterator[pa.Table]]:
+            runs = [merge.read(path, size) for path in spills.get(cell, [])]
+            return runs + ([merge.slices(self._sorted(pa.concat_tables(held[cell])), size)] if cell in held else [])
+
+        return {cell: functools.partial(parts, cell) for cell in set(held) | set(spills)}, width
+
+    def _record_schema(self, table: pa.Table) -> int:
+        """The first rows given fix the files' schema (before any file is written); ``table``'s rows."""
+        if self.manifest["schema"] is None:
+            self.manifest["schema"] = store.encode_schema(table.schema)
+        return table.num_rows
+
+    def _route(self, table: pa.Table, now: int, stats: dict) -> np.ndarray:
+        """The cell of each of ``table``'s rows (-1: expired on arrival), counted in ``stats``."""
+        exp = table.column(self.exp).to_numpy(zero_copy_only=False)
+        alive = exp >= now
+        stats["expired_on_arrival"] += int((~alive).sum())
+        stats["inserted"] += int(alive.sum())
+        return np.where(alive, self.layout.cells(now, exp), -1)
+
+    def _incoming(self, rows: Rows | None) -> pa.Table | None:
         """``rows`` as an Arrow table of the archive's schema; an ExecutionError naming what does not fit."""
         if rows is None:
             return None
+        if isinstance(rows, pa.RecordBatch):
+            rows = pa.Table.from_batches([rows])
         table = rows if isinstance(rows, pa.Table) else pa.Table.from_pandas(rows, preserve_index=False) if isinstance(rows, pd.DataFrame) else pa.table(rows)
         for col, role in ((self.key, "key"), (self.exp, "expiration")):
             if col not in table.column_names:
@@ -285,7 +348,7 @@ class Archive:
 
         return merge.read(self.root / entry["file"], rows, keep)
 
-    def _rebuild(self, cell: int, files: list[dict], new: pa.Table | None, now: int, stats: dict) -> list[dict]:
+    def _rebuild(self, cell: int, files: list[dict], new: NewRuns | None, width: float, now: int, stats: dict) -> list[dict]:
         """Rebuild: the cell's live rows and its new rows merged into one file, batch by batch."""
         widths, live = [], []
         for entry in files:
@@ -294,18 +357,18 @@ class Archive:
             else:
                 live.append(entry)
                 widths.append(self._row_bytes(entry))
-        if new is not None and new.num_rows:
-            widths.append(new.nbytes / new.num_rows)
+        if new is not None:
+            widths.append(width)
         if not widths:
             return []
         rows = self._rows_per_batch(max(widths))
         runs = [self._read_alive(entry, now, rows, stats) for entry in live]
-        if new is not None and new.num_rows:
-            runs.append(merge.slices(self._sorted(new), rows))
+        if new is not None:
+            runs.extend(new(rows))
         written = self._write(merge.merge(runs, self.key, self.exp), cell, rows, stats)
         return [] if written is None else [written]
 
-    def _runs(self, cell: int, files: list[dict], new: pa.Table | None, now: int, stats: dict) -> list[dict]:
+    def _runs(self, cell: int, files: list[dict], new: NewRuns | None, width: float, now: int, stats: dict) -> list[dict]:
         """NoRebuild: drop runs that expired whole, rewrite runs that expired in part, add the new rows as a run."""
         kept = []
         for entry in files:
@@ -318,9 +381,10 @@ class Archive:
                     kept.append(rewritten)
             else:
                 kept.append(entry)
-        if new is not None and new.num_rows:
-            rows = self._rows_per_batch(new.nbytes / new.num_rows)
-            written = self._write(merge.slices(self._sorted(new), rows), cell, rows, stats)
+        if new is not None:
+            rows = self._rows_per_batch(width)
+            runs = new(rows)
+            written = self._write(runs[0] if len(runs) == 1 else merge.merge(runs, self.key, self.exp), cell, rows, stats)
             if written is not None:
                 kept.append(written)
         return kept
@@ -329,11 +393,18 @@ class Archive:
     def probe(self, key: object) -> pa.Table:
         """The rows with ``key`` (exp >= now), as one table."""
         value = self._key_value(key)
-        return self._concat(self._select(value, value))
+        answer = self._concat(self._select(value, value))
+        memory.release()
+        return answer
 
     def scan(self, lo: object = None, hi: object = None) -> Iterator[pa.Table]:
-        """The rows with ``lo <= key <= hi`` (either bound may be None), one row group at a time."""
-        return self._select(None if lo is None else self._key_value(lo), None if hi is None else self._key_value(hi))
+        """The rows with ``lo <= key <= hi`` (either bound may be None), in batches cut to the budget (at most a row group)."""
+        return self._released(self._select(None if lo is None else self._key_value(lo), None if hi is None else self._key_value(hi)))
+
+    @staticmethod
+    def _released(tables: Iterator[pa.Table]) -> Iterator[pa.Table]:
+        yield from tables
+        memory.release()
 
     def read(self, lo: object = None, hi: object = None) -> pa.Table:
         """:meth:`scan` as one table."""
@@ -380,14 +451,17 @@ class Archive:
                 st = pf.metadata.row_group(i).column(col).statistics
                 if st is not None and st.has_min_max and ((lo is not None and st.max < lo) or (hi is not None and st.min > hi)):
                     continue
-                table = pf.read_row_group(i, use_threads=False)
-                keys = table.column(self.key)
-                mask = pc.greater_equal(table.column(self.exp), now) if now is not None else None
-                for bound, op in ((lo, pc.greater_equal), (hi, pc.less_equal)):
-                    if bound is not None:
-                        cond = op(keys, bound)
-                        mask = cond if mask is None else pc.and_(mask, cond)
-                if mask is not None:
-                    table = table.filter(mask)
-                if table.num_rows:
-                    yield table
+                group = pf.metadata.row_group(i)
+                rows = self._rows_per_batch(group.total_byte_size / max(group.num_rows, 1))
+                for batch in pf.iter_batches(batch_size=rows, row_groups=[i], use_threads=False):
+                    table = pa.Table.from_batches([batch])
+                    keys = table.column(self.key)
+                    mask = pc.greater_equal(table.column(self.exp), now) if now is not None else None
+                    for bound, op in ((lo, pc.greater_equal), (hi, pc.less_equal)):
+                        if bound is not None:
+                            cond = op(keys, bound)
+                            mask = cond if mask is None else pc.and_(mask, cond)
+                    if mask is not None:
+                        table = table.filter(mask)
+                    if table.num_rows:
+                        yield table

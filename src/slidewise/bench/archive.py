@@ -12,14 +12,17 @@ Every probe and scan is checked against the archive's row count and a plain
 list of the live rows. Results go to ``archive.json`` and ``archive.png``.
 
 :func:`run_memory_check` (``--memory-budget MB``) is the acceptance check
-of an archive larger than memory: in a fresh spawned process (Arrow's
-jemalloc pool, freed memory returned at once; one glibc arena), updates of incompressible
+of an archive larger than memory: in a fresh spawned process, started as
+``slidewise run --archive`` starts (Arrow's pool picked before pyarrow is
+imported, :mod:`slidewise.archive.memory`), updates of incompressible
 rows, each 1/8 of the budget, fill an archive whose working set is given
 a quarter of the budget (``memory_mb``) until its live rows hold ``times`` x the
 budget (Arrow bytes), then more updates, probes and scans run; the peak RSS
 above the ready process's (VmHWM), which also holds the rows being added and
 the allocator's slack, must stay within the budget. The Arrow pool's peak
-bytes are reported too. Results go to ``archive-memory.json``.
+bytes are reported too. ``address_space_mb`` (``--address-space``) also caps
+the process's address space (RLIMIT_AS) at that much above the ready process.
+Results go to ``archive-memory.json``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from slidewise.archive import Archive
+from slidewise.archive import Archive, memory
 from slidewise.bench.common import MB, PeakMemory, pyplot, run_isolated, save_png
 from slidewise.machine import machine_info, write_json
 
@@ -150,12 +153,6 @@ def memory_child(spec: dict, send) -> dict:
     """Fill an archive to ``times`` x ``budget_mb`` of live rows by updates, then update, probe and scan it; peak RSS."""
     import gc
 
-    import pyarrow.parquet as pq
-
-    try:
-        pa.jemalloc_set_decay_ms(0)  # freed pages go back to the OS at once
-    except NotImplementedError:
-        pass
     rng = np.random.default_rng(spec["seed"])
     budget, slots, rate = spec["budget_mb"] * MB, spec["slots"], spec["rate"]
     archive = Archive.create(
@@ -167,19 +164,19 @@ def memory_child(spec: dict, send) -> dict:
         payload = pa.FixedSizeBinaryArray.from_buffers(pa.binary(64), rate, [None, pa.py_buffer(rng.bytes(64 * rate))])
         return pa.table({"k": rng.integers(0, KEYS, rate), "ts": ts, "exp": ts + rng.integers(1, slots * EVERY + 1, rate), "payload": payload})
 
-    def live_bytes() -> int:  # the live rows' Arrow size, from the files' row group metadata
-        metas = (pq.read_metadata(f) for f in archive.live_files())
-        return sum(m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups))
-
-    archive.update(EVERY, batch(EVERY))  # warm-up: every code path imported before the baseline
+    first = batch(EVERY)
+    row_bytes = first.nbytes / first.num_rows  # fixed-width rows: the live rows' Arrow size is rows x row_bytes
+    archive.update(EVERY, first)  # warm-up: every code path imported before the baseline
     archive.probe(0)
+    del first
     gc.collect()
+    limit = _limit_address_space(spec["address_space_mb"])
     mem = PeakMemory().start()
     j, filled, probes, started = 1, 0, 0, time.perf_counter()
     while filled < spec["after"]:
         j += 1
         archive.update(j * EVERY, batch(j * EVERY))
-        if filled or live_bytes() >= spec["times"] * budget:
+        if filled or archive.rows() * row_bytes >= spec["times"] * budget:
             filled += 1
             for key in rng.integers(0, KEYS, 4):
                 probes += archive.probe(int(key)).num_rows >= 0
@@ -187,7 +184,9 @@ def memory_child(spec: dict, send) -> dict:
         if j > 4 * slots:
             break
     mem.stop()
-    size = live_bytes()
+    if limit is not None:
+        _limit_address_space(None)
+    size = archive.rows() * row_bytes
     disk = sum(Path(f).stat().st_size for f in archive.live_files())
     return {
         "updates": j,
@@ -199,12 +198,38 @@ def memory_child(spec: dict, send) -> dict:
         "update_mb": round(batch(0).nbytes / MB, 2),
         "arrow_pool": pa.default_memory_pool().backend_name,
         "arrow_peak_mb": round(pa.default_memory_pool().max_memory() / MB, 2),
+        "address_space_limit_mb": limit,
         **mem.as_dict(),
     }
 
 
+def _limit_address_space(extra_mb: float | None) -> float | None:
+    """Cap this process's address space (RLIMIT_AS) at its present size plus ``extra_mb`` (None: lift the cap); the cap in MB."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if extra_mb is None:
+        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+        return None
+    with open("/proc/self/status") as status:
+        size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+    cap = size + int(extra_mb * MB)
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    return round(cap / MB, 1)
+
+
 def run_memory_check(
-    out_dir: str | Path = "bench-results", *, budget_mb: float = 8, times: int = 10, variant: str = "rebuild", n: int = 64, after: int = 4, pool: str = "jemalloc"
+    out_dir: str | Path = "bench-results",
+    *,
+    budget_mb: float = 8,
+    times: int = 10,
+    variant: str = "rebuild",
+    n: int = 64,
+    after: int = 4,
+    pool: str = "jemalloc",
+    address_space_mb: float | None = None,
 ) -> dict:
     """An archive of ``times`` x ``budget_mb`` of rows, updated and probed in a process whose peak RSS
     (above the ready process) must stay within ``budget_mb``; writes ``archive-memory.json``."""
@@ -212,21 +237,21 @@ def run_memory_check(
     slots = int(2 * 1.5 * times * budget_mb * MB / (96 * rate))  # lifetimes average S / 2 updates
     work = Path(tempfile.mkdtemp(prefix="slidewise-archive-memory-"))
     spec = {"dir": str(work / "ar"), "budget_mb": budget_mb, "times": times, "variant": variant, "n": n, "rate": rate, "slots": slots, "after": after, "seed": 0}
-    # read by the spawned child at start: Arrow's pool, and one glibc arena for what Parquet's threads allocate outside it
-    env = {"ARROW_DEFAULT_MEMORY_POOL": pool, "MALLOC_ARENA_MAX": "1"}
+    spec["address_space_mb"] = address_space_mb
+    # the child starts as `slidewise run --archive` does (slidewise.archive.memory.prepare): Arrow's pool picked before pyarrow is imported
+    env = {memory.POOL_VARIABLE: pool, memory.JEMALLOC_VARIABLE: memory.JEMALLOC_CONF}
     before = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    os.environ.update({k: before[k] or v for k, v in env.items()})
     try:
         got = run_isolated(memory_child, spec)
     finally:
         for k, v in before.items():
             if v is None:
                 os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         shutil.rmtree(work, ignore_errors=True)
     report = {"benchmark": "archive-memory", **{k: v for k, v in spec.items() if k not in ("dir", "seed")}, "machine": machine_info(), **got}
     if "error" not in got:
+        report["peak_share"] = round(got["peak_rss_mb"] / budget_mb, 2)  # of the budget
         report["within_budget"] = got["archive_mb"] >= times * budget_mb and got["peak_rss_mb"] <= budget_mb
     write_json(Path(out_dir) / "archive-memory.json", report)
     return report

@@ -155,9 +155,13 @@ def _synopses(args) -> int:
 def _archive(args) -> int:
     from slidewise.bench.archive import NS, VARIANTS, run_archive_bench, run_memory_check
 
+    if args.address_space is not None and args.memory_budget is None:
+        raise OptionError("--address-space needs --memory-budget MB", hint="e.g. --memory-budget 8 --address-space 40")
     if args.memory_budget is not None:
         _positive(args.memory_budget, "--memory-budget", "MB of peak RSS, e.g. --memory-budget 8")
-        got = run_memory_check(args.out, budget_mb=args.memory_budget)
+        if args.address_space is not None:
+            _positive(args.address_space, "--address-space", "MB of address space, e.g. --address-space 40")
+        got = run_memory_check(args.out, budget_mb=args.memory_budget, address_space_mb=args.address_space)
         print_table("slidewise bench archive --memory-budget", {k: v for k, v in got.items() if k not in ("machine", "traceback")})
         return 0 if got.get("within_budget") else 1
     _positive(args.rate, "--rate", "rows per update, e.g. --rate 2000")
@@ -359,6 +363,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="MB",
         help="instead: an archive of 10x MB of rows updated and probed in a process whose peak RSS must stay within MB; archive-memory.json",
+    )
+    ar.add_argument(
+        "--address-space",
+        type=float,
+        metavar="MB",
+        help="with --memory-budget: the process may also map at most MB more than when it was ready (RLIMIT_AS, as ulimit -v)",
     )
 
     s = _experiment(

@@ -57,12 +57,18 @@ class Service:
         scheduling: str = "hybrid-late-pending",
         poll: float = 0.2,
         archive: str | Path | None = None,
+        archive_memory: float | None = None,
     ):
         if not sources:
             raise OptionError("slidewise serve needs at least one --source NAME=PATH|DIR", hint="e.g. --source S=traffic.csv")
         self.state = Path(state) if state is not None else None
         #: an archive directory (``run --archive``) that ``GET /archive/probe`` reads, reopened per probe
         self.archive = Path(archive) if archive is not None else None
+        if archive_memory is not None and (archive is None or not archive_memory > 0):
+            hint = "add --archive DIR, or drop it" if archive is None else "MB of a probe's working set, e.g. --archive-memory 64"
+            raise OptionError("--archive-memory needs --archive DIR" if archive is None else f"--archive-memory must be positive, not {archive_memory}", hint=hint)
+        #: the budget of a probe's working set (``--archive-memory``), MB
+        self.archive_memory = archive_memory
         offsets: dict[str, dict[str, int]] = {}
         if self.state is not None:
             self.state.mkdir(parents=True, exist_ok=True)
@@ -132,7 +138,7 @@ class Service:
         from slidewise.archive import Archive
 
         assert self.archive is not None
-        archive = Archive.open(self.archive)
+        archive = Archive.open(self.archive) if self.archive_memory is None else Archive.open(self.archive, memory_mb=self.archive_memory)
         table = archive.probe(key)
         return plain({"now": archive.now, "rows": table.to_pylist()})
 
