@@ -245,22 +245,26 @@ class PaneRun(WindowAnswers):
             return
         self.start(int(ts[0]))
         self.last_ts = int(ts[-1])
-        if self.spec.counted:
-            self._count(ts, cols)
+        if self.spec.counted:  # every evaluation the arrivals complete
+            arrival = self.number(ts)
+            self.buffer.append(select(self.spec.where, ts, {**cols, CLOCK: arrival}, (*self.attrs, CLOCK)))
+            self._answer(self.seen // self.spec.slide)
+            self.trim()
             return
         self.buffer.append(self.filtered(ts, cols))
         self._answer(-(-self.last_ts // self.spec.slide) - 1)  # instants before the last ts are complete
 
-    def _count(self, ts: np.ndarray, cols: dict[str, np.ndarray]) -> None:
-        """Arrivals of a count window: numbered, stamped evaluations, every evaluation they complete answered."""
+    def number(self, ts: np.ndarray) -> np.ndarray:
+        """Count windows: the arrival numbers of the arrivals ``ts``; the ``ts`` of the evaluations they complete kept."""
         m, n = self.spec.slide, len(ts)
-        arrival = self.seen + 1 + np.arange(n, dtype=np.int64)
         ks = np.arange(self.seen // m + 1, (self.seen + n) // m + 1, dtype=np.int64)
         self.stamps = np.concatenate([self.stamps, np.asarray(ts, np.int64)[ks * m - 1 - self.seen]])
         self.seen += n
-        self.buffer.append(select(self.spec.where, ts, {**cols, CLOCK: arrival}, (*self.attrs, CLOCK)))
-        self._answer(self.seen // m)
-        keep = max(self.next_k - 1, 1) - self.stamp_k0  # ISTREAM / DSTREAM compare with evaluation next_k − 1
+        return np.arange(self.seen - n + 1, self.seen + 1, dtype=np.int64)
+
+    def trim(self) -> None:
+        """Forget the ``ts`` of the evaluations answered (ISTREAM / DSTREAM compare with evaluation ``next_k − 1``)."""
+        keep = max((self.next_k or 1) - 1, 1) - self.stamp_k0
         if keep > 0:
             self.stamps, self.stamp_k0 = self.stamps[keep:], self.stamp_k0 + keep
 
