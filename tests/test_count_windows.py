@@ -266,4 +266,7 @@ def test_the_spark_engine_refuses_count_windows_before_spark_starts(capsys, tmp_
     query = "SELECT RSTREAM(S.k, COUNT(*) AS n) FROM S [ROWS 4 SLIDE 2] GROUP BY S.k"
     assert main(["run", query, "--source", f"S={src}", "--engine", "spark"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"slidewise: error: {query}: a count window with SLIDE ([ROWS n SLIDE m]) does not run on the Spark engine (hint: run it with --engine local)"]
+    assert err == [
+        f"slidewise: error: {query}: a count window with SLIDE ([ROWS n SLIDE m]) does not run on the Spark engine or its stages "
+        "(Kafka topics followed with --checkpoint) (hint: run it with --engine local, without --checkpoint)"
+    ]

@@ -92,8 +92,8 @@ def plan_general(
     if not frequent and plan.root.count_slide:  # the pane path here counts time panes; arrival numbers need one global order
         text = " ".join((plan.text or plan.root.label()).split())
         raise PlanError(
-            f"{text}: a count window with SLIDE ([ROWS n SLIDE m]) does not run on the Spark engine",
-            hint="run it with --engine local",
+            f"{text}: a count window with SLIDE ([ROWS n SLIDE m]) does not run on the Spark engine or its stages (Kafka topics followed with --checkpoint)",
+            hint="run it with --engine local, without --checkpoint",
         )
     infos, recipes = [], []
     for name in names:
