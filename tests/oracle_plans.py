@@ -38,10 +38,19 @@ Decisions the contract leaves open (pinned by tests/test_oracle_plans.py):
   those of them that are not new in ``Q(τ_k)`` (the short-lived ones).
   DSTREAM has no restore form. WSTREAM with a slide windows the periodic
   ISTREAM and reports its changes at the evaluation instants.
+* A count window with SLIDE (``[ROWS n SLIDE m]``, ``Output.count_slide``):
+  evaluation k = 1, 2, ... follows the (k·m)-th arrival of the stream in
+  processing order (``ts``, then input order) and answers the plan over the
+  last n of the first k·m arrivals (fewer at first; WHERE after the window),
+  stamped with that arrival's ``ts`` (several evaluations may share one);
+  arrivals after the last multiple of m are never evaluated. ISTREAM /
+  DSTREAM compare each evaluation with the one before (the first with the
+  empty answer).
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from collections import Counter
@@ -386,6 +395,17 @@ class PlanOracle:
             return result
         if kind == "dstream" and out_node.restore:
             raise PlanError("DSTREAM has no restore form", hint="use ISTREAM_RESTORE or RSTREAM_RESTORE")
+        if out_node.count_slide:
+            prev = Counter()
+            for tau, cur in self.count_answers():
+                if kind == "rstream":
+                    _emit(result, tau, cur, +1)
+                elif kind == "istream":
+                    _emit(result, tau, cur - prev, +1)
+                else:
+                    _emit(result, tau, prev - cur, -1)
+                prev = cur
+            return result
         instants = eval_instants(self.first, self.last, slide)
         prev_tau, prev = self.first - 1, Counter()
         inserted_stream: list[tuple[int, tuple]] = []
@@ -415,6 +435,19 @@ class PlanOracle:
                 prev_window = window
             prev_tau, prev = tau, cur
         return result
+
+    def count_answers(self) -> list[tuple[int, Counter]]:
+        """``[ROWS n SLIDE m]``: ``(ts, Q)`` of evaluation k = 1, 2, ...: the plan over the arrivals so far
+        cut after the (k·m)-th (whose ``ts`` it carries), so its ``ROWS n`` window is their last n."""
+        m = self.plan.root.count_slide
+        (source,) = self.arrivals
+        arrivals, out = self.arrivals[source], []
+        for k in range(1, len(arrivals) // m + 1):
+            cut = copy.copy(self)
+            cut.arrivals, cut._cache = {source: arrivals[: k * m]}, {}
+            tau = arrivals[k * m - 1][0]
+            out.append((tau, cut.answer_at(self.plan.root.child, tau)))
+        return out
 
     def answers(self) -> dict[int, Counter]:
         """``Q(τ)`` of the output's child at every evaluation instant."""

@@ -182,8 +182,9 @@ WINDOWS = [
     (
         "slide_on_rows",
         "SELECT * FROM S1 [ROWS 5 SLIDE 2]",
-        "query line 1, column 26: SLIDE on a count window is accepted by FREQUENT only (D arrivals) (hint: slide a time "
-        "window, e.g. [RANGE 100 SLIDE 10], or write SELECT RSTREAM FREQUENT(S.x, 5) FROM S [ROWS 10000 SLIDE 100])\n"
+        "query line 1, column 26: SLIDE on a count window needs a periodic GROUP BY (or aggregate) over one stream: RSTREAM, ISTREAM or DSTREAM "
+        "(hint: write e.g. SELECT RSTREAM(S.k, COUNT(*) AS n) FROM S [ROWS 100 SLIDE 10] GROUP BY S.k, or SELECT RSTREAM FREQUENT(S.x, 5) "
+        "FROM S [ROWS 10000 SLIDE 100]; without SLIDE a count window follows every arrival)\n"
         "SELECT * FROM S1 [ROWS 5 SLIDE 2]\n"
         "                         ^",
     ),

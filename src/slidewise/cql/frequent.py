@@ -2,8 +2,8 @@
 
 The frequent items of a sliding window (Golab's thesis ch. 6, Algorithm 6):
 the call is the whole select list of one SELECT over one stream with a
-FIFO window — ``[RANGE T SLIDE D]`` or ``[ROWS N SLIDE D]`` (``SLIDE`` on a
-count window is accepted here only: D arrivals). The input is built by
+FIFO window — ``[RANGE T SLIDE D]`` or ``[ROWS N SLIDE D]`` (D arrivals; the
+one other query a count window's SLIDE takes is a periodic GROUP BY). The input is built by
 :class:`~slidewise.cql.plan_builder.PlanBuilder` as ``SELECT *`` of the same FROM
 and WHERE; an input whose tuples do not expire in arrival order (a join of
 time windows, negation, an aggregate, ...) is refused, because Algorithm 6

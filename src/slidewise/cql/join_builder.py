@@ -39,6 +39,12 @@ _OUTPUTS = {  # output keyword -> (JoinQuery.output, JoinQuery.restore)
 }
 _CONDITIONS = (Cmp, And, Or, Not, Like)
 #: windowing functions of other systems -> the CQL way
+#: the one shape a count window with SLIDE takes (the pane path), and how to write it
+COUNT_SLIDE_SHAPE = "SLIDE on a count window needs a periodic GROUP BY (or aggregate) over one stream: RSTREAM, ISTREAM or DSTREAM"
+COUNT_SLIDE_HINT = (
+    "write e.g. SELECT RSTREAM(S.k, COUNT(*) AS n) FROM S [ROWS 100 SLIDE 10] GROUP BY S.k, "
+    "or SELECT RSTREAM FREQUENT(S.x, 5) FROM S [ROWS 10000 SLIDE 100]; without SLIDE a count window follows every arrival"
+)
 _FOREIGN_WINDOWS = {
     "tumble": "[RANGE 5 SECONDS SLIDE 5 SECONDS] after the stream name",
     "hop": "[RANGE 10 SECONDS SLIDE 5 SECONDS] after the stream name",
@@ -81,6 +87,7 @@ class Builder:
         self.text = text
         self.refs: list[StreamRef] = []
         self.on: list[Tree] = []  # the conditions of JOIN ... ON, WHERE conjuncts
+        self.count_slides: list[tuple[int, Token]] = []  # SLIDE m of [ROWS n SLIDE m] windows, with its token
 
     # -- helpers -----------------------------------------------------------
     def error(self, node: Tree | Token, message: str, hint: str | None = None) -> QueryError:
@@ -128,6 +135,8 @@ class Builder:
             name_tok, window, internal_after, alias_tok = ref.children
             alias = str(alias_tok) if alias_tok is not None else str(name_tok)
             spec, slide_tok = self.window(window, internal_after is not None, name_tok, alias)
+            if self.count_slides:
+                raise self.error(self.count_slides[0][1], COUNT_SLIDE_SHAPE, hint=COUNT_SLIDE_HINT)
             stream = StreamRef(alias=alias, source=str(name_tok), window=spec)
             try:
                 JoinQuery(streams=(*self.refs, stream))
@@ -177,9 +186,10 @@ class Builder:
             (slide_node,) = body.children
         size = self.size(size_node, counting=kind == "rows") if size_node is not None else 0
         slide_tok = slide_node.children[0] if slide_node is not None else None
-        slide = self.size(slide_node.children[1], counting=False) if slide_node is not None else None
+        counted = kind == "rows" and partition is None and slide_node is not None  # [ROWS n SLIDE m]
+        slide = self.size(slide_node.children[1], counting=counted) if slide_node is not None else None
         try:
-            spec = WindowSpec(kind=kind, size=size, slide=slide, partition_by=partition, internal=internal)
+            spec = WindowSpec(kind=kind, size=size, slide=None if counted else slide, partition_by=partition, internal=internal)
         except PlanError as e:
             if e.message.startswith("window size") and size_node is not None:
                 where = size_node
@@ -188,6 +198,15 @@ class Builder:
             else:
                 where = node
             raise self.error(where, e.message, e.hint) from None
+        if counted:
+            assert slide_node is not None and slide is not None
+            if slide < 1:
+                raise self.error(
+                    slide_node.children[1],
+                    f"SLIDE of a count window must be a positive number of arrivals, got {slide}",
+                    hint=f"write e.g. [ROWS {size} SLIDE {max(1, size // 2)}]: the window is evaluated after every m-th arrival",
+                )
+            self.count_slides.append((slide, slide_tok))
         return spec, slide_tok
 
     def partition_key(self, key: Tree, name_tok: Token, alias: str) -> str:

@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from lark import Token, Tree
 
 from slidewise.cql.grouping import AGG_FORMS, Grouping
-from slidewise.cql.join_builder import Builder, operands
+from slidewise.cql.join_builder import COUNT_SLIDE_HINT, COUNT_SLIDE_SHAPE, Builder, operands
 from slidewise.cql.plan_checks import PlanChecks, arity
 from slidewise.plan.expr import And, Cmp, Col, Expr, streams_of
-from slidewise.plan.logical import AGG_FUNCS, Join, Negation, Node, Output, Plan, Scan, Select, Subquery, Union
+from slidewise.plan.logical import AGG_FUNCS, Aggregate, Join, Negation, Node, Output, Plan, Project, Scan, Select, Subquery, Union
 from slidewise.plan.query import WindowSpec
 
 _SLIDE_HINT = "lazy re-evaluation has one interval per query; use the same SLIDE"
@@ -111,8 +111,24 @@ class PlanBuilder(Grouping, PlanChecks, Builder):
             self.check_wstream(node, head.tok)
         self.check_internal(node)
         slide = self.common_slide()
-        root = Output(node, head.kind, head.restore, slide, head.window, text=self.text)
+        count_slide = self.count_slide(node, head)
+        root = Output(node, head.kind, head.restore, slide, head.window, text=self.text, count_slide=count_slide)
         return Plan(root, tuple(self.names), self.text)
+
+    def count_slide(self, node: Node, head: Head) -> int | None:
+        """The SLIDE of a ``[ROWS n SLIDE m]`` window, if the query has one: it needs a periodic aggregate
+        over one stream (``[Select] ← Aggregate ← [Select] ← Scan``, the pane path's shape)."""
+        if not self.count_slides:
+            return None
+        slide, tok = self.count_slides[0]
+        below = node.child if isinstance(node, Project) else node
+        below = below.child if isinstance(below, Select) else below
+        scan = below.child if isinstance(below, Aggregate) else None
+        scan = scan.child if isinstance(scan, Select) else scan
+        one_stream = isinstance(scan, Scan) and scan.kind == "stream" and len(self.count_slides) == 1 and len(self.names) == 1
+        if not one_stream or self.slides or head.restore or head.kind not in ("rstream", "istream", "dstream"):
+            raise self.error(tok, COUNT_SLIDE_SHAPE, hint=COUNT_SLIDE_HINT)
+        return slide
 
     def query(self, tree: Tree) -> tuple[Node, list[Head]]:
         if tree.data == "query":

@@ -116,6 +116,11 @@ def compile_query(text: str, schemas: dict[str, dict[str, str]], t: int, n: int,
     spec = match(prune_columns(bind(plan, schemas)))
     if spec is None or spec.kind != "rstream":
         raise QueryError("the query manager runs periodic one-stream aggregates only", hint=f"write {SHAPE}")
+    if spec.counted:
+        raise QueryError(
+            "the query manager's sub-windows are time intervals: a count window with SLIDE ([ROWS n SLIDE m]) is not supported here",
+            hint="use [RANGE T SLIDE D], or run the query with `slidewise run`",
+        )
     if not coverable(spec):
         raise QueryError("the query manager answers COUNT, SUM, AVG, MIN and MAX (not DISTINCT)", hint="register other aggregates with `slidewise run`")
     size = spec.length + 1

@@ -312,6 +312,8 @@ def render_plan(info: dict) -> str:
     lines.append(f"why          {info['why']}")
     if (info.get("path") or "").startswith("frequent items"):
         lines.append(f"path         {info['path']} (over the input above)")
+    elif "arrivals, b=" in (info.get("path") or ""):  # [ROWS n SLIDE m]: the pane path or an error
+        lines.append(f"path         {info['path']} (a float group key or MIN/MAX/SUM/AVG of text is an error here)")
     elif info.get("path"):
         lines.append(f"path         {info['path']} (the plan above runs instead if a group key is a float column or MIN/MAX/SUM/AVG reads text)")
     return "\n".join(lines) + "\n"

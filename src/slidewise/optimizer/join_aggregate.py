@@ -114,7 +114,8 @@ def match(plan: Plan) -> JoinAggregate | None:
     join = agg.child
     if not isinstance(join, Join):
         return None
-    assert root.slide is not None  # peel admits periodic outputs only
+    if root.slide is None:  # a count window's SLIDE: one stream only
+        return None
     if len(join.inputs) != 2 or join.filters or not join.equalities:
         return None
     scans, wheres = [], []

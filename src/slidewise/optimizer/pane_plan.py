@@ -17,6 +17,11 @@ Panes: the window at ``τ = kD`` holds ``τ − T ≤ ts ≤ τ``, so every wind
 boundary lies on the grid of width ``s = gcd(T + 1, D)`` and a window is
 ``b = (T + 1) / s`` panes of it; ``explain`` shows ``s``, ``b`` and each synopsis's
 partials kept and probed (:func:`slidewise.synopses.cost`).
+
+A count window ``[ROWS n SLIDE m]`` (``counted``) is the same with the arrival
+number ``p`` (1, 2, ... in processing order, before WHERE) as the clock: the window
+of evaluation ``k`` holds ``km − (n − 1) ≤ p ≤ km``, so ``T = n − 1``, ``D = m``,
+panes of ``gcd(n, m)`` arrivals and ``b = n / gcd(n, m)``.
 """
 
 from __future__ import annotations
@@ -26,13 +31,14 @@ from math import gcd
 
 import numpy as np
 
+from slidewise.errors import PlanError
 from slidewise.operators.aggregates import REGISTRY
 from slidewise.plan.expr import And, BinOp, Cmp, Col, Expr, Func, Lit, Not, Or
 from slidewise.plan.logical import AggCall, Aggregate, Output, Plan, Project, Scan, Select
 from slidewise.synopses import OVERLAPPING
 from slidewise.synopses import costs as synopsis_costs
 
-__all__ = ["BASIC_MAX_PANES", "SlidingAggregate", "match"]
+__all__ = ["BASIC_MAX_PANES", "SlidingAggregate", "count_window_error", "match", "unfit"]
 
 #: periodic outputs the pane path serves: the whole answer, or its changes between evaluations
 KINDS = ("rstream", "istream", "dstream")
@@ -43,12 +49,12 @@ BASIC_MAX_PANES = 4
 
 @dataclass(frozen=True)
 class SlidingAggregate:
-    """A periodic GROUP BY over one time window, as the pane path runs it."""
+    """A periodic GROUP BY over one time window (or count window: ``counted``), as the pane path runs it."""
 
     source: str
     alias: str
-    length: int  # T
-    slide: int  # D
+    length: int  # T (a count window: n − 1, in arrivals)
+    slide: int  # D (a count window: m arrivals)
     keys: tuple[str, ...]  # key attributes of the stream (``ts`` allowed)
     key_names: tuple[str, ...]  # their output column names
     aggs: tuple[AggCall, ...]
@@ -56,6 +62,7 @@ class SlidingAggregate:
     having: Expr | None
     columns: tuple[str, ...]  # the output columns in order (before ts, sign)
     kind: str = "rstream"  # the output operator (KINDS)
+    counted: bool = False  # [ROWS n SLIDE m]: the clock is the arrival number, evaluations after every m-th arrival
 
     @property
     def pane(self) -> int:
@@ -77,8 +84,10 @@ class SlidingAggregate:
             kinds.insert(0, "running")  # COUNT(*) of every group decides which groups have a row
         overlapping = {k: all(a.func in OVERLAPPING for a in self.aggs if self.synopsis(a) == k) for k in kinds}
         costs = synopsis_costs(overlapping, self.panes)
+        unit = " arrivals" if self.counted else ""
         return (
-            f"sliding aggregate: {' and '.join(k + ' synopsis' for k in kinds)}, pane s={self.pane}, b={self.panes}; partials kept per group / probed per answer: {costs}"
+            f"sliding aggregate: {' and '.join(k + ' synopsis' for k in kinds)}, pane s={self.pane}{unit}, b={self.panes}; "
+            f"partials kept per group / probed per answer: {costs}"
         )
 
     def arguments(self) -> tuple[str, ...]:
@@ -100,7 +109,7 @@ def peel(plan: Plan) -> tuple[Output, Aggregate, Expr | None] | None:
     """(output, aggregate, HAVING) of a periodic GROUP BY: an Output with a slide over an optional
     column-only Project, an optional Select on the outputs and an Aggregate; None for another shape."""
     root = plan.root
-    if not isinstance(root, Output) or root.kind not in KINDS or root.restore or not root.slide:
+    if not isinstance(root, Output) or root.kind not in KINDS or root.restore or not (root.slide or root.count_slide):
         return None
     node = root.child
     if isinstance(node, Project):
@@ -121,7 +130,6 @@ def match(plan: Plan) -> SlidingAggregate | None:
     if peeled is None or not peeled[1].aggs and not peeled[1].keys:
         return None
     root, agg, having = peeled
-    assert root.slide is not None  # peel admits periodic outputs only
     node = agg.child
     where = None
     if isinstance(node, Select):
@@ -132,8 +140,14 @@ def match(plan: Plan) -> SlidingAggregate | None:
         return None
     w = node.window
     assert w is not None  # a stream scan has a window
-    if w.kind != "range" or w.internal or w.slide != root.slide:
+    if root.count_slide:  # [ROWS n SLIDE m]: T = n − 1 arrivals, D = m
+        if w.kind != "rows" or w.partition_by is not None or w.internal:
+            return None
+        length, slide = w.size - 1, root.count_slide
+    elif w.kind != "range" or w.internal or w.slide != root.slide or root.slide is None:
         return None
+    else:
+        length, slide = w.size, root.slide
     keys = []
     for k in agg.keys:
         if not isinstance(k.expr, Col) or k.expr.stream != 0:
@@ -147,8 +161,38 @@ def match(plan: Plan) -> SlidingAggregate | None:
     if root.kind != "rstream" and not {k.name for k in agg.keys} <= set(root.schema):
         return None  # changes of a bag of projected rows are not changes per group
     return SlidingAggregate(
-        node.source, node.alias, w.size, root.slide, tuple(keys), tuple(k.name for k in agg.keys), agg.aggs, where, having, tuple(root.schema), root.kind
+        node.source,
+        node.alias,
+        length,
+        slide,
+        tuple(keys),
+        tuple(k.name for k in agg.keys),
+        agg.aggs,
+        where,
+        having,
+        tuple(root.schema),
+        root.kind,
+        counted=bool(root.count_slide),
     )
+
+
+def count_window_error(plan: Plan, why: str) -> PlanError:
+    """The error for a ``[ROWS n SLIDE m]`` query the pane path, its only path, cannot run, and ``why``."""
+    text = " ".join((plan.text or plan.root.label()).split())
+    return PlanError(
+        f"{text}: a count window with SLIDE runs on the pane path only, and {why}",
+        hint="group by plain integer or text columns of the stream, aggregate plain columns, keep WHERE / HAVING to "
+        "comparisons, AND / OR / NOT, + - * and ABS; or use a time window, e.g. [RANGE 100 SLIDE 10]",
+    )
+
+
+def unfit(plan: Plan, dtypes: dict[str, np.dtype]) -> str | None:
+    """Why the pane path cannot run the bound count-window ``plan`` over columns of these types (None: it can)."""
+    spec = match(plan)
+    if spec is None:
+        scan = plan.scans()[0]
+        return f"stream {scan.source} is a changelog" if scan.changelog else "this query is not of its form"
+    return spec.refuse(dtypes)
 
 
 def simple(e: Expr, outputs: bool, stream: int = 0) -> bool:

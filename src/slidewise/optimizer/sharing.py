@@ -172,7 +172,7 @@ def share(specs: dict[str, SlidingAggregate]) -> list[Group]:
     for name, spec in specs.items():
         tuples, on_keys = split_where(spec)
         wheres[name] = tuples
-        cands = groups.setdefault((spec.source, spec.keys), [])
+        cands = groups.setdefault((spec.source, spec.keys, spec.counted), [])  # count windows share with count windows only
 
         def fits(g: Group) -> bool:
             ws = {wheres[m.name] for m in g.members} | {tuples}

@@ -336,6 +336,8 @@ class Output(Unary):
 
     ``slide``: periodic evaluation interval (from the windows' SLIDE), or None.
     ``window``: for ``wstream`` only, ``ROWS n`` or ``RANGE t``.
+    ``count_slide``: a count window's SLIDE (``[ROWS n SLIDE m]``): evaluated after every m-th arrival
+    of the stream (docs/semantics.md, "Output streams"); only the pane path runs such a plan.
     """
 
     kind: str = "istream"
@@ -343,6 +345,7 @@ class Output(Unary):
     slide: int | None = None
     window: WindowSpec | None = None
     text: str = field(default="", compare=False)
+    count_slide: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in OUTPUT_KINDS:
@@ -357,7 +360,8 @@ class Output(Unary):
 
     def label(self) -> str:
         name = self.kind.upper() + ("_RESTORE" if self.restore else "")
-        return name + (str(self.window) if self.window else "") + (f" every {self.slide}" if self.slide else "")
+        every = f" every {self.slide}" if self.slide else f" every {self.count_slide} arrivals" if self.count_slide else ""
+        return name + (str(self.window) if self.window else "") + every
 
 
 @dataclass(frozen=True)

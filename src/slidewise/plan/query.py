@@ -25,7 +25,8 @@ class WindowSpec:
     ``range``: time window of length ``size`` (tuples with ``τ-size <= ts <= τ``);
     ``rows``: the last ``size`` arrivals (per value of ``partition_by`` if set);
     ``unbounded`` / ``now``: CQL's ``[UNBOUNDED]`` and ``[NOW]`` (= ``RANGE 0``).
-    ``slide`` (time windows only) asks for lazy re-evaluation every ``slide``.
+    ``slide`` (time windows only) asks for lazy re-evaluation every ``slide``; a count window's SLIDE
+    (``[ROWS n SLIDE m]``) is the query's (:attr:`slidewise.plan.logical.Output.count_slide`).
     """
 
     kind: str = "range"
@@ -41,8 +42,8 @@ class WindowSpec:
             raise PlanError(f"window size must be positive, got {self.size}", hint="write e.g. [RANGE 100] or [ROWS 50]")
         if self.slide is not None and self.slide >= 1 and self.kind == "rows":
             raise PlanError(
-                "SLIDE on a count window is accepted by FREQUENT only (D arrivals)",
-                hint="slide a time window, e.g. [RANGE 100 SLIDE 10], or write SELECT RSTREAM FREQUENT(S.x, 5) FROM S [ROWS 10000 SLIDE 100]",
+                "SLIDE on a count window is given to the query (periodic GROUP BY or FREQUENT), not to a window of a PARTITION BY or of a join",
+                hint="slide a whole stream's count window, e.g. FROM S [ROWS 100 SLIDE 10] GROUP BY S.k, or a time window, e.g. [RANGE 100 SLIDE 10]",
             )
         if self.slide is not None and (self.slide < 1 or self.kind != "range"):
             raise PlanError("SLIDE needs a time window and a positive interval", hint="write e.g. [RANGE 100 SLIDE 10]")

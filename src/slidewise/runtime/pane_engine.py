@@ -22,6 +22,13 @@ block are answered by a synopsis of :mod:`slidewise.synopses` — ``COUNT(*)``
 (which decides which groups have a row) and the subtractable aggregates by
 the running synopsis, MIN/MAX by the (basic) interval synopsis — and the
 rows are emitted as columns, instant-major.
+
+A count window ``[ROWS n SLIDE m]`` (``spec.counted``) runs the same blocks on
+another clock: each arrival's number ``p`` (1, 2, ..., before WHERE) instead
+of its ``ts``, with ``T = n − 1`` and ``D = m``; evaluation ``k`` follows the
+``km``-th arrival and its rows carry that arrival's ``ts``. Only the pane
+assignment (which pane a tuple falls in, which panes a window covers, when an
+evaluation is due) differs; partials, synopses and emission are shared.
 """
 
 from __future__ import annotations
@@ -35,7 +42,10 @@ from slidewise.plan.expr import evaluate
 from slidewise.synopses import SYNOPSES, running
 from slidewise.synopses.batch import WindowBatch
 
-__all__ = ["BLOCK_CELLS", "SPAN_WINDOWS", "PaneRun", "TupleBuffer", "WindowAnswers", "block_length", "select"]
+__all__ = ["BLOCK_CELLS", "CLOCK", "SPAN_WINDOWS", "PaneRun", "TupleBuffer", "WindowAnswers", "block_length", "select"]
+
+#: the pane clock of a count window: each buffered tuple's arrival number (not an attribute name)
+CLOCK = "#arrival"
 
 #: target size of a block's (evaluations x groups) answer matrices (a few MB: they stay in cache)
 BLOCK_CELLS = 1 << 19
@@ -136,10 +146,14 @@ class Answers:
             order = np.lexsort(tuple(k for c in reversed(spec.columns) for k in _sort_key(cols[c])) + (rows_ts,))
             cols = {c: v[order] for c, v in cols.items()}
             rows_ts = rows_ts[order]
-        cols["ts"] = rows_ts
+        cols["ts"] = self.stamp(rows_ts)
         cols["sign"] = np.full(total, sign, np.int8)
         self.results += total
         self.emit(cols)
+
+    def stamp(self, instants: np.ndarray) -> np.ndarray:
+        """The output ``ts`` of the evaluations at ``instants`` (of the pane clock)."""
+        return instants
 
 
 class WindowAnswers(Answers):
@@ -237,9 +251,13 @@ class PaneRun(WindowAnswers):
 
     def __init__(self, spec: SlidingAggregate, dtypes: dict[str, np.dtype], emit, key_filter=None):
         super().__init__(spec, dtypes, emit, key_filter)
-        self.buffer = TupleBuffer()
+        self.clock = CLOCK if spec.counted else "ts"  # the pane clock: arrival numbers or timestamps
+        self.buffer = TupleBuffer(self.clock)
         self.next_k: int | None = None  # the next evaluation k (instant kD) to answer
         self.last_ts: int | None = None
+        self.seen = 0  # arrivals so far (count windows)
+        self.stamps = np.zeros(0, np.int64)  # count windows: the ts of the (k·m)-th arrival, k = stamp_k0, ...
+        self.stamp_k0 = 1
         self.groups_seen = 1024  # groups in the last block (sizes the next one)
         self.blocks = self.buffered_peak = 0
 
@@ -251,17 +269,44 @@ class PaneRun(WindowAnswers):
             return
         self.start(int(ts[0]))
         self.last_ts = int(ts[-1])
+        if self.spec.counted:  # every evaluation the arrivals complete
+            arrival = self.number(ts)
+            self.buffer.append(select(self.spec.where, ts, {**cols, CLOCK: arrival}, (*self.attrs, CLOCK)))
+            self._answer(self.seen // self.spec.slide)
+            self.trim()
+            return
         self.buffer.append(self.filtered(ts, cols))
         self._answer(-(-self.last_ts // self.spec.slide) - 1)  # instants before the last ts are complete
 
+    def number(self, ts: np.ndarray) -> np.ndarray:
+        """Count windows: the arrival numbers of the arrivals ``ts``; the ``ts`` of the evaluations they complete kept."""
+        m, n = self.spec.slide, len(ts)
+        ks = np.arange(self.seen // m + 1, (self.seen + n) // m + 1, dtype=np.int64)
+        self.stamps = np.concatenate([self.stamps, np.asarray(ts, np.int64)[ks * m - 1 - self.seen]])
+        self.seen += n
+        return np.arange(self.seen - n + 1, self.seen + 1, dtype=np.int64)
+
+    def trim(self) -> None:
+        """Forget the ``ts`` of the evaluations answered (ISTREAM / DSTREAM compare with evaluation ``next_k − 1``)."""
+        keep = max((self.next_k or 1) - 1, 1) - self.stamp_k0
+        if keep > 0:
+            self.stamps, self.stamp_k0 = self.stamps[keep:], self.stamp_k0 + keep
+
+    def stamp(self, instants: np.ndarray) -> np.ndarray:
+        """A count window's evaluation ``k`` (instant ``km``) is stamped with the ``ts`` of the ``km``-th arrival."""
+        if not self.spec.counted:
+            return instants
+        return self.stamps[np.maximum(instants // self.spec.slide - self.stamp_k0, 0)]
+
     def finish(self) -> None:
-        if self.last_ts is not None:
+        if self.last_ts is not None and not self.spec.counted:  # a count window is evaluated at its m-th arrivals only
             self._answer(-(-self.last_ts // self.spec.slide))
 
     def start(self, ts: int) -> None:
-        """The first evaluation: the first slide multiple at or after the first arrival ``ts``."""
+        """The first evaluation: the first slide multiple at or after the first arrival ``ts`` (a count
+        window: after the m-th arrival)."""
         if self.next_k is None:
-            self.next_k = -(-ts // self.spec.slide)
+            self.next_k = 1 if self.spec.counted else -(-ts // self.spec.slide)
 
     # ---------------------------------------------------------------- blocks
 
@@ -274,7 +319,7 @@ class PaneRun(WindowAnswers):
             self.next_k, self.last_nonempty = k_last + 1, False
             return None
         # skip instants whose windows hold nothing; ISTREAM / DSTREAM: not right after a non-empty answer
-        k0 = self.next_k if self.lead and self.last_nonempty else max(self.next_k, -(-int(buf["ts"][0]) // self.spec.slide))
+        k0 = self.next_k if self.lead and self.last_nonempty else max(self.next_k, -(-int(buf[self.clock][0]) // self.spec.slide))
         if k0 > k_last:
             self.next_k = k_last + 1
             return None
@@ -291,7 +336,7 @@ class PaneRun(WindowAnswers):
             k0 = self.due(k_last, buf)
             if k0 is None:
                 return
-            ts = buf["ts"]
+            ts = buf[self.clock]
             e = block_length(self.groups_seen, T + 1 + lead * D, D)
             k1 = min(k_last + 1, k0 + e)
             lo = np.searchsorted(ts, (k0 - lead) * D - T, "left")
@@ -303,15 +348,15 @@ class PaneRun(WindowAnswers):
     def _block(self, k0: int, k1: int, data: dict) -> None:
         """Evaluations ``k0 .. k1-1`` (and ``k0-1`` before them for ISTREAM / DSTREAM) from ``data``."""
         spec, lead = self.spec, self.lead
-        if not len(data["ts"]):
+        ts = data[self.clock]
+        if not len(ts):
             self.last_nonempty = False
             return
-        uniq, groups = encode_groups([data[k] for k in spec.keys], len(data["ts"]))
+        uniq, groups = encode_groups([data[k] for k in spec.keys], len(ts))
         g = len(uniq[0]) if uniq else 1
         self.groups_seen = g
         if k1 - k0 > 1 and (k1 - k0) * g > 4 * BLOCK_CELLS:  # far more groups than the last block had
             mid = k0 + max(1, BLOCK_CELLS // g)
-            ts = data["ts"]
             left = np.searchsorted(ts, (mid - 1) * spec.slide, "right")
             right = np.searchsorted(ts, (mid - lead) * spec.slide - spec.length, "left")
             self._block(k0, mid, {a: v[:left] for a, v in data.items()})
@@ -320,19 +365,20 @@ class PaneRun(WindowAnswers):
         self.blocks += 1
         ends = np.arange(k0 - lead, k1, dtype=np.int64) * spec.slide
         cuts = np.union1d(ends, ends - spec.length - 1)  # pane boundaries of the block: window ends and starts
-        pane = np.searchsorted(cuts, data["ts"], "left")  # pane i: (cuts[i-1], cuts[i]]
+        pane = np.searchsorted(cuts, ts, "left")  # pane i: (cuts[i-1], cuts[i]]
         shape = (len(cuts), g)
         self.respond(ends, uniq, cuts, lambda acc, attr: acc.partial(None if attr is None else data[attr], pane, groups, shape))
 
 
 class TupleBuffer:
-    """Column dicts of tuples in ``ts`` order, joined into one when read."""
+    """Column dicts of tuples in ``clock`` order (``ts``, or :data:`CLOCK`), joined into one when read."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: str = "ts") -> None:
         self.parts: list[dict] = []
+        self.clock = clock
 
     def append(self, data: dict) -> None:
-        if len(data["ts"]):
+        if len(data[self.clock]):
             self.parts.append(data)
 
     def whole(self) -> dict:
@@ -342,11 +388,11 @@ class TupleBuffer:
         return self.parts[0] if self.parts else {}
 
     def drop_before(self, t: int) -> None:
-        """Drop the tuples with ``ts < t``."""
+        """Drop the tuples with ``clock < t``."""
         buf = self.whole()
-        drop = np.searchsorted(buf["ts"], t, "left") if buf else 0
+        drop = np.searchsorted(buf[self.clock], t, "left") if buf else 0
         if drop:
-            self.parts = [{a: v[drop:] for a, v in buf.items()}] if drop < len(buf["ts"]) else []
+            self.parts = [{a: v[drop:] for a, v in buf.items()}] if drop < len(buf[self.clock]) else []
 
 
 def select(where, ts: np.ndarray, cols: dict[str, np.ndarray], attrs) -> dict[str, np.ndarray]:

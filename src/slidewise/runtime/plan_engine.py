@@ -116,6 +116,12 @@ def execute_plan(
     logging.getLogger(__name__).info("local engine: general query, strategy %s, %s streams, %s tables", strategy, len(names), len(table_names))
     columns = list(plan.root.schema) + ["ts", "sign"]
     sliding = _sliding(plan, dict(zip(names, opened)), table_names) if panes else None
+    if plan.root.count_slide and sliding is None:  # [ROWS n SLIDE m]: the operator network evaluates at every arrival
+        from slidewise.optimizer.pane_plan import count_window_error, unfit
+
+        source = plan.scans()[0].source
+        why = unfit(plan, dict(opened[names.index(source)].schema)) if panes else None
+        raise count_window_error(plan, why or "panes=False asks for the operator network")
     net = None if sliding is not None else PlanNetwork(plan, strategy, partitions, options or {})
     rejects = Rejects()
     if sliding is not None:

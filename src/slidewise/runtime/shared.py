@@ -11,6 +11,9 @@ with its HAVING, group filter and output kind); the members' windows of one part
 together, each distinct window once (:class:`~slidewise.synopses.batch.WindowBatch`), so every
 member's rows equal its run alone.
 
+A group of count windows (``[ROWS n SLIDE m]``, every member ``counted``) runs the
+same on the arrival numbers (:data:`~slidewise.runtime.pane_engine.CLOCK`) instead of ``ts``.
+
 A group over a cover (:attr:`~slidewise.optimizer.sharing.Group.covered`) keeps
 the tuples of the members' common conjuncts, tags each with its *region* (which
 of the members' residual predicates it satisfies) and builds each pane partial
@@ -27,7 +30,7 @@ import numpy as np
 
 from slidewise.optimizer.sharing import Group
 from slidewise.plan.expr import columns_of, evaluate
-from slidewise.runtime.pane_engine import PaneRun, TupleBuffer, block_length, encode_groups, select
+from slidewise.runtime.pane_engine import CLOCK, PaneRun, TupleBuffer, block_length, encode_groups, select
 from slidewise.synopses.batch import WindowBatch
 
 __all__ = ["SharedRun"]
@@ -46,7 +49,9 @@ class SharedRun:
         self.covers = [{"disjoint": 0, "supercover": 0} for _ in group.members]  # per member: partials read so
         extra = tuple(a for e in self.regions for _, a in columns_of(e) if a != "ts")
         self.attrs = tuple(dict.fromkeys(group.keys + tuple(a for r in self.runs for a in r.attrs) + extra))
-        self.buffer = TupleBuffer()
+        self.counted = group.members[0].spec.counted  # sharing.share never mixes count and time windows
+        self.clock = CLOCK if self.counted else "ts"
+        self.buffer = TupleBuffer(self.clock)
         self.last_ts: int | None = None
         self.groups_seen = 1024
         self.blocks = self.buffered_peak = 0
@@ -60,12 +65,20 @@ class SharedRun:
         for r in self.runs:
             r.start(int(ts[0]))
         self.last_ts = int(ts[-1])
+        if self.counted:  # every evaluation the arrivals complete
+            arrival = [r.number(ts) for r in self.runs][0]
+            self.buffer.append(select(self.where, ts, {**cols, CLOCK: arrival}, (*self.attrs, CLOCK)))
+            seen = self.runs[0].seen
+            self._answer(lambda m: seen // m)
+            for r in self.runs:
+                r.trim()
+            return
         self.buffer.append(select(self.where, ts, cols, self.attrs))
         last = self.last_ts
         self._answer(lambda d: -(-last // d) - 1)
 
     def finish(self) -> None:
-        if self.last_ts is not None:
+        if self.last_ts is not None and not self.counted:
             last = self.last_ts
             self._answer(lambda d: -(-last // d))
 
@@ -85,7 +98,7 @@ class SharedRun:
                     work.append((r, k0, last))
             if not work:
                 return
-            ts = buf["ts"]
+            ts = buf[self.clock]
             self.buffered_peak = max(self.buffered_peak, len(ts))
             longest = max(r.spec.length + 1 + r.lead * r.spec.slide for r, _, _ in work)
             e = block_length(self.groups_seen, longest, self.pane)
@@ -104,19 +117,19 @@ class SharedRun:
 
     def _block(self, jobs: list, start: int, end: int, data: dict) -> None:
         """Each job's evaluations ``k0 .. k1`` from the panes of ``(start, end]``."""
-        if not len(data["ts"]):
+        if not len(data[self.clock]):
             for r, _, _ in jobs:
                 r.last_nonempty = False
             return
         self.blocks += 1
-        n = len(data["ts"])
+        n = len(data[self.clock])
         uniq, groups = encode_groups([data[k] for k in self.group.keys], n)
         g = len(uniq[0]) if uniq else 1
         codes, R = self._regions(data, n)
         if codes is not None:
             groups = groups * R + codes
         cuts = np.arange(start, end + 1, self.pane, dtype=np.int64)  # pane i: (cuts[i-1], cuts[i]]
-        pane = np.searchsorted(cuts, data["ts"], "left")
+        pane = np.searchsorted(cuts, data[self.clock], "left")
         shape = (len(cuts), g * R)
         cache: dict = {}
         memo: dict = {}  # the synopses' running merges / intervals of the shared partials

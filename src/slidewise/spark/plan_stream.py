@@ -78,6 +78,7 @@ def plan_general(
     FrequentQuery), read the relations ``opened_tables`` (their rejects into ``rejected``) and choose the
     keying and bucket logic; operator and relation errors are raised here, before Spark starts. ``streams``:
     per-stream lateness and timestamp settings (:meth:`RunOptions.for_stream`) over ``ts_column``, ``ts_unit``, ``lateness``."""
+    from slidewise.errors import PlanError
     from slidewise.plan.bind import bind_typed
     from slidewise.plan.frequent import FrequentQuery
     from slidewise.plan.prune import prune_columns
@@ -88,6 +89,12 @@ def plan_general(
     from slidewise.spark.panes import pane_bucket
 
     frequent = isinstance(plan, FrequentQuery)
+    if not frequent and plan.root.count_slide:  # the pane path here counts time panes; arrival numbers need one global order
+        text = " ".join((plan.text or plan.root.label()).split())
+        raise PlanError(
+            f"{text}: a count window with SLIDE ([ROWS n SLIDE m]) does not run on the Spark engine or its stages (Kafka topics followed with --checkpoint)",
+            hint="run it with --engine local, without --checkpoint",
+        )
     infos, recipes = [], []
     for name in names:
         own = streams.for_stream(name) if streams is not None else None
