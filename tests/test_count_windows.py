@@ -30,7 +30,8 @@ from slidewise.runtime.plan_engine import execute_plan
 from tests.oracle_plans import expected_output
 from tests.test_run_many import AGGS as MANY_AGGS
 from tests.test_run_many import WHERE as MANY_WHERE
-from tests.test_sliding_aggregate import AGGS, HAVING, WHERE, rows, streams
+from tests.test_sliding_aggregate import AGGS, rows, streams
+from tests.test_sliding_aggregate import queries as time_queries
 
 #: every registered aggregate with an exact answer here (HLL counts exactly on windows this small)
 COUNT_AGGS = [*AGGS, "APPROX_COUNT_DISTINCT(S.b)", "APPROX_COUNT_DISTINCT(S.k)"]
@@ -42,23 +43,14 @@ def test_every_registered_aggregate_is_drawn():
     assert {a.split("(")[0].lower() for a in COUNT_AGGS + ESTIMATES} == set(REGISTRY)
 
 
-@st.composite
-def queries(draw, aggregates: list[str] = COUNT_AGGS) -> str:
-    keys = draw(st.sampled_from([[], ["S.a"], ["S.k"], ["S.a", "S.k"], ["S.k", "S.a"]]))
-    aggs = draw(st.lists(st.sampled_from(aggregates), min_size=1, max_size=4, unique=True))
-    items = keys + [f"{a} AS c{i}" for i, a in enumerate(aggs)]
-    if draw(st.booleans()):
-        items = draw(st.permutations(items))
-    n, m = draw(st.integers(1, 12)), draw(st.integers(1, 8))  # n < m, n = m, n > m, gcd 1 or not
-    where, having = draw(st.sampled_from(WHERE)), draw(st.sampled_from(HAVING))
-    having = None if having and "c0" in having and not aggs[0].startswith("COUNT") else having
-    kind = draw(st.sampled_from(["RSTREAM", "RSTREAM", "ISTREAM", "DSTREAM"]))
-    return (
-        f"SELECT {kind}({', '.join(items)}) FROM S [ROWS {n} SLIDE {m}]"
-        + (f" WHERE {where}" if where else "")
-        + (f" GROUP BY {', '.join(keys)}" if keys else "")
-        + (f" HAVING {having}" if having else "")
-    )
+def count_windows() -> st.SearchStrategy[str]:
+    """``[ROWS n SLIDE m]``: n < m, n = m, n > m, gcd 1 or not."""
+    return st.builds(lambda n, m: f"[ROWS {n} SLIDE {m}]", st.integers(1, 12), st.integers(1, 8))
+
+
+def queries(aggregates: list[str] = COUNT_AGGS) -> st.SearchStrategy[str]:
+    """The sliding-aggregate tests' queries over count windows with SLIDE."""
+    return time_queries(aggregates, count_windows())
 
 
 def oracle_rows(query: str, frame: pd.DataFrame) -> Counter:

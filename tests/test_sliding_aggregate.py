@@ -65,19 +65,26 @@ def streams() -> st.SearchStrategy[pd.DataFrame]:
     return value_streams(("a", "k", "b", "f"), max_len=25, max_start=6, texts="xyz")
 
 
+def time_windows() -> st.SearchStrategy[str]:
+    """``[RANGE length SLIDE slide]``: empty-length windows, slides longer than the window."""
+    return st.builds(lambda length, slide: f"[RANGE {length} SLIDE {slide}]", st.integers(0, 15), st.integers(1, 6))
+
+
 @st.composite
-def queries(draw) -> str:
+def queries(draw, aggregates: list[str] = AGGS, windows: st.SearchStrategy[str] | None = None) -> str:
+    """A periodic GROUP BY over S: random keys, ``aggregates``, WHERE, HAVING and output kind, in a window
+    drawn from ``windows`` (time windows unless given)."""
     keys = draw(st.sampled_from([[], ["S.a"], ["S.k"], ["S.a", "S.k"], ["S.k", "S.a"]]))
-    aggs = draw(st.lists(st.sampled_from(AGGS), min_size=1, max_size=4, unique=True))
+    aggs = draw(st.lists(st.sampled_from(aggregates), min_size=1, max_size=4, unique=True))
     items = keys + [f"{a} AS c{i}" for i, a in enumerate(aggs)]
     if draw(st.booleans()):
         items = draw(st.permutations(items))
-    length, slide = draw(st.integers(0, 15)), draw(st.integers(1, 6))
+    window = draw(windows if windows is not None else time_windows())
     where, having = draw(st.sampled_from(WHERE)), draw(st.sampled_from(HAVING))
     having = None if having and "c0" in having and not aggs[0].startswith("COUNT") else having
     kind = draw(st.sampled_from(["RSTREAM", "RSTREAM", "ISTREAM", "DSTREAM"]))
     return (
-        f"SELECT {kind}({', '.join(items)}) FROM S [RANGE {length} SLIDE {slide}]"
+        f"SELECT {kind}({', '.join(items)}) FROM S {window}"
         + (f" WHERE {where}" if where else "")
         + (f" GROUP BY {', '.join(keys)}" if keys else "")
         + (f" HAVING {having}" if having else "")

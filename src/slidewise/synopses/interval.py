@@ -97,23 +97,26 @@ def _levels(width: np.ndarray) -> np.ndarray:
 def _overlapping(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, memo: dict | None) -> tuple:
     """Each window ``[lo, hi)`` as the merge of the intervals of 2^l panes at its two ends (``acc.merge``
     idempotent in the value; the count component then only tells whether a cell has values)."""
-    lo, hi = lo.astype(np.int64), hi.astype(np.int64)
+    return _probe(acc, partials, lo.astype(np.int64), hi.astype(np.int64), memo)
+
+
+def _probe(acc, rows: tuple, lo: np.ndarray, hi: np.ndarray, memo: dict | None) -> tuple:
+    """The merge of ``rows[lo[i]:hi[i]]`` for each i: the two intervals of 2^l rows at its ends (from the
+    doubling table of ``rows``), identity where ``hi <= lo``."""
     width = hi - lo
-    res = acc.identity((len(lo),) + partials[0].shape[1:])
+    res = acc.identity((len(lo),) + rows[0].shape[1:])
     if not len(lo) or width.max(initial=0) <= 0:
         return res
-    table = _table(acc, partials, int(width.max()).bit_length() - 1, memo)
+    table = _table(acc, rows, int(width.max()).bit_length() - 1, memo)
     level = _levels(width)
     for lv in np.unique(level[level >= 0]).tolist():
-        rows = np.flatnonzero(level == lv)
+        at = np.flatnonzero(level == lv)
         part = table[lv]
-        left = tuple(x[lo[rows]] for x in part)
-        right = tuple(x[hi[rows] - (1 << lv)] for x in part)
-        merged = acc.merge(left, right)
-        if len(rows) == len(lo):
+        merged = acc.merge(tuple(x[lo[at]] for x in part), tuple(x[hi[at] - (1 << lv)] for x in part))
+        if len(at) == len(lo):
             return merged
         for r, m in zip(res, merged):
-            r[rows] = m
+            r[at] = m
     return res
 
 
@@ -140,19 +143,4 @@ def cells(acc, partials: tuple, lo: np.ndarray, hi: np.ndarray, col: np.ndarray,
     groups keep few), merged by two probes of the intervals of 2^l of them (1-D state components)."""
     before, row = _compact(acc, partials, memo)
     panes = partials[0].shape[0]
-    first, after = before.take(col * panes + lo), before.take(col * panes + hi)
-    width = after - first
-    res = acc.identity((len(lo),))
-    if not len(lo) or width.max(initial=0) <= 0:
-        return res
-    table = _table(acc, row, int(width.max()).bit_length() - 1, memo)
-    level = _levels(width)
-    for lv in np.unique(level[level >= 0]).tolist():
-        rows = np.flatnonzero(level == lv)
-        part = table[lv]
-        merged = acc.merge(tuple(x[first[rows]] for x in part), tuple(x[after[rows] - (1 << lv)] for x in part))
-        if len(rows) == len(lo):
-            return merged
-        for r, m in zip(res, merged):
-            r[rows] = m
-    return res
+    return _probe(acc, row, before.take(col * panes + lo), before.take(col * panes + hi), memo)
