@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slidewise.errors import QueryError
-from slidewise.manager.queries import compile_query
+from slidewise.manager.queries import Shared, compile_query
 from slidewise.manager.transactions import POLICIES, TransactionScheduler
 from slidewise.manager.window import Window
 
@@ -37,6 +37,13 @@ def queries(n: int) -> list[tuple]:
     def q3(df):
         return {"total": np.array([df.bytes.sum()])} if len(df) else {"total": np.array([], np.int64)}
 
+    def top_median(k: int):
+        def q(df):
+            g = df.groupby("src").bytes
+            return {"S.src": np.array(sorted(g.groups), np.int64), "t": np.array([top(v, k) for _, v in g], object), "m": g.quantile(0.5).to_numpy()}
+
+        return q
+
     def q4(df):
         g = df.groupby("src").bytes
         return {"S.src": np.array(sorted(g.groups), np.int64), "top": np.array([top(v, 2) for _, v in g], object), "q": g.quantile(0.3).to_numpy()}
@@ -46,7 +53,14 @@ def queries(n: int) -> list[tuple]:
         (f"SELECT RSTREAM(S.src, MAX(S.bytes) AS hi, MIN(S.bytes) AS lo) FROM S [RANGE {n * T - 1} SLIDE {2 * T}] GROUP BY S.src HAVING COUNT(*) > 1", q2),
         (f"SELECT SUM(S.bytes) AS total FROM S [RANGE {max(1, n - 1) * T - 1}]", q3),
         (f"SELECT RSTREAM(S.src, TOPK(2, S.bytes) AS top, QUANTILE(S.bytes, 0.3) AS q) FROM S [RANGE {n * T - 1} SLIDE {T}] GROUP BY S.src", q4),
+        (f"SELECT RSTREAM(S.src, TOPK(1, S.bytes) AS t, MEDIAN(S.bytes) AS m) FROM S [RANGE {min(2, n) * T - 1} SLIDE {T}] GROUP BY S.src", top_median(1)),
+        (f"SELECT RSTREAM(S.src, TOPK(3, S.bytes) AS t, MEDIAN(S.bytes) AS m) FROM S [RANGE {n * T - 1} SLIDE {2 * T}] GROUP BY S.src", top_median(3)),
     ]
+
+
+def siblings(compiled: list[tuple], q) -> tuple:
+    """The other queries of ``q``'s signature over no more sub-windows (one synopsis: they run jointly)."""
+    return tuple((r, o) for r, o in compiled if r is not q and r.signature == q.signature and r.nk <= q.nk and r.access == q.access)
 
 
 def top(values: pd.Series, k: int) -> str:
@@ -59,9 +73,11 @@ def batch(rng: np.random.Generator, j: int, rows: int) -> dict[str, np.ndarray]:
     return {"ts": np.sort(rng.integers(j * T, (j + 1) * T, rows)), "src": rng.integers(0, 5, rows), "bytes": rng.integers(0, 9, rows)}
 
 
-def check(q, oracle, txn, written: dict[int, dict], latest_now: int, policy: str) -> None:
+def check(q, oracle, txn, written: dict[int, dict], latest_now: int, policy: str, siblings: tuple = ()) -> None:
     """The answer of a committed ``txn`` equals ``oracle`` over the versions it read, which are contiguous
-    and (except under ws) the latest."""
+    and (except under ws) the latest. ``siblings``: (query, oracle) of ``q``'s signature and no longer window,
+    answered first over the same reads in one joint execution (one merge, one sort per window), each over
+    its own youngest sub-windows."""
     versions = txn.versions
     assert versions == list(range(txn.latest - len(versions) + 1, txn.latest + 1))
     assert len(versions) == min(q.nk, txn.latest + 1)
@@ -69,13 +85,18 @@ def check(q, oracle, txn, written: dict[int, dict], latest_now: int, policy: str
         assert txn.latest <= latest_now
     else:
         assert txn.latest == latest_now
-    got = q.answer(txn.partials(), (txn.latest + 1) * T - 1)
-    df = pd.concat([pd.DataFrame(written[v]) for v in versions]) if versions else pd.DataFrame({"ts": [], "src": [], "bytes": []})
-    want = oracle(df)
+    shared, parts = Shared(), txn.partials()
+    for query, want in [*siblings, (q, oracle)]:
+        got = query.answer(parts, (txn.latest + 1) * T - 1, shared)
+        mine = versions[max(0, len(versions) - query.nk) :]
+        expect(got, want(pd.concat([pd.DataFrame(written[v]) for v in mine]) if mine else pd.DataFrame({"ts": [], "src": [], "bytes": []})), txn.latest)
+
+
+def expect(got, want: dict, latest: int) -> None:
     if got is None:
         assert all(len(v) == 0 for v in want.values())
         return
-    assert (got["ts"] == (txn.latest + 1) * T - 1).all() and (got["sign"] == 1).all()
+    assert (got["ts"] == (latest + 1) * T - 1).all() and (got["sign"] == 1).all()
     for col, vals in want.items():
         if vals.dtype.kind == "f":
             np.testing.assert_allclose(got[col].astype(float), vals, err_msg=col)
@@ -115,11 +136,11 @@ def test_random_interleavings_commit_contiguous_latest_windows(policy, rescan, n
             q, oracle, txn = running[arg % len(running)]
             if sched.step(txn, block=False):
                 running.remove((q, oracle, txn))
-                check(q, oracle, txn, written, window.latest, policy)
+                check(q, oracle, txn, written, window.latest, policy, siblings(compiled, q))
                 committed += 1
     for q, oracle, txn in sorted(running, key=lambda r: -r[2].priority):  # the rest, without slides: higher priority first (one thread)
         sched.run(txn)
-        check(q, oracle, txn, written, window.latest, policy)
+        check(q, oracle, txn, written, window.latest, policy, siblings(compiled, q))
     if policy not in ("lws", "ttu") or rescan:
         assert sched.counts["aborts"] == 0
     if not rescan:
