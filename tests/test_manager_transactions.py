@@ -261,6 +261,12 @@ def test_queries_the_manager_refuses_get_one_message():
         compile_query("SELECT S.src FROM S [RANGE 9]", SCHEMAS, T, 3)
     with pytest.raises(QueryError, match="unknown stream R"):
         compile_query("SELECT RSTREAM(COUNT(*) AS c) FROM R [RANGE 9 SLIDE 10]", SCHEMAS, T, 3)
+    with pytest.raises(QueryError) as refused:
+        compile_query("SELECT RSTREAM(APPROX_COUNT_DISTINCT(S.bytes) AS c) FROM S [RANGE 9 SLIDE 10]", SCHEMAS, T, 3)
+    assert str(refused.value) == (
+        "the query manager answers COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE and TOPK, DISTINCT or not, not APPROX_COUNT_DISTINCT"
+        " (hint: use the exact aggregate, or run the query with `slidewise run`)"
+    )
 
 
 def test_a_one_time_query_preempts_a_periodic_scan_between_reads():
