@@ -14,6 +14,13 @@ partial (:func:`partial`): its groups and one accumulator state per aggregate of
 the same partial computed once per signature). :meth:`Compiled.answer` merges
 the partials read into the answer with the pane path's
 :class:`~slidewise.runtime.pane_engine.WindowAnswers` (HAVING, output columns, order).
+
+The frequency aggregates (DISTINCT, MEDIAN, QUANTILE, TOPK) keep a sub-window's
+counts per (group, value) pair (:class:`Frequencies`), whatever their k or p, so
+all of them over one attribute share one synopsis. The queries of one joint
+execution (:class:`Shared`) merge their reads once per signature, each
+answering over its own youngest sub-windows, and the TOPK queries of one window
+share its sort (Golab's thesis §8.3.1, CS1-CS2, and §8.4.4's post-processing).
 """
 
 from __future__ import annotations
