@@ -46,8 +46,8 @@ window). Sharing schedules save the scans only, so hybrid scheduling gains
 less than the thesis's 2x over conservative scheduling; and since a quantile
 needs no sort (its counters are kept in value order) and five of the eight
 groups count a few hundred values at most, aggressive scheduling's early
-refreshes are cheap, which gives it the best throughput at most sizes and less
-latency than hybrid scheduling in overload. Where scans dominate (dense
+refreshes are cheap: it has the best throughput with 40 and 80 queries, and
+hybrid scheduling with late-pending sharing with 160 and 240. Where scans dominate (dense
 sub-windows, few counters per answer) one scan of the longest window answers a
 whole group and aggressive scheduling re-executes far more queries for the same
 work. ``conclusions`` in the JSON gives each finding of §8.5, whether it holds at
@@ -226,8 +226,8 @@ def _get(report: dict, rate: str, n: int, policy: str) -> dict:
 
 def conclusions(report: dict) -> dict:
     """The thesis's findings (§8.5.2-8.5.4), each with whether it holds at every number of queries of the
-    report and what was measured there (the ratio or the values it compares); one that does not hold says why,
-    from the measured share of the work that no schedule shares (ranking the answers, see the module)."""
+    report and what was measured there (the ratio or the values it compares); one that does not hold says
+    where and why, from the measured share of the work that no schedule shares (ranking, see the module)."""
     counts = report["counts"]
 
     def g(rate: str, n: int, p: str, k: str) -> float:
@@ -302,6 +302,7 @@ def conclusions(report: dict) -> dict:
         measured = {f"{r} rate, {n} queries": measure(r, n) for r in rates if r in report["rates"] for n in counts}
         entry: dict = {"holds": bool(measured) and all(test(m) for m in measured.values()), "measured": measured}
         if not entry["holds"]:
+            entry["fails_at"] = [cell for cell, m in measured.items() if not test(m)]
             entry["why"] = _why(report, rates, reason)
         out[name] = entry
     return out
