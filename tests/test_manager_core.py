@@ -162,3 +162,54 @@ def test_a_restarted_manager_resumes_its_registered_queries(tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ExecutionError, match="cannot read the query manager's state"):
         again.restore(tmp_path / "bad.json")
+
+
+def test_topk_and_quantile_queries_share_one_merge_and_one_sort_per_window():
+    """TOPK and QUANTILE keep frequency counts, one synopsis for every k and p of an attribute (Golab's
+    thesis §8.3.1): a joint execution merges the reads once and sorts each window's counts once, and every
+    answer is the oracle's."""
+    texts = {
+        "top1": "SELECT RSTREAM(S.src, TOPK(1, S.bytes) AS v) FROM S [RANGE 29 SLIDE 10] GROUP BY S.src",
+        "top3": "SELECT RSTREAM(S.src, TOPK(3, S.bytes) AS v) FROM S [RANGE 29 SLIDE 20] GROUP BY S.src",
+        "top2_long": "SELECT RSTREAM(S.src, TOPK(2, S.bytes) AS v) FROM S [RANGE 39 SLIDE 10] GROUP BY S.src",
+        "median": "SELECT RSTREAM(S.src, MEDIAN(S.bytes) AS v) FROM S [RANGE 29 SLIDE 10] GROUP BY S.src",
+        "q90": "SELECT RSTREAM(S.src, QUANTILE(S.bytes, 0.9) AS v) FROM S [RANGE 19 SLIDE 10] GROUP BY S.src",
+    }
+    oracles = {
+        "top1": (3 * T, lambda v: top(v, 1)),
+        "top3": (3 * T, lambda v: top(v, 3)),
+        "top2_long": (N * T, lambda v: top(v, 2)),
+        "median": (3 * T, lambda v: float(v.quantile(0.5))),
+        "q90": (2 * T, lambda v: float(v.quantile(0.9))),
+    }
+    work = {}
+    for scheduling in ("aggressive", "edf"):
+        qm = QueryManager(SCHEMAS, T, N, scheduling=scheduling)
+        for name, text in texts.items():
+            qm.register(name, text)
+        assert len({r.query.signature for r in qm.queries.values()}) == 1
+        rng = np.random.default_rng(4)
+        frames = []
+        for j in range(N + 1):
+            ts, cols = data(rng, j * T, (j + 1) * T, 40)
+            cols["bytes"] = cols["bytes"] % 7  # repeated values: ties in the top-k lists
+            frames.append(pd.DataFrame({"ts": ts, **cols}))
+            qm.append("S", ts, cols)
+        qm.advance("S", (N + 1) * T)
+        qm.run_due()
+        frame = pd.concat(frames)
+        end = (N + 1) * T - 1
+        for name, (span, want) in oracles.items():
+            got = {r[3]["S.src"]: r[3]["v"] for r in qm.results(name) if r[1] == end}
+            inside = frame[(frame.ts > end - span) & (frame.ts <= end)]
+            expected = {int(k): want(v) for k, v in inside.groupby("src").bytes}
+            assert got.keys() == expected.keys() and all(got[k] == pytest.approx(v) for k, v in expected.items()), name
+        work[scheduling] = dict(qm.work)
+    # one joint execution: one merge of the longest window, and one sort for top1 and top3 (one window)
+    assert work["aggressive"]["merged"] < work["edf"]["merged"] / 2  # edf: each query alone
+    assert work["aggressive"]["ranked"] < work["edf"]["ranked"]
+
+
+def top(values: pd.Series, k: int) -> str:
+    counts = values.value_counts()
+    return ",".join(str(v) for v in sorted(counts.index, key=lambda v: (-counts[v], v))[:k])

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slidewise.errors import QueryError
-from slidewise.manager.queries import compile_query
+from slidewise.manager.queries import Shared, compile_query
 from slidewise.manager.transactions import POLICIES, TransactionScheduler
 from slidewise.manager.window import Window
 
@@ -37,20 +37,47 @@ def queries(n: int) -> list[tuple]:
     def q3(df):
         return {"total": np.array([df.bytes.sum()])} if len(df) else {"total": np.array([], np.int64)}
 
+    def top_median(k: int):
+        def q(df):
+            g = df.groupby("src").bytes
+            return {"S.src": np.array(sorted(g.groups), np.int64), "t": np.array([top(v, k) for _, v in g], object), "m": g.quantile(0.5).to_numpy()}
+
+        return q
+
+    def q4(df):
+        g = df.groupby("src").bytes
+        return {"S.src": np.array(sorted(g.groups), np.int64), "top": np.array([top(v, 2) for _, v in g], object), "q": g.quantile(0.3).to_numpy()}
+
     return [
         (f"SELECT RSTREAM(S.src, SUM(S.bytes) AS b, COUNT(*) AS c) FROM S [RANGE {min(2, n) * T - 1} SLIDE {T}] WHERE S.bytes > 2 GROUP BY S.src", q1),
         (f"SELECT RSTREAM(S.src, MAX(S.bytes) AS hi, MIN(S.bytes) AS lo) FROM S [RANGE {n * T - 1} SLIDE {2 * T}] GROUP BY S.src HAVING COUNT(*) > 1", q2),
         (f"SELECT SUM(S.bytes) AS total FROM S [RANGE {max(1, n - 1) * T - 1}]", q3),
+        (f"SELECT RSTREAM(S.src, TOPK(2, S.bytes) AS top, QUANTILE(S.bytes, 0.3) AS q) FROM S [RANGE {n * T - 1} SLIDE {T}] GROUP BY S.src", q4),
+        (f"SELECT RSTREAM(S.src, TOPK(1, S.bytes) AS t, MEDIAN(S.bytes) AS m) FROM S [RANGE {min(2, n) * T - 1} SLIDE {T}] GROUP BY S.src", top_median(1)),
+        (f"SELECT RSTREAM(S.src, TOPK(3, S.bytes) AS t, MEDIAN(S.bytes) AS m) FROM S [RANGE {n * T - 1} SLIDE {2 * T}] GROUP BY S.src", top_median(3)),
     ]
+
+
+def siblings(compiled: list[tuple], q) -> tuple:
+    """The other queries of ``q``'s signature over no more sub-windows (one synopsis: they run jointly)."""
+    return tuple((r, o) for r, o in compiled if r is not q and r.signature == q.signature and r.nk <= q.nk and r.access == q.access)
+
+
+def top(values: pd.Series, k: int) -> str:
+    """TOPK's oracle: the ``k`` most frequent values (count descending, then value) joined by ``,``."""
+    counts = values.value_counts()
+    return ",".join(str(v) for v in sorted(counts.index, key=lambda v: (-counts[v], v))[:k])
 
 
 def batch(rng: np.random.Generator, j: int, rows: int) -> dict[str, np.ndarray]:
     return {"ts": np.sort(rng.integers(j * T, (j + 1) * T, rows)), "src": rng.integers(0, 5, rows), "bytes": rng.integers(0, 9, rows)}
 
 
-def check(q, oracle, txn, written: dict[int, dict], latest_now: int, policy: str) -> None:
+def check(q, oracle, txn, written: dict[int, dict], latest_now: int, policy: str, siblings: tuple = ()) -> None:
     """The answer of a committed ``txn`` equals ``oracle`` over the versions it read, which are contiguous
-    and (except under ws) the latest."""
+    and (except under ws) the latest. ``siblings``: (query, oracle) of ``q``'s signature and no longer window,
+    answered first over the same reads in one joint execution (one merge, one sort per window), each over
+    its own youngest sub-windows."""
     versions = txn.versions
     assert versions == list(range(txn.latest - len(versions) + 1, txn.latest + 1))
     assert len(versions) == min(q.nk, txn.latest + 1)
@@ -58,15 +85,23 @@ def check(q, oracle, txn, written: dict[int, dict], latest_now: int, policy: str
         assert txn.latest <= latest_now
     else:
         assert txn.latest == latest_now
-    got = q.answer(txn.partials(), (txn.latest + 1) * T - 1)
-    df = pd.concat([pd.DataFrame(written[v]) for v in versions]) if versions else pd.DataFrame({"ts": [], "src": [], "bytes": []})
-    want = oracle(df)
+    shared, parts = Shared(), txn.partials()
+    for query, want in [*siblings, (q, oracle)]:
+        got = query.answer(parts, (txn.latest + 1) * T - 1, shared)
+        mine = versions[max(0, len(versions) - query.nk) :]
+        expect(got, want(pd.concat([pd.DataFrame(written[v]) for v in mine]) if mine else pd.DataFrame({"ts": [], "src": [], "bytes": []})), txn.latest)
+
+
+def expect(got, want: dict, latest: int) -> None:
     if got is None:
         assert all(len(v) == 0 for v in want.values())
         return
-    assert (got["ts"] == (txn.latest + 1) * T - 1).all() and (got["sign"] == 1).all()
+    assert (got["ts"] == (latest + 1) * T - 1).all() and (got["sign"] == 1).all()
     for col, vals in want.items():
-        np.testing.assert_array_equal(got[col], vals, err_msg=col)
+        if vals.dtype.kind == "f":
+            np.testing.assert_allclose(got[col].astype(float), vals, err_msg=col)
+        else:
+            np.testing.assert_array_equal(got[col], vals, err_msg=col)
 
 
 @settings(max_examples=60, deadline=None)
@@ -101,11 +136,11 @@ def test_random_interleavings_commit_contiguous_latest_windows(policy, rescan, n
             q, oracle, txn = running[arg % len(running)]
             if sched.step(txn, block=False):
                 running.remove((q, oracle, txn))
-                check(q, oracle, txn, written, window.latest, policy)
+                check(q, oracle, txn, written, window.latest, policy, siblings(compiled, q))
                 committed += 1
     for q, oracle, txn in sorted(running, key=lambda r: -r[2].priority):  # the rest, without slides: higher priority first (one thread)
         sched.run(txn)
-        check(q, oracle, txn, written, window.latest, policy)
+        check(q, oracle, txn, written, window.latest, policy, siblings(compiled, q))
     if policy not in ("lws", "ttu") or rescan:
         assert sched.counts["aborts"] == 0
     if not rescan:
@@ -179,7 +214,7 @@ def test_threads_ingest_and_query_concurrently(policy):
     n = 4
     window = Window("S", T, n)
     sched = TransactionScheduler(window, policy)
-    (text1, oracle1), (text2, oracle2), _ = queries(n)
+    (text1, oracle1), (text2, oracle2), *_ = queries(n)
     periodic = compile_query(text2, SCHEMAS, T, n)
     once = compile_query(text1.replace("RSTREAM", "RSTREAM"), SCHEMAS, T, n, access="window")
     written: dict[int, dict] = {}
@@ -226,6 +261,12 @@ def test_queries_the_manager_refuses_get_one_message():
         compile_query("SELECT S.src FROM S [RANGE 9]", SCHEMAS, T, 3)
     with pytest.raises(QueryError, match="unknown stream R"):
         compile_query("SELECT RSTREAM(COUNT(*) AS c) FROM R [RANGE 9 SLIDE 10]", SCHEMAS, T, 3)
+    with pytest.raises(QueryError) as refused:
+        compile_query("SELECT RSTREAM(APPROX_COUNT_DISTINCT(S.bytes) AS c) FROM S [RANGE 9 SLIDE 10]", SCHEMAS, T, 3)
+    assert str(refused.value) == (
+        "the query manager answers COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE and TOPK, DISTINCT or not, not APPROX_COUNT_DISTINCT"
+        " (hint: use the exact aggregate, or run the query with `slidewise run`)"
+    )
 
 
 def test_a_one_time_query_preempts_a_periodic_scan_between_reads():

@@ -30,7 +30,7 @@ import numpy as np
 
 from slidewise.cql.queryfile import NAME
 from slidewise.errors import ExecutionError, QueryError, SlidewiseError
-from slidewise.manager.queries import Compiled, compile_query
+from slidewise.manager.queries import Compiled, Shared, compile_query
 from slidewise.manager.scheduling import PeriodicScheduler
 from slidewise.manager.transactions import TransactionScheduler, Txn
 from slidewise.manager.window import Window
@@ -105,6 +105,7 @@ class QueryManager:
         self.rejected_rows = dict.fromkeys(schemas, 0)
         self.one_time_runs = 0
         self.one_time_response = 0.0
+        self.work = {"merged": 0.0, "ranked": 0.0}  # periodic executions' counted work (see queries.Shared)
         self.started = time.monotonic()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -280,17 +281,18 @@ class QueryManager:
             done += 1
 
     def execute(self, regs: list[Registered]) -> Txn | None:
-        """One read transaction for queries of one group (the longest window); each answers its own. The
-        committed transaction (None: no query)."""
+        """One read transaction for queries of one group (the longest window); each answers its own, the
+        queries of one signature from one merge of the reads and one sort of each window's frequencies
+        (:class:`~slidewise.manager.queries.Shared`). The committed transaction (None: no query)."""
         if not regs:
             return None
         first = regs[0].query
         tx = self.tx[first.spec.source]
         txn = tx.run(tx.start(max(r.query.nk for r in regs), first.read, max(r.priority for r in regs)))
-        parts = txn.partials()
+        parts, shared = txn.partials(), Shared()
         for reg in regs:
             try:
-                rows = reg.query.answer(parts, txn.end)
+                rows = reg.query.answer(parts, txn.end, shared)
             except (SlidewiseError, ArithmeticError, ValueError, TypeError) as e:  # one failing query does not stop the others
                 with self.lock:
                     reg.errors = (reg.errors + [f"{type(e).__name__}: {e}"])[-10:]
@@ -307,6 +309,9 @@ class QueryManager:
                         size = len(reg.batches.pop(0)[1]["ts"])
                         reg.kept -= size
                         reg.dropped += size
+        with self.lock:
+            for k, v in shared.work.items():
+                self.work[k] += v
         return txn
 
     # -- statistics -----------------------------------------------------------------------------

@@ -14,31 +14,63 @@ partial (:func:`partial`): its groups and one accumulator state per aggregate of
 the same partial computed once per signature). :meth:`Compiled.answer` merges
 the partials read into the answer with the pane path's
 :class:`~slidewise.runtime.pane_engine.WindowAnswers` (HAVING, output columns, order).
+
+The frequency aggregates (DISTINCT, MEDIAN, QUANTILE, TOPK) keep a sub-window's
+counts per (group, value) pair (:class:`Frequencies`), whatever their k or p, so
+all of them over one attribute share one synopsis. The queries of one joint
+execution (:class:`Shared`) merge their reads once per signature, each
+answering over its own youngest sub-windows, and the TOPK queries of one window
+share its sort (Golab's thesis §8.3.1, CS1-CS2, and §8.4.4's post-processing).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from slidewise import synopses
 from slidewise.cql.parser import parse_plan
 from slidewise.errors import QueryError
 from slidewise.manager.window import SubWindow
+from slidewise.operators.aggregates import Accumulator, Distinct, Quantile, TopK
 from slidewise.optimizer.pane_plan import SlidingAggregate, match
-from slidewise.optimizer.sharing import coverable
 from slidewise.plan.bind import bind
 from slidewise.plan.logical import Plan, Scan
 from slidewise.plan.prune import prune_columns
 from slidewise.runtime.pane_engine import WindowAnswers, encode_groups
 from slidewise.runtime.sources.base import KIND_DTYPE
+from slidewise.synopses import running
 
-__all__ = ["ACCESS", "Compiled", "compile_query"]
+__all__ = ["ACCESS", "Compiled", "Shared", "compile_query"]
 
 #: the access paths of a scan (Golab's thesis §7.2.1): raw tuples, or the sub-windows' synopsis entries
 ACCESS = ("window", "synopsis")
 
 SHAPE = "SELECT RSTREAM(keys, aggregates) FROM S [RANGE T SLIDE D] [WHERE ...] GROUP BY keys [HAVING ...]"
+
+
+@dataclass
+class Frequencies:
+    """A sub-window's frequency counts of one attribute: ``counts`` of each (group, value) pair present,
+    ``group`` the pair's group (a column of the partial) and ``value`` its value."""
+
+    counts: np.ndarray
+    group: np.ndarray
+    value: np.ndarray
+
+
+@dataclass
+class Merged:
+    """The partials of one joint execution's reads (oldest first) in one encoding: ``uniq`` the groups of them
+    all, ``states`` one (reads x groups, or x pairs) state per aggregate as :meth:`WindowAnswers.partials`
+    (frequencies as counts), ``pairs`` the (pair group, pair value) of each frequency state."""
+
+    uniq: list[np.ndarray]
+    states: list
+    pairs: dict[int, tuple[np.ndarray, np.ndarray]]
+    merged: int  # entries merged (the scan's work)
 
 
 @dataclass(eq=False)
@@ -54,29 +86,43 @@ class Compiled:
 
     @property
     def signature(self) -> tuple:
-        """Queries with equal signatures have equal sub-window partials (one synopsis serves them)."""
+        """Queries with equal signatures have equal sub-window partials (one synopsis serves them): the
+        frequency aggregates (DISTINCT, MEDIAN, QUANTILE, TOPK) of one attribute keep the same counts."""
         s = self.spec
-        return (s.source, s.where, s.keys, tuple((a.func, a.arg, a.distinct, a.param) for a in s.aggs))
+        return (
+            s.source,
+            s.where,
+            s.keys,
+            tuple(("frequencies", a.arg) if isinstance(acc, Distinct) else (a.func, a.arg, a.distinct, a.param) for a, acc in zip(s.aggs, self.answers.accs)),
+        )
 
     def build(self, sub: SubWindow) -> tuple[list[np.ndarray], list]:
-        """The partial of one sub-window: its groups' key values, and the states (``COUNT(*)`` first)."""
+        """The partial of one sub-window: its groups' key values, and the states (``COUNT(*)`` first; a
+        frequency aggregate's as :class:`Frequencies`)."""
         data = self.answers.filtered(sub.cols["ts"], sub.cols)
         rows = len(data["ts"])
         uniq, codes = encode_groups([data[k] for k in self.spec.keys], rows)
         width = len(uniq[0]) if uniq else 1
-        return uniq, self.answers.partials(data, np.zeros(rows, np.int64), codes, (1, width))
+        panes = np.zeros(rows, np.int64)
+        parts: list = []
+        for st in self.answers.states:
+            if st is None:
+                parts.append(None)
+            elif isinstance(st[0], Distinct) and st[1] is not None:
+                freq = Distinct(st[0].dtype)
+                (counts,) = freq.partial(data[st[1]], panes, codes, (1, width))
+                parts.append(Frequencies(counts[0], freq.pair_group, freq.pair_value))
+            else:
+                parts.append(st[0].partial(None if st[1] is None else data[st[1]], panes, codes, (1, width)))
+        return uniq, parts
 
     def read(self, sub: SubWindow) -> tuple[list[np.ndarray], list]:
         """One sub-window read by this query's access path."""
         return sub.partial(self.signature, self.build) if self.access == "synopsis" else self.build(sub)
 
-    def answer(self, reads: list, end: int) -> dict[str, np.ndarray] | None:
-        """The answer over the youngest ``nk`` of ``reads`` (partials, oldest first) at instant ``end``:
-        columns with ``ts`` and ``sign`` (None: no row)."""
-        reads = reads[max(0, len(reads) - self.nk) :]
+    def merge(self, reads: list) -> Merged | None:
+        """The partials ``reads`` (oldest first) in one encoding of their groups (and pairs); None: no group."""
         keys = self.spec.keys
-        if not reads:
-            return None
         if keys:
             sizes = [len(u[0]) for u, _ in reads]
             uniq, codes = encode_groups([np.concatenate([u[i] for u, _ in reads]) for i in range(len(keys))], sum(sizes))
@@ -86,21 +132,103 @@ class Compiled:
         if not width:
             return None
         bounds = np.cumsum([0] + sizes)
-        states = []
+        states: list = []
+        pairs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        merged = 0
         for i, st in enumerate(self.answers.states):
             if st is None:
                 states.append(None)
+            elif isinstance(st[0], Distinct):
+                freqs = [parts[i] for _, parts in reads]
+                group = np.concatenate([codes[bounds[r] : bounds[r + 1]][f.group] for r, f in enumerate(freqs)])
+                value = np.concatenate([f.value for f in freqs])
+                lengths = [len(f.counts) for f in freqs]
+                uval, vcode = np.unique(value, return_inverse=True)
+                upair, pcode = np.unique(group * max(len(uval), 1) + vcode.reshape(-1), return_inverse=True)
+                counts = np.zeros((len(reads), len(upair)), np.int32)
+                counts[np.repeat(np.arange(len(reads)), lengths), pcode.reshape(-1)] = np.concatenate([f.counts for f in freqs])
+                states.append(counts)
+                pairs[i] = (upair // max(len(uval), 1), uval[upair % max(len(uval), 1)] if len(uval) else uval)
+                merged += len(value)
+            else:
+                full = st[0].identity((len(reads), width))
+                for r, (_, parts) in enumerate(reads):
+                    cols = codes[bounds[r] : bounds[r + 1]]
+                    for whole, part in zip(full, parts[i]):
+                        whole[r, cols] = part[0]
+                states.append(full)
+                merged += int(bounds[-1])
+        return Merged(uniq, states, pairs, merged)
+
+    def answer(self, reads: list, end: int, shared: Shared | None = None) -> dict[str, np.ndarray] | None:
+        """The answer over the youngest ``nk`` of ``reads`` (partials, oldest first) at instant ``end``:
+        columns with ``ts`` and ``sign`` (None: no row). Queries of one signature answered with one ``shared``
+        over the same reads merge them once and sort each window's frequencies once (Golab's thesis §8.3.1,
+        CS1-CS2: one scan of the synopsis from the youngest interval answers every window along the way)."""
+        shared = Shared() if shared is None else shared
+        if not reads:
+            return None
+        merged = shared.merged(self, reads)
+        if merged is None:
+            return None
+        lo, hi = np.array([max(0, len(reads) - self.nk)]), np.array([len(reads)])
+        values = []
+        for i, st in enumerate(self.answers.states):
+            if st is None:
+                values.append(None)
                 continue
-            full = st[0].identity((len(reads), width))
-            for r, (_, parts) in enumerate(reads):
-                cols = codes[bounds[r] : bounds[r + 1]]
-                for whole, part in zip(full, parts[i]):
-                    whole[r, cols] = part[0]
-            states.append(full)
+            acc = st[0]
+            if isinstance(acc, Distinct):
+                acc.pairs(*merged.pairs[i], len(merged.uniq[0]) if merged.uniq else 1)
+            synopsis = running.windows if i == 0 else self.answers.synopses[i - 1]
+            values.append(shared.value(acc, synopsis, shared.state(merged, i, acc), lo, hi))
         out: list[dict] = []
         self.answers.emit = out.append
-        self.answers.answer(uniq, states, np.array([0]), np.array([len(reads)]), np.array([end], np.int64))
+        self.answers.conclude(merged.uniq, values, np.array([end], np.int64))
         return out[0] if out else None
+
+
+class Shared:
+    """What the queries of one joint execution share (over the same reads): the merge of each signature's
+    partials, each window's state and each window's sort of its frequencies (:meth:`TopK.rank`), and the work
+    counted: ``merged`` entries and ``ranked`` (entries sorted times log2 of them, and the probes of the
+    quantiles' binary searches)."""
+
+    def __init__(self) -> None:
+        self.merges: dict = {}
+        self.memo: dict = {}
+        self.work = {"merged": 0.0, "ranked": 0.0}
+
+    def merged(self, query: Compiled, reads: list) -> Merged | None:
+        key = (query.signature, id(reads))
+        if key not in self.merges:
+            found = query.merge(reads)
+            self.merges[key] = (reads, found)  # the reads kept: their id stays theirs
+            self.work["merged"] += 0 if found is None else found.merged
+        return self.merges[key][1]
+
+    def state(self, merged: Merged, i: int, acc: Accumulator) -> tuple:
+        """State ``i`` of ``merged`` as ``acc`` keeps it (frequencies: :meth:`~Distinct.from_counts`), made once."""
+        if i not in merged.pairs or not isinstance(acc, Distinct):
+            return merged.states[i]
+        key = ("state", id(merged), i, acc.share_key)
+        if key not in self.memo:
+            self.memo[key] = acc.from_counts(merged.states[i])
+        return self.memo[key]
+
+    def value(self, acc: Accumulator, synopsis: Callable, part: tuple, lo: np.ndarray, hi: np.ndarray) -> tuple:
+        """``acc``'s value over the window of pane rows ``[lo, hi)`` of ``part`` (a TOPK's sort made once)."""
+        if isinstance(acc, TopK):
+            key = ("rank", id(part), int(lo[0]), int(hi[0]))
+            if key not in self.memo:
+                state = synopsis(acc, part, lo, hi, self.memo)
+                n = int(np.count_nonzero(state[0]))
+                self.work["ranked"] += n * np.log2(n + 1)
+                self.memo[key] = acc.rank(state)
+            return acc.top(self.memo[key])
+        if isinstance(acc, Quantile):
+            self.work["ranked"] += 2 * acc.groups * np.log2(acc.width + 1)  # two binary searches per group
+        return synopses.values(synopsis, acc, part, lo, hi, self.memo)
 
 
 def compile_query(text: str, schemas: dict[str, dict[str, str]], t: int, n: int, *, one_time: bool = False, access: str = "synopsis") -> Compiled:
@@ -121,8 +249,12 @@ def compile_query(text: str, schemas: dict[str, dict[str, str]], t: int, n: int,
             "the query manager's sub-windows are time intervals: a count window with SLIDE ([ROWS n SLIDE m]) is not supported here",
             hint="use [RANGE T SLIDE D], or run the query with `slidewise run`",
         )
-    if not coverable(spec):
-        raise QueryError("the query manager answers COUNT, SUM, AVG, MIN and MAX (not DISTINCT)", hint="register other aggregates with `slidewise run`")
+    sketch = next((a for a in spec.aggs if a.func.startswith("approx_")), None)
+    if sketch is not None:
+        raise QueryError(
+            f"the query manager answers COUNT, SUM, AVG, MIN, MAX, MEDIAN, QUANTILE and TOPK, DISTINCT or not, not {sketch.func.upper()}",
+            hint="use the exact aggregate, or run the query with `slidewise run`",
+        )
     size = spec.length + 1
     if size % t or size // t > n:
         raise QueryError(

@@ -23,7 +23,8 @@ class Distinct(Counts):
     def __init__(self, dtype: np.dtype | None = None, func: str = "count"):
         super().__init__(dtype)
         self.func = func
-        self.pair_group = self.pair_value = None
+        self.pair_group: np.ndarray = np.zeros(0, np.int64)  # each pair's group (set by partial / pairs)
+        self.pair_value: np.ndarray = np.zeros(0)
         self.groups = self.width = 0
 
     def partial(self, values, pane_codes, group_codes, shape) -> State:
@@ -41,9 +42,16 @@ class Distinct(Counts):
     def answer_key(self) -> tuple:
         return (*super().answer_key(), self.func)
 
+    def from_counts(self, counts: np.ndarray) -> tuple:
+        """The state of the (panes x pairs) frequency ``counts`` (what :meth:`partial` makes of them)."""
+        return (counts,)
+
     def adopt(self, other) -> None:
-        self.pair_group, self.pair_value = other.pair_group, other.pair_value
-        self.groups, self.width = other.groups, other.width
+        self.pairs(other.pair_group, other.pair_value, other.groups)
+
+    def pairs(self, group: np.ndarray, value: np.ndarray, groups: int) -> None:
+        """The columns of the states to come: pairs (``group``, ``value``), group-major, values ascending."""
+        self.pair_group, self.pair_value, self.groups, self.width = group, value, groups, len(group)
 
     def _per_group(self, weights: np.ndarray) -> np.ndarray:
         """Row sums of ``weights`` (windows x pairs) over each group's pairs: windows x groups."""

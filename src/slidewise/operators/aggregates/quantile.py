@@ -58,7 +58,10 @@ class Quantile(Distinct):
 
     def partial(self, values, pane_codes, group_codes, shape):
         (c,) = super().partial(values, pane_codes, group_codes, shape)
-        return (np.cumsum(c, axis=1, dtype=np.int32),)
+        return self.from_counts(c)
+
+    def from_counts(self, counts: np.ndarray) -> tuple:
+        return (np.cumsum(counts, axis=1, dtype=np.int32),)
 
     def value(self, state):
         cum = state[0]

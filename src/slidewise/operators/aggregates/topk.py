@@ -49,11 +49,15 @@ class TopK(Distinct):
         return (*super().answer_key(), self.k)
 
     def value(self, state):
+        return self.top(self.rank(state))
+
+    def rank(self, state) -> tuple:
+        """The sort of :meth:`value`, which does not depend on ``k`` (queries differing only in ``k`` share it):
+        the shape and, per (window, group) cell, its pairs in :func:`ranked` order with their ranks."""
         counts = state[0]
         windows, pairs = counts.shape
-        out = np.full((windows, self.groups), None, object)
         if not pairs or not windows:
-            return out, np.ones(out.shape, bool)
+            return (windows, self.groups), None
         # value rank of each pair (its column order is group-major, values ascending within a group)
         row = np.repeat(np.arange(windows), pairs)
         col = np.tile(np.arange(pairs), windows)
@@ -66,6 +70,15 @@ class TopK(Distinct):
         cell = row * self.groups + group
         start = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
         rank = np.arange(len(cell)) - np.repeat(start, np.diff(np.r_[start, len(cell)]))
+        return (windows, self.groups), (cell, col, rank)
+
+    def top(self, ranking: tuple):
+        """The first ``k`` values of each cell of :meth:`rank`'s sort, as text, and the null mask."""
+        shape, found = ranking
+        out = np.full(shape, None, object)
+        if found is None:
+            return out, np.ones(out.shape, bool)
+        cell, col, rank = found
         top = rank < self.k
         cell, col = cell[top], col[top]
         if not len(cell):
