@@ -229,12 +229,11 @@ def norm(frame: pd.DataFrame | None) -> Counter:
     )
 
 
-def run_buckets(logic, kinds: dict, steps: list, keying: Keying, lateness: int = 0) -> tuple[Counter, list[str]]:
-    """The sequencer of S and a bucket stage ``logic`` (``process(bucket, blob, frame)``, ``columns``)
-    in-process over ``steps`` (frames of S per micro-batch, or ``"eof"``), state as bytes per bucket
-    between calls: the results (:func:`norm`) and the reject reasons."""
+def bucket_rows(logic, kinds: dict, steps: list, keying: Keying, lateness: int = 0):
+    """The sequencer of S and a bucket stage ``logic`` (``process(bucket, blob, frame)``) in-process over
+    ``steps`` (frames of S per micro-batch, or ``"eof"``), state as bytes per bucket between calls: each
+    row the stage emits (``k``, ``p``, ...), in order."""
     seq, seq_state, blobs, seen = sequencer(kinds, keying, lateness), {}, {}, 0
-    out, rejects = Counter(), []
     for step in steps:
         rows = step_rows(step, seen, kinds)
         seen += 0 if isinstance(step, str) else len(step)
@@ -243,11 +242,17 @@ def run_buckets(logic, kinds: dict, steps: list, keying: Keying, lateness: int =
         for b, parts in sorted(sequence_into_buckets(seq, seq_state, wire_frame(rows)).items()):
             blobs[b], frames = logic.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
             for f in frames:
-                for r in f.itertuples(index=False):
-                    if r.k == RESULT:
-                        out += norm(pd.DataFrame(unpack(r.p))[logic.columns])
-                    elif r.k == REJECTS:
-                        rejects += list(unpack(r.p)["reason"])
+                yield from f.itertuples(index=False)
+
+
+def run_buckets(logic, kinds: dict, steps: list, keying: Keying, lateness: int = 0) -> tuple[Counter, list[str]]:
+    """:func:`bucket_rows` of a stage with ``columns``: the results (:func:`norm`) and the reject reasons."""
+    out, rejects = Counter(), []
+    for r in bucket_rows(logic, kinds, steps, keying, lateness):
+        if r.k == RESULT:
+            out += norm(pd.DataFrame(unpack(r.p))[logic.columns])
+        elif r.k == REJECTS:
+            rejects += list(unpack(r.p)["reason"])
     return out, rejects
 
 

@@ -28,10 +28,10 @@ from slidewise.optimizer.sharing import share
 from slidewise.plan.bind import bind
 from slidewise.plan.prune import prune_columns
 from slidewise.spark.keying import Keying
-from slidewise.spark.layout import unpack, wire_frame
+from slidewise.spark.layout import unpack
 from slidewise.spark.panes import PaneBucket, stream_dtypes
 from slidewise.spark.plan_state import REJECTS, RESULT, partition_attribute
-from tests.spark.harness import csv_files, norm, sequence_into_buckets, sequencer, step_rows
+from tests.spark.harness import bucket_rows, csv_files, norm
 from tests.spark.test_panes_spark import KINDS, local
 from tests.test_sliding_aggregate import streams
 
@@ -69,18 +69,10 @@ def simulate(queries: dict[str, str], steps: list, buckets: int) -> tuple[dict[s
         logic = PaneBucket(g, list(KINDS), stream_dtypes(KINDS), 0)
         attr, _ = partition_attribute(plans[g.members[0].name])
         keying = Keying("hash", buckets, keys=(attr,), key_kind=KINDS[attr]) if attr else Keying("single", 1)
-        seq, seq_state, blobs, seen = sequencer(KINDS, keying, 0), {}, {}, 0
-        for step in steps:
-            rows = step_rows(step, seen, KINDS)
-            seen += 0 if isinstance(step, str) else len(step)
-            if not rows:
-                continue
-            for b, parts in sorted(sequence_into_buckets(seq, seq_state, wire_frame(rows)).items()):
-                blobs[b], frames = logic.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
-                for r in frames[0].itertuples(index=False):
-                    assert r.k != REJECTS
-                    if r.k == RESULT:
-                        got[g.members[r.s].name] += norm(pd.DataFrame(unpack(r.p))[logic.member_columns[r.s]])
+        for r in bucket_rows(logic, KINDS, steps, keying):
+            assert r.k != REJECTS
+            if r.k == RESULT:
+                got[g.members[r.s].name] += norm(pd.DataFrame(unpack(r.p))[logic.member_columns[r.s]])
     return got, groups
 
 
