@@ -4,11 +4,15 @@ Objects in Sensor-Network Databases", SSDBM 2003, §3.1.2).
 NLW-join's pipeline (:mod:`~slidewise.operators.wjoin.nlw_join`) with both buffers of every level
 hashed on an equi-join attribute between the level's right stream and a stream below it: a new
 tuple (or m-tuple) probes only the bucket of its key, and ``comparisons`` counts the rows of that
-bucket the removal rule keeps at its arrival. A bucket is a key code (small integer keys are their
-own codes, others numbered) over one columnar buffer per side; a chunk's probes are binary searches
-over the buffer sorted by code, then arrival, and the window test runs over the probed ranges
-only. The removal rule runs over the whole buffer once per chunk, so rarely probed buckets are
-cleaned too (the paper's update routine). The pipeline's order adds the streams along the
+bucket it visits. A bucket is a key code (small integer keys are their own codes, others numbered)
+over one columnar buffer per side; a chunk's probes are binary searches over the buffer sorted by
+code, then arrival, and the window test runs over the probed ranges only. The window update is
+NLW-join's: a probe deletes the rows of its bucket out of the window of its input's time-stamps
+vector. A bucket no probe visits would keep its old rows, so the paper's update routine runs after
+every ``sweep``-th arrival (positions ``sweep - 1``, ``2 sweep - 1``, …) and deletes the rows out of
+the window from every bucket. The paper calls it for the rarely-probed buckets only: those are the
+ones it deletes from, as a probed bucket has no such rows left but those put out since its last
+probe. The routine's visits are not counted as comparisons. The pipeline's order adds the streams along the
 equalities.
 """
 
@@ -29,6 +33,7 @@ class HWJoin(NLWJoin):
     preference = 2
     per_arrival = 4.0
     hashed = True
+    sweep = 1024  # arrivals between two runs of the update routine
 
     @classmethod
     def check(cls, query: WJoinQuery) -> None:

@@ -11,23 +11,26 @@ next level's left buffer and climb on; a result is produced when its last member
 Equalities are tested at the first level where both their streams are present, the other
 predicates on complete results.
 
-Removal rule (the paper's per-buffer timestamp vectors): a buffered row is dropped once it lies
-beyond the window of every later tuple of the other side. The paper keeps the largest timestamp
-per source stream of the other side; as slidewise processes arrivals in the global ``ts`` order,
-every later tuple of any stream is at or after the clock, so the rule drops a left m-tuple when
-its ``end = min_i(ts_i + d[i][j]) < clock`` and a right tuple of ``j`` when its
-``end = ts_j + max_i d[j][i] < clock``.
+Purge (the paper's Fig. 5): each input of a level keeps a time-stamps vector, the largest ``ts``
+arrived so far per source stream beneath it (the right input: its stream ``j``; the left input:
+every stream of ``order[:k]``). A new row is inserted in its buffer and scans the other input's
+buffer (HW-join: its bucket), and the scan deletes every row out of the window of the new row's
+vector (IsOut) and tests the others against the new row's period (IsIn). A right tuple is out
+once every stream ``i`` below has a tuple later than ``ts_j + d[j][i]``, an m-tuple once stream
+``j`` has one later than its ``end``. A row is deleted only by such a scan, never by a clock, so a
+slow stream leaves the other side's old rows buffered and visited until its next arrival.
 
 Execution is columnar, a chunk of arrivals at a time, level by level (the chunk's new rows are
-appended to the level's buffers first). The per-arrival algorithm compares a new row with every
-row of the other side that arrived before it and that the removal rule, run at the new row's
-arrival, keeps (``end`` at or after its ``ts``). Per m-tuple these rows form one range of the
-other side in arrival order: the tuples from the first one kept at its ``ts`` (every later tuple
-is kept, its ``end`` is later still) up to the last one arriving while it is kept. Two binary
-searches give each m-tuple's range, and the window test runs vectorised over every pair of the
-ranges: ``comparisons`` counts exactly the pairs tested, and neither they nor the results depend on
-how the arrivals are chunked. Rows made before the chunk are compared with the chunk's new rows
-only. The removal rule runs over each buffer once per chunk (one vector comparison).
+appended to the level's buffers first). Per row, ``out`` is the first arrival at which the vector
+puts it out; it is deleted by the first scan of the other side at or after ``out`` (and after the
+row's own arrival) in its bucket, or by HW-join's update routine. Per m-tuple, the rows it is
+compared with form one range of the other side in arrival order: the tuples that arrived before
+it and are still buffered when it scans (after the first m-tuple of its arrival in its bucket,
+without those that scan deleted), then the tuples arriving while it is buffered, up to the one
+whose scan deletes it. Binary searches give each range, and the window test runs vectorised over
+every pair of the ranges: ``comparisons`` counts exactly the rows the scans visit, and neither they,
+the results nor the buffers depend on how the arrivals are chunked. Rows made before the chunk are
+compared with the chunk's new rows only.
 
 Results (members, ts, exp and their order within an arrival) are those of
 :class:`~slidewise.operators.wjoin.mw_join.MWJoin`.
@@ -65,16 +68,16 @@ def _concat(a: Rows | None, b: Rows | None) -> Rows | None:
 
 class _Side:
     """One side's buffer of a pipeline level, columnar: per row the bounds of its period over the
-    other side's stream (``lo``, ``end``; a right tuple: its ``ts`` and its removal bound) and the
-    position and ``ts`` of the arrival that made it (``made``, ``at``); hashed on ``key`` (none:
-    NLW's one bucket)."""
+    other side's stream (``lo``, ``end``; a right tuple: its ``ts`` twice), the position of the arrival
+    that made it (``made``) and the first arrival at which the time-stamps vector of the other side
+    puts it out (``out``; ``_LAST`` while none has); hashed on ``key`` (none: NLW's one bucket)."""
 
-    FIELDS = ("lo", "end", "made", "at")
+    FIELDS = ("lo", "end", "made", "out")
 
     def __init__(self, key: tuple[int, str] | None) -> None:
         self.key = key
         self.rows: Rows | None = None
-        self.lo = self.end = self.made = self.at = _NONE
+        self.lo = self.end = self.made = self.out = _NONE
 
     def keys_of(self, rows: Rows | None) -> np.ndarray | None:
         return None if self.key is None or rows is None else rows[self.key[0]][self.key[1]]
@@ -85,9 +88,8 @@ class _Side:
             for f, v in zip(self.FIELDS, fields):
                 setattr(self, f, np.concatenate([getattr(self, f), v]))
 
-    def remove(self, clock: int) -> None:
-        """The removal rule at ``clock``."""
-        keep = self.end >= clock
+    def keep(self, keep: np.ndarray) -> None:
+        """Keep the rows where ``keep`` holds."""
         if not keep.all():
             idx = np.flatnonzero(keep)
             self.rows = _take(self.rows, idx) if self.rows is not None else None
@@ -133,6 +135,7 @@ class NLWJoin(Snapshots):
     preference = 1
     per_arrival = 0.0  # per arrival and level
     hashed = False
+    sweep: int | None = None  # HW-join: the update routine runs after every ``sweep``-th arrival
     baseline = False
 
     def __init__(self, query: WJoinQuery) -> None:
@@ -147,7 +150,7 @@ class NLWJoin(Snapshots):
         keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
         self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
         self.right = [_Side(keys[k][1]) for k in range(self.n)]  # right[k]: source order[k]
-        self.limit = [int(self.d[j][self.order[:k]].max()) if k else 0 for k, j in enumerate(self.order)]
+        self.vmax = np.full(self.n, -np.inf)  # per stream, its largest ts before the chunk
         self.mw_orders = np.array(result_orders(query))
         eqs = query.join.equalities
         self.level_eqs = [[Cmp("=", e.left, e.right) for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
@@ -178,20 +181,35 @@ class NLWJoin(Snapshots):
         if not new:
             return ResultBatch.empty(self.n)
         start = min(int(b.pos[0]) for b in chunk if len(b))  # the chunk's first arrival
+        last = max(int(b.pos[-1]) for b in chunk if len(b))  # and its last
+        arrivals = {b.stream: (np.asarray(b.pos, np.int64), np.asarray(b.ts)) for b in chunk if len(b)}
         rows = new.get(self.order[0])
         made = _NONE if rows is None else rows[self.order[0]]["pos"]
         for k in range(1, self.n):
             j, members = self.order[k], self.order[:k]
             if rows is not None and _len(rows):
-                self.left[k].add(rows, *self._period(rows, members, j), made, np.max(np.stack([rows[i]["ts"] for i in members]), axis=0))
+                self.left[k].add(rows, *self._period(rows, members, j), made, np.full(len(made), _LAST))
             if j in new:
                 ts = new[j][j]["ts"]
-                self.right[k].add(new[j], ts, ts + self.limit[k], new[j][j]["pos"], ts)
-            rows, made = self._level(k, start)
-        clock = max(int(b.ts[-1]) for b in chunk if len(b))
-        for side in self.left[1:] + self.right[1:]:
-            side.remove(clock)
+                self.right[k].add(new[j], ts, ts, new[j][j]["pos"], np.full(len(ts), _LAST))
+            left, right = self.left[k], self.right[k]
+            pending = left.out == _LAST  # left: out once stream j passes its end
+            left.out[pending] = self._first_beyond(arrivals, j, left.end[pending].astype(np.float64))
+            pending = np.flatnonzero(right.out == _LAST)  # right: out once every stream below passes its reach
+            if len(pending):
+                right.out[pending] = np.max([self._first_beyond(arrivals, i, right.lo[pending] + self.d[j][i]) for i in members], axis=0)
+            rows, made = self._level(k, start, last)
+        for i, (_, ts) in arrivals.items():
+            self.vmax[i] = max(self.vmax[i], float(ts[-1]))
         return self._results(rows, made)
+
+    def _first_beyond(self, arrivals: dict[int, tuple[np.ndarray, np.ndarray]], i: int, bound: np.ndarray) -> np.ndarray:
+        """Per bound: the first arrival of stream ``i`` with ``ts`` beyond it (-1: before this chunk;
+        ``_LAST``: none yet), the moment the time-stamps vector entry of ``i`` passes it."""
+        pos, ts = arrivals.get(i, (_NONE, _NONE))
+        at = np.searchsorted(ts, bound, "right")
+        out = np.where(at < len(pos), pos[np.minimum(at, len(pos) - 1)] if len(pos) else _LAST, _LAST)
+        return np.where(self.vmax[i] > bound, -1, out)
 
     def _period(self, rows: Rows | None, members: list[int], j: int) -> tuple[np.ndarray, np.ndarray]:
         """Per m-tuple of ``rows`` (over ``members``): its period over stream ``j`` (module docstring),
@@ -202,43 +220,75 @@ class NLWJoin(Snapshots):
         lo, hi = np.max(ts - self.d[j][members][:, None], axis=0), np.min(ts + self.d[members, j][:, None], axis=0)
         return np.ceil(lo).astype(np.int64), np.floor(hi).astype(np.int64)
 
-    def _level(self, k: int, start: int) -> tuple[Rows | None, np.ndarray]:
+    def _deleted(self, side: _Side, code: np.ndarray, other: _Side, other_code: np.ndarray, start: int, cap: int) -> np.ndarray:
+        """Per row of ``side``: when it is deleted, in half arrivals (``2 q``: by the scan of the
+        other side's arrival ``q``, the first one at or after its ``out`` in its bucket; ``2 s + 1``:
+        by the update routine after arrival ``s``), at most ``cap``."""
+        begin = np.maximum(side.out, side.made + 1)
+        never = side.out == _LAST
+        new = np.flatnonzero(other.made >= start)  # the scans of this chunk: the other side's new rows
+        o = new[np.lexsort([other.made[new], other_code[new]])]
+        ev_code, ev_made = other_code[o], other.made[o]
+        at = _Sorted(ev_code, int(other_code.max(initial=0)), made=ev_made).search("made", code, np.minimum(begin, cap), "left")
+        hit = (at < len(o)) & ~never
+        if len(o):
+            hit &= ev_code[np.minimum(at, len(o) - 1)] == code
+        gone = np.where(hit, 2 * ev_made[np.minimum(at, max(len(o) - 1, 0))] if len(o) else 0, cap)
+        if self.sweep:
+            since = np.minimum(np.maximum(side.out, side.made), cap)  # the routine also sees rows of its own arrival
+            routine = 2 * ((since + self.sweep) // self.sweep * self.sweep - 1) + 1
+            gone = np.where(never, gone, np.minimum(gone, routine))
+        return np.minimum(gone, cap)
+
+    def _level(self, k: int, start: int, last: int) -> tuple[Rows | None, np.ndarray]:
         """Level ``k``: its m-tuples joined with its tuples, every pair but those of two rows made
-        before the chunk's first arrival ``start``; counts the per-arrival comparisons. The new
-        (m+1)-tuples, and the positions of the arrivals that made them."""
+        before the chunk's first arrival ``start``; counts the per-arrival comparisons and deletes
+        the rows the chunk's scans (and update routine) delete. The new (m+1)-tuples, and the
+        positions of the arrivals that made them."""
         left, right = self.left[k], self.right[k]
-        if not len(left) or not len(right):
+        if not len(left) and not len(right):
             return None, _NONE
-        assert left.rows is not None and right.rows is not None
         lcode, rcode, top = self._codes(k)
-        # rows made before the chunk count as made together, before every new one
-        lmade, rmade = np.maximum(left.made, start - 1), np.maximum(right.made, start - 1)
-        o = np.argsort(rcode, kind="stable") if top else np.arange(len(right))  # per bucket in arrival order: ts, made and end rise together
-        r = _Sorted(rcode[o], top, ts=right.lo[o], made=rmade[o], end=right.end[o])
-        # the per-arrival comparisons, per new m-tuple: the tuples that arrived before it and that the
-        # removal rule keeps at its ts (end >= at: from ``kept`` on, as every later tuple's end is), then
-        # the tuples arriving after it while the rule keeps it (ts <= its end: up to ``upto``); per
-        # older m-tuple the latter only. A range of its bucket, compared, the window test vectorised.
-        after = r.search("made", lcode, lmade, "right")
-        kept = r.search("end", lcode, np.where(lmade < start, _LAST, left.at), "left")
-        first = np.minimum(kept, after)
-        counts = np.maximum(r.search("ts", lcode, left.end, "right"), after) - first
-        total = int(counts.sum())
-        self.comparisons += total
-        a = np.repeat(np.arange(len(left)), counts)
-        b = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(total)
-        ts = r.values["ts"][b]
-        inside = np.flatnonzero((ts >= left.lo[a]) & (ts <= left.end[a]))
-        if not len(inside):
-            return None, _NONE
-        a, b = a[inside], o[b[inside]]
-        joined, made = {**_take(left.rows, a), **_take(right.rows, b)}, np.maximum(left.made[a], right.made[b])
-        if self.level_eqs[k]:
-            ok = np.ones(len(a), bool)
-            for p in self.level_eqs[k]:
-                ok &= np.asarray(evaluate(p, lambda st, attr: joined[st][attr]), bool)
-            keep = np.flatnonzero(ok)
-            joined, made = _take(joined, keep), made[keep]
+        cap = 2 * last + 4  # beyond the chunk: kept
+        lgone = self._deleted(left, lcode, right, rcode, start, cap)
+        rgone = self._deleted(right, rcode, left, lcode, start, cap)
+        joined: Rows | None = None
+        made = _NONE
+        if len(left) and len(right):
+            assert left.rows is not None and right.rows is not None
+            o = np.argsort(rcode, kind="stable") if top else np.arange(len(right))  # per bucket in arrival order: ts, made, gone rise
+            r = _Sorted(rcode[o], top, made=right.made[o], gone=rgone[o])
+            # per m-tuple, the tuples it is compared with form one range of its bucket: those arrived
+            # before it and still buffered when it scans (gone at or after its arrival; after it, if
+            # an earlier m-tuple of the same arrival scanned the bucket and deleted them), then those
+            # arriving while it is buffered (up to the arrival whose scan deletes it). Pairs of rows
+            # both made before the chunk were compared before.
+            new = left.made >= start
+            first = np.zeros(len(left), bool)
+            idx = np.flatnonzero(new)
+            idx = idx[np.lexsort([left.made[idx], lcode[idx]])]
+            first[idx] = np.concatenate([[True], (np.diff(lcode[idx]) != 0) | (np.diff(left.made[idx]) != 0)]) if len(idx) else first[idx]
+            before = r.search("made", lcode, left.made, "left")
+            kept = np.minimum(r.search("gone", lcode, 2 * left.made + np.where(first, 0, 1), "left"), before)
+            lo = np.where(new, kept, r.search("made", lcode, np.full(len(left), start), "left"))
+            counts = np.maximum(r.search("made", lcode, lgone // 2, "right") - lo, 0)
+            total = int(counts.sum())
+            self.comparisons += total
+            a = np.repeat(np.arange(len(left)), counts)
+            b = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
+            ts = right.lo[o][b]
+            inside = np.flatnonzero((ts >= left.lo[a]) & (ts <= left.end[a]))
+            if len(inside):
+                a, b = a[inside], o[b[inside]]
+                joined, made = {**_take(left.rows, a), **_take(right.rows, b)}, np.maximum(left.made[a], right.made[b])
+                if self.level_eqs[k]:
+                    ok = np.ones(len(a), bool)
+                    for p in self.level_eqs[k]:
+                        ok &= np.asarray(evaluate(p, lambda st, attr: joined[st][attr]), bool)  # noqa: B023
+                    keep = np.flatnonzero(ok)
+                    joined, made = _take(joined, keep), made[keep]
+        left.keep(lgone > 2 * last + 1)
+        right.keep(rgone > 2 * last + 1)
         return joined, made
 
     def _codes(self, k: int) -> tuple[np.ndarray, np.ndarray, int]:
