@@ -23,11 +23,20 @@ def test_bench_wjoin_conclusions(tmp_path, capsys):
     assert all(c["mw-join"] <= c["lca"] < c["gca"] for c in cmp.values())  # LCA beats GCA (Fig. 13), MW-join below both
     for p in report["streams"]:  # HW-join needs the fewest comparisons of the equi-join variants
         assert min(p["runs"], key=lambda a, p=p: p["runs"][a]["comparisons_per_tuple"]) == "hw-join"
-    two = [p for p in report["streams"] if p["n"] == 2]  # two streams: MW-join and NLW-join compare the same pairs
-    assert all(p["runs"]["mw-join"]["comparisons_per_tuple"] == p["runs"]["nlw-join"]["comparisons_per_tuple"] for p in two)
+    two = [p for p in report["streams"] if p["n"] == 2]  # two streams: NLW-join visits MW-join's rows, and those its scans delete
+    assert all(p["runs"]["mw-join"]["comparisons_per_tuple"] == p["runs"]["nlw-join"]["inside_per_tuple"] for p in two)
+    assert all(p["runs"]["nlw-join"]["purged_per_tuple"] > 0 for p in two)
+    mw_nlw = report["summary"]["MW vs NLW on variable rates (Fig. 9a; Fig. 9c, D switching)"]
+    assert len(mw_nlw["holds (service time, CPU time, comparisons)"]) == 3 and mw_nlw["why"] and mw_nlw["paper"]
+    assert all(f > 1 for f in mw_nlw["NLW / MW (Fig. 9a n = 2.., then Fig. 9c switching)"]["comparisons"][:3])  # Fig. 9a points, counted
     assert [p["n"] for p in report["form1"]] == [2, 3, 4] and all(p["answers_agree"] and p["results"] for p in report["form1"])
     verdicts = report["summary"]["conclusions (service time, CPU time, comparisons)"]  # wall and CPU time: reported, not asserted
-    assert set(verdicts) == {"MW beats NLW on variable rates", "LCA beats GCA (Fig. 13)", "HW fastest equi-join variant"}
+    assert set(verdicts) == {
+        "MW beats NLW on variable rates",
+        "LCA beats GCA (Fig. 13)",
+        "HW fastest equi-join variant",
+        "Form 1 W-join at least as fast as [RANGE w] (same path: within 15 % noise)",
+    }
     assert verdicts["LCA beats GCA (Fig. 13)"][2] is True and verdicts["HW fastest equi-join variant"][2] is True
     assert all(r["us_per_tuple"] > 0 and r["cpu_us_per_tuple"] >= 0 for p in points for r in p["runs"].values())
     assert len(report["summary"]["load average (1 min): at start, at end"]) == 2

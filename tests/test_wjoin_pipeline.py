@@ -18,13 +18,14 @@ from slidewise.plan.expr import evaluate
 from tests.test_wjoin import _tuples, cases
 
 
-def per_arrival(op: NLWJoin, arrivals: list[tuple[int, int, int, int]]) -> tuple[int, int, list[int]]:
+def per_arrival(op: NLWJoin, arrivals: list[tuple[int, int, int, int]]) -> tuple[int, int, list[int], int]:
     """The binary pipeline of Fig. 5, one arrival ``(stream, pos, ts, k)`` at a time: the new tuple
     updates its input's time-stamps vector, is inserted in its buffer and scans the other input's
     buffer (HW: its bucket), deleting each row out of the window of the other input's vector
     (IsOut) and joining the others inside its period (IsIn); after every ``op.sweep``-th arrival the
     update routine deletes the rows out of the window from every bucket. The comparisons (rows
-    visited by the scans), the complete m-tuples (before the filters) and the final buffer sizes."""
+    visited by the scans), the complete m-tuples (before the filters), the final buffer sizes and the
+    rows the scans deleted."""
     n, order, d = op.n, op.order, op.d
     vmax = [-math.inf] * n
     left: list[list[dict]] = [[] for _ in range(n)]
@@ -48,7 +49,7 @@ def per_arrival(op: NLWJoin, arrivals: list[tuple[int, int, int, int]]) -> tuple
         row = {**mt, **t}
         return all(bool(np.asarray(evaluate(p, lambda s, a: np.array([row[s][a]])))[0]) for p in op.level_eqs[k])
 
-    count, done = 0, 0
+    count, done, purged = 0, 0, 0
     for s, pos, ts, k in arrivals:
         vmax[s] = ts
         t = {s: {"ts": ts, "k": k}}
@@ -64,6 +65,7 @@ def per_arrival(op: NLWJoin, arrivals: list[tuple[int, int, int, int]]) -> tuple
                     continue
                 count += 1
                 if left_out(level, row):
+                    purged += 1
                     continue
                 else:
                     kept.append(row)
@@ -81,6 +83,7 @@ def per_arrival(op: NLWJoin, arrivals: list[tuple[int, int, int, int]]) -> tuple
                         continue
                     count += 1
                     if right_out(up, row):
+                        purged += 1
                         continue
                     kept.append(row)
                     if inside(up, mt, row):
@@ -92,7 +95,7 @@ def per_arrival(op: NLWJoin, arrivals: list[tuple[int, int, int, int]]) -> tuple
             for up in range(1, n):
                 left[up] = [r for r in left[up] if not left_out(up, r)]
                 right[up] = [r for r in right[up] if not right_out(up, r)]
-    return count, done, [len(left[k]) + len(right[k]) for k in range(1, n)]
+    return count, done, [len(left[k]) + len(right[k]) for k in range(1, n)], purged
 
 
 def _feed(op: NLWJoin, tuples, chunk: int) -> None:
@@ -125,9 +128,9 @@ def test_columnar_pipelines_are_the_per_arrival_algorithm(data):
     op = cls(query)
     if hashed:
         op.sweep = data.draw(st.integers(1, 9))
-    count, _, sizes = per_arrival(op, [(t.stream, t.pos, t.ts, t.vals["k"]) for t in tuples])
+    count, _, sizes, purged = per_arrival(op, [(t.stream, t.pos, t.ts, t.vals["k"]) for t in tuples])
     _feed(op, tuples, chunk)
-    assert op.comparisons == count, text
+    assert (op.comparisons, op.purged) == (count, purged), text
     assert [len(op.left[k]) + len(op.right[k]) for k in range(1, op.n)] == sizes, text
 
 
@@ -141,7 +144,7 @@ def test_a_slow_stream_keeps_the_nested_loop_visiting_old_tuples():
     op.process(fast)
     assert op.order == [0, 1] and len(op.right[1]) == 100  # no A arrived since: B's tuples all stay
     op.process([StreamBatch(0, [101], [100], {}), StreamBatch(1, [], [], {})])
-    assert len(op.right[1]) == 2 and op.comparisons == 4 + 100  # B's tuples up to ts 3 visited A's first; A's scan visited every B tuple
+    assert len(op.right[1]) == 2 and op.comparisons == 4 + 100 and op.purged == 1 + 98  # B's tuples up to ts 3 visited A's first; A's scan visited every B tuple
 
 
 def test_update_routine_on_bench_data():
@@ -153,6 +156,6 @@ def test_update_routine_on_bench_data():
     data = generate([2000.0, 500.0, 1000.0], 1200, 6, seed=4)
     op = WJOINS["hw-join"](query)
     op.sweep = 100
-    count, done, sizes = per_arrival(op, list(zip(data["stream"].tolist(), range(len(data["ts"])), data["ts"].tolist(), data["k"].tolist())))
+    count, done, sizes, purged = per_arrival(op, list(zip(data["stream"].tolist(), range(len(data["ts"])), data["ts"].tolist(), data["k"].tolist())))
     results = sum(len(op.process(chunk)) for chunk in _batches(data, query.n))
-    assert (op.comparisons, results, [len(op.left[k]) + len(op.right[k]) for k in range(1, 3)]) == (count, done, sizes)
+    assert (op.comparisons, results, [len(op.left[k]) + len(op.right[k]) for k in range(1, 3)], op.purged) == (count, done, sizes, purged)

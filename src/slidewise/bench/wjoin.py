@@ -12,7 +12,8 @@ integers, so the equi-join is selective enough to give work. Two experiments:
   tuples/s) on the W-join planner's operator against the same query with ``[RANGE w]`` per stream
   on the join path, both through the local engine (:func:`slidewise.run`); the answers must be
   the same. Without ``--algorithm`` slidewise runs such a W-join on the join path
-  (``w_join_default``, measured too).
+  (``w_join_default``, measured too: the same path as the ``[RANGE w]`` query, so their ratio is
+  run-to-run noise; the three runs alternate, each keeping its best round).
 * ``gca_lca`` (Fig. 13): four streams at 1000 tuples/s, the window ``w_small`` between every pair
   but one pair at ``w_large``, equi-joined as above; GCA and LCA (and MW-join, the reference).
   The paper's windows (0.8 s or 0.1 s, one pair 1 s) are scaled down by 100 (8 ms or 1 ms, one
@@ -28,7 +29,10 @@ inside a period for MW-join, pairs compared for the pipelines, plus refinement c
 and LCA), the results and a checksum of their member positions (every algorithm of an experiment
 must give the same), and the planner's choice (:func:`~slidewise.optimizer.wjoin.choose_wjoin`,
 declared rates and distinct counts) with its estimate. The summary gives the paper's conclusions
-as factors, in service time, CPU time and comparisons, with the load average at start and end. Results: ``wjoin.json``, ``wjoin.png`` and ``wjoin_baselines.png``.
+as factors, in service time, CPU time and comparisons, with the load average at start and end;
+for MW-join against NLW-join on variable rates (Fig. 9a, and Fig. 9c's switching stream) whether
+it holds per measure, the factors, what NLW-join's visits were (``purged_per_tuple``: deleting the
+row; ``inside_per_tuple``: inside the period) and why the factor is what it is. Results: ``wjoin.json``, ``wjoin.png`` and ``wjoin_baselines.png``.
 """
 
 from __future__ import annotations
@@ -121,6 +125,8 @@ def measure_all(algorithms: tuple[str, ...] | list[str], text: str, data: dict[s
                 "results": results,
                 "checksum": checksum,
             }
+            if hasattr(op, "purged"):  # a pipeline's visits: those deleting the row (IsOut), those inside the period (IsIn)
+                runs[a] |= {"purged_per_tuple": round(op.purged / tuples, 3), "inside_per_tuple": round(op.inside / tuples, 3)}
     return runs
 
 
@@ -142,23 +148,30 @@ def _point(label: dict, text: str, rates: list[float], algorithms: tuple[str, ..
     return {**label, "query": text, "rates_per_s": [round(r, 1) for r in rates], "runs": runs, "answers_agree": agree, **_planned(text, rates, keys)}
 
 
-def _engine_run(text: str, sources: dict, algorithm: str | None) -> tuple[float, object]:
-    """``slidewise.run`` (local engine): the best of up to three runs' seconds, and the sorted results."""
+def _engine_runs(runs: list[tuple[str, str | None]], sources: dict, rounds: int = 5) -> list[tuple[float, object]]:
+    """``slidewise.run`` (local engine) of each ``(text, algorithm)``: rounds alternating between them
+    (a shared machine's load falls on all alike), each keeping its best round's seconds (up to
+    ``rounds``, while a round takes under 0.5 s in all), and its sorted results."""
     from slidewise.api import run
 
-    best, frame = None, None
-    for _ in range(3):
-        res = run(text, sources, algorithm=algorithm)
-        best = res.stats["seconds"] if best is None else min(best, res.stats["seconds"])
-        frame = res.results
-        if res.stats["seconds"] >= 0.2:
+    best: list[float] = [float("inf")] * len(runs)
+    frames: list[object] = [None] * len(runs)
+    spent = 0.0
+    for _ in range(rounds):
+        for i, (text, algorithm) in enumerate(runs):
+            res = run(text, sources, algorithm=algorithm)
+            best[i] = min(best[i], res.stats["seconds"])
+            spent += res.stats["seconds"]
+            frames[i] = res.results.sort_values(list(res.results.columns), kind="stable").reset_index(drop=True)
+        if spent >= 0.5:
             break
-    assert frame is not None
-    return float(best), frame.sort_values(list(frame.columns), kind="stable").reset_index(drop=True)
+    return list(zip(best, frames))
 
 
 def _form1_point(n: int, window: int, tuples: int, keys: int, seed: int) -> dict:
-    """Form 1 as a W-join (the W-join planner's operator) and with ``[RANGE w]`` per stream (the join path)."""
+    """Form 1 as a W-join (the W-join planner's operator) and with ``[RANGE w]`` per stream (the join
+    path), best of alternating rounds: without ``--algorithm`` the W-join takes the join path too,
+    so that ratio is the same work twice (about 1)."""
     import pandas as pd
 
     names = NAMES[:n]
@@ -168,16 +181,14 @@ def _form1_point(n: int, window: int, tuples: int, keys: int, seed: int) -> dict
     chain = wtext.split(" WHERE ", 1)[1]
     ptext = f"SELECT * FROM {', '.join(f'{a} [RANGE {window}]' for a in names)} WHERE {chain}"
     operator = _planned(wtext, [1000.0] * n, keys)["planned"]
-    w_s, w_rows = _engine_run(wtext, sources, operator)
-    p_s, p_rows = _engine_run(ptext, sources, None)
-    d_s, d_rows = _engine_run(wtext, sources, None)
+    (w_s, w_rows), (p_s, p_rows), (d_s, d_rows) = _engine_runs([(wtext, operator), (ptext, None), (wtext, None)], sources)
     return {
         "n": n,
         "w_join": {"query": wtext, "operator": operator, "us_per_tuple": round(w_s / tuples * 1e6, 3)},
         "w_join_default": {"query": wtext, "operator": "the join path", "us_per_tuple": round(d_s / tuples * 1e6, 3)},
         "per_stream_windows": {"query": ptext, "us_per_tuple": round(p_s / tuples * 1e6, 3)},
-        "results": len(p_rows),
-        "answers_agree": bool(w_rows.equals(p_rows) and d_rows.equals(p_rows)),
+        "results": len(p_rows),  # type: ignore[arg-type]
+        "answers_agree": bool(w_rows.equals(p_rows) and d_rows.equals(p_rows)),  # type: ignore[attr-defined]
     }
 
 
@@ -256,7 +267,8 @@ def summarize(report: dict) -> dict:
     out["per-arrival cost in comparisons (measured; the planner's facts)"] = per_arrival(pts)
     every = pts + report["gca_lca"]
     out["planner's choice measured fastest"] = f"{sum(p['planned'] == min(p['runs'], key=lambda a, p=p: p['runs'][a]['us_per_tuple']) for p in every)} of {len(every)}"
-    out["Form 1 / [RANGE w] join path, n = 2.."] = {
+    out["MW vs NLW on variable rates (Fig. 9a; Fig. 9c, D switching)"] = mw_vs_nlw(report)
+    out["Form 1 / [RANGE w] join path, n = 2.. (best of alternating rounds; by default both take the join path)"] = {
         "W-join operator": [round(p["w_join"]["us_per_tuple"] / p["per_stream_windows"]["us_per_tuple"], 2) for p in report["form1"]],
         "W-join, default": [round(p["w_join_default"]["us_per_tuple"] / p["per_stream_windows"]["us_per_tuple"], 2) for p in report["form1"]],
     }
@@ -268,14 +280,41 @@ def summarize(report: dict) -> dict:
             "planned": p["planned"],
         }
     out["answers agree"] = all(p["answers_agree"] for p in every + report["form1"] + zeek)
-    variable = [p for p in pts if p["rates"] == "variable"]
     out["load average (1 min): at start, at end"] = [report["machine"].get("load_average_1min"), report["machine"].get("load_average_1min_at_end")]
+    form1 = out["Form 1 / [RANGE w] join path, n = 2.. (best of alternating rounds; by default both take the join path)"]["W-join, default"]
     out["conclusions (service time, CPU time, comparisons)"] = {
-        "MW beats NLW on variable rates": [all(_factor(p, "nlw-join", "mw-join", f) > 1 for p in variable) for _, f in MEASURES],
+        "MW beats NLW on variable rates": out["MW vs NLW on variable rates (Fig. 9a; Fig. 9c, D switching)"]["holds (service time, CPU time, comparisons)"],
+        "Form 1 W-join at least as fast as [RANGE w] (same path: within 15 % noise)": [all(r <= 1.15 for r in form1), None, None],
         "LCA beats GCA (Fig. 13)": [all(_factor(p, "gca", "lca", f) > 1 for p in report["gca_lca"]) for _, f in MEASURES],
         "HW fastest equi-join variant": [all(v == "hw-join" for v in fastest[key]) for key, _ in MEASURES],
     }
     return out
+
+
+def mw_vs_nlw(report: dict) -> dict:
+    """The paper's Fig. 9a conclusion (MW-join more than an order of magnitude faster than NLW-join on
+    variable-rate streams) as measured: the factors NLW / MW per Fig. 9a point and on Fig. 9c's
+    switching stream, whether MW-join wins in each measure, and what NLW-join's visits were."""
+    pts = [p for p in report["streams"] if p["rates"] == "variable"]
+    switching = report.get("rate_switch", {}).get("switching")
+    every = pts + ([switching] if switching else [])
+    factors = {key: [_factor(p, "nlw-join", "mw-join", f) for p in every] for key, f in MEASURES}
+    nlw = [p["runs"]["nlw-join"] for p in every]
+    visits = sum(r["comparisons_per_tuple"] for r in nlw) or 1.0
+    purged, inside = (round(sum(r.get(k, 0.0) for r in nlw) / visits, 3) for k in ("purged_per_tuple", "inside_per_tuple"))
+    low = min(factors["comparisons"])
+    return {
+        "holds (service time, CPU time, comparisons)": [all(f > 1 for f in v) for v in factors.values()],
+        "NLW / MW (Fig. 9a n = 2.., then Fig. 9c switching)": factors,
+        "NLW visits deleting the row (IsOut), inside the period (IsIn), share": [purged, inside],
+        "paper": "more than an order of magnitude at every n (Fig. 9a)",
+        "why": (
+            f"in comparisons the factor is {low:g} to {max(factors['comparisons']):g}, not the paper's: NLW-join deletes a row only while a scan "
+            f"of the other input visits it (the paper's purge), so a row a slow stream keeps is visited once to delete it ({purged:.0%} of NLW-join's "
+            f"visits) and otherwise only while its window may still meet an arrival; {inside:.0%} of the visits are inside the period. The time "
+            "factors add NLW-join's per-level m-tuples, which MW-join does not build"
+        ),
+    }
 
 
 def per_arrival(points: list[dict]) -> dict:

@@ -15,10 +15,12 @@ per equi-join attribute:
   equalities the step completes keep ``1/v`` of them. GCA and LCA add one comparison per
   constraint per candidate (the refinement).
 * ``pipeline`` (NLW-join, HW-join): level ``k`` joins the m-tuples over ``order[:k]`` (new at
-  rate ``R_k``, kept ``min_i d[i][j]``) with stream ``j = order[k]`` (kept ``max_i d[j][i]``);
-  each new row compares with the other side's buffer, one bucket of ``v`` for HW-join. ``R_k`` is
-  the rate of new combinations over ``order[:k]``: the merge enumeration restricted to those
-  streams, equalities among them applied.
+  rate ``R_k``, visited by ``j``'s arrivals for ``min_i d[i][j]``: the one passing its end deletes
+  it) with stream ``j = order[k]`` (kept ``max_i (d[j][i] + 1/λ_i)``: a tuple stays until every
+  stream below has a later tuple beyond its window, the paper's purge); each new row compares with
+  the other side's buffer, one bucket of ``v`` for HW-join, and every row is visited once more by
+  the scan that deletes it. ``R_k`` is the rate of new combinations over ``order[:k]``: the merge
+  enumeration restricted to those streams, equalities among them applied.
 
 The ``per_arrival`` facts put what an operator spends per arrival beyond its comparisons (all work
 on a chunk's arrivals at once) in comparison units; ``slidewise bench wjoin`` measures both parts.
@@ -94,6 +96,11 @@ def estimate(cls: WJoinOperator, query: WJoinQuery, stats: Statistics) -> float:
     return comparisons(cls, query, stats) + sum(s.rate for s in stats.streams) * cls.per_arrival * levels
 
 
+def _wait(rate: float) -> float:
+    """The mean time to a stream's next arrival (Poisson arrivals at ``rate``; none: 0)."""
+    return 1.0 / rate if rate > 0 else 0.0
+
+
 def comparisons(cls: WJoinOperator, query: WJoinQuery, stats: Statistics) -> float:
     """``cls``'s comparisons per time unit for ``query`` under ``stats`` (the module docstring)."""
     rates = np.array([s.rate for s in stats.streams], dtype=np.float64)
@@ -117,12 +124,12 @@ def comparisons(cls: WJoinOperator, query: WJoinQuery, stats: Statistics) -> flo
         j, members = order[k], order[:k]
         made = _combinations(d, rates, members, sel, links)
         left = made * min(d[i][j] for i in members)
-        right = rates[j] * max(d[j][i] for i in members)
+        right = rates[j] * max(d[j][i] + _wait(rates[i]) for i in members)
         cost = rates[j] * left + made * right
         if cls.hashed:
             key = op.right[k].key
             cost /= max(stats[key[0]].v(key[1]), 1.0) if key is not None else 1.0
-        total += cost
+        total += cost + made + rates[j]  # every row once more, by the scan that deletes it
     return total
 
 

@@ -155,7 +155,8 @@ class NLWJoin(Snapshots):
         eqs = query.join.equalities
         self.level_eqs = [[Cmp("=", e.left, e.right) for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
         self.filters = list(query.join.filters)
-        self.comparisons = 0
+        self.comparisons = 0  # rows the scans visit; of them, deleted (IsOut) and inside the period (IsIn)
+        self.purged = self.inside = 0
 
     @classmethod
     def check(cls, query: WJoinQuery) -> None:
@@ -278,6 +279,7 @@ class NLWJoin(Snapshots):
             b = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
             ts = right.lo[o][b]
             inside = np.flatnonzero((ts >= left.lo[a]) & (ts <= left.end[a]))
+            self.inside += len(inside)
             if len(inside):
                 a, b = a[inside], o[b[inside]]
                 joined, made = {**_take(left.rows, a), **_take(right.rows, b)}, np.maximum(left.made[a], right.made[b])
@@ -287,6 +289,7 @@ class NLWJoin(Snapshots):
                         ok &= np.asarray(evaluate(p, lambda st, attr: joined[st][attr]), bool)  # noqa: B023
                     keep = np.flatnonzero(ok)
                     joined, made = _take(joined, keep), made[keep]
+        self.purged += sum(int(np.count_nonzero((g % 2 == 0) & (g < cap))) for g in (lgone, rgone))  # deleted by a scan
         left.keep(lgone > 2 * last + 1)
         right.keep(rgone > 2 * last + 1)
         return joined, made
