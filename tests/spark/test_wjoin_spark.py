@@ -69,7 +69,7 @@ def test_spark_wjoins_equal_local(spark, tmp_path):
     for s, df in frames.items():
         csv_files(df, tmp_path / s, 2)
     sources = {s: str(tmp_path / s) for s in frames}
-    for query, algorithm, ran in ((FORM1, None, "columnar"), (FORM3, "hw-join", "hw-join"), (DIRECTED, None, "nlw-join")):
+    for query, algorithm, ran in ((FORM1, None, "columnar"), (FORM3, "hw-join", "hw-join"), (DIRECTED, None, "mw-join")):
         res = slidewise.run(query, sources, engine="spark", spark=spark, once=True, algorithm=algorithm)
         local = _local(query, frames, algorithm)
         assert res.stats["algorithm"] == local.stats["algorithm"] == ran, query
@@ -92,7 +92,7 @@ def test_spark_wjoin_restart_after_stop_is_exactly_once(spark, runs, tmp_path):
         csv_files(df.iloc[: half[s]], tmp_path / s, 2)
     sources = {s: str(tmp_path / s) for s in frames}
     ckpt, out = tmp_path / "ckpt", tmp_path / "out.parquet"
-    opts = dict(spark=spark, checkpoint=str(ckpt), out=str(out), max_files_per_trigger=1)
+    opts = dict(spark=spark, checkpoint=str(ckpt), out=str(out), max_files_per_trigger=1, algorithm="nlw-join")
     run = start_spark(FORM3, sources, once=False, trigger="1s", **opts)
     runs.append(run)
     wait_for_first_commit(ckpt)

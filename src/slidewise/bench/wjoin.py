@@ -90,6 +90,24 @@ def _batches(data: dict[str, np.ndarray], n: int) -> list[list[StreamBatch]]:
     return chunks
 
 
+_UNIT_PAIRS = 1 << 16
+
+
+def _unit_cpu() -> float:
+    """CPU seconds per comparison of a vectorised window test (the pipelines' inner step: gather a
+    pair's rows, two bound tests): the unit in which the per-arrival costs are measured, timed
+    between the operators' passes so that the machine's load falls on both alike."""
+    rng = np.random.default_rng(0)
+    lo = rng.integers(0, 100, 1024)
+    hi, ts = lo + 20, rng.integers(0, 120, 1024)
+    a, b = rng.integers(0, 1024, _UNIT_PAIRS), rng.integers(0, 1024, _UNIT_PAIRS)
+    cpu = time.process_time()
+    for _ in range(8):
+        x = ts[b]
+        np.flatnonzero((x >= lo[a]) & (x <= hi[a]))
+    return (time.process_time() - cpu) / (8 * _UNIT_PAIRS)
+
+
 def measure(algorithm: str, text: str, data: dict[str, np.ndarray]) -> dict:
     """One operator over ``data``: :func:`measure_all` of it alone."""
     return measure_all((algorithm,), text, data)[algorithm]
@@ -105,7 +123,9 @@ def measure_all(algorithms: tuple[str, ...] | list[str], text: str, data: dict[s
     best: dict[str, list[float]] = {a: [float("inf"), float("inf")] for a in algorithms}
     spent = dict.fromkeys(algorithms, 0.0)
     runs: dict[str, dict] = {}
+    unit = float("inf")
     for _ in range(PASSES):
+        unit = min(unit, _unit_cpu())
         for a in [a for a in algorithms if spent[a] < 0.5]:
             op = WJOINS[a](query)
             results, checksum = 0, 0
@@ -124,6 +144,7 @@ def measure_all(algorithms: tuple[str, ...] | list[str], text: str, data: dict[s
                 "comparisons_per_tuple": round(op.comparisons / tuples, 3),
                 "results": results,
                 "checksum": checksum,
+                "unit_cpu_us": round(unit * 1e6, 6),
             }
             if hasattr(op, "purged"):  # a pipeline's visits: those deleting the row (IsOut), those inside the period (IsIn)
                 runs[a] |= {"purged_per_tuple": round(op.purged / tuples, 3), "inside_per_tuple": round(op.inside / tuples, 3)}
@@ -318,22 +339,25 @@ def mw_vs_nlw(report: dict) -> dict:
 
 
 def per_arrival(points: list[dict]) -> dict:
-    """The operators' ``per_arrival`` facts as measured. MW-join's CPU time per tuple (steadier than
-    wall time on a shared machine) is fitted as
-    ``a`` · comparisons + ``r`` with ``a, r >= 0`` (least squares; ``a``: time per comparison); an
-    operator's per-arrival cost is what it spends beyond its comparisons, per arrival (and level, for
-    a pipeline), divided by ``a``: the median over the points, beside the planner's fact."""
-    mw = np.array([[p["runs"]["mw-join"]["comparisons_per_tuple"], 1.0, p["runs"]["mw-join"]["cpu_us_per_tuple"]] for p in points])
-    per_cmp, _ = _non_negative_fit(mw[:, :2], mw[:, 2])
+    """The operators' ``per_arrival`` facts as measured. Each CPU time per tuple is first expressed in
+    units of a vectorised window test's comparison timed between the same passes (``unit_cpu_us``:
+    a ratio of two timings under the same load, so points measured under different loads compare).
+    MW-join's time is then fitted as ``a`` · comparisons + ``r`` with ``a, r >= 0`` (least squares;
+    ``a``: its time per comparison); an operator's per-arrival cost is what it spends beyond its
+    comparisons, per arrival (and level, for a pipeline), divided by ``a``: the median over the
+    points, beside the planner's fact."""
+    cpu = {a: np.array([p["runs"][a]["cpu_us_per_tuple"] / (p["runs"][a]["unit_cpu_us"] or 1e-9) for p in points]) for a in points[0]["runs"]}
+    cmp = {a: np.array([p["runs"][a]["comparisons_per_tuple"] for p in points]) for a in cpu}
+    per_cmp, _ = _non_negative_fit(np.stack([cmp["mw-join"], np.ones(len(points))], axis=1), cpu["mw-join"])
     if per_cmp <= 0:
         return {}
     out: dict = {}
-    for a in points[0]["runs"]:
+    for a in cpu:
         cls = WJOINS[a]
-        levels = [p["n"] - 1 if cls.cost_family == "pipeline" else 1 for p in points]
-        rest = [(p["runs"][a]["cpu_us_per_tuple"] - per_cmp * p["runs"][a]["comparisons_per_tuple"]) / per_cmp / k for p, k in zip(points, levels)]
-        out[a] = [round(max(float(np.median(rest)), 0.0), 1), cls.per_arrival]
-    out["us per comparison"] = float(f"{per_cmp:.3g}")
+        levels = np.array([p["n"] - 1 if cls.cost_family == "pipeline" else 1 for p in points])
+        out[a] = [round(max(float(np.median((cpu[a] - per_cmp * cmp[a]) / per_cmp / levels)), 0.0), 1), cls.per_arrival]
+    out["MW-join's comparison, in window-test comparisons"] = round(float(per_cmp), 2)
+    out["us per comparison"] = float(f"{np.median([p['runs']['mw-join']['unit_cpu_us'] for p in points]) * per_cmp:.3g}")
     return out
 
 

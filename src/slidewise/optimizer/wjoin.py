@@ -23,7 +23,9 @@ per equi-join attribute:
   enumeration restricted to those streams, equalities among them applied.
 
 The ``per_arrival`` facts put what an operator spends per arrival beyond its comparisons (all work
-on a chunk's arrivals at once) in comparison units; ``slidewise bench wjoin`` measures both parts.
+on a chunk's arrivals at once) in MW-join comparisons; ``slidewise bench wjoin`` measures them from
+CPU times expressed in a vectorised comparison timed between the same passes, so that the machine's
+load cancels (:func:`slidewise.bench.wjoin.per_arrival`).
 """
 
 from __future__ import annotations
