@@ -153,12 +153,11 @@ def run_many(
     groups = share(specs)
     if spark is not None:
         group_stats = _run_spark(named, groups, alone, sources, outs, collect, opts, results, spark)
-        alone = []
     else:
         group_stats = _run_groups(groups, plans, sources, outs, collect, opts, results) if groups else []
     from slidewise.api import run
 
-    for q in alone:  # rejects: written once, by the shared pass
+    for q in alone if spark is None else ():  # rejects: written once, by the shared pass
         try:
             results[q.name] = run(q.query, sources, run_options=replace(opts, out=outs.get(q.name), collect=collect, rejects=None))
         except SlidewiseError as e:

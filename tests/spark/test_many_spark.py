@@ -177,3 +177,27 @@ def test_run_many_spark_options_need_the_spark_engine(tmp_path, capsys):
     assert main([*args, "--checkpoint", str(tmp_path / "ck")]) == 2
     assert "--checkpoint applies to the Spark engine, but this run uses the local engine" in capsys.readouterr().err
     assert main(args) == 0 and (tmp_path / "out" / "counts.csv").is_file()
+
+
+@pytest.mark.spark
+def test_spark_run_many_runs_a_query_the_pane_path_refuses_as_its_own_streaming_query(spark, tmp_path):
+    """The pane path on Spark refuses COUNT(DISTINCT) (the local one runs it): on Spark that query runs
+    alone, through the operator network, with its own checkpoint beside the shared group's; it is listed
+    as alone, and every query's rows equal the local run_many's."""
+    import slidewise
+
+    queries = {
+        "counts": SPARK_QUERIES["counts"],
+        "kinds": "SELECT RSTREAM(S.a, COUNT(DISTINCT S.k) AS d) FROM S [RANGE 9 SLIDE 3] GROUP BY S.a",
+    }
+    frame = _frame(5)
+    csv_files(frame, tmp_path / "S", 2)
+    ckpt = tmp_path / "ckpt"
+    got = slidewise.run_many(queries, {"S": str(tmp_path / "S")}, engine="spark", spark=spark, checkpoint=str(ckpt), once=True, collect=True)
+    want = slidewise.run_many(queries, {"S": frame})
+    assert got.stats["alone"] == ["kinds"] and want.stats["alone"] == []
+    assert [g["queries"] for g in got.stats["shared"]] == [["counts"]]
+    for name in queries:
+        assert _rows(got.results[name].results) == _rows(want.results[name].results), name
+        assert want.results[name].stats["results"] > 0
+    assert sorted(p.name for p in ckpt.iterdir()) == ["group-counts", "kinds"]
