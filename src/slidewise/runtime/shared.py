@@ -103,8 +103,9 @@ class SharedRun:
             longest = max(r.spec.length + 1 + r.lead * r.spec.slide for r, _, _ in work)
             e = block_length(self.groups_seen, longest, self.pane)
             start = min((k0 - r.lead) * r.spec.slide - r.spec.length - 1 for r, k0, _ in work)
-            # a block ends at the earliest member's e-th evaluation, and spans at most ~e panes of the grid
-            end = min(min(last, k0 + e - 1) * r.spec.slide for r, k0, last in work)
+            # a block ends at the latest member's e-th due evaluation and spans at most ~e panes of the grid:
+            # members whose last due evaluations differ (every one at the end of the stream) share one block
+            end = max(min(last, k0 + e - 1) * r.spec.slide for r, k0, last in work)
             end = max(min(end, start + e * self.pane), min(k0 * r.spec.slide for r, k0, _ in work))
             jobs = [(r, k0, min(last, end // r.spec.slide)) for r, k0, last in work if k0 * r.spec.slide <= end]
             start = min((k0 - r.lead) * r.spec.slide - r.spec.length - 1 for r, k0, _ in jobs)
