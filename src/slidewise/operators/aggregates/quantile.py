@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from slidewise.operators.aggregates.base import cumulative_counts
 from slidewise.operators.aggregates.distinct import Distinct
 
 
@@ -57,8 +58,7 @@ class Quantile(Distinct):
         return (*super().answer_key(), self.p, self.distinct)
 
     def partial(self, values, pane_codes, group_codes, shape):
-        (c,) = super().partial(values, pane_codes, group_codes, shape)
-        return self.from_counts(c)
+        return (cumulative_counts(*self.pair_cells(values, pane_codes, group_codes, shape)),)
 
     def from_counts(self, counts: np.ndarray) -> tuple:
         return (np.cumsum(counts, axis=1, dtype=np.int32),)
