@@ -30,7 +30,7 @@ import numpy as np
 
 from slidewise.optimizer.sharing import Group
 from slidewise.plan.expr import columns_of, evaluate
-from slidewise.runtime.pane_engine import CLOCK, PaneRun, TupleBuffer, block_length, encode_groups, select
+from slidewise.runtime.pane_engine import CLOCK, PaneRun, TupleBuffer, block_length, deliver, encode_groups, select
 from slidewise.synopses.batch import WindowBatch
 
 __all__ = ["SharedRun"]
@@ -168,8 +168,7 @@ class SharedRun:
             handles = [None if q is None else batch.request(*q, lo, hi) for q in r.requests(r.gather(partial_of(index[id(r)])))]
             asked.append((r, ends, handles))
         batch.run()
-        for r, ends, handles in asked:
-            r.deliver(uniq, batch, handles, ends)
+        deliver(uniq, batch, asked)
         self.states |= {k for k in cache if len(k) == 2}
         self.groups_seen = max(r.groups_seen for r, _, _ in jobs) * R  # a block's cells: groups x regions
         self.partial_bytes_peak = max(self.partial_bytes_peak, sum(x.nbytes for k, v in cache.items() if len(k) == 2 for x in v[1]))
