@@ -91,7 +91,8 @@ class WindowBatch:
             vals = self._dense(key)[0]
             nz = vals != 0
             per = np.count_nonzero(nz, axis=1)
-            self.nonzero[key] = (per, np.concatenate([[0], np.cumsum(per)]), np.flatnonzero(nz) % max(vals.shape[1], 1))
+            row_start = np.repeat(np.arange(len(per), dtype=np.int64) * vals.shape[1], per)  # (not a division: slower)
+            self.nonzero[key] = (per, np.concatenate([[0], np.cumsum(per)]), np.flatnonzero(nz) - row_start)
         return self.nonzero[key]
 
     def present(self, handles: list[tuple]) -> tuple[list[np.ndarray], np.ndarray]:

@@ -131,7 +131,8 @@ def _compact(acc, partials: tuple, memo: dict | None) -> tuple[np.ndarray, tuple
     col, pane = np.nonzero(held.T)  # column-major
     at = col * held.shape[0] + pane
     # before[k] = cells held before key k: a step at each held cell (a dense running count costs more)
-    before = np.repeat(np.arange(len(at) + 1, dtype=np.int64), np.diff(at, prepend=-1, append=held.size))
+    kind = np.int32 if held.size < 2**31 else np.int64  # half the memory the probes read
+    before = np.repeat(np.arange(len(at) + 1, dtype=kind), np.diff(at, prepend=-1, append=held.size))
     out = before, tuple(x[pane, col] for x in partials)
     if memo is not None:
         memo[key] = out
