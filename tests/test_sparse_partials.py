@@ -17,8 +17,9 @@ def cells(draw):
     """Flat cell indices of a (rows x width) shape: few tuples in many cells (sparse), or many in few."""
     rows, width = draw(st.integers(1, 40)), draw(st.integers(0, 300))
     size = rows * width
-    n = draw(st.integers(0, 3 if not size else max(1, size // SPARSE // 2) if draw(st.booleans()) else 3 * size))
-    flat = np.sort(np.array(draw(st.lists(st.integers(0, max(size - 1, 0)), min_size=n, max_size=n)), np.int64)) if size else np.zeros(0, np.int64)
+    n = draw(st.integers(0, max(1, size // SPARSE // 2) if draw(st.booleans()) else 3 * size)) if size else 0
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    flat = np.sort(rng.integers(0, max(size, 1), n))
     return flat, (rows, width)
 
 
