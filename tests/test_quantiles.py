@@ -129,9 +129,9 @@ def test_a_batch_reads_the_cells_of_non_zero_counts(data):
     n_all = count.value(SYNOPSES["running"](count, parts[0], lo, hi))[0]
     s_all = total.value(SYNOPSES["running"](total, parts[1], lo, hi))[0]
     for hc, hs, a, b in asked:
-        per_window, cols = batch.present(hc)
+        [per_window], cols = batch.present([hc])
         rows = np.repeat(np.arange(b - a), per_window)
         assert per_window.tolist() == np.count_nonzero(n_all[a:b], axis=1).tolist()
         assert np.array_equal(np.flatnonzero(n_all[a:b]), rows * groups + cols)
-        assert np.array_equal(batch.take(hc, per_window, cols)[0], n_all[a:b][rows, cols])
-        assert np.array_equal(batch.take(hs, per_window, cols)[0], s_all[a:b][rows, cols])
+        assert np.array_equal(batch.take([hc], [per_window], cols)[0], n_all[a:b][rows, cols])
+        assert np.array_equal(batch.take([hs], [per_window], cols)[0], s_all[a:b][rows, cols])

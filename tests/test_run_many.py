@@ -85,6 +85,16 @@ def test_groups_filters_and_states():
     assert set(many.results["s"].results["X.a"]) == {2, 3}
 
 
+def test_last_evaluations_of_different_slides_share_a_block():
+    # every member's last evaluation falls at another instant (ceil(last ts / D)·D): one block answers them all
+    frame = pd.DataFrame({"ts": np.arange(400) // 4, "a": np.arange(400) % 3, "b": np.arange(400) % 7})
+    queries = {f"q{d}": f"SELECT RSTREAM(S.a, SUM(S.b) AS s) FROM S [RANGE 9 SLIDE {d}] GROUP BY S.a" for d in range(1, 9)}
+    many = slidewise.run_many(queries, {"S": frame})
+    assert [g["blocks"] for g in many.stats["shared"]] == [6]
+    for name, q in queries.items():
+        assert rows(many.results[name].results) == rows(slidewise.run(q, {"S": frame}).results)
+
+
 def _spec(q):
     return match(bind(parse_plan(q), {"S": {"a": "int", "b": "int", "k": "str"}, "R": {"a": "int", "b": "int"}}))
 

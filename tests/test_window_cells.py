@@ -91,12 +91,24 @@ def test_batch_rows_read_at_cells_equal_whole_windows(block, aggregate, queries)
         handles.append(tuple(batch.request(x, s, p, a, b) for batch in (sparse, dense) for x, s, p in ((count, running.windows, tally), (acc, SYNOPSES[synopsis], part))))
     sparse.run()
     dense.run()
+    each = []
     for cs, vs, cd, vd in handles:
-        per_window, column = sparse.present(cs)
+        [per_window], column = sparse.present([cs])
         n = dense.result(cd)[0]
         assert np.array_equal(per_window, np.count_nonzero(n, axis=1))
         assert np.array_equal(column, np.nonzero(n)[1])
         vals, null = dense.result(vd)
         rows = np.nonzero(n)
-        _same(sparse.take(vs, per_window, column, cs), (vals[rows], None if null is None else null[rows]))
+        each.append((per_window, column, sparse.take([vs], [per_window], column, cs[0])))
+        _same(each[-1][2], (vals[rows], None if null is None else null[rows]))
+    # every request of one batch key at once: each one's rows and values, concatenated
+    per_windows, column = sparse.present([h[0] for h in handles])
+    assert all(np.array_equal(p, e[0]) for p, e in zip(per_windows, each))
+    assert np.array_equal(column, np.concatenate([e[1] for e in each]))
+    vals, null = sparse.take([h[1] for h in handles], per_windows, column, handles[0][0][0])
+    assert np.array_equal(vals, np.concatenate([e[2][0] for e in each]))
+    if null is None:
+        assert all(e[2][1] is None for e in each)
+    else:
+        assert np.array_equal(null, np.concatenate([e[2][1] for e in each]))
     assert (sparse.sparse[handles[0][1][0]] is None) == (synopsis == "basic interval" or func.endswith("distinct"))

@@ -42,7 +42,7 @@ from slidewise.plan.expr import evaluate
 from slidewise.synopses import SYNOPSES, running
 from slidewise.synopses.batch import WindowBatch
 
-__all__ = ["BLOCK_CELLS", "CLOCK", "SPAN_WINDOWS", "PaneRun", "TupleBuffer", "WindowAnswers", "block_length", "select"]
+__all__ = ["BLOCK_CELLS", "CLOCK", "SPAN_WINDOWS", "PaneRun", "TupleBuffer", "WindowAnswers", "block_length", "deliver", "select"]
 
 #: the pane clock of a count window: each buffered tuple's arrival number (not an attribute name)
 CLOCK = "#arrival"
@@ -126,15 +126,16 @@ class Answers:
             cols[c] = _with_nulls(col, None if null is None else _take(null, flat))
         self._out(cols, np.repeat(instants, per_window), sign)
 
-    def emit_rows(self, uniq: list[np.ndarray], per_window: np.ndarray, group: np.ndarray, values: list, ends: np.ndarray) -> None:
+    def emit_rows(self, keys: list[np.ndarray], per_window: np.ndarray, values: list, ends: np.ndarray) -> None:
         """RSTREAM without HAVING or group filter, from the rows already found: ``per_window`` rows at each
-        instant of ``ends``, of the groups ``group`` (columns of ``uniq``), and the values of
-        :meth:`requests` at them (1-D; None for a ``COUNT(*)``, whose value is the first; the first may be None
-        when no column is a ``COUNT(*)``)."""
+        instant of ``ends``, each key column at them (``keys``), and the values of :meth:`requests` at them
+        (1-D; None for a ``COUNT(*)``, whose value is the first; the first may be None when no column is a
+        ``COUNT(*)``)."""
         self.last_nonempty = bool(len(per_window) and per_window[-1])
-        if not len(group):
+        total = int(per_window.sum())
+        if not total:
             return
-        cells = {name: (_widen(col)[group], None) for name, col in zip(self.spec.key_names, uniq)}
+        cells = {name: (col, None) for name, col in zip(self.spec.key_names, keys)}
         for a, v in zip(self.spec.aggs, values[1:]):
             cells[a.name] = values[0] if v is None else v
         self._out({c: _with_nulls(_widen(cells[c][0]), cells[c][1]) for c in self.spec.columns}, np.repeat(ends, per_window), 1)
@@ -217,15 +218,8 @@ class WindowAnswers(Answers):
 
     def deliver(self, uniq: list[np.ndarray], batch: WindowBatch, handles: list, ends: np.ndarray) -> None:
         """Emit the windows at the instants ``ends`` from the answers of ``batch`` to the :meth:`requests`
-        ``handles``. RSTREAM without HAVING or group filter reads each value at the rows only (the non-zero
-        counts: work in proportion to the non-empty (window, group) cells), else whole windows."""
-        if self.lead or self.spec.having is not None or self.key_filter is not None:
-            self.conclude(uniq, [None if h is None else batch.result(h) for h in handles], ends)
-            return
-        per_window, group = batch.present(handles[0])
-        counted = None in handles[1:]  # the COUNT(*) values are read only for a COUNT(*) column
-        taken = [None if h is None or (i == 0 and not counted) else batch.take(h, per_window, group, handles[0]) for i, h in enumerate(handles)]
-        self.emit_rows(uniq, per_window, group, taken, ends)
+        ``handles`` (:func:`deliver`)."""
+        deliver(uniq, batch, [(self, ends, handles)])
 
     def conclude(self, uniq: list[np.ndarray], values: list, ends: np.ndarray) -> None:
         """Emit the windows at the instants ``ends`` from the values of :meth:`requests` ((windows x groups)
@@ -237,6 +231,42 @@ class WindowAnswers(Answers):
         for a, v in zip(spec.aggs, values[1:]):
             cells[a.name] = (n, None) if v is None else v
         self.output(uniq, cells, answer, ends)
+
+
+def deliver(uniq: list[np.ndarray], batch: WindowBatch, asked: list) -> None:
+    """Emit each run's windows at its instants from the answers of ``batch`` to its :meth:`~WindowAnswers.requests`
+    (``asked``: (run, ends, handles) each; ``uniq``: the groups' key values). RSTREAM without HAVING or group
+    filter reads each value at the rows only (the non-zero counts: work in proportion to the non-empty
+    (window, group) cells), all such runs of one count request together (one pass per request, each run
+    emitting its slice: a shared synopsis answers its members at once); else whole windows."""
+    plain: dict = {}
+    for r, ends, handles in asked:
+        if r.lead or r.spec.having is not None or r.key_filter is not None:
+            r.conclude(uniq, [None if h is None else batch.result(h) for h in handles], ends)
+        else:
+            plain.setdefault(handles[0][0], []).append((r, ends, handles))
+    for count, runs in plain.items():
+        per_windows, group = batch.present([h[0] for _, _, h in runs])
+        at = np.cumsum([0] + [int(p.sum()) for p in per_windows])
+        keys = [_widen(u)[group] for u in uniq]
+        asks: dict = {}  # batch key -> [(run, handle)] of the values read (a COUNT(*) only for a COUNT(*) column)
+        for i, (_, _, handles) in enumerate(runs):
+            counted = None in handles[1:]
+            for j, h in enumerate(handles):
+                if h is not None and (j or counted):
+                    asks.setdefault(h[0], []).append((i, j))
+        values: dict = {}
+        for pairs in asks.values():
+            whole = [i for i, _ in pairs] == list(range(len(runs)))  # every run asks it once: all of ``group``
+            cols = group if whole else np.concatenate([group[at[i] : at[i + 1]] for i, _ in pairs])
+            vals, null = batch.take([runs[i][2][j] for i, j in pairs], [per_windows[i] for i, _ in pairs], cols, count)
+            start = 0
+            for i, j in pairs:
+                stop = start + at[i + 1] - at[i]
+                values[i, j] = (vals[start:stop], None if null is None else null[start:stop])
+                start = stop
+        for i, (r, ends, handles) in enumerate(runs):
+            r.emit_rows([k[at[i] : at[i + 1]] for k in keys], per_windows[i], [values.get((i, j)) for j in range(len(handles))], ends)
 
 
 class Tally(Count):

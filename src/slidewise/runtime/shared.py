@@ -30,7 +30,7 @@ import numpy as np
 
 from slidewise.optimizer.sharing import Group
 from slidewise.plan.expr import columns_of, evaluate
-from slidewise.runtime.pane_engine import CLOCK, PaneRun, TupleBuffer, block_length, encode_groups, select
+from slidewise.runtime.pane_engine import CLOCK, PaneRun, TupleBuffer, block_length, deliver, encode_groups, select
 from slidewise.synopses.batch import WindowBatch
 
 __all__ = ["SharedRun"]
@@ -103,8 +103,9 @@ class SharedRun:
             longest = max(r.spec.length + 1 + r.lead * r.spec.slide for r, _, _ in work)
             e = block_length(self.groups_seen, longest, self.pane)
             start = min((k0 - r.lead) * r.spec.slide - r.spec.length - 1 for r, k0, _ in work)
-            # a block ends at the earliest member's e-th evaluation, and spans at most ~e panes of the grid
-            end = min(min(last, k0 + e - 1) * r.spec.slide for r, k0, last in work)
+            # a block ends at the latest member's e-th due evaluation and spans at most ~e panes of the grid:
+            # members whose last due evaluations differ (every one at the end of the stream) share one block
+            end = max(min(last, k0 + e - 1) * r.spec.slide for r, k0, last in work)
             end = max(min(end, start + e * self.pane), min(k0 * r.spec.slide for r, k0, _ in work))
             jobs = [(r, k0, min(last, end // r.spec.slide)) for r, k0, last in work if k0 * r.spec.slide <= end]
             start = min((k0 - r.lead) * r.spec.slide - r.spec.length - 1 for r, k0, _ in jobs)
@@ -167,8 +168,7 @@ class SharedRun:
             handles = [None if q is None else batch.request(*q, lo, hi) for q in r.requests(r.gather(partial_of(index[id(r)])))]
             asked.append((r, ends, handles))
         batch.run()
-        for r, ends, handles in asked:
-            r.deliver(uniq, batch, handles, ends)
+        deliver(uniq, batch, asked)
         self.states |= {k for k in cache if len(k) == 2}
         self.groups_seen = max(r.groups_seen for r, _, _ in jobs) * R  # a block's cells: groups x regions
         self.partial_bytes_peak = max(self.partial_bytes_peak, sum(x.nbytes for k, v in cache.items() if len(k) == 2 for x in v[1]))

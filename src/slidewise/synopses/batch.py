@@ -30,7 +30,8 @@ CHUNK_CELLS = 1 << 18
 
 class WindowBatch:
     """:meth:`request` windows, :meth:`run` once, then :meth:`result` of each request (a windows x columns
-    matrix), or its cells at the non-zero cells of a count request (:meth:`present`, :meth:`take`)."""
+    matrix), or its cells at the non-zero cells of a count request (:meth:`present`, :meth:`take`: several
+    requests of one batch key at once)."""
 
     def __init__(self, memo: dict | None = None):
         self.memo = {} if memo is None else memo
@@ -90,30 +91,35 @@ class WindowBatch:
             vals = self._dense(key)[0]
             nz = vals != 0
             per = np.count_nonzero(nz, axis=1)
-            self.nonzero[key] = (per, np.concatenate([[0], np.cumsum(per)]), np.flatnonzero(nz) % max(vals.shape[1], 1))
+            row_start = np.repeat(np.arange(len(per), dtype=np.int64) * vals.shape[1], per)  # (not a division: slower)
+            self.nonzero[key] = (per, np.concatenate([[0], np.cumsum(per)]), np.flatnonzero(nz) - row_start)
         return self.nonzero[key]
 
-    def present(self, handle: tuple) -> tuple[np.ndarray, np.ndarray]:
-        """For a request of counts: how many non-zero cells each of its windows has, and their columns
-        in order (found once per distinct window)."""
-        per, start, column = self._nonzero(handle[0])
-        rows = self.rows[handle]
-        per_window = per[rows]
-        return per_window, column[_ranges(start[rows], per_window)]
+    def present(self, handles: list[tuple]) -> tuple[list[np.ndarray], np.ndarray]:
+        """For requests of counts (one batch key): how many non-zero cells each window of each request has,
+        and their columns in order, all requests' concatenated (found once per distinct window)."""
+        per, start, column = self._nonzero(handles[0][0])
+        rows = [self.rows[h] for h in handles]
+        per_windows = [per[r] for r in rows]
+        every = rows[0] if len(rows) == 1 else np.concatenate(rows)
+        return per_windows, column[_ranges(start[every], per[every])]
 
-    def take(self, handle: tuple, per_window: np.ndarray, columns: np.ndarray, count: tuple | None = None) -> tuple:
-        """The (values, null mask or None) of a request at the cells ``columns`` of its windows, ``per_window``
-        of them in each window in order (as :meth:`present` gives for the request ``count``). With ``count``
-        (a request over the same windows and columns), values not yet computed for whole windows are
-        computed at the non-zero cells of ``count``'s windows only (:func:`slidewise.synopses.cells`)."""
-        key = handle[0]
-        got = self._sparse(key, count[0]) if count is not None and key not in self.unique else None
+    def take(self, handles: list[tuple], per_windows: list[np.ndarray], columns: np.ndarray, count: tuple | None = None) -> tuple:
+        """The (values, null mask or None) of requests of one batch key at the cells ``columns`` of their
+        windows, ``per_windows[i]`` of them in each window of request i in order (as :meth:`present` gives
+        for the requests of the count key ``count``), concatenated. With ``count`` (requests over the same
+        windows and columns), values not yet computed for whole windows are computed at the non-zero cells
+        of ``count``'s windows only (:func:`slidewise.synopses.cells`)."""
+        key = handles[0][0]
+        rows = self.rows[handles[0]] if len(handles) == 1 else np.concatenate([self.rows[h] for h in handles])
+        per = per_windows[0] if len(per_windows) == 1 else np.concatenate(per_windows)
+        got = self._sparse(key, count) if count is not None and key not in self.unique else None
         if got is not None:
             vals, null, start = got
-            at = _ranges(start[self.rows[handle]], per_window)
+            at = _ranges(start[rows], per)
             return vals.take(at), None if null is None else null.take(at)
         vals, null = self._dense(key)
-        flat = np.repeat(self.rows[handle].astype(np.int64) * vals.shape[1], per_window) + columns
+        flat = np.repeat(rows.astype(np.int64) * vals.shape[1], per) + columns
         return vals.reshape(-1).take(flat), None if null is None else null.reshape(-1).take(flat)
 
     def _sparse(self, key: tuple, count: tuple) -> tuple | None:

@@ -127,10 +127,12 @@ def _compact(acc, partials: tuple, memo: dict | None) -> tuple[np.ndarray, tuple
     if memo is not None and key in memo:
         return memo[key]
     empty = acc.identity((1, 1))
-    held = np.ascontiguousarray(np.logical_or.reduce([x != e for x, e in zip(partials, empty)]).T)
-    col, pane = np.nonzero(held)
-    before = np.zeros(held.size + 1, np.int64)
-    np.cumsum(held.reshape(-1), dtype=np.int64, out=before[1:])
+    held = np.logical_or.reduce([x != e for x, e in zip(partials, empty)])
+    col, pane = np.nonzero(held.T)  # column-major
+    at = col * held.shape[0] + pane
+    # before[k] = cells held before key k: a step at each held cell (a dense running count costs more)
+    kind = np.int32 if held.size < 2**31 else np.int64  # half the memory the probes read
+    before = np.repeat(np.arange(len(at) + 1, dtype=kind), np.diff(at, prepend=-1, append=held.size))
     out = before, tuple(x[pane, col] for x in partials)
     if memo is not None:
         memo[key] = out

@@ -79,9 +79,47 @@ def flat_index(pane_codes: np.ndarray, group_codes: np.ndarray, shape: tuple[int
     return pane_codes * shape[1] + group_codes
 
 
+#: cells per tuple above which a partial is built from its occupied cells only (fine panes of sparse groups,
+#: e.g. a shared grid of 1-unit panes over (src, dst) pairs): a dense count costs in proportion to the cells
+SPARSE = 32
+
+
+def _sparse(flat: np.ndarray, size: int) -> bool:
+    return size > SPARSE * (len(flat) + 1)
+
+
 def counts(flat: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """Tuples per cell, int32 (a block holds fewer than 2**31 tuples; half the memory traffic)."""
-    return np.bincount(flat, minlength=shape[0] * shape[1]).astype(np.int32).reshape(shape)
+    size = shape[0] * shape[1]
+    if _sparse(flat, size):
+        cell, n = np.unique(flat, return_counts=True)
+        out = np.zeros(size, np.int32)
+        out[cell] = n
+        return out.reshape(shape)
+    return np.bincount(flat, minlength=size).astype(np.int32).reshape(shape)
+
+
+def sums(flat: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
+    """float64 sum of ``weights`` per cell (``size`` cells), as ``np.bincount(flat, weights, size)``."""
+    if _sparse(flat, size):
+        cell, at = np.unique(flat, return_inverse=True)
+        out = np.zeros(size)
+        out[cell] = np.bincount(at.reshape(-1), weights=weights, minlength=len(cell))
+        return out
+    return np.bincount(flat, weights=weights, minlength=size)
+
+
+def cumulative_counts(flat: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """:func:`counts` cumulated along each row, int32; sparse cells: each row's steps repeated between its
+    occupied cells (a dense running sum costs several ns per cell)."""
+    rows, width = shape
+    if not _sparse(flat, rows * width) or not width:
+        return np.cumsum(counts(flat, shape), axis=1, dtype=np.int32)
+    cell, n = np.unique(flat, return_counts=True)
+    run = np.concatenate([[0], np.cumsum(n)])
+    starts = np.union1d(cell, np.arange(rows, dtype=np.int64) * width)  # where each row's value changes
+    value = run[np.searchsorted(cell, starts, "right")] - run[np.searchsorted(cell, starts // width * width, "left")]
+    return np.repeat(value.astype(np.int32), np.diff(starts, append=rows * width)).reshape(shape)
 
 
 class Counts(Accumulator):

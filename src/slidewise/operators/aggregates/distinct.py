@@ -28,6 +28,11 @@ class Distinct(Counts):
         self.groups = self.width = 0
 
     def partial(self, values, pane_codes, group_codes, shape) -> State:
+        return (counts(*self.pair_cells(values, pane_codes, group_codes, shape)),)
+
+    def pair_cells(self, values, pane_codes, group_codes, shape) -> tuple[np.ndarray, tuple[int, int]]:
+        """Each value's cell (pane, pair) as a flat index into the (panes x pairs) shape of the partial;
+        sets the pairs (:meth:`pairs`)."""
         ok = not_null(values)
         if ok is not None:
             values, pane_codes, group_codes = values[ok], pane_codes[ok], group_codes[ok]
@@ -37,7 +42,7 @@ class Distinct(Counts):
         self.pair_value = uniq[pairs % max(len(uniq), 1)] if len(uniq) else uniq
         self.groups, self.width = shape[1], len(pairs)
         cells = (shape[0], len(pairs))
-        return (counts(flat_index(pane_codes, pcode.reshape(-1), cells), cells),)
+        return flat_index(pane_codes, pcode.reshape(-1), cells), cells
 
     def answer_key(self) -> tuple:
         return (*super().answer_key(), self.func)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from slidewise.operators.aggregates.base import cumulative_counts
 from slidewise.operators.aggregates.distinct import Distinct
 
 
@@ -57,8 +58,7 @@ class Quantile(Distinct):
         return (*super().answer_key(), self.p, self.distinct)
 
     def partial(self, values, pane_codes, group_codes, shape):
-        (c,) = super().partial(values, pane_codes, group_codes, shape)
-        return self.from_counts(c)
+        return (cumulative_counts(*self.pair_cells(values, pane_codes, group_codes, shape)),)
 
     def from_counts(self, counts: np.ndarray) -> tuple:
         return (np.cumsum(counts, axis=1, dtype=np.int32),)
@@ -163,17 +163,23 @@ class Quantile(Distinct):
         span = end - start
         top_step = 1 << max(int(span.max(initial=0)).bit_length() - 1, 0)
 
-        def at(rank):  # per cell: the first pair whose count up to it exceeds base + rank
-            target = base + np.maximum(rank, 0)
-            pos = start - 1  # the last pair with count <= target
+        def at(rank, cells):  # per cell of ``cells``: the first pair whose count up to it exceeds base + rank
+            target = base[cells] + np.maximum(rank[cells], 0)
+            pos, stop, wide = start[cells] - 1, end[cells], span[cells]  # pos: the last pair with count <= target
             step = top_step
             while step:
-                live = np.flatnonzero(span >= step)  # a cell of fewer pairs cannot move by ``step``
+                live = np.flatnonzero(wide > step)  # from start − 1, a cell of at most ``step`` pairs cannot move by it
                 cand = pos[live] + step
-                ok = (cand < end[live]) & (count(live, cand) <= target[live])
+                ok = (cand < stop[live]) & (count(cells[live], cand) <= target[live])
                 pos[live[ok]] = cand[ok]
                 step >>= 1
             return values[np.clip(pos + 1, 0, width - 1)]
 
-        out = interpolate(at(i), at(j), frac)
+        cells = np.arange(len(col))
+        low = at(i, cells)
+        high = low.copy()
+        # the upper order statistic only where it weighs (finite values: a weight 0 adds exactly 0)
+        again = np.flatnonzero((j != i) & ((frac != 0) | ~np.isfinite(values).all()))
+        high[again] = at(j, again)
+        out = interpolate(low, high, frac)
         return np.where(empty, 0.0, out), (empty if empty.any() else None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from slidewise.operators.aggregates.base import Accumulator, Counts, State, counts, flat_index, not_null
+from slidewise.operators.aggregates.base import Accumulator, Counts, State, counts, flat_index, not_null, sums
 
 #: integer sums are added as float64 weights when every partial sum stays exact
 _EXACT = 2**53
@@ -43,14 +43,14 @@ class Sum(Accumulator):
         if ok is not None:
             flat, values = flat[ok], values[ok]
         size = shape[0] * shape[1]
-        n = np.bincount(flat, minlength=size).reshape(shape)
+        n = counts(flat, shape)
         kind = self._type()
         if kind.kind == "f" or not len(values) or int(np.abs(values.astype(np.int64)).max()) * len(values) < _EXACT:
-            s = np.bincount(flat, weights=values.astype(np.float64), minlength=size).reshape(shape)
-            return (s.astype(kind), n.astype(np.int32))
+            s = sums(flat, values.astype(np.float64), size).reshape(shape)
+            return (s.astype(kind), n)
         s = np.zeros(size, np.int64)
         np.add.at(s, flat, values.astype(np.int64))
-        return (s.reshape(shape), n.astype(np.int32))
+        return (s.reshape(shape), n)
 
     def merge(self, a, b):
         return (a[0] + b[0], a[1] + b[1])
