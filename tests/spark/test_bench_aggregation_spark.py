@@ -24,7 +24,12 @@ def test_aggregation_bench_on_spark_smoke(spark, tmp_path, capsys):
     settings = got["settings"]
     assert settings["slidewise on Spark conf"]["spark.sql.streaming.stateStore.providerClass"].endswith("RocksDBStateStoreProvider")
     assert settings["Spark window() conf"]["spark.sql.streaming.stateStore.providerClass"].endswith("HDFSBackedStateStoreProvider")
-    assert "750 tuples per micro-batch; withWatermark(et, '0 seconds')" in got["settings"]["Spark window()"]
+    assert (
+        "750 tuples per micro-batch; groupBy(window(et, '1000 seconds', '10 seconds', '1 second'), a).count(); withWatermark(et, '0 seconds')"
+        in (settings["Spark window()"])
+    )
+    assert spark.conf.get("spark.sql.streaming.stateStore.providerClass").endswith("RocksDBStateStoreProvider")  # window()'s own, restored
+    assert got["slidewise-spark"]["finished"] and got["spark-window"]["finished"]
     assert checks["slidewise on Spark equals local"] and checks["Spark window() equals local"]
     assert checks["Spark window() compared over"].startswith("the first 1,500 tuples: windows ts <= 1499 (")
     assert checks["Spark window() rows not compared"] > 0  # the windows that also need later tuples

@@ -63,8 +63,10 @@ SLIDEWISE_CONF = {
 #: tuple, bounded by the watermark, and RocksDB with C1-only code updated it at 57 µs per row,
 #: the in-memory map with C2 at 12 µs
 WINDOW_CONF = {"spark.sql.streaming.stateStore.providerClass": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"}
-#: tuples per micro-batch of slidewise on Spark
-BATCH = 50_000
+#: tuples per micro-batch of slidewise on Spark (its answers do not depend on the batches; measured on 200k
+#: tuples at load 7: 50k per batch 2,700 tuples/s, 100k 3,800, and 400k at 200k per batch 5,900, its warm
+#: batches 2x slower per tuple than at 100k)
+BATCH = 100_000
 #: tuples per micro-batch of the window() peer: its state holds every (window, a) the batch touches
 #: until the next batch's watermark drops it (~64 rows per tuple), so memory grows with the batch while
 #: the cost per tuple barely falls (measured on 50k tuples: 1k per batch 102 tuples/s, 5k 540, 25k ~1,000

@@ -300,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="Spark's window() reads only the first N tuples (it runs at about a thousand tuples/s); implies --spark",
     )
-    a.add_argument("--spark-batch", type=int, metavar="N", help="tuples per micro-batch of slidewise on Spark (default 50,000); implies --spark")
+    a.add_argument("--spark-batch", type=int, metavar="N", help="tuples per micro-batch of slidewise on Spark (default 100,000); implies --spark")
     a.add_argument(
         "--spark-timeout",
         type=float,
