@@ -6,7 +6,7 @@ micro-batch per file; slidewise :data:`BATCH` tuples each, window()
 :data:`WINDOW_BATCH`) on ``local[2]`` with 2 shuffle partitions and a 4 GiB
 driver (:data:`CONF`), each in a fresh process (one JVM each, ended after
 ``timeout`` seconds if given: recorded as not finished), and write their rows
-to Parquet. Each runs with its own best settings: slidewise its session
+to a directory of Parquet parts. Each runs with its own best settings: slidewise its session
 defaults (RocksDB state store, C1-only JVM), window() the in-memory
 (HDFS-backed) state store and the JVM's default compilers (:data:`WINDOW_CONF`):
 
@@ -274,7 +274,8 @@ def run_spark_systems(
     write_files(frame, data, files)
     write_files(frame.iloc[:m], peer, max(1, -(-m // window_batch)), sentinels=True)
     out: dict = {"files": files, "settings": spark_settings(files, n, m, window_batch, timeout)}
-    out["slidewise-spark"] = call(slidewise_spark_child, {"input": str(data), "out": str(tmp / "spark-out.parquet"), "checkpoint": str(tmp / "ck-slidewise")})
+    # a directory of per-micro-batch parts, as window()'s sink (a file would add assembling it at the end)
+    out["slidewise-spark"] = call(slidewise_spark_child, {"input": str(data), "out": f"{tmp / 'spark-out.parquet'}/", "checkpoint": str(tmp / "ck-slidewise")})
     out["spark-window"] = call(window_child, {"input": str(peer), "out": str(tmp / "window-out"), "checkpoint": str(tmp / "ck-window")})
     out["slidewise-spark"]["tuples"], out["spark-window"]["tuples"] = n, m
     last = -(-int(frame["ts"].max()) // SLIDE) * SLIDE if m == n else int(frame["ts"].iloc[m]) - 1
@@ -282,7 +283,7 @@ def run_spark_systems(
     mine = multiset(local, last)
     out["checks"] = checks = {"local rows": int(multiset(local)[0])}
     if out["slidewise-spark"]["finished"]:
-        spark = multiset(f"""SELECT "S.a" AS a, n, ts FROM read_parquet('{tmp / "spark-out.parquet"}')""")
+        spark = multiset(f"""SELECT "S.a" AS a, n, ts FROM read_parquet('{tmp / "spark-out.parquet"}/batch-*/part-*.parquet')""")
         checks["slidewise on Spark equals local"] = spark == multiset(local)
         out["slidewise-spark"]["rows"] = int(spark[0])
     else:
@@ -309,7 +310,10 @@ def spark_settings(files: int, n: int, m: int, window_batch: int, timeout: float
         "conf": CONF,
         "slidewise on Spark conf": {**SLIDEWISE_CONF, "JVM": f"slidewise's session default {JVM_OPTIONS} (C1 compiler only)"},
         "Spark window() conf": {**WINDOW_CONF, "JVM": "the JVM's default (tiered C1 and C2 compilers)"},
-        "slidewise on Spark": f"{files} Parquet files, maxFilesPerTrigger=1: {-(-n // files):,} tuples per micro-batch; the end of input emits the last windows",
+        "slidewise on Spark": (
+            f"{files} Parquet files, maxFilesPerTrigger=1: {-(-n // files):,} tuples per micro-batch; the end of input emits the last windows; "
+            "rows written as one Parquet part per micro-batch (a directory, as window())"
+        ),
         "Spark window()": (
             f"{-(-m // window_batch)} Parquet files, maxFilesPerTrigger=1: {window_batch:,} tuples per micro-batch; "
             "groupBy(window(et, '1000 seconds', '10 seconds', '1 second'), a).count(); "
