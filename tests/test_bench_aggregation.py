@@ -50,3 +50,73 @@ def test_cli_rejects_bad_counts(capsys):
     assert main(["bench", "aggregation", "--spark-window-tuples", "0"]) == 2
     assert "--spark-window-tuples must be positive, got 0" in capsys.readouterr().err
     assert aggregation.QUERY.startswith("SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 999 SLIDE 10]")
+
+
+def test_cli_rejects_bad_spark_options(capsys):
+    from slidewise.cli import main
+
+    assert main(["bench", "aggregation", "--spark-batch", "0"]) == 2
+    assert "--spark-batch must be positive, got 0" in capsys.readouterr().err
+    assert main(["bench", "aggregation", "--spark-timeout", "-1"]) == 2
+    assert "--spark-timeout must be positive, got -1" in capsys.readouterr().err
+
+
+def test_spark_system_past_its_timeout_is_recorded_not_finished(tmp_path):
+    from slidewise.bench.aggregation_spark import isolated, slidewise_spark_child
+
+    got = isolated(slidewise_spark_child, {"input": str(tmp_path), "out": str(tmp_path / "o"), "checkpoint": str(tmp_path / "c")}, 0.3)
+    assert got == {"finished": False, "timeout_s": 0.3, "note": "did not finish in 0.3 s (process start to end, JVM start included)"}
+
+
+def _spark_run(n: int, mine_s: float, peer: dict, *, equal: bool = True) -> dict:
+    row = {"finished": True, "micro_batches": 3, "state_bytes_peak": 10, "cpu_s": 1.0}
+    return {
+        "slidewise-spark": {**row, "tuples": n, "seconds": mine_s, "state_rows_peak": 3, "pane_cells_peak": 7},
+        "spark-window": {**row, "state_rows_peak": 600_000, **peer},
+        "checks": {"slidewise on Spark equals local": True, "Spark window() equals local": equal},
+    }
+
+
+@pytest.mark.parametrize(
+    "peer,equal,holds,measured,why",
+    [
+        (
+            {"tuples": 1000, "seconds": 12.0},
+            True,
+            True,
+            12.0,
+            "same run, 1,000 tuples each: 12.0x (1,000 vs 83 tuples/s); answers equal: True; state rows peak 3 vs 600,000",
+        ),
+        (
+            {"tuples": 1000, "seconds": 12.0},
+            False,
+            False,
+            12.0,
+            "same run, 1,000 tuples each: 12.0x (1,000 vs 83 tuples/s); answers equal: False; state rows peak 3 vs 600,000",
+        ),
+        (
+            {"tuples": 1000, "seconds": 5.0},
+            True,
+            False,
+            5.0,
+            "same run, 1,000 tuples each: 5.0x (1,000 vs 200 tuples/s); answers equal: True; state rows peak 3 vs 600,000",
+        ),
+        ({"tuples": 500, "seconds": 10.0}, True, None, 20.0, "window() ran on the first 500 of 1,000 tuples, not the same input: 20.0x"),
+        (
+            {"tuples": 1000, "finished": False, "timeout_s": 50.0, "note": "did not finish in 50 s"},
+            True,
+            None,
+            ">= 50.00",
+            "Spark window() did not finish in 50 s on 1,000 tuples, so its rate is below 20 tuples/s and the ratio is at least 50.00",
+        ),
+    ],
+)
+def test_spark_conclusion(peer, equal, holds, measured, why, capsys):
+    from slidewise.bench.aggregation_spark import CLAIM, print_spark, summarize_spark
+
+    summary = summarize_spark(_spark_run(1000, 1.0, peer, equal=equal), 1000)
+    c = summary["conclusion"]
+    assert (c["claim"], c["holds"], c["measured"]) == (CLAIM, holds, measured)
+    assert c["why"].startswith(why)
+    print_spark(summary)
+    assert f"holds: {holds} (measured {measured}): {why}" in capsys.readouterr().out

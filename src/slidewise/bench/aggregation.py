@@ -187,12 +187,14 @@ def run_aggregation_bench(
     rounds: int = 1,
     plan_tuples: int = 20_000,
     spark: bool = False,
-    spark_files: int = 20,
+    spark_batch: int | None = None,
     window_tuples: int | None = None,
+    spark_timeout: float | None = None,
 ) -> dict:
     """WA as the module doc says; ``spark``: also slidewise on the Spark engine and Spark's ``window()``
-    (:mod:`slidewise.bench.aggregation_spark`: input as ``spark_files`` files, ``window()`` on the first
-    ``window_tuples`` tuples only if given)."""
+    (:mod:`slidewise.bench.aggregation_spark`: slidewise ``spark_batch`` tuples per micro-batch,
+    ``window()`` on the first ``window_tuples`` tuples only if given, each ended after ``spark_timeout``
+    seconds and recorded as not finished)."""
     from slidewise.runtime.generate import generate, write_streams
 
     n = int(tuples or 1_000_000)
@@ -217,7 +219,8 @@ def run_aggregation_bench(
 
             from slidewise.bench.aggregation_spark import run_spark_systems
 
-            report["spark"] = run_spark_systems(pd.read_parquet(plain), mine, Path(tmp), files=spark_files, window_tuples=window_tuples)
+            kw = {} if spark_batch is None else {"batch": spark_batch}
+            report["spark"] = run_spark_systems(pd.read_parquet(plain), mine, Path(tmp), window_tuples=window_tuples, timeout=spark_timeout, **kw)
         if plan_tuples:
             m = min(n, plan_tuples)
             got = _isolated(plan_child, {"input": plain, "tuples": m})

@@ -90,15 +90,20 @@ def _aggregation(args) -> int:
     _positive(args.tuples, "--tuples")
     _positive(args.rounds, "--rounds")
     _positive(args.spark_window_tuples, "--spark-window-tuples")
-    if args.spark or args.spark_window_tuples:
+    _positive(args.spark_batch, "--spark-batch")
+    _positive(args.spark_timeout, "--spark-timeout")
+    spark = args.spark or any(x is not None for x in (args.spark_window_tuples, args.spark_batch, args.spark_timeout))
+    if spark:
         require_extra("spark", "slidewise bench aggregation --spark")
     report = run_aggregation_bench(
         tuples=args.tuples,
         out_dir=args.out,
         peers=not args.no_peers,
         rounds=args.rounds or 1,
-        spark=args.spark or bool(args.spark_window_tuples),
+        spark=spark,
+        spark_batch=args.spark_batch,
         window_tuples=args.spark_window_tuples,
+        spark_timeout=args.spark_timeout,
     )
     print_summary(report["summary"])
     return 0
@@ -293,7 +298,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--spark-window-tuples",
         type=int,
         metavar="N",
-        help="Spark's window() reads only the first N tuples (it runs at a few thousand tuples/s or less); implies --spark",
+        help="Spark's window() reads only the first N tuples (it runs at about a thousand tuples/s); implies --spark",
+    )
+    a.add_argument("--spark-batch", type=int, metavar="N", help="tuples per micro-batch of slidewise on Spark (default 100,000); implies --spark")
+    a.add_argument(
+        "--spark-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="end each Spark system after SECONDS and record it as not finished (default: no limit); implies --spark",
     )
 
     f = _experiment(
