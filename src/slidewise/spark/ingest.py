@@ -295,15 +295,18 @@ def scan_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...]
     info = layout.streams[stream]
     counters: dict[tuple[str, int], int] = {}
     for b in batches:
-        n = b.num_rows
-        if n == 0:
-            continue
-        files = b.column("_f").to_numpy(zero_copy_only=False)
-        offsets = b.column("_o").to_numpy(zero_copy_only=False).astype(np.int64)
-        ordinal = split_ordinals(files, offsets, counters)
-        ts, cols, bad, reasons, raws = convert_raw(b, names, info, ts_column)
-        lines = ordinal + 1 + np.where(offsets == 0, info.header_lines, 0)
-        yield wire_batch(wire_chunks(stream, bad, ts, cols, ordinal, files, offsets, lines, reasons, raws))
+        if b.num_rows:
+            yield wire_batch(scan_rows(b, stream, info, names, ts_column, counters))
+
+
+def scan_rows(b, stream: int, info: StreamInfo, names: tuple[str, ...], ts_column: str, counters: dict) -> list[dict]:
+    """The wire rows of one raw batch of stream ``stream`` (``counters``: the ordinals so far per file split)."""
+    files = b.column("_f").to_numpy(zero_copy_only=False)
+    offsets = b.column("_o").to_numpy(zero_copy_only=False).astype(np.int64)
+    ordinal = split_ordinals(files, offsets, counters)
+    ts, cols, bad, reasons, raws = convert_raw(b, names, info, ts_column)
+    lines = ordinal + 1 + np.where(offsets == 0, info.header_lines, 0)
+    return wire_chunks(stream, bad, ts, cols, ordinal, files, offsets, lines, reasons, raws)
 
 
 def convert_raw(b, names: tuple[str, ...], info: StreamInfo, ts_column: str, known: list[str | None] | None = None):
