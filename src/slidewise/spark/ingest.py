@@ -8,7 +8,8 @@ unreadable input, an empty directory or files that disagree on the schema are
 
 Reading. Spark's file stream source reads the directory (or the one file) as
 text columns (CSV with ``enforceSchema=false`` so a later file with another
-header fails the query; JSON lines with every field as text) or native
+header fails the query, its integer columns and timestamps as ``long``:
+:func:`native_longs`; JSON lines with every field as text) or native
 columns (Parquet), plus ``_metadata.file_path`` / ``file_block_start``. In a
 ``mapInArrow`` step (:func:`scan_batches`, in the executors, in scan order)
 every row gets its ordinal within its file split — the input order, stable on
