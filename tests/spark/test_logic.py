@@ -290,3 +290,15 @@ def test_native_longs_convert_as_their_text():
             assert {k: v.tolist() for k, v in w.items()} == {k: v.tolist() for k, v in g.items()}
         else:
             assert w.tolist() == g.tolist()
+
+
+def test_sibling_directories_with_one_read_schema_share_a_file_source():
+    """Streams share a file source when Spark reads their files alike and their directories are siblings."""
+    from slidewise.spark.files import groups
+
+    def csv(d, columns=("ts", "a"), longs=("ts", "a")):
+        return {"fmt": "csv", "dir": d, "glob": "*.{csv,csv.gz,csv.bz2}", "columns": list(columns), "longs": list(longs), "ts_column": "ts"}
+
+    recipes = [csv("/w/S1"), csv("/w/S2"), csv("/w/S3", longs=("ts",)), csv("/v/S4"), csv("/w/S1"), {"fmt": "parquet", "dir": "/w/P", "glob": "*.parquet"}]
+    recipes.append({**csv("/w/S5"), "glob": "one[.]csv"})
+    assert groups(recipes) == [[0, 1, 4], [2], [3], [5], [6]]
