@@ -299,5 +299,12 @@ def test_two_stage_checkpoint_is_refused(tmp_path):
         f"{tmp_path}: this checkpoint was written by a slidewise with 2 stateful stages per micro-batch, not 1"
         " (hint: use a new --checkpoint DIR (its state cannot be carried over))"
     )
-    (tmp_path / "slidewise.json").write_text(json.dumps({"query": "q", "buckets": 2, "stages": 1}))
+    (tmp_path / "slidewise.json").write_text(json.dumps({"query": "q", "buckets": 2, "stages": 1}))  # one file source per stream
+    with pytest.raises(OptionError) as e:
+        _checkpoint_meta(tmp_path, "q", {}, 2, write=False, settings=JOIN_SETTINGS)
+    assert str(e.value) == (
+        f"{tmp_path}: this checkpoint was written by a slidewise that reads file sources one per stream, not by directory parent"
+        " (hint: use a new --checkpoint DIR (its source offsets cannot be carried over))"
+    )
+    (tmp_path / "slidewise.json").write_text(json.dumps({"query": "q", "buckets": 2, **JOIN_SETTINGS}))
     assert _checkpoint_meta(tmp_path, "q", {}, 2, write=False, settings=JOIN_SETTINGS)["stages"] == 1

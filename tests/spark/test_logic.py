@@ -260,3 +260,45 @@ def test_wire_batch_fills_absent_fields():
     b = wire_batch([{"k": EOF, "b": 3}, {"k": TUPLE, "s": 1, "q": 2, "p": b"x"}])
     assert b.schema == WIRE_ARROW
     assert b.to_pydict() == {"k": [EOF, TUPLE], "b": [3, 0], "s": [0, 1], "q": [0, 2], "t": [0, 0], "p": [None, b"x"]}
+
+
+def test_native_longs_convert_as_their_text():
+    """A CSV batch with Spark-parsed ``long`` columns (nulls for empty fields and for texts Spark
+    could not parse, which carry the row's text in ``_corrupt``) converts exactly as the same rows read as text."""
+    from slidewise.spark.ingest import convert_raw
+
+    lines = ["1,7,x", "2,,y", "3,7.0,z", "4,nine,w", "5,7", ",8,v", "6,+9,", "7,7,u"]
+    fields = [line.split(",") for line in lines]
+    full = [f if len(f) == 3 else [None, None, None] for f in fields]
+
+    def long_or_none(v):
+        return int(v) if v and v.lstrip("+-").isdigit() else None
+
+    corrupt = [None if len(f) == 3 and all(v == "" or long_or_none(v) is not None for v in f[:2]) else line for f, line in zip(fields, lines)]
+    short = [None if len(f) == 3 else line for f, line in zip(fields, lines)]  # read as text, only a wrong field count is corrupt
+    text = pa.record_batch({f"v{j}": [None if f[j] == "" else f[j] for f in full] for j in range(3)} | {"_corrupt": short})
+    typed = pa.record_batch(
+        {"v0": pa.array([long_or_none(f[0]) for f in full], pa.int64()), "v1": pa.array([long_or_none(f[1]) for f in full], pa.int64())}
+        | {"v2": [None if f[2] == "" else f[2] for f in full], "_corrupt": corrupt}
+    )
+    info = StreamInfo("S", "S", {"a": "int", "name": "str"}, "ms", 0, "csv", 1)
+    names = ("ts", "a", "name")
+    want, got = convert_raw(text, names, info, "ts"), convert_raw(typed, names, info, "ts")
+    assert want[2].tolist() == got[2].tolist() and want[2].sum() == 4
+    for w, g in zip(want, got):
+        if isinstance(w, dict):
+            assert {k: v.tolist() for k, v in w.items()} == {k: v.tolist() for k, v in g.items()}
+        else:
+            assert w.tolist() == g.tolist()
+
+
+def test_sibling_directories_with_one_read_schema_share_a_file_source():
+    """Streams share a file source when Spark reads their files alike and their directories are siblings."""
+    from slidewise.spark.files import groups
+
+    def csv(d, columns=("ts", "a"), longs=("ts", "a")):
+        return {"fmt": "csv", "dir": d, "glob": "*.{csv,csv.gz,csv.bz2}", "columns": list(columns), "longs": list(longs), "ts_column": "ts"}
+
+    recipes = [csv("/w/S1"), csv("/w/S2"), csv("/w/S3", longs=("ts",)), csv("/v/S4"), csv("/w/S1"), {"fmt": "parquet", "dir": "/w/P", "glob": "*.parquet"}]
+    recipes.append({**csv("/w/S5"), "glob": "one[.]csv"})
+    assert groups(recipes) == [[0, 1, 4], [2], [3], [5], [6]]

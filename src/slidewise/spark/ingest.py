@@ -8,7 +8,8 @@ unreadable input, an empty directory or files that disagree on the schema are
 
 Reading. Spark's file stream source reads the directory (or the one file) as
 text columns (CSV with ``enforceSchema=false`` so a later file with another
-header fails the query; JSON lines with every field as text) or native
+header fails the query, its integer columns and timestamps as ``long``:
+:func:`native_longs`; JSON lines with every field as text) or native
 columns (Parquet), plus ``_metadata.file_path`` / ``file_block_start``. In a
 ``mapInArrow`` step (:func:`scan_batches`, in the executors, in scan order)
 every row gets its ordinal within its file split — the input order, stable on
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from slidewise.errors import OptionError, SourceError
 from slidewise.kafka.uri import is_kafka
@@ -91,10 +93,32 @@ def _inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str
     recipe = {"fmt": fmt, "dir": str(path if path.is_dir() else path.parent), "glob": _GLOBS[fmt] if path.is_dir() else _glob_escape(path.name)}
     if fmt == "csv":
         recipe["columns"] = _csv_header(files[0])
+        recipe["longs"] = native_longs(src, recipe["columns"], ts_column)
     elif fmt == "json":
         recipe["columns"] = [ts_column, *src.kinds]
     info = StreamInfo(alias, name, dict(src.kinds), src.ts_unit, lateness, fmt, 1 if fmt == "csv" else 0, (str(Path(recipe["dir"]).resolve()), recipe["dir"]))
     return info, recipe
+
+
+def native_longs(src, columns: list[str], ts_column: str) -> list[str]:
+    """The CSV columns Spark parses itself as ``long``: integer attributes, and the timestamp when
+    every file's is an integer number. A text Spark cannot parse as a long is the local reader's
+    to judge (:func:`convert_raw`); one it can (optional sign, decimal digits, in range) the local
+    reader reads as the same integer."""
+    longs = {a for a, k in src.kinds.items() if k == "int"}
+    if src.ts_unit != "iso" and src.ts_samples and all(_integers(s) for s in src.ts_samples):
+        longs.add(ts_column)
+    return [c for c in columns if c in longs]
+
+
+def _integers(sample) -> bool:
+    """Whether a sample of timestamps holds integer numbers only (text or typed)."""
+    if sample is None or len(sample) == 0:
+        return False
+    try:
+        return pc.cast(sample.drop_null(), pa.int64()) is not None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
 
 
 def _format(path: Path) -> str | None:
@@ -142,15 +166,17 @@ def _materialise(name: str, spec, work_dir: Path) -> str:
 def file_reader(reader, recipe: dict, parquet_schema=None):
     """``(reader, column names)``: a Spark file reader (stream or batch) set up for ``recipe``.
 
-    Parquet is read with ``parquet_schema``; CSV / JSON lines read every column
-    as a string plus ``_corrupt`` (permissive mode), so malformed rows become
-    rejects instead of failing the query.
+    Parquet is read with ``parquet_schema``; CSV / JSON lines read each column
+    as a string (CSV: the recipe's ``longs`` as ``long``, parsed by Spark) plus
+    ``_corrupt`` (permissive mode), so malformed rows become rejects instead of
+    failing the query.
     """
     fmt = recipe["fmt"]
     if fmt == "parquet":
         return reader.format("parquet").schema(parquet_schema), parquet_schema.fieldNames()
     names = list(recipe["columns"])
-    ddl = ", ".join(f"`{c}` string" for c in names) + ", _corrupt string"
+    longs = set(recipe.get("longs", ()))
+    ddl = ", ".join(f"`{c}` {'long' if c in longs else 'string'}" for c in names) + ", _corrupt string"
     reader = reader.format(fmt).schema(ddl).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", "_corrupt")
     if fmt == "csv":
         reader = reader.option("header", True).option("enforceSchema", False).option("escape", '"')
@@ -270,25 +296,32 @@ def scan_batches(batches, *, stream: int, layout: Layout, names: tuple[str, ...]
     info = layout.streams[stream]
     counters: dict[tuple[str, int], int] = {}
     for b in batches:
-        n = b.num_rows
-        if n == 0:
-            continue
-        files = b.column("_f").to_numpy(zero_copy_only=False)
-        offsets = b.column("_o").to_numpy(zero_copy_only=False).astype(np.int64)
-        ordinal = split_ordinals(files, offsets, counters)
-        ts, cols, bad, reasons, raws = convert_raw(b, names, info, ts_column)
-        lines = ordinal + 1 + np.where(offsets == 0, info.header_lines, 0)
-        yield wire_batch(wire_chunks(stream, bad, ts, cols, ordinal, files, offsets, lines, reasons, raws))
+        if b.num_rows:
+            yield wire_batch(scan_rows(b, stream, info, names, ts_column, counters))
+
+
+def scan_rows(b, stream: int, info: StreamInfo, names: tuple[str, ...], ts_column: str, counters: dict) -> list[dict]:
+    """The wire rows of one raw batch of stream ``stream`` (``counters``: the ordinals so far per file split)."""
+    files = b.column("_f").to_numpy(zero_copy_only=False)
+    offsets = b.column("_o").to_numpy(zero_copy_only=False).astype(np.int64)
+    ordinal = split_ordinals(files, offsets, counters)
+    ts, cols, bad, reasons, raws = convert_raw(b, names, info, ts_column)
+    lines = ordinal + 1 + np.where(offsets == 0, info.header_lines, 0)
+    return wire_chunks(stream, bad, ts, cols, ordinal, files, offsets, lines, reasons, raws)
 
 
 def convert_raw(b, names: tuple[str, ...], info: StreamInfo, ts_column: str, known: list[str | None] | None = None):
     """One raw record batch (columns ``v0..``, ``_corrupt``) converted: ``convert_table`` plus the
     rows the reader could not parse, marked bad with the reason and their text. ``known``: per row,
-    the reason of a corrupt row when its decoder gave one (Avro), else it is the local reader's for the text."""
+    the reason of a corrupt row when its decoder gave one (Avro), else it is the local reader's for the text.
+    Columns Spark parsed (CSV ``longs``): a batch with a row Spark could not parse or with a missing
+    value there is converted from its text instead (:func:`_as_text`), so the verdict is the local reader's."""
     table = pa.table({c: b.column(f"v{j}") for j, c in enumerate(names)})
-    ts, cols, bad, reasons, raws = convert_table(table, info, ts_column)
     corrupt = b.column("_corrupt")
     broken = corrupt.is_valid().to_numpy(zero_copy_only=False)
+    if info.fmt == "csv" and any(not pa.types.is_string(t) for t in table.schema.types):
+        table, broken = _as_text(table, corrupt, broken)
+    ts, cols, bad, reasons, raws = convert_table(table, info, ts_column)
     if broken.any():
         texts = np.asarray(corrupt.to_pylist(), dtype=object)
         idx = np.flatnonzero(broken)
@@ -296,6 +329,26 @@ def convert_raw(b, names: tuple[str, ...], info: StreamInfo, ts_column: str, kno
         raws[idx] = [(texts[j] or "").rstrip("\r\n") for j in idx]
         bad = bad | broken
     return ts, cols, bad, reasons, raws
+
+
+def _as_text(table: pa.Table, corrupt, broken: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+    """A CSV batch with natively parsed columns as the text columns the local reader judges, and
+    the rows still broken (a wrong field count), when a row needs it: one Spark marked corrupt
+    (a value it could not parse: its fields are read from its text) or a null in a parsed column
+    (an empty field). Else ``table`` unchanged (the fast path: nothing to judge)."""
+    typed = [c for c, t in zip(table.column_names, table.schema.types) if not pa.types.is_string(t)]
+    missing = functools.reduce(np.logical_or, (table.column(c).is_null().to_numpy(zero_copy_only=False) for c in typed))
+    if not (broken.any() or missing.any()):
+        return table, broken
+    cols = {c: table.column(c).cast(pa.string()).to_pylist() for c in table.column_names}
+    still = broken.copy()
+    for j in np.flatnonzero(broken).tolist():
+        fields = next(csv.reader([(corrupt[j].as_py() or "").rstrip("\r\n")]), [])
+        if len(fields) == len(cols):
+            still[j] = False
+            for c, v in zip(cols, fields):
+                cols[c][j] = v
+    return pa.table({c: pa.array(v, pa.string()) for c, v in cols.items()}), still
 
 
 def wire_chunks(stream: int, bad, ts, cols, q, files, offsets, lines, reasons, raws, *, shown=None) -> list[dict]:

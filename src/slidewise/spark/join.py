@@ -2,7 +2,7 @@
 
 ::
 
-    file / rate sources ──mapInArrow: convert──┐
+    file / rate sources ──mapInArrow: convert──┐  (sibling directories: one file source, slidewise.spark.files)
     control (end of input) ────────────────────┤ union (packed chunks, stream id s)
                                                ▼
         route_batches, in each source's mapInArrow: key buckets, file-split segments for every bucket
@@ -42,6 +42,7 @@ from slidewise.plan.physical import PhysicalPlan
 from slidewise.plan.query import JoinQuery
 from slidewise.plan.wjoin import WJoinQuery
 from slidewise.spark.bucket import BucketJoin
+from slidewise.spark.files import group_frame, groups
 from slidewise.spark.ingest import control_frame, inspect_stream, stream_frame
 from slidewise.spark.keying import Keying, choose_keying
 from slidewise.spark.layout import WIRE_DDL, Layout, StreamInfo
@@ -171,7 +172,12 @@ def build_stream(
 
     layout = jp.layout
     route = functools.partial(route_batches, layout=layout, keying=jp.keying)  # in each source's mapInArrow
-    frames = [stream_frame(spark, i, info, jp.recipes[i], layout, ts_column, max_files, then=route) for i, info in enumerate(layout.streams)]
+    frames = []
+    for group in groups(jp.recipes):  # streams in sibling directories share one file source
+        if len(group) > 1:
+            frames.append(group_frame(spark, group, layout, jp.recipes, ts_column, max_files, then=route))
+        else:
+            frames.append(stream_frame(spark, group[0], layout.streams[group[0]], jp.recipes[group[0]], layout, ts_column, max_files, then=route))
     if ended:
         frames.append(spark.createDataFrame(wire_frame([{"k": EOF, "b": b} for b in range(jp.keying.buckets)]), WIRE_DDL))
     elif control_dir is not None:

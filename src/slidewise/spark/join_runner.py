@@ -57,9 +57,9 @@ from slidewise.spark.state_codec import run_key
 
 #: ``--conf`` keys that are slidewise options, not Spark settings
 #: the join pipeline's shape, stored in its checkpoints (one stateful stage; earlier ones had two)
-JOIN_SETTINGS = {"stages": 1}
+JOIN_SETTINGS = {"stages": 1, "file_sources": "by directory parent"}
 #: the value of a setting in checkpoints written before it was stored
-_UNSTORED = {"stages": 2}
+_UNSTORED = {"stages": 2, "file_sources": "one per stream"}
 OPTION_KEYS = {"slidewise.buckets": "buckets", "slidewise.maxFilesPerTrigger": "max_files_per_trigger"}
 
 
@@ -565,6 +565,12 @@ def _checkpoint_meta(root: Path, text: str, sources: dict, buckets: int, *, writ
                     f"this checkpoint was written by a slidewise with {meta.get(key, _UNSTORED[key])} stateful stages per micro-batch, not {value}",
                     location=str(root),
                     hint="use a new --checkpoint DIR (its state cannot be carried over)",
+                )
+            if key == "file_sources" and meta.get(key, _UNSTORED[key]) != value:
+                raise OptionError(
+                    f"this checkpoint was written by a slidewise that reads file sources {meta.get(key, _UNSTORED[key])}, not {value}",
+                    location=str(root),
+                    hint="use a new --checkpoint DIR (its source offsets cannot be carried over)",
                 )
             if key in meta and meta[key] != value:
                 raise OptionError(

@@ -67,7 +67,9 @@ def open_source(
         kinds = _declare(kinds, schema, name, ts_column, readers[0].file if readers else name)
         for r in readers:
             r.declared = set(schema)
-    return Source(name, readers, kinds, ts_column, units[0] if units else "raw", int(chunk_rows), rejects)
+    src = Source(name, readers, kinds, ts_column, units[0] if units else "raw", int(chunk_rows), rejects)
+    src.ts_samples = [info.ts_sample for info in infos]
+    return src
 
 
 class Source:
@@ -86,6 +88,8 @@ class Source:
         self.rejects = rejects if rejects is not None else Rejects()
         self.rows_read = 0
         self.rows_rejected = 0
+        #: the sampled timestamps per reader, as inspected (set by :func:`open_source`)
+        self.ts_samples: list = []
 
     @property
     def files(self) -> list[str]:
