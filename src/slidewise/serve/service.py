@@ -2,7 +2,7 @@
 
 The state directory (``--state DIR``) holds ``queries.json`` (the registered queries and their sequence
 numbers, :meth:`~slidewise.manager.core.QueryManager.save`, rewritten at every change), ``offsets.json``
-(how far each source file was read), ``results/NAME.jsonl`` (every answered row, appended by the
+(how far each source file or topic partition was read), ``results/NAME.jsonl`` (every answered row, appended by the
 ingestion thread) and ``rejects.csv`` (rejected input rows with reasons, written at stop). A service
 started again with the same directory registers its queries again, reads the sources on from the saved
 offsets and numbers new answers after the old ones (the windows refill from there on).
@@ -22,7 +22,8 @@ import numpy as np
 from slidewise.errors import ExecutionError, OptionError, SlidewiseError
 from slidewise.manager.core import QueryManager
 from slidewise.runtime.outputs import write_atomic
-from slidewise.serve.tail import Tail
+from slidewise.kafka.uri import is_kafka
+from slidewise.serve.tail import KafkaTail, Tail
 
 __all__ = ["Service", "plain"]
 
@@ -41,7 +42,7 @@ def plain(value):
 
 
 class Service:
-    """Streams ``sources`` (name -> file or directory) into a :class:`QueryManager` of ``n`` sub-windows of ``t``."""
+    """Streams ``sources`` (name -> file, directory or ``kafka://`` topic) into a :class:`QueryManager` of ``n`` sub-windows of ``t``."""
 
     def __init__(
         self,
@@ -60,7 +61,7 @@ class Service:
         archive_memory: float | None = None,
     ):
         if not sources:
-            raise OptionError("slidewise serve needs at least one --source NAME=PATH|DIR", hint="e.g. --source S=traffic.csv")
+            raise OptionError("slidewise serve needs at least one --source NAME=PATH|DIR|kafka://HOST:PORT/TOPIC", hint="e.g. --source S=traffic.csv")
         self.state = Path(state) if state is not None else None
         #: an archive directory (``run --archive``) that ``GET /archive/probe`` reads, reopened per probe
         self.archive = Path(archive) if archive is not None else None
@@ -81,7 +82,8 @@ class Service:
                         f"cannot read the sources' offsets {self.state / 'offsets.json'}: {e}", hint="delete it to read the sources from their start"
                     ) from None
         self.tails = {
-            name: Tail(name, path, ts_column=ts_column, ts_unit=ts_unit, schema=(schemas or {}).get(name), offsets=offsets.get(name)) for name, path in sources.items()
+            name: (KafkaTail if is_kafka(path) else Tail)(name, path, ts_column=ts_column, ts_unit=ts_unit, schema=(schemas or {}).get(name), offsets=offsets.get(name))
+            for name, path in sources.items()
         }
         self.qm = QueryManager({name: tail.kinds for name, tail in self.tails.items()}, t, n, isolation=isolation, scheduling=scheduling)
         self.poll = poll
@@ -161,6 +163,9 @@ class Service:
         if self._thread is not None:
             self._thread.join()
         self.qm.stop()
+        for tail in self.tails.values():
+            if isinstance(tail, KafkaTail):
+                tail.close()
         self._persist()
         self._save()
         if self.state is not None:
