@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from slidewise.errors import ExecutionError, OptionError, SlidewiseError
+from slidewise.kafka.uri import is_kafka
 from slidewise.manager.core import QueryManager
 from slidewise.runtime.outputs import write_atomic
-from slidewise.kafka.uri import is_kafka
 from slidewise.serve.tail import KafkaTail, Tail
 
 __all__ = ["Service", "plain"]
