@@ -282,14 +282,14 @@ class QueryManager:
 
     def execute(self, regs: list[Registered]) -> Txn | None:
         """One read transaction for queries of one group (the longest window); each answers its own, the
-        queries of one signature from one merge of the reads and one sort of each window's frequencies
+        queries of one signature from one merge of the reads and one top-k ranking of each window's frequencies
         (:class:`~slidewise.manager.queries.Shared`). The committed transaction (None: no query)."""
         if not regs:
             return None
         first = regs[0].query
         tx = self.tx[first.spec.source]
         txn = tx.run(tx.start(max(r.query.nk for r in regs), first.read, max(r.priority for r in regs)))
-        parts, shared = txn.partials(), Shared()
+        parts, shared = txn.partials(), Shared([r.query for r in regs])
         for reg in regs:
             try:
                 rows = reg.query.answer(parts, txn.end, shared)
