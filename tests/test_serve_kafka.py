@@ -59,3 +59,21 @@ def test_an_empty_topic_needs_a_declared_schema(kafka_broker):
     assert service.tails["S"].poll(lambda s, ts, cols: got.extend(ts.tolist())) == 3 and got == [0, 100, 200]
     assert service.tails["S"].rejects.total == 1 and service.tails["S"].offsets() == {"0": [4, 4]}
     service.stop()
+
+
+def test_a_restarted_service_reads_a_topic_on_from_its_offsets_with_its_windows(kafka_broker, tmp_path):
+    topic = f"kafka://{kafka_broker}/serve-again"
+    produce(kafka_broker, "serve-again", records(0, 25))
+    first = Service({"S": topic}, 1000, 4, state=tmp_path, ts_unit="raw")
+    first.register("sums", SUM)
+    first.tails["S"].poll(first.qm.append)
+    first._persist()
+    first.stop()
+    produce(kafka_broker, "serve-again", records(25, 41))
+    again = Service({"S": topic}, 1000, 4, state=tmp_path, ts_unit="raw")
+    assert again.tails["S"].offsets() == {"0": [25, 25]} and again.qm.windows["S"].next_version == 2
+    assert again.tails["S"].poll(again.qm.append) == 16
+    again.qm.run_due()
+    got = {r[3]["S.src"]: r[3]["b"] for r in again.results("sums") if r[1] == 3999}
+    assert got == sums(3999)  # rows 20-39: ten read before the restart
+    again.stop()
