@@ -115,3 +115,17 @@ def test_ranking_by_selection_counts_the_selection_and_the_sort_of_the_selected(
     assert full[2] == 1000 * np.log2(1001) and selected[2] == 1000 + 10 * np.log2(11)
     assert acc.top(selected)[0][0, 0] == "6,13,20,27,34,41,48,55,62,69" == acc.top(full)[0][0, 0]
     assert acc.rank(state, 2000)[2] == full[2]  # no cell deeper than the depth: nothing to select
+
+
+def test_many_cells_to_select_from_are_sorted_at_once():
+    """Beyond ``SELECT_CELLS`` cells deeper than the depth, one sort of every entry replaces the per-cell
+    selections (counted as that sort), with the same answers."""
+    from slidewise.operators.aggregates.topk import SELECT_CELLS
+
+    groups = SELECT_CELLS + 1
+    values, group = np.tile(np.arange(5), groups), np.repeat(np.arange(groups), 5)
+    acc = TopK(np.dtype(np.int64), 2)
+    state = acc.partial(values, np.zeros(len(values), np.int64), group, (1, groups))
+    ranking = acc.rank(state, 2)
+    assert ranking[2] == len(values) * np.log2(len(values) + 1)
+    assert acc.top(ranking)[0].tolist() == [["0,1"] * groups]

@@ -38,15 +38,22 @@ def top_of(counts: dict, k: int) -> str | None:
     return joined(values[i] for i in order[:k].tolist())
 
 
-def select(cell: np.ndarray, counts: np.ndarray, col: np.ndarray, width: int, depth: int) -> tuple[np.ndarray, float]:
+#: cells selected from one by one at most; beyond, one sort of every entry is faster than a Python loop
+SELECT_CELLS = 64
+
+
+def select(cell: np.ndarray, counts: np.ndarray, col: np.ndarray, width: int, depth: int) -> tuple[np.ndarray, float] | None:
     """The entries that rank among the first ``depth`` of their cell (``cell`` non-decreasing; ``col`` below
     ``width``, unique in a cell), in their order: each cell of more than ``depth`` entries selects them with
-    :func:`numpy.argpartition` (linear) on :func:`ranked`'s order as one key. The work: entries selected from."""
+    :func:`numpy.argpartition` (linear) on :func:`ranked`'s order as one key. The work: entries selected from.
+    None: more than :data:`SELECT_CELLS` cells to select from (sort them all instead)."""
     start = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]]) if len(cell) else np.zeros(0, np.int64)
     end = np.r_[start[1:], len(cell)].astype(np.int64)
     big = np.flatnonzero(end - start > depth)
     if not len(big):
         return np.arange(len(cell)), 0.0
+    if len(big) > SELECT_CELLS:
+        return None
     key = col - counts.astype(np.int64) * width  # count descending, then value: ascending and unique in a cell
     keep = np.ones(len(cell), bool)
     for a, z in zip(start[big].tolist(), end[big].tolist()):
@@ -72,7 +79,8 @@ class TopK(Distinct):
         """The sort of :meth:`value`, which does not depend on ``k`` (queries differing only in ``k`` share it):
         the shape, per (window, group) cell its pairs in :func:`ranked` order with their ranks, and the work
         done. ``depth``: only each cell's first ``depth`` pairs, selected (:func:`select`) and then sorted,
-        which serves every ``k <= depth``. Work: entries selected from plus ``n*log2(n+1)`` for ``n`` sorted."""
+        which serves every ``k <= depth`` (or all pairs sorted, see :data:`SELECT_CELLS`). Work: entries
+        selected from plus ``n*log2(n+1)`` for ``n`` sorted."""
         counts = state[0]
         windows, pairs = counts.shape
         if not pairs or not windows:
@@ -85,8 +93,9 @@ class TopK(Distinct):
         row, col, flat = row[keep], col[keep], flat[keep]
         cell = row * self.groups + self.pair_group[col]  # non-decreasing: rows, then group-major columns
         work = 0.0
-        if depth is not None:
-            pick, work = select(cell, flat, col, pairs, max(depth, 1))
+        chosen = None if depth is None else select(cell, flat, col, pairs, max(depth, 1))
+        if chosen is not None:
+            pick, work = chosen
             cell, col, flat = cell[pick], col[pick], flat[pick]
         order = ranked(flat, col, cell)  # per (window, group); a group's pairs are in value order
         work += len(order) * float(np.log2(len(order) + 1))
