@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["extra", "load", "save"]
 
-_KEY = b"slidewise.window"
+_KEY = b"slidewise-window"
 _HINT = "delete the state directory's windows/ and offsets.json to read the sources again from their start"
 
 
