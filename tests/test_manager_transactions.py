@@ -222,32 +222,49 @@ def test_threads_ingest_and_query_concurrently(policy):
     for j in range(n):
         written[j] = batch(rng, j, 200)
         sched.slide(written[j])
-    stop = threading.Event()
-    results, errors = [], []
+    stop, enough = threading.Event(), threading.Event()
+    results, errors, commits = [], [], {"periodic": 0, "once": 0}
 
     def ingest():
+        # at least 400 slides, and on until each query thread has committed 3 times (a cap: then they commit
+        # in a window that no longer moves): no assumption on how fast the threads run relative to each other
         r = np.random.default_rng(5)
-        while not stop.is_set() and window.next_version < 400:
+        while window.next_version < 400 or (not enough.is_set() and window.next_version < 20_000):
             cols = batch(r, window.next_version, 200)
             written[window.next_version] = cols  # only this thread writes
             sched.slide(cols)
 
-    def query(q, oracle, priority):
+    turn = threading.Semaphore(0)  # a one-time query after each periodic commit: it would starve the periodic one
+
+    def query(q, oracle, priority, kind):
         try:
             while not stop.is_set():
+                if kind == "once" and commits["once"] and not turn.acquire(timeout=1):
+                    continue  # stop is checked again
                 txn = sched.run(sched.begin(q.nk, q.read, priority))
                 results.append((q, oracle, txn, txn.latest))
+                commits[kind] += 1
+                if kind == "periodic":
+                    turn.release()
+                if min(commits.values()) >= 3:
+                    enough.set()
         except Exception as e:  # pragma: no cover - reported below
             errors.append(e)
+            enough.set()
 
-    threads = [threading.Thread(target=ingest), threading.Thread(target=query, args=(periodic, oracle2, 0)), threading.Thread(target=query, args=(once, oracle1, 1))]
+    threads = [
+        threading.Thread(target=ingest),
+        threading.Thread(target=query, args=(periodic, oracle2, 0, "periodic")),
+        threading.Thread(target=query, args=(once, oracle1, 1, "once")),
+    ]
     for th in threads:
         th.start()
-    threads[0].join(timeout=60)
+    threads[0].join(timeout=120)
+    enough.wait(timeout=120)
     stop.set()
     for th in threads[1:]:
         th.join(timeout=60)
-    assert not errors and len(results) > 2
+    assert not errors and min(commits.values()) >= 3 and not any(th.is_alive() for th in threads)
     for q, oracle, txn, latest in results:
         check(q, oracle, txn, written, latest if policy != "ws" else window.latest, policy)
 

@@ -160,3 +160,33 @@ def test_a_taken_port_is_one_error(tmp_path, capsys):
         "(hint: is the port taken? choose another --port)\n"
     )
     assert err.count("\n") == 1
+
+
+def test_windows_survive_a_kill_and_restart(tmp_path):
+    """The windows are kept in the state directory with the offsets they were read to: killed (SIGKILL) and
+    restarted, the service answers every window as an uninterrupted one (the oracle over all rows), the ones
+    that straddle the restart included."""
+    from slidewise.manager import snapshot
+
+    source, state, port, proc, client = launch(tmp_path, 51)
+    try:
+        wait_for(lambda: [r for r in client.results("sums") if r["ts"] == 4999])
+        size = source.stat().st_size
+        wait_for(lambda: (snapshot.extra(state / "windows") or {}).get("offsets", {}).get("S", {}).get(str(source), [0])[0] == size)
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    proc = start(source, state, port)
+    try:
+        wait_for(client.stats)
+        for stop_row, end in ((61, 5999), (75, 6999)):
+            with open(source, "a") as fh:
+                fh.write(rows(stop_row - 10 if end == 5999 else 61, stop_row))
+            answered = wait_for(lambda end=end: (lambda got: got if end in {r["ts"] for r in got} else None)(client.results("sums")))
+    finally:
+        stop(proc)
+    assert [r["seq"] for r in answered] == list(range(1, len(answered) + 1))
+    assert {4999, 5999, 6999} <= {r["ts"] for r in answered} and len(answered) == 3 * len({r["ts"] for r in answered})  # each window once
+    for r in answered:  # SUM over the two sub-windows up to r["ts"], row i at ts 100 i
+        lo = (r["ts"] + 1) // 100 - 20
+        assert r["row"]["b"] == sum(i for i in range(lo, lo + 20) if i % 3 == r["row"]["S.src"]), r

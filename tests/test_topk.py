@@ -84,3 +84,48 @@ def test_topk_of_panes_and_tuples_agree():
     assert next(r for r in got if r[0] == 1 and r[2] == 150)[1] == _oracle(window.x.tolist(), 2)
     text = execute_plan(parse_plan("SELECT RSTREAM(S.a, TOPK(3, S.w) AS tw) FROM S [RANGE 29 SLIDE 5] GROUP BY S.a"), {"S": frame}, collect=True).results
     assert text[(text.ts == 150) & (text["S.a"] == 1)].tw.tolist() == [_oracle(window.w.tolist(), 3)]
+
+
+@given(data=st.data())
+def test_ranking_by_selection_serves_every_k_up_to_its_depth_as_the_full_sort(data):
+    """:meth:`TopK.rank` at a depth selects each cell's first pairs (linear) and sorts only them: every
+    top-k list with k up to the depth equals the full sort's, ties (equal counts) broken by value alike."""
+    panes, groups, n = data.draw(st.integers(1, 6)), data.draw(st.integers(1, 4)), data.draw(st.integers(0, 80))
+    depth = data.draw(st.integers(1, 6))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    pane, group, values = rng.integers(0, panes, n), rng.integers(0, groups, n), rng.integers(-4, 5, n)
+    acc = TopK(np.dtype(np.int64), depth)
+    lo, hi = np.zeros(panes, np.int64), np.arange(1, panes + 1)
+    state = SYNOPSES["running"](acc, acc.partial(values, pane, group, (panes, groups)), lo, hi)
+    full, selected = acc.rank(state), acc.rank(state, depth)
+    for k in range(1, depth + 1):
+        acc.k = k
+        want, got = acc.top(full), acc.top(selected)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert (got[1] is None) == (want[1] is None)
+
+
+def test_ranking_by_selection_counts_the_selection_and_the_sort_of_the_selected():
+    """The work a ranking reports is what it does: ``n*log2(n+1)`` for a full sort of ``n`` counts; at depth
+    ``k`` below ``n``, ``n`` for the selection plus ``k*log2(k+1)`` for the sort of the selected."""
+    values = np.repeat(np.arange(1000), np.arange(1000) % 7 + 1)
+    acc = TopK(np.dtype(np.int64), 10)
+    state = acc.partial(values, np.zeros(len(values), np.int64), np.zeros(len(values), np.int64), (1, 1))
+    full, selected = acc.rank(state), acc.rank(state, 10)
+    assert full[2] == 1000 * np.log2(1001) and selected[2] == 1000 + 10 * np.log2(11)
+    assert acc.top(selected)[0][0, 0] == "6,13,20,27,34,41,48,55,62,69" == acc.top(full)[0][0, 0]
+    assert acc.rank(state, 2000)[2] == full[2]  # no cell deeper than the depth: nothing to select
+
+
+def test_many_cells_to_select_from_are_sorted_at_once():
+    """Beyond ``SELECT_CELLS`` cells deeper than the depth, one sort of every entry replaces the per-cell
+    selections (counted as that sort), with the same answers."""
+    from slidewise.operators.aggregates.topk import SELECT_CELLS
+
+    groups = SELECT_CELLS + 1
+    values, group = np.tile(np.arange(5), groups), np.repeat(np.arange(groups), 5)
+    acc = TopK(np.dtype(np.int64), 2)
+    state = acc.partial(values, np.zeros(len(values), np.int64), group, (1, groups))
+    ranking = acc.rank(state, 2)
+    assert ranking[2] == len(values) * np.log2(len(values) + 1)
+    assert acc.top(ranking)[0].tolist() == [["0,1"] * groups]

@@ -231,7 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     from slidewise.manager.transactions import POLICIES as ISOLATIONS
 
     sv = sub.add_parser("serve", help="run the live query manager as an HTTP JSON service (the serve extra)")
-    sv.add_argument("--source", action="append", metavar="NAME=PATH|DIR", help="a growing file or directory as stream NAME (repeatable)")
+    sv.add_argument(
+        "--source", action="append", metavar="NAME=PATH|DIR|URI", help="a growing file or directory, or a kafka://HOST:PORT/TOPIC, as stream NAME (repeatable)"
+    )
     sv.add_argument("--port", type=int, required=True, help="TCP port to listen on")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     sv.add_argument("--state", metavar="DIR", help="keep queries, answers and read offsets here; a restart with it resumes them")

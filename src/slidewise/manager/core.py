@@ -75,6 +75,8 @@ class Registered:
     errors: list[str] = field(default_factory=list)
     staleness: float = 0.0  # sums over runs
     response: float = 0.0
+    end: int | None = None  # the instant of its latest answer
+    resumed: int | None = None  # restored: the instant answered last before the restart (not answered again)
 
 
 class QueryManager:
@@ -165,21 +167,29 @@ class QueryManager:
                     out.append((first + i, int(rows["ts"][i]), int(rows["sign"][i]), {c: rows[c][i].item() if hasattr(rows[c][i], "item") else rows[c][i] for c in cols}))
             return out
 
-    def save(self, path: str | Path) -> None:
-        """Write the registered queries (name, query, priority, rows answered so far) to ``path`` as JSON,
-        whole or not at all; :meth:`restore` registers them again (a restarted service resumes them)."""
+    def entries(self) -> list[dict]:
+        """The registered queries as :meth:`save` writes them (taken under the registry's lock)."""
         with self.lock:
-            entries = [{"name": r.name, "query": r.query.text, "priority": r.priority, "seq": r.seq} for r in self.queries.values()]
+            return [{"name": r.name, "query": r.query.text, "priority": r.priority, "seq": r.seq, "end": r.end} for r in self.queries.values()]
+
+    def save(self, path: str | Path, entries: list[dict] | None = None) -> None:
+        """Write the registered queries (name, query, priority, rows answered so far, the instant of the latest
+        answer; ``entries``: as :meth:`entries` gave them earlier) to ``path`` as JSON, whole or not at all;
+        :meth:`restore` registers them again (a restarted service resumes them)."""
+        entries = self.entries() if entries is None else entries
         write_atomic(path, json.dumps({"queries": entries}, indent=1).encode(), "state")
 
     def restore(self, path: str | Path) -> list[str]:
-        """Register the queries :meth:`save` wrote; their sequence numbers go on from where they were."""
+        """Register the queries :meth:`save` wrote; their sequence numbers go on from where they were, and a window
+        they answered is not answered again (with the windows kept, :mod:`slidewise.manager.snapshot`)."""
         try:
             entries = json.loads(Path(path).read_text())["queries"]
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ExecutionError(f"cannot read the query manager's state {path}: {e}", hint="delete it to start with no registered queries") from None
         for entry in entries:
-            self.register(entry["name"], entry["query"], entry.get("priority", 0)).seq = int(entry.get("seq", 0))
+            reg = self.register(entry["name"], entry["query"], entry.get("priority", 0))
+            reg.seq, reg.end = int(entry.get("seq", 0)), entry.get("end")
+            reg.resumed = reg.end
         return [entry["name"] for entry in entries]
 
     # -- ingestion ------------------------------------------------------------------------------
@@ -282,15 +292,17 @@ class QueryManager:
 
     def execute(self, regs: list[Registered]) -> Txn | None:
         """One read transaction for queries of one group (the longest window); each answers its own, the
-        queries of one signature from one merge of the reads and one sort of each window's frequencies
+        queries of one signature from one merge of the reads and one top-k ranking of each window's frequencies
         (:class:`~slidewise.manager.queries.Shared`). The committed transaction (None: no query)."""
         if not regs:
             return None
         first = regs[0].query
         tx = self.tx[first.spec.source]
         txn = tx.run(tx.start(max(r.query.nk for r in regs), first.read, max(r.priority for r in regs)))
-        parts, shared = txn.partials(), Shared()
+        parts, shared = txn.partials(), Shared([r.query for r in regs])
         for reg in regs:
+            if reg.resumed is not None and txn.end <= reg.resumed:
+                continue  # answered before the restart (its windows were kept)
             try:
                 rows = reg.query.answer(parts, txn.end, shared)
             except (SlidewiseError, ArithmeticError, ValueError, TypeError) as e:  # one failing query does not stop the others
@@ -299,6 +311,7 @@ class QueryManager:
                 continue
             with self.lock:
                 reg.runs += 1
+                reg.end = txn.end
                 reg.staleness += txn.staleness
                 reg.response += txn.committed - txn.started
                 if rows is not None and len(rows["ts"]):

@@ -20,7 +20,8 @@ counts per (group, value) pair (:class:`Frequencies`), whatever their k or p, so
 all of them over one attribute share one synopsis. The queries of one joint
 execution (:class:`Shared`) merge their reads once per signature, each
 answering over its own youngest sub-windows, and the TOPK queries of one window
-share its sort (Golab's thesis §8.3.1, CS1-CS2, and §8.4.4's post-processing).
+share its ranking: a linear selection of the largest k they ask, then a sort of
+those only (Golab's thesis §8.3.1, CS1-CS2, and §8.4.4's post-processing).
 """
 
 from __future__ import annotations
@@ -181,7 +182,8 @@ class Compiled:
             if isinstance(acc, Distinct):
                 acc.pairs(*merged.pairs[i], len(merged.uniq[0]) if merged.uniq else 1)
             synopsis = running.windows if i == 0 else self.answers.synopses[i - 1]
-            values.append(shared.value(acc, synopsis, shared.state(merged, i, acc), lo, hi))
+            depth = shared.depth(self, i, acc) if isinstance(acc, TopK) else 0
+            values.append(shared.value(acc, synopsis, shared.state(merged, i, acc), lo, hi, depth))
         out: list[dict] = []
         self.answers.emit = out.append
         self.answers.conclude(merged.uniq, values, np.array([end], np.int64))
@@ -190,14 +192,21 @@ class Compiled:
 
 class Shared:
     """What the queries of one joint execution share (over the same reads): the merge of each signature's
-    partials, each window's state and each window's sort of its frequencies (:meth:`TopK.rank`), and the work
-    counted: ``merged`` entries and ``ranked`` (entries sorted times log2 of them, and the probes of the
-    quantiles' binary searches)."""
+    partials, each window's state and each window's top-k ranking (:meth:`TopK.rank`), and the work counted:
+    ``merged`` entries and ``ranked`` (what the rankings did, and the probes of the quantiles' binary
+    searches). ``queries``: those of the execution; a window's ranking selects the largest k they ask of it
+    (§8.4.4: only the top-k largest counts are needed), ranked again deeper if a query not declared asks more."""
 
-    def __init__(self) -> None:
+    def __init__(self, queries: list[Compiled] | tuple = ()) -> None:
         self.merges: dict = {}
         self.memo: dict = {}
         self.work = {"merged": 0.0, "ranked": 0.0}
+        self.depths: dict = {}  # (signature, window, aggregate) -> the largest k asked of it
+        for q in queries:
+            for i, st in enumerate(q.answers.states):
+                if st is not None and isinstance(st[0], TopK):
+                    key = (q.signature, q.nk, i)
+                    self.depths[key] = max(self.depths.get(key, 0), st[0].k)
 
     def merged(self, query: Compiled, reads: list) -> Merged | None:
         key = (query.signature, id(reads))
@@ -216,16 +225,22 @@ class Shared:
             self.memo[key] = acc.from_counts(merged.states[i])
         return self.memo[key]
 
-    def value(self, acc: Accumulator, synopsis: Callable, part: tuple, lo: np.ndarray, hi: np.ndarray) -> tuple:
-        """``acc``'s value over the window of pane rows ``[lo, hi)`` of ``part`` (a TOPK's sort made once)."""
+    def depth(self, query: Compiled, i: int, acc: TopK) -> int:
+        """How deep to rank the window of ``query``'s aggregate ``i``: the largest k asked of it."""
+        return max(self.depths.get((query.signature, query.nk, i), 0), acc.k)
+
+    def value(self, acc: Accumulator, synopsis: Callable, part: tuple, lo: np.ndarray, hi: np.ndarray, depth: int = 0) -> tuple:
+        """``acc``'s value over the window of pane rows ``[lo, hi)`` of ``part`` (a TOPK's ranking made once,
+        ``depth`` deep)."""
         if isinstance(acc, TopK):
             key = ("rank", id(part), int(lo[0]), int(hi[0]))
-            if key not in self.memo:
+            depth = max(depth, acc.k)
+            if key not in self.memo or self.memo[key][0] < depth:
                 state = synopsis(acc, part, lo, hi, self.memo)
-                n = int(np.count_nonzero(state[0]))
-                self.work["ranked"] += n * np.log2(n + 1)
-                self.memo[key] = acc.rank(state)
-            return acc.top(self.memo[key])
+                ranking = acc.rank(state, depth)
+                self.work["ranked"] += ranking[2]
+                self.memo[key] = (depth, ranking)
+            return acc.top(self.memo[key][1])
         if isinstance(acc, Quantile):
             self.work["ranked"] += 2 * acc.groups * np.log2(acc.width + 1)  # two binary searches per group
         return synopses.values(synopsis, acc, part, lo, hi, self.memo)

@@ -2,10 +2,12 @@
 
 The state directory (``--state DIR``) holds ``queries.json`` (the registered queries and their sequence
 numbers, :meth:`~slidewise.manager.core.QueryManager.save`, rewritten at every change), ``offsets.json``
-(how far each source file was read), ``results/NAME.jsonl`` (every answered row, appended by the
-ingestion thread) and ``rejects.csv`` (rejected input rows with reasons, written at stop). A service
-started again with the same directory registers its queries again, reads the sources on from the saved
-offsets and numbers new answers after the old ones (the windows refill from there on).
+(how far each source file or topic partition was read), ``windows/`` (the windows' contents with the offsets
+they were read to, :mod:`slidewise.manager.snapshot`, written when they moved), ``results/NAME.jsonl`` (every
+answered row, appended by the ingestion thread) and ``rejects.csv`` (rejected input rows with reasons, written
+at stop). A service started again with the same directory registers its queries again, puts the windows back,
+reads the sources on from their offsets and numbers new answers after the old ones: it answers as an
+uninterrupted service would.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from pathlib import Path
 import numpy as np
 
 from slidewise.errors import ExecutionError, OptionError, SlidewiseError
+from slidewise.kafka.uri import is_kafka
+from slidewise.manager import snapshot
 from slidewise.manager.core import QueryManager
 from slidewise.runtime.outputs import write_atomic
-from slidewise.serve.tail import Tail
+from slidewise.serve.tail import KafkaTail, Tail
 
 __all__ = ["Service", "plain"]
 
@@ -41,7 +45,7 @@ def plain(value):
 
 
 class Service:
-    """Streams ``sources`` (name -> file or directory) into a :class:`QueryManager` of ``n`` sub-windows of ``t``."""
+    """Streams ``sources`` (name -> file, directory or ``kafka://`` topic) into a :class:`QueryManager` of ``n`` sub-windows of ``t``."""
 
     def __init__(
         self,
@@ -60,7 +64,7 @@ class Service:
         archive_memory: float | None = None,
     ):
         if not sources:
-            raise OptionError("slidewise serve needs at least one --source NAME=PATH|DIR", hint="e.g. --source S=traffic.csv")
+            raise OptionError("slidewise serve needs at least one --source NAME=PATH|DIR|kafka://HOST:PORT/TOPIC", hint="e.g. --source S=traffic.csv")
         self.state = Path(state) if state is not None else None
         #: an archive directory (``run --archive``) that ``GET /archive/probe`` reads, reopened per probe
         self.archive = Path(archive) if archive is not None else None
@@ -70,10 +74,14 @@ class Service:
         #: the budget of a probe's working set (``--archive-memory``), MB
         self.archive_memory = archive_memory
         offsets: dict[str, dict[str, int]] = {}
+        saved = None
         if self.state is not None:
             self.state.mkdir(parents=True, exist_ok=True)
             (self.state / "results").mkdir(exist_ok=True)
-            if (self.state / "offsets.json").exists():
+            saved = snapshot.extra(self.state / "windows")
+            if saved is not None:  # the windows and the offsets they were read to
+                offsets = saved["offsets"]
+            elif (self.state / "offsets.json").exists():
                 try:
                     offsets = json.loads((self.state / "offsets.json").read_text())
                 except (OSError, ValueError) as e:
@@ -81,7 +89,8 @@ class Service:
                         f"cannot read the sources' offsets {self.state / 'offsets.json'}: {e}", hint="delete it to read the sources from their start"
                     ) from None
         self.tails = {
-            name: Tail(name, path, ts_column=ts_column, ts_unit=ts_unit, schema=(schemas or {}).get(name), offsets=offsets.get(name)) for name, path in sources.items()
+            name: (KafkaTail if is_kafka(path) else Tail)(name, path, ts_column=ts_column, ts_unit=ts_unit, schema=(schemas or {}).get(name), offsets=offsets.get(name))
+            for name, path in sources.items()
         }
         self.qm = QueryManager({name: tail.kinds for name, tail in self.tails.items()}, t, n, isolation=isolation, scheduling=scheduling)
         self.poll = poll
@@ -94,21 +103,24 @@ class Service:
         if self.state is not None and (self.state / "queries.json").exists():
             for name in self.qm.restore(self.state / "queries.json"):
                 self.logged[name] = self.qm.queries[name].seq
+        if saved is not None and self.state is not None:
+            snapshot.load(self.qm, self.state / "windows")
+        self._saved = self._moved()
 
     # -- queries --------------------------------------------------------------------------------
 
     def register(self, name: str, text: str, priority: int = 0) -> None:
-        self.qm.register(name, text, priority)
-        self.logged[name] = 0
-        with self._io:
+        with self._io:  # not while the answers are persisted: a new query's file starts empty
+            self.qm.register(name, text, priority)
+            self.logged[name] = 0
             if self.state is not None:
                 (self.state / "results" / f"{name}.jsonl").unlink(missing_ok=True)
         self._save()
 
     def remove(self, name: str) -> None:
-        self.qm.remove(name)
-        self.logged.pop(name, None)
         with self._io:
+            self.qm.remove(name)
+            self.logged.pop(name, None)
             if self.state is not None:
                 (self.state / "results" / f"{name}.jsonl").unlink(missing_ok=True)
         self._save()
@@ -161,6 +173,9 @@ class Service:
         if self._thread is not None:
             self._thread.join()
         self.qm.stop()
+        for tail in self.tails.values():
+            if isinstance(tail, KafkaTail):
+                tail.close()
         self._persist()
         self._save()
         if self.state is not None:
@@ -179,26 +194,36 @@ class Service:
             self._persist()
             self._stop.wait(self.poll)
 
-    def _persist(self) -> None:
-        """Append new answers to the results files and save the offsets."""
+    def _persist(self, windows: bool = True) -> None:
+        """Append new answers to the results files, snapshot the windows with the offsets (``windows``: on the
+        ingestion thread, or once it stopped), then save the queries as of those answers (a service killed at
+        any point restarts with consistent files)."""
         if self.state is None:
             return
         with self._io:
-            for name in list(self.logged):
-                if name not in self.qm.queries:
-                    continue
-                new = self.qm.results(name, self.logged[name])
-                if new:
+            with self.qm.lock:  # the answers and the queries' sequence numbers and instants, together
+                queries = self.qm.entries()
+                new = {name: self.qm.results(name, self.logged[name]) for name in self.logged if name in self.qm.queries}
+            for name, rows in new.items():
+                if rows:
                     with open(self.state / "results" / f"{name}.jsonl", "a") as fh:
-                        fh.write("".join(json.dumps({"seq": s, "ts": ts, "sign": sign, "row": plain(row)}, default=str) + "\n" for s, ts, sign, row in new))
-                    self.logged[name] = new[-1][0]
-            write_atomic(self.state / "offsets.json", json.dumps({n: t.offsets() for n, t in self.tails.items()}).encode(), "state")
-            self.qm.save(self.state / "queries.json")  # sequence numbers at least those of the results files
+                        fh.write("".join(json.dumps({"seq": s, "ts": ts, "sign": sign, "row": plain(row)}, default=str) + "\n" for s, ts, sign, row in rows))
+                    self.logged[name] = rows[-1][0]
+            if windows:
+                offsets = {n: t.offsets() for n, t in self.tails.items()}
+                if self._moved() != self._saved:  # the windows with the offsets they were read to
+                    snapshot.save(self.qm, self.state / "windows", {"offsets": offsets})
+                    self._saved = self._moved()
+                write_atomic(self.state / "offsets.json", json.dumps(offsets).encode(), "state")
+            self.qm.save(self.state / "queries.json", queries)
+
+    def _moved(self) -> tuple:
+        """Where the windows are: each stream's next version and rows in its open sub-window."""
+        return tuple((w.next_version, sum(len(p["ts"]) for p in self.qm.buffers[s])) for s, w in self.qm.windows.items())
 
     def _save(self) -> None:
-        if self.state is not None:
-            with self._io:
-                self.qm.save(self.state / "queries.json")
+        """The registered queries saved (with their answers so far), on a thread that does not append."""
+        self._persist(windows=False)
 
 
 def serve(service: Service, host: str, port: int) -> None:
