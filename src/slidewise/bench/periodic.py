@@ -243,8 +243,11 @@ def conclusions(report: dict) -> dict:
         return round(a / b, 3) if b else None
 
     def best(rate: str, n: int, k: str) -> str:
-        pick = max if k == "throughput" else min
-        return pick(POLICIES, key=lambda p: (g(rate, n, p, k), p == "hybrid-late-pending") if k == "throughput" else (g(rate, n, p, k), p != "hybrid-late-pending"))
+        """The policy with the best ``k`` (``tie: a, b`` when several share it: none is the best)."""
+        values = {p: g(rate, n, p, k) for p in POLICIES}
+        top = (max if k == "throughput" else min)(values.values())
+        winners = [p for p, v in values.items() if v == top]
+        return winners[0] if len(winners) == 1 else "tie: " + ", ".join(winners)
 
     ranking, cheap = "ranking", "cheap refreshes"
     findings = {  # name -> rates, measure(rate, n), test(measured), the reason when it does not hold
