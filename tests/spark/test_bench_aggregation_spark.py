@@ -18,6 +18,8 @@ def test_aggregation_bench_on_spark_smoke(spark, tmp_path, capsys):
     n = 3000
     path = write_streams(generate([1], DISTINCT, n, seed=0), tmp_path, "parquet", names=["S"])[0]
     local_out = str(tmp_path / "local.parquet")
+    keys = ("spark.sql.streaming.stateStore.providerClass", "spark.sql.shuffle.partitions", "spark.driver.extraJavaOptions")
+    before = {k: spark.conf.get(k, None) for k in keys}
     slidewise.run(QUERY, {"S": str(path)}, out=local_out)
     got = run_spark_systems(pd.read_parquet(path), local_out, tmp_path, batch=750, window_tuples=n // 2, window_batch=750, isolate=False)
     checks = got["checks"]
@@ -28,7 +30,7 @@ def test_aggregation_bench_on_spark_smoke(spark, tmp_path, capsys):
         "750 tuples per micro-batch; groupBy(window(et, '1000 seconds', '10 seconds', '1 second'), a).count(); withWatermark(et, '0 seconds')"
         in (settings["Spark window()"])
     )
-    assert spark.conf.get("spark.sql.streaming.stateStore.providerClass").endswith("RocksDBStateStoreProvider")  # window()'s own, restored
+    assert {k: spark.conf.get(k, None) for k in keys} == before  # both systems' settings restored on the running session
     assert got["slidewise-spark"]["finished"] and got["spark-window"]["finished"]
     assert checks["slidewise on Spark equals local"] and checks["Spark window() equals local"]
     assert checks["Spark window() compared over"].startswith("the first 1,500 tuples: windows ts <= 1499 (")

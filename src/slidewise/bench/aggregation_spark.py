@@ -103,13 +103,34 @@ def state_peaks(progress: list[dict]) -> dict:
 # ---------------------------------------------------------------- children (fresh processes)
 
 
-def slidewise_spark_child(spec: dict, send) -> dict:
-    from slidewise.spark.plan_runner import start_plan_spark
+def child_session(conf: dict, jvm: dict | None = None) -> tuple:
+    """The session of a system's run and the seconds it took: in a fresh process a new one with ``conf``
+    (and driver JVM options ``jvm``); in a process with a running session (``isolate=False``), that
+    session, its JVM options left as they are (a running JVM keeps them)."""
+    from pyspark.sql import SparkSession
+
     from slidewise.spark.session import get_session
 
     t = time.perf_counter()
-    session = get_session("local[2]", {**CONF, **SLIDEWISE_CONF})
-    session_s = time.perf_counter() - t
+    active = SparkSession.getActiveSession()
+    session = active if active is not None else get_session("local[2]", {**CONF, **conf, **(jvm or {})})
+    return session, time.perf_counter() - t
+
+
+def runtime(conf: dict) -> dict:
+    """The settings of a run that :func:`settings` sets on a running session (and restores after)."""
+    return {"spark.sql.shuffle.partitions": CONF["spark.sql.shuffle.partitions"], **conf}
+
+
+def slidewise_spark_child(spec: dict, send) -> dict:
+    session, session_s = child_session(SLIDEWISE_CONF)
+    with settings(session, runtime(SLIDEWISE_CONF)):
+        return _slidewise(session, spec, session_s)
+
+
+def _slidewise(session, spec: dict, session_s: float) -> dict:
+    from slidewise.spark.plan_runner import start_plan_spark
+
     t, cpu = time.perf_counter(), cpu_seconds(session)
     run = start_plan_spark(QUERY, {"S": spec["input"]}, spark=session, out=spec["out"], collect=False, once=True, max_files_per_trigger=1, checkpoint=spec["checkpoint"])
     run.wait()
@@ -182,12 +203,8 @@ def jvm_peak_rss_mb(session) -> float | None:
 
 
 def window_child(spec: dict, send) -> dict:
-    from slidewise.spark.session import get_session
-
-    t = time.perf_counter()
-    session = get_session("local[2]", {**CONF, **default_jvm()})
-    session_s = time.perf_counter() - t
-    with settings(session, WINDOW_CONF):
+    session, session_s = child_session(WINDOW_CONF, default_jvm())
+    with settings(session, runtime(WINDOW_CONF)):
         return _window(session, spec, session_s)
 
 
