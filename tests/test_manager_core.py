@@ -213,3 +213,22 @@ def test_topk_and_quantile_queries_share_one_merge_and_one_sort_per_window():
 def top(values: pd.Series, k: int) -> str:
     counts = values.value_counts()
     return ",".join(str(v) for v in sorted(counts.index, key=lambda v: (-counts[v], v))[:k])
+
+
+def test_null_text_group_keys_group_as_on_the_local_engine():
+    """A null text key (None or NaN) is one group, the empty text, as slidewise's readers and the local engine
+    make it; its rows are answered, not dropped, and the manager does not crash."""
+    from slidewise.api import run
+
+    text = "SELECT RSTREAM(S.k, COUNT(*) AS c, TOPK(1, S.v) AS t, MEDIAN(S.v) AS m) FROM S [RANGE 19 SLIDE 10] GROUP BY S.k"
+    rows = {"ts": [1, 2, 3, 4, 12, 13, 25], "k": ["a", None, "b", np.nan, None, "a", "b"], "v": [1, 2, 3, 4, 5, 5, 7]}
+    qm = QueryManager({"S": {"k": "str", "v": "int"}}, T, N)
+    qm.register("q", text)
+    qm.append("S", np.array(rows["ts"][:-1]), {"k": np.array(rows["k"][:-1], object), "v": np.array(rows["v"][:-1])})
+    qm.advance("S", 20)
+    qm.run_due()
+    got = {r[3]["S.k"]: (r[3]["c"], r[3]["t"], r[3]["m"]) for r in qm.results("q") if r[1] == 19}
+    assert got == {"": (3, "2", 4.0), "a": (2, "1", 3.0), "b": (1, "3", 3.0)}
+    local = run(text, {"S": rows}, ts_unit="raw").results
+    at = local[local.ts == 20].sort_values("S.k")  # the local engine's window (0, 20] ends at 20: the same rows
+    assert {k: (c, t, m) for k, c, t, m in zip(at["S.k"], at.c, at.t, at.m)} == got

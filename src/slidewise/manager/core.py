@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from slidewise.cql.queryfile import NAME
 from slidewise.errors import ExecutionError, QueryError, SlidewiseError
@@ -201,6 +202,7 @@ class QueryManager:
         ts = np.asarray(ts, np.int64)
         if not len(ts):
             return
+        cols = {a: _text(v) if self.schemas[stream].get(a) == "str" else v for a, v in cols.items()}
         start = self.open[stream]
         if start is None:
             start = self.open[stream] = self.windows[stream].origin = int(ts[0]) // self.t * self.t
@@ -370,3 +372,14 @@ class QueryManager:
                 "result_rows_kept": sum(r.kept for r in self.queries.values()),
                 "queries": per_query,
             }
+
+
+def _text(values) -> np.ndarray:
+    """A text column with its nulls (None, NaN) as the empty text: slidewise's readers read missing text so,
+    and a null GROUP BY key is one group, as on the local engine."""
+    values = np.asarray(values, object)
+    null = pd.isna(values)
+    if null.any():
+        values = values.copy()
+        values[null] = ""
+    return values
