@@ -293,16 +293,17 @@ class QueryManager:
             done += 1
 
     def execute(self, regs: list[Registered]) -> Txn | None:
-        """One read transaction for queries of one group (the longest window); each answers its own, the
-        queries of one signature from one merge of the reads and one top-k ranking of each window's frequencies
-        (:class:`~slidewise.manager.queries.Shared`). The committed transaction (None: no query)."""
+        """One read transaction for queries of one group (the longest window); each answers its own, shorter
+        windows first, the queries of one signature from one scan of the reads from the youngest and one top-k
+        ranking of each window's frequencies (:class:`~slidewise.manager.queries.Shared`; Golab's thesis §8.4.3 answers
+        the shorter windows of a CS2 group first). The committed transaction (None: no query)."""
         if not regs:
             return None
         first = regs[0].query
         tx = self.tx[first.spec.source]
         txn = tx.run(tx.start(max(r.query.nk for r in regs), first.read, max(r.priority for r in regs)))
         parts, shared = txn.partials(), Shared([r.query for r in regs])
-        for reg in regs:
+        for reg in sorted(regs, key=lambda r: r.query.nk):  # shorter windows first: one scan from the youngest read
             if reg.resumed is not None and txn.end <= reg.resumed:
                 continue  # answered before the restart (its windows were kept)
             try:

@@ -26,12 +26,10 @@ those only (Golab's thesis §8.3.1, CS1-CS2, and §8.4.4's post-processing).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from slidewise import synopses
 from slidewise.cql.parser import parse_plan
 from slidewise.errors import QueryError
 from slidewise.manager.window import SubWindow
@@ -42,7 +40,6 @@ from slidewise.plan.logical import Plan, Scan
 from slidewise.plan.prune import prune_columns
 from slidewise.runtime.pane_engine import WindowAnswers, encode_groups
 from slidewise.runtime.sources.base import KIND_DTYPE
-from slidewise.synopses import running
 
 __all__ = ["ACCESS", "Compiled", "Shared", "compile_query"]
 
@@ -63,15 +60,28 @@ class Frequencies:
 
 
 @dataclass
+class Entries:
+    """The frequency counters of a joint execution's reads (oldest first): read ``r``'s are
+    ``pair[offsets[r]:offsets[r + 1]]`` (columns of the merged pairs, ``width`` of them) with ``count``."""
+
+    offsets: np.ndarray
+    pair: np.ndarray
+    count: np.ndarray
+    width: int
+
+
+@dataclass
 class Merged:
     """The partials of one joint execution's reads (oldest first) in one encoding: ``uniq`` the groups of them
-    all, ``states`` one (reads x groups, or x pairs) state per aggregate as :meth:`WindowAnswers.partials`
-    (frequencies as counts), ``pairs`` the (pair group, pair value) of each frequency state."""
+    all, ``states`` per aggregate its (reads x groups) state as :meth:`WindowAnswers.partials` does, or for a
+    frequency aggregate its :class:`Entries`; ``pairs`` the (pair group, pair value) of each frequency state;
+    ``sizes`` the groups present in each read (what merging it into a window's state costs)."""
 
     uniq: list[np.ndarray]
     states: list
     pairs: dict[int, tuple[np.ndarray, np.ndarray]]
-    merged: int  # entries merged (the scan's work)
+    sizes: np.ndarray
+    reads: int
 
 
 @dataclass(eq=False)
@@ -135,7 +145,6 @@ class Compiled:
         bounds = np.cumsum([0] + sizes)
         states: list = []
         pairs: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        merged = 0
         for i, st in enumerate(self.answers.states):
             if st is None:
                 states.append(None)
@@ -143,14 +152,12 @@ class Compiled:
                 freqs = [parts[i] for _, parts in reads]
                 group = np.concatenate([codes[bounds[r] : bounds[r + 1]][f.group] for r, f in enumerate(freqs)])
                 value = np.concatenate([f.value for f in freqs])
-                lengths = [len(f.counts) for f in freqs]
                 uval, vcode = np.unique(value, return_inverse=True)
-                upair, pcode = np.unique(group * max(len(uval), 1) + vcode.reshape(-1), return_inverse=True)
-                counts = np.zeros((len(reads), len(upair)), np.int32)
-                counts[np.repeat(np.arange(len(reads)), lengths), pcode.reshape(-1)] = np.concatenate([f.counts for f in freqs])
-                states.append(counts)
-                pairs[i] = (upair // max(len(uval), 1), uval[upair % max(len(uval), 1)] if len(uval) else uval)
-                merged += len(value)
+                step = max(len(uval), 1)
+                upair, pcode = np.unique(group * step + vcode.reshape(-1), return_inverse=True)
+                offsets = np.cumsum([0] + [len(f.counts) for f in freqs])
+                states.append(Entries(offsets, pcode.reshape(-1), np.concatenate([f.counts for f in freqs]), len(upair)))
+                pairs[i] = (upair // step, uval[upair % step] if len(uval) else uval)
             else:
                 full = st[0].identity((len(reads), width))
                 for r, (_, parts) in enumerate(reads):
@@ -158,21 +165,20 @@ class Compiled:
                     for whole, part in zip(full, parts[i]):
                         whole[r, cols] = part[0]
                 states.append(full)
-                merged += int(bounds[-1])
-        return Merged(uniq, states, pairs, merged)
+        return Merged(uniq, states, pairs, np.asarray(sizes, np.int64), len(reads))
 
     def answer(self, reads: list, end: int, shared: Shared | None = None) -> dict[str, np.ndarray] | None:
         """The answer over the youngest ``nk`` of ``reads`` (partials, oldest first) at instant ``end``:
         columns with ``ts`` and ``sign`` (None: no row). Queries of one signature answered with one ``shared``
-        over the same reads merge them once and sort each window's frequencies once (Golab's thesis §8.3.1,
-        CS1-CS2: one scan of the synopsis from the youngest interval answers every window along the way)."""
+        over the same reads share one scan of them from the youngest (Golab's thesis §8.3.1, CS2), each window's
+        state and each window's top-k ranking."""
         shared = Shared() if shared is None else shared
         if not reads:
             return None
         merged = shared.merged(self, reads)
         if merged is None:
             return None
-        lo, hi = np.array([max(0, len(reads) - self.nk)]), np.array([len(reads)])
+        size = min(self.nk, len(reads))
         values = []
         for i, st in enumerate(self.answers.states):
             if st is None:
@@ -181,9 +187,8 @@ class Compiled:
             acc = st[0]
             if isinstance(acc, Distinct):
                 acc.pairs(*merged.pairs[i], len(merged.uniq[0]) if merged.uniq else 1)
-            synopsis = running.windows if i == 0 else self.answers.synopses[i - 1]
             depth = shared.depth(self, i, acc) if isinstance(acc, TopK) else 0
-            values.append(shared.value(acc, synopsis, shared.state(merged, i, acc), lo, hi, depth))
+            values.append(shared.value(acc, merged, i, size, depth))
         out: list[dict] = []
         self.answers.emit = out.append
         self.answers.conclude(merged.uniq, values, np.array([end], np.int64))
@@ -191,11 +196,15 @@ class Compiled:
 
 
 class Shared:
-    """What the queries of one joint execution share (over the same reads): the merge of each signature's
-    partials, each window's state and each window's top-k ranking (:meth:`TopK.rank`), and the work counted:
-    ``merged`` entries and ``ranked`` (what the rankings did, and the probes of the quantiles' binary
-    searches). ``queries``: those of the execution; a window's ranking selects the largest k they ask of it
-    (§8.4.4: only the top-k largest counts are needed), ranked again deeper if a query not declared asks more."""
+    """What the queries of one joint execution share (over the same reads): the encoding of each signature's
+    partials, one scan of them from the youngest read that gives each window's state on the way (Golab's
+    thesis §8.3.1, CS2: a window of ``nk`` reads is the one of the next shorter window merged with the reads
+    between them), each window's top-k ranking (:meth:`TopK.rank`) and quantiles' running counts, and the
+    work counted: ``merged`` (one unit per counter, or group, of a read merged into the scan: each read's once
+    however many windows the queries ask) and ``ranked`` (what the rankings did; a quantile: one unit per
+    counter of its window summed once, and the probes of two binary searches per group). ``queries``: those of
+    the execution; a window's ranking selects the largest k they ask of it (§8.4.4: only the top-k largest
+    counts are needed), ranked again deeper if a query not declared asks more."""
 
     def __init__(self, queries: list[Compiled] | tuple = ()) -> None:
         self.merges: dict = {}
@@ -211,39 +220,62 @@ class Shared:
     def merged(self, query: Compiled, reads: list) -> Merged | None:
         key = (query.signature, id(reads))
         if key not in self.merges:
-            found = query.merge(reads)
-            self.merges[key] = (reads, found)  # the reads kept: their id stays theirs
-            self.work["merged"] += 0 if found is None else found.merged
+            self.merges[key] = (reads, query.merge(reads))  # the reads kept: their id stays theirs
         return self.merges[key][1]
-
-    def state(self, merged: Merged, i: int, acc: Accumulator) -> tuple:
-        """State ``i`` of ``merged`` as ``acc`` keeps it (frequencies: :meth:`~Distinct.from_counts`), made once."""
-        if i not in merged.pairs or not isinstance(acc, Distinct):
-            return merged.states[i]
-        key = ("state", id(merged), i, acc.share_key)
-        if key not in self.memo:
-            self.memo[key] = acc.from_counts(merged.states[i])
-        return self.memo[key]
 
     def depth(self, query: Compiled, i: int, acc: TopK) -> int:
         """How deep to rank the window of ``query``'s aggregate ``i``: the largest k asked of it."""
         return max(self.depths.get((query.signature, query.nk, i), 0), acc.k)
 
-    def value(self, acc: Accumulator, synopsis: Callable, part: tuple, lo: np.ndarray, hi: np.ndarray, depth: int = 0) -> tuple:
-        """``acc``'s value over the window of pane rows ``[lo, hi)`` of ``part`` (a TOPK's ranking made once,
-        ``depth`` deep)."""
+    def window(self, acc: Accumulator, merged: Merged, i: int, size: int) -> tuple:
+        """State ``i`` over the youngest ``size`` reads of ``merged``: the scan from the youngest read goes on
+        from the longest window it reached (a shorter window asked after it starts a new scan)."""
+        key = ("scan", id(merged), i)
+        scan = self.memo.get(key)
+        if scan is None or (scan["at"] > size and size not in scan["windows"]):
+            scan = self.memo[key] = {"at": 0, "state": None, "windows": {}}
+        if size in scan["windows"]:
+            return scan["windows"][size]
+        n, part, at = merged.reads, merged.states[i], scan["at"]
+        if isinstance(part, Entries):
+            lo, hi = int(part.offsets[n - size]), int(part.offsets[n - at])
+            add = np.bincount(part.pair[lo:hi], weights=part.count[lo:hi], minlength=part.width).astype(np.int32)
+            state = (add if scan["state"] is None else scan["state"] + add,)
+            counts = state[0]
+            self.work["merged"] += hi - lo
+        else:
+            state = scan["state"]
+            for r in range(n - at - 1, n - size - 1, -1):  # youngest first
+                row = tuple(c[r : r + 1] for c in part)
+                state = row if state is None else acc.merge(state, row)
+            self.work["merged"] += float(merged.sizes[n - size : n - at].sum())
+            counts = state
+        scan["at"], scan["state"] = size, counts if isinstance(part, Entries) else state
+        found = scan["windows"][size] = (counts[None, :],) if isinstance(part, Entries) else state
+        return found
+
+    def value(self, acc: Accumulator, merged: Merged, i: int, size: int, depth: int = 0) -> tuple:
+        """``acc``'s value over the youngest ``size`` reads (a TOPK's ranking made once, ``depth`` deep; a
+        quantile's running counts once per window)."""
+        state = self.window(acc, merged, i, size)
         if isinstance(acc, TopK):
-            key = ("rank", id(part), int(lo[0]), int(hi[0]))
+            key = ("rank", id(merged), i, size)
             depth = max(depth, acc.k)
             if key not in self.memo or self.memo[key][0] < depth:
-                state = synopsis(acc, part, lo, hi, self.memo)
                 ranking = acc.rank(state, depth)
                 self.work["ranked"] += ranking[2]
                 self.memo[key] = (depth, ranking)
             return acc.top(self.memo[key][1])
-        if isinstance(acc, Quantile):
-            self.work["ranked"] += 2 * acc.groups * np.log2(acc.width + 1)  # two binary searches per group
-        return synopses.values(synopsis, acc, part, lo, hi, self.memo)
+        if isinstance(acc, Distinct):
+            key = ("state", id(merged), i, size, acc.share_key)
+            if key not in self.memo:
+                self.memo[key] = acc.from_counts(state[0])
+                if isinstance(acc, Quantile):
+                    self.work["ranked"] += np.count_nonzero(state[0])  # the window's counters summed in value order
+            state = self.memo[key]
+            if isinstance(acc, Quantile):
+                self.work["ranked"] += 2 * acc.groups * np.log2(acc.width + 1)  # two binary searches per group
+        return acc.value(state)
 
 
 def compile_query(text: str, schemas: dict[str, dict[str, str]], t: int, n: int, *, one_time: bool = False, access: str = "synopsis") -> Compiled:
