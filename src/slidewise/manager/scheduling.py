@@ -116,6 +116,7 @@ class Query:
     since: int = 0  # updates since it last ran
     runs: int = 0
     late: int = 0  # sum of latencies
+    overdue: int = 0  # re-executions with a latency above 0
 
 
 @dataclass
@@ -230,6 +231,7 @@ class PeriodicScheduler:
         for name in names:
             q = self.queries[name]
             q.late += max(0, q.since - q.period)
+            q.overdue += q.since > q.period
             q.runs += 1
             q.since = 0
         self.executions += 1
