@@ -38,21 +38,37 @@ def test_hybrid_runs_fewer_tasks_for_more_throughput_and_no_more_latency_than_co
     assert less["holds"] or less["why"].startswith("not overloaded at low rate, 40 queries")  # nothing late: no latency to cut
 
 
-def test_aggressive_scheduling_has_throughput_but_no_less_latency_than_hybrid(report):
+def test_aggressive_scheduling_has_the_most_re_executions(report):
     """§8.5.2: aggressive scheduling refreshes every query of a group at its shortest period: more re-executions
-    than conservative scheduling, at a latency no lower than hybrid scheduling's."""
+    than hybrid and conservative scheduling; its latency against hybrid's is a finding with its reason."""
     for rate in ("low", "high"):
         assert run(report, rate, "aggressive")["runs"] >= run(report, rate, "hybrid")["runs"] > run(report, rate, "conservative")["runs"]
-        assert run(report, rate, "aggressive")["latency"] >= run(report, rate, "hybrid")["latency"]
     assert report["conclusions"]["aggressive has more throughput than conservative"]["holds"]
     more = report["conclusions"]["aggressive has more latency than hybrid"]
-    assert more["holds"] or "not overloaded at" in more["why"]
+    assert more["holds"] or "an aggressive re-execution costs" in more["why"]
+
+
+def test_the_capacity_is_hybrids_on_time_demand_with_40_queries_at_the_low_rate(report):
+    """The regime's rule (Golab's thesis §8.5.2, §8.5.4), stated in the JSON: hybrid scheduling is at its capacity
+    there, conservative and no-sharing scheduling above it, and nothing runs late when tasks run on time."""
+    assert report["capacity_rule"].startswith("capacity = hybrid scheduling's on-time demand")
+    assert run(report, "low", "hybrid")["load"] == pytest.approx(1.0)
+    assert 1 < run(report, "low", "conservative")["load"] < run(report, "low", "no-sharing")["load"]
+    assert run(report, "high", "hybrid")["load"] > 1.5  # the high rate: heavier overload, one capacity
+    assert report["regime"]["low rate, 40 queries"]["conservative"]["late"] > 0
+    on_time = simulate("conservative", 16, 150, 100, capacity=None, updates=10)
+    assert on_time["latency"] == 0 == on_time["late_share"] and on_time["busy"] > 0
 
 
 def test_each_conclusion_records_what_was_measured_and_why_one_does_not_hold(report):
     for name, entry in report["conclusions"].items():
         assert set(entry["measured"]) >= {f"{rate} rate, 40 queries" for rate in ("low", "high") if name.startswith(f"{rate} rate") or " rate:" not in name}, name
-        assert entry["holds"] or ("% at the" in entry["why"] and set(entry["fails_at"]) <= set(entry["measured"]) and entry["fails_at"]), name
+        assert (
+            entry["holds"]
+            or ("% of the work" in entry["why"] or "not overloaded" in entry["why"])
+            and set(entry["fails_at"]) <= set(entry["measured"])
+            and entry["fails_at"]
+        ), name
     doubling = report["conclusions"]["low rate: hybrid at least doubles conservative's throughput"]
     ratio = run(report, "low", "hybrid")["throughput"] / run(report, "low", "conservative")["throughput"]
     assert doubling["measured"] == {"low rate, 40 queries": round(ratio, 3)} and doubling["holds"] == (ratio >= 2)
@@ -84,14 +100,14 @@ def test_bad_options_are_one_line_errors(capsys):
     assert capsys.readouterr().err.strip() == "slidewise: error: --updates must be positive, got 0"
 
 
-def test_scans_dominate_dense_sub_windows_and_ranking_by_selection_leaves_scans_most_of_the_work(report):
+def test_scans_dominate_dense_sub_windows(report):
     """Where scans dominate (1,500 tuples over 20 addresses per sub-window: dense sub-windows, few counters to
     rank) one scan of a group's longest window answers all its queries, and aggressive scheduling re-executes far
-    more queries than conservative scheduling for the same work; at the bench's rates too, with the top-k lists
-    ranked by selection (linear in the counters, a sort of k only), the scans are most of the work."""
+    more queries than conservative scheduling for the same work; at the bench's rates each query's own ranking
+    and sums are a large share of the work (the reason hybrid scheduling saves little, see the conclusions)."""
     dense = {p: simulate(p, 40, 1500, 20, capacity=60_000, updates=20) for p in ("aggressive", "conservative")}
     assert dense["aggressive"]["work"]["scan"] > dense["aggressive"]["work"]["post"]
     assert dense["aggressive"]["throughput"] > 1.5 * dense["conservative"]["throughput"]
     for rate in ("low", "high"):
-        for policy in ("conservative", "hybrid"):
-            assert run(report, rate, policy)["work"]["scan"] > 2 * run(report, rate, policy)["work"]["post"], (rate, policy)
+        work = run(report, rate, "hybrid")["work"]
+        assert work["post"] > 0.25 * sum(work.values()), rate

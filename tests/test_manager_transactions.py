@@ -309,3 +309,35 @@ def test_a_one_time_query_preempts_a_periodic_scan_between_reads():
     worker.join(10)
     assert order == [("periodic", 3), ("one-time", 3), ("one-time", 2), ("periodic", 2), ("periodic", 1), ("periodic", 0)]
     assert low.done and low.versions == [0, 1, 2, 3] and high.versions == [2, 3]
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), sizes=st.lists(st.integers(1, 6), min_size=1, max_size=5), shuffle=st.randoms(use_true_random=False))
+def test_a_joint_execution_scans_its_reads_once_from_the_youngest(seed, sizes, shuffle):
+    """Golab's thesis §8.3.1 (CS2): the queries of one synopsis over different windows share one scan of the
+    reads from the youngest, each window's state taken on the way; asked shorter windows first, each read's
+    counters are merged once, and in any order the answers are each query's alone."""
+    rng = np.random.default_rng(seed)
+    window = Window("S", T, 6)
+    for j in range(6):
+        window.write(batch(rng, j, 8))
+    texts = [
+        f"SELECT RSTREAM(S.src, TOPK({1 + i % 3}, S.bytes) AS t, MEDIAN(S.bytes) AS m, MAX(S.bytes) AS hi) FROM S [RANGE {k * T - 1} SLIDE {T}] GROUP BY S.src"
+        for i, k in enumerate(sizes)
+    ]
+    qs = [compile_query(text, SCHEMAS, T, 6) for text in texts]
+    parts = [q.read(sub) for sub in window.contents() for q in qs[:1]]
+    alone = [q.answer(parts, 59) for q in qs]
+    order = list(range(len(qs)))
+    shuffle.shuffle(order)
+    shared = Shared(qs)
+    for i in order:
+        got = qs[i].answer(parts, 59, shared)
+        assert got.keys() == alone[i].keys() and all(np.array_equal(got[c], alone[i][c]) for c in got)
+    ascending = Shared(qs)
+    for q in sorted(qs, key=lambda q: q.nk):
+        q.answer(parts, 59, ascending)
+    counters = sum(len(f.counts) for _, p in parts[-max(sizes) :] for f in p if hasattr(f, "counts"))
+    groups = sum(len(u[0]) for u, _ in parts[-max(sizes) :])
+    assert ascending.work["merged"] == counters + 2 * groups  # frequencies once, COUNT(*) and MAX per group once
+    assert shared.work["merged"] >= ascending.work["merged"]
