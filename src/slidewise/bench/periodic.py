@@ -60,15 +60,18 @@ every size, the numbers measured and, when it does not hold, why (from the
 measured demands, costs per re-execution and shares of the work). Most do not:
 hybrid's on-time demand is within a few percent of conservative's, because a
 joint execution shares the scan but not each query's ranking or sums (about
-two fifths of the work), so hybrid gains 1.1-1.25x throughput, not 2x; and
+45% of the work), so hybrid gains 1.1-1.25x throughput, not 2x; and
 aggressive scheduling, whose joint executions serve a whole group from one
-scan, has the most re-executions and the least latency.
+scan, has the most re-executions and, but for 40 queries at the low rate and
+240 at the high rate, the least latency. Late-pending sharing cuts hybrid's
+latency and raises its throughput 1.1-1.9x at the high rate.
 
 Throughput is query re-executions per second (per sub-window), early ones
 included; latency is the thesis's "average latency per query" (§8.5.1): each
 query's synopsis updates between re-executions beyond its period, averaged
 over its re-executions, then over the queries (``latency_per_run`` averages
-over all re-executions instead). Writes ``query-manager-ch8.json`` and
+over all re-executions instead; a query that never ran, ``starved``, e.g.
+14 of 240 under no-sharing at the high rate, has no latency to average). Writes ``query-manager-ch8.json`` and
 ``query-manager-ch8.png``.
 """
 

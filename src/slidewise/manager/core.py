@@ -375,7 +375,7 @@ class QueryManager:
             }
 
 
-def _text(values) -> np.ndarray:
+def _text(values: object) -> np.ndarray:
     """A text column with its nulls (None, NaN) as the empty text: slidewise's readers read missing text so,
     and a null GROUP BY key is one group, as on the local engine."""
     values = np.asarray(values, object)

@@ -259,7 +259,7 @@ class Shared:
         quantile's running counts once per window)."""
         state = self.window(acc, merged, i, size)
         if isinstance(acc, TopK):
-            key = ("rank", id(merged), i, size)
+            key: tuple = ("rank", id(merged), i, size)
             depth = max(depth, acc.k)
             if key not in self.memo or self.memo[key][0] < depth:
                 ranking = acc.rank(state, depth)
