@@ -41,6 +41,7 @@ from slidewise.optimizer.pane_plan import SlidingAggregate
 from slidewise.plan.expr import evaluate
 from slidewise.synopses import SYNOPSES, running
 from slidewise.synopses.batch import WindowBatch
+from slidewise.synopses.tuples import Tuples, attach
 
 __all__ = ["BLOCK_CELLS", "CLOCK", "SPAN_WINDOWS", "PaneRun", "TupleBuffer", "WindowAnswers", "block_length", "deliver", "select"]
 
@@ -397,7 +398,17 @@ class PaneRun(WindowAnswers):
         cuts = np.union1d(ends, ends - spec.length - 1)  # pane boundaries of the block: window ends and starts
         pane = np.searchsorted(cuts, ts, "left")  # pane i: (cuts[i-1], cuts[i]]
         shape = (len(cuts), g)
-        self.respond(ends, uniq, cuts, lambda acc, attr: acc.partial(None if attr is None else data[attr], pane, groups, shape))
+        memo: dict = {}
+        layout = Tuples(groups, g)  # the block's tuples by group (sorted when first read)
+
+        def partial(acc, attr):
+            if attr is None:
+                return acc.partial(None, pane, groups, shape)
+            st = acc.partial(data[attr], pane, groups, shape)
+            attach(memo, st, layout, data[attr])
+            return st
+
+        self.respond(ends, uniq, cuts, partial, memo)
 
 
 class TupleBuffer:

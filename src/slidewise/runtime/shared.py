@@ -32,6 +32,7 @@ from slidewise.optimizer.sharing import Group
 from slidewise.plan.expr import columns_of, evaluate
 from slidewise.runtime.pane_engine import CLOCK, PaneRun, TupleBuffer, block_length, deliver, encode_groups, select
 from slidewise.synopses.batch import WindowBatch
+from slidewise.synopses.tuples import Tuples, attach
 
 __all__ = ["SharedRun"]
 
@@ -136,11 +137,15 @@ class SharedRun:
         memo: dict = {}  # the synopses' running merges / intervals of the shared partials
         requested = [0]
 
+        layout = Tuples(groups, g * R)  # the block's tuples by group (sorted when first read)
+
         def base(acc, attr):
             key = (acc.share_key, attr) if acc.share_key else (id(acc), attr)
             hit = cache.get(key)
             if hit is None:
                 hit = cache[key] = (acc, acc.partial(None if attr is None else data[attr], pane, groups, shape))
+                if attr is not None and codes is None:  # (a cover's partials merge regions: no tuples of their own)
+                    attach(memo, hit[1], layout, data[attr])
             else:
                 acc.adopt(hit[0])
             return key, hit[1]

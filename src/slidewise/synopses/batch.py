@@ -21,6 +21,7 @@ import numpy as np
 
 from slidewise.synopses import cells as cells_of
 from slidewise.synopses import values
+from slidewise.synopses.running import memoized
 
 __all__ = ["CHUNK_CELLS", "WindowBatch"]
 
@@ -135,7 +136,9 @@ class WindowBatch:
                 per, start, column = self._nonzero(count)
                 per = per[at]
                 cells = _ranges(start[at], per)
-                out = cells_of(synopsis, acc, partial, np.repeat(ulo, per), np.repeat(uhi, per), column[cells], self.memo)
+                cacc, _, cpart = self.asks[count][0]
+                run = memoized(self.memo, "running", cpart, cacc.prefix)[0]  # (built for the counts' values)
+                out = cells_of(synopsis, acc, partial, np.repeat(ulo, per), np.repeat(uhi, per), column[cells], self.memo, run)
             self.sparse[key] = None if out is None else (out[0], out[1], np.concatenate([[0], np.cumsum(per)[:-1]]).astype(np.int64))
         return self.sparse[key]
 

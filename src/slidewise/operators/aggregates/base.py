@@ -45,6 +45,11 @@ class Accumulator:
         """The aggregate per cell and a mask of cells without values (null), or None."""
         raise NotImplementedError
 
+    def runs(self, values: np.ndarray, n: np.ndarray) -> np.ndarray | None:
+        """The value of cells from their values (:mod:`slidewise.synopses.tuples`; none null): row r holds
+        the ``n[r] >= 1`` values of a cell, then copies of its last one. None: no such evaluation."""
+        return None
+
     def answer_key(self) -> tuple:
         """Equal for accumulators whose :meth:`value` of equal states is equal (their type and parameters)."""
         return (type(self), self.dtype)

@@ -36,6 +36,9 @@ class Min(Accumulator):
     def merge(self, a, b):
         return (self._ufunc(a[0], b[0]), a[1] + b[1])
 
+    def runs(self, values, n):
+        return self.value((self._ufunc.reduce(values.astype(self._work(), copy=False), axis=1), n))[0]
+
     def identity(self, shape):
         return (np.full(shape, self._fill(), self._work()), np.zeros(shape, np.int32))
 

@@ -90,6 +90,17 @@ class Quantile(Distinct):
         out = interpolate(at(i), at(j), frac)
         return np.where(empty, 0.0, out), (empty if empty.any() else None)
 
+    def runs(self, values, n):
+        if self.distinct:
+            return None
+        v = values.astype(np.float64)
+        if v.shape[1] > 1:  # the padding last, then the order statistics of each row
+            v = np.where(np.arange(v.shape[1]) < n[:, None], v, np.inf)
+            v.sort(axis=1)
+        i, j, frac = ranks(n, self.p)
+        row = np.arange(len(n))
+        return interpolate(v[row, i], v[row, j], frac)
+
     def between(self, run: tuple, lo: np.ndarray, hi: np.ndarray):
         """:meth:`value` of the windows ``run[hi] − run[lo]`` (running merges, as :meth:`prefix` gives) without
         forming their states: the counts at each group's bounds, and each rank by a binary search over the

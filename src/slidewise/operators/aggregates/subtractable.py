@@ -26,6 +26,9 @@ class Count(Counts):
     def value(self, state):
         return state[0].astype(np.int64), None
 
+    def runs(self, values, n):
+        return n.astype(np.int64)
+
 
 class Sum(Accumulator):
     """``SUM(x)``: (sum, count of values); int64 for integer and boolean input, float64 else; null if no value."""
@@ -51,6 +54,12 @@ class Sum(Accumulator):
         s = np.zeros(size, np.int64)
         np.add.at(s, flat, values.astype(np.int64))
         return (s.reshape(shape), n)
+
+    def runs(self, values, n):
+        if self.dtype.kind == "f":  # float sums: added in the synopsis's order
+            return None
+        v = values.astype(np.int64)
+        return self.value((v.sum(axis=1) - (values.shape[1] - n) * v[:, -1], n))[0]
 
     def merge(self, a, b):
         return (a[0] + b[0], a[1] + b[1])

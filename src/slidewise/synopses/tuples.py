@@ -1,0 +1,90 @@
+"""A block's tuples by group: the cells of sparse groups evaluated from their own tuples.
+
+When groups are many and windows short (one ``(src, dst)`` pair per flow), most
+non-empty (window, group) cells hold one or a few tuples. Sorted by (group,
+clock), the tuples of a cell — a window of pane rows ``[lo, hi)`` and a group —
+are one run: it starts at the group's first tuple plus the group's tuples in
+the panes before ``lo``, and is as long as the cell's count; both are read from
+the ``COUNT(*)`` running merges (:mod:`slidewise.synopses.running`) that find
+the non-empty cells anyway. A run of at most :data:`LONGEST` tuples is
+evaluated from its values (:meth:`~slidewise.operators.aggregates.base.Accumulator.runs`:
+the extreme, the sum, the order statistics), without probing pane partials;
+longer ones through their synopsis (:func:`slidewise.synopses.cells`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["LONGEST", "Tuples", "attach", "runs"]
+
+#: cells of at most this many tuples are evaluated from their tuples (rows of up to this many values)
+LONGEST = 32
+
+
+class Tuples:
+    """The tuples of a block in (group, clock) order: ``groups`` are their group codes (``width`` groups), in
+    clock order."""
+
+    def __init__(self, groups: np.ndarray, width: int):
+        self.groups, self.width = groups, width
+        self.order: np.ndarray | None = None  # sorted when first read
+        self.first = np.zeros(0, np.int64)  # each group's first tuple in that order
+        self.sorted: dict[int, np.ndarray] = {}  # id of a column -> its values in that order
+
+    def values(self, column: np.ndarray) -> np.ndarray:
+        """``column`` of the tuples in (group, clock) order."""
+        if self.order is None:
+            self.order = np.argsort(self.groups, kind="stable")
+            self.first = np.concatenate([[0], np.cumsum(np.bincount(self.groups, minlength=self.width))]).astype(np.int64)
+        key = id(column)
+        if key not in self.sorted:
+            self.sorted[key] = column[self.order]
+        return self.sorted[key]
+
+
+def attach(memo: dict, partial: tuple, tuples: Tuples, column: np.ndarray) -> None:
+    """Let :func:`runs` read the cells of ``partial`` (built from ``column`` of the tuples ``tuples``) from the
+    tuples; not when a value is null (NaN): a cell's count is then not its number of values."""
+    if column.dtype.kind == "f" and bool(np.isnan(column).any()):
+        return
+    memo["tuples", id(partial)] = (tuples, column)
+
+
+def runs(acc, partial: tuple, memo: dict, run: np.ndarray, lo: np.ndarray, hi: np.ndarray, col: np.ndarray) -> tuple | None:
+    """``acc``'s values at the cells ``(window [lo[c], hi[c]) of pane rows, group col[c])`` of ``partial`` from
+    their tuples (``run``: the ``COUNT(*)`` running merges of the same pane rows and groups; no cell empty):
+    the values (None if every cell is long; not null) and the cells longer than :data:`LONGEST`, left for
+    the synopsis (indices). None when no tuples are attached to ``partial`` (:func:`attach`) or ``acc``
+    has no evaluation from them."""
+    got = memo.get(("tuples", id(partial)))
+    if got is None:
+        return None
+    tuples, column = got
+    width = run.shape[1]
+    flat = run.reshape(-1)
+    before = flat.take(lo * width + col).astype(np.int64)
+    n = flat.take(hi * width + col).astype(np.int64) - before
+    values = tuples.values(column)
+    start = tuples.first[col] + before
+    size = np.frexp(np.maximum(n - 1, 0))[1].astype(np.int8)  # rows of 2**size values: 1, 2, 4, ...
+    size[n > LONGEST] = -1
+    order = np.argsort(size, kind="stable")  # (a radix sort of bytes) cells by their rows' size
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(size.astype(np.int64) + 1, minlength=2))])
+    out = None
+    for s in range(len(bounds) - 2):
+        at = order[bounds[s + 1] : bounds[s + 2]]
+        if not len(at):
+            continue
+        first, count = start[at], n[at]
+        if s:  # each row's values, its last repeated
+            rows = values.take(np.minimum(first[:, None] + np.arange(1 << s), (first + count - 1)[:, None]))
+        else:
+            rows = values.take(first)[:, None]
+        got = acc.runs(rows, count)
+        if got is None:
+            return None
+        if out is None:
+            out = np.empty(len(lo), got.dtype)
+        out[at] = got
+    return out, order[: bounds[1]]
