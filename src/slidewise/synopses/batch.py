@@ -9,9 +9,9 @@ windows of all of them at once — one synopsis probe and one
 :meth:`~slidewise.operators.aggregates.base.Accumulator.value` per distinct
 window, in row chunks of bounded size — then hands each request its rows.
 When a request's rows are the non-zero cells of a count request over the same
-windows (RSTREAM without HAVING), its values are computed at those cells of its
-distinct windows only (:func:`slidewise.synopses.cells`: in proportion to the
-non-empty (window, group) cells, not windows × groups).
+windows (RSTREAM without HAVING), its values are computed at those cells only
+(:func:`slidewise.synopses.cells`: in proportion to the non-empty (window, group)
+cells, not windows × groups), in the requests' order.
 Windows are independent rows, so each query's values equal its own pass.
 """
 
@@ -41,7 +41,6 @@ class WindowBatch:
         self.unique: dict[tuple, tuple] = {}  # batch key -> (values, null) of its distinct windows (on demand)
         self.rows: dict[tuple, np.ndarray] = {}  # handle -> its windows' rows in those
         self.nonzero: dict[tuple, tuple] = {}  # batch key -> the non-zero cells of its distinct windows
-        self.sparse: dict[tuple, tuple | None] = {}  # batch key -> its values at the cells of a count request
 
     def request(self, acc, synopsis, partial: tuple, lo: np.ndarray, hi: np.ndarray) -> tuple:
         """Ask ``acc``'s value over the windows ``[lo, hi)`` of pane rows of ``partial`` via ``synopsis``
@@ -109,38 +108,25 @@ class WindowBatch:
         """The (values, null mask or None) of requests of one batch key at the cells ``columns`` of their
         windows, ``per_windows[i]`` of them in each window of request i in order (as :meth:`present` gives
         for the requests of the count key ``count``), concatenated. With ``count`` (requests over the same
-        windows and columns), values not yet computed for whole windows are computed at the non-zero cells
-        of ``count``'s windows only (:func:`slidewise.synopses.cells`)."""
+        windows and columns, every cell non-empty), values not yet computed for whole windows are computed
+        at those cells only (:func:`slidewise.synopses.cells`: in request order, a window asked twice
+        computed twice; cells of few tuples from the tuples, with the count's running merges)."""
         key = handles[0][0]
+        if count is not None and key not in self.unique:
+            acc, synopsis, partial = self.asks[key][0]
+            windows = [self.asks[key][1][h[1]] for h in handles]
+            lo = np.concatenate([np.repeat(w[0], per) for w, per in zip(windows, per_windows)])
+            hi = np.concatenate([np.repeat(w[1], per) for w, per in zip(windows, per_windows)])
+            cacc, _, cpart = self.asks[count][0]
+            run = memoized(self.memo, "running", cpart, cacc.prefix)[0]  # (built for the counts' values)
+            got = cells_of(synopsis, acc, partial, lo, hi, columns, self.memo, run)
+            if got is not None:
+                return got
         rows = self.rows[handles[0]] if len(handles) == 1 else np.concatenate([self.rows[h] for h in handles])
         per = per_windows[0] if len(per_windows) == 1 else np.concatenate(per_windows)
-        got = self._sparse(key, count) if count is not None and key not in self.unique else None
-        if got is not None:
-            vals, null, start = got
-            at = _ranges(start[rows], per)
-            return vals.take(at), None if null is None else null.take(at)
         vals, null = self._dense(key)
         flat = np.repeat(rows.astype(np.int64) * vals.shape[1], per) + columns
         return vals.reshape(-1).take(flat), None if null is None else null.reshape(-1).take(flat)
-
-    def _sparse(self, key: tuple, count: tuple) -> tuple | None:
-        """A batch key's (values, null, first cell of each distinct window) at the non-zero cells of the count
-        key ``count`` in its windows; None when its accumulator evaluates whole windows only."""
-        if key not in self.sparse:
-            acc, synopsis, partial = self.asks[key][0]
-            ulo, uhi, code = self.windows[key]
-            clo, _, ccode = self.windows[count]
-            at = np.minimum(np.searchsorted(ccode, code), len(ccode) - 1)
-            out = None
-            if len(at) and bool(np.all(ccode[at] == code)):  # (every window asked of the count: always in a block)
-                per, start, column = self._nonzero(count)
-                per = per[at]
-                cells = _ranges(start[at], per)
-                cacc, _, cpart = self.asks[count][0]
-                run = memoized(self.memo, "running", cpart, cacc.prefix)[0]  # (built for the counts' values)
-                out = cells_of(synopsis, acc, partial, np.repeat(ulo, per), np.repeat(uhi, per), column[cells], self.memo, run)
-            self.sparse[key] = None if out is None else (out[0], out[1], np.concatenate([[0], np.cumsum(per)[:-1]]).astype(np.int64))
-        return self.sparse[key]
 
 
 def _ranges(first: np.ndarray, length: np.ndarray) -> np.ndarray:

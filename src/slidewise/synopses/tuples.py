@@ -63,28 +63,35 @@ def runs(acc, partial: tuple, memo: dict, run: np.ndarray, lo: np.ndarray, hi: n
     tuples, column = got
     width = run.shape[1]
     flat = run.reshape(-1)
-    before = flat.take(lo * width + col).astype(np.int64)
-    n = flat.take(hi * width + col).astype(np.int64) - before
+    before = flat.take(lo * width + col)
+    n = flat.take(hi * width + col) - before
     values = tuples.values(column)
-    start = tuples.first[col] + before
-    size = np.frexp(np.maximum(n - 1, 0))[1].astype(np.int8)  # rows of 2**size values: 1, 2, 4, ...
-    size[n > LONGEST] = -1
-    order = np.argsort(size, kind="stable")  # (a radix sort of bytes) cells by their rows' size
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(size.astype(np.int64) + 1, minlength=2))])
+    start = tuples.first.take(col) + before
+    single = n == 1
+    rest = np.zeros(0, np.int64)
+    if bool(single.all()):  # (typical of many sparse groups)
+        parts: list = [(slice(None), 0)]
+    else:
+        more = np.flatnonzero(~single)
+        size = np.frexp(n[more] - 1)[1].astype(np.int8)  # rows of 2**size values: 2, 4, ...
+        size[n[more] > LONGEST] = 0
+        order = more[np.argsort(size, kind="stable")]  # (a radix sort of bytes) cells by their rows' size
+        bounds = np.cumsum(np.bincount(size, minlength=2))  # bounds[s]: the end of size s
+        rest = order[: bounds[0]]
+        parts = [(np.flatnonzero(single), 0)] + [(order[bounds[s - 1] : bounds[s]], s) for s in range(1, len(bounds))]
     out = None
-    for s in range(len(bounds) - 2):
-        at = order[bounds[s + 1] : bounds[s + 2]]
-        if not len(at):
-            continue
-        first, count = start[at], n[at]
+    for at, s in parts:
+        first = start[at]
         if s:  # each row's values, its last repeated
-            rows = values.take(np.minimum(first[:, None] + np.arange(1 << s), (first + count - 1)[:, None]))
+            last = first + n[at] - 1
+            rows = values.take(np.minimum(first[:, None] + np.arange(1 << s), last[:, None]))
         else:
             rows = values.take(first)[:, None]
-        got = acc.runs(rows, count)
+        got = acc.runs(rows, n[at])
         if got is None:
             return None
         if out is None:
-            out = np.empty(len(lo), got.dtype)
-        out[at] = got
-    return out, order[: bounds[1]]
+            out = got if s == 0 and isinstance(at, slice) else np.empty(len(lo), got.dtype)
+        if out is not got:
+            out[at] = got
+    return out, rest

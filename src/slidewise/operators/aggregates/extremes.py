@@ -37,7 +37,8 @@ class Min(Accumulator):
         return (self._ufunc(a[0], b[0]), a[1] + b[1])
 
     def runs(self, values, n):
-        return self.value((self._ufunc.reduce(values.astype(self._work(), copy=False), axis=1), n))[0]
+        ext = values[:, 0] if values.shape[1] == 1 else self._ufunc.reduce(values, axis=1)
+        return self.value((ext.astype(self._work(), copy=False), n))[0]
 
     def identity(self, shape):
         return (np.full(shape, self._fill(), self._work()), np.zeros(shape, np.int32))

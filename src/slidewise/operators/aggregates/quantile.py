@@ -94,6 +94,8 @@ class Quantile(Distinct):
         if self.distinct:
             return None
         v = values.astype(np.float64)
+        if v.shape[1] == 1:  # one value: ranks 0 and 0 at weight 0
+            return interpolate(v[:, 0], v[:, 0], 0.0)
         if v.shape[1] > 1:  # the padding last, then the order statistics of each row
             v = np.where(np.arange(v.shape[1]) < n[:, None], v, np.inf)
             v.sort(axis=1)

@@ -59,7 +59,8 @@ class Sum(Accumulator):
         if self.dtype.kind == "f":  # float sums: added in the synopsis's order
             return None
         v = values.astype(np.int64)
-        return self.value((v.sum(axis=1) - (values.shape[1] - n) * v[:, -1], n))[0]
+        s = v[:, 0] if v.shape[1] == 1 else v.sum(axis=1) - (v.shape[1] - n) * v[:, -1]
+        return self.value((s, n))[0]
 
     def merge(self, a, b):
         return (a[0] + b[0], a[1] + b[1])
