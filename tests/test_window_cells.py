@@ -89,8 +89,6 @@ def test_batch_rows_read_at_cells_equal_whole_windows(block, aggregate, queries)
     handles = []
     for a, b in asks:
         handles.append(tuple(batch.request(x, s, p, a, b) for batch in (sparse, dense) for x, s, p in ((count, running.windows, tally), (acc, SYNOPSES[synopsis], part))))
-    sparse.run()
-    dense.run()
     each = []
     for cs, vs, cd, vd in handles:
         [per_window], column = sparse.present([cs])

@@ -214,7 +214,6 @@ class WindowAnswers(Answers):
         group's key values (the partials' columns); ``memo`` as in :meth:`respond`."""
         batch = WindowBatch(memo)
         handles = [None if r is None else batch.request(*r, lo, hi) for r in self.requests(partials)]
-        batch.run()
         self.deliver(uniq, batch, handles, ends)
 
     def deliver(self, uniq: list[np.ndarray], batch: WindowBatch, handles: list, ends: np.ndarray) -> None:

@@ -172,7 +172,6 @@ class SharedRun:
             lo, hi = r.bounds(ends, cuts)
             handles = [None if q is None else batch.request(*q, lo, hi) for q in r.requests(r.gather(partial_of(index[id(r)])))]
             asked.append((r, ends, handles))
-        batch.run()
         deliver(uniq, batch, asked)
         self.states |= {k for k in cache if len(k) == 2}
         self.groups_seen = max(r.groups_seen for r, _, _ in jobs) * R  # a block's cells: groups x regions

@@ -30,7 +30,7 @@ CHUNK_CELLS = 1 << 18
 
 
 class WindowBatch:
-    """:meth:`request` windows, :meth:`run` once, then :meth:`result` of each request (a windows x columns
+    """:meth:`request` windows, then :meth:`result` of each request (a windows x columns
     matrix), or its cells at the non-zero cells of a count request (:meth:`present`, :meth:`take`: several
     requests of one batch key at once)."""
 
@@ -50,9 +50,11 @@ class WindowBatch:
         entry[1].append((lo, hi))
         return key, len(entry[1]) - 1
 
-    def run(self) -> None:
-        """Find each batch key's distinct windows (their values are computed when first read)."""
-        for key, (_, windows) in self.asks.items():
+    def _distinct(self, key: tuple) -> tuple:
+        """A batch key's distinct windows (lo, hi, code), codes ascending, and each request's rows in them
+        (found when first read: values read at cells need none)."""
+        if key not in self.windows:
+            windows = self.asks[key][1]
             lo = np.concatenate([w[0] for w in windows]).astype(np.int64)
             hi = np.concatenate([w[1] for w in windows]).astype(np.int64)
             code, pair, inv = np.unique((lo << 32) | hi, return_index=True, return_inverse=True)  # pane rows < 2**31
@@ -61,12 +63,13 @@ class WindowBatch:
             inv = inv.reshape(-1)
             for j in range(len(windows)):
                 self.rows[key, j] = inv[bounds[j] : bounds[j + 1]]
+        return self.windows[key]
 
     def _dense(self, key: tuple) -> tuple:
         """The (values, null) of a batch key's distinct windows (windows x columns), in row chunks."""
         if key not in self.unique:
             acc, synopsis, partial = self.asks[key][0]
-            ulo, uhi, _ = self.windows[key]
+            ulo, uhi, _ = self._distinct(key)
             width = max(1, int(getattr(acc, "width", 0)), partial[0].shape[1])
             step = max(1, CHUNK_CELLS // width)
             parts = [values(synopsis, acc, partial, ulo[i : i + step], uhi[i : i + step], self.memo) for i in range(0, len(ulo), step)]
@@ -81,7 +84,7 @@ class WindowBatch:
     def result(self, handle: tuple) -> tuple:
         """The (values, null mask or None) of a request: rows = its windows, columns = the partial's."""
         vals, null = self._dense(handle[0])
-        rows = self.rows[handle]
+        rows = self.rows[handle]  # (found by _dense)
         return _rows(vals, rows), None if null is None else _rows(null, rows)
 
     def _nonzero(self, key: tuple) -> tuple:
@@ -122,9 +125,9 @@ class WindowBatch:
             got = cells_of(synopsis, acc, partial, lo, hi, columns, self.memo, run)
             if got is not None:
                 return got
+        vals, null = self._dense(key)
         rows = self.rows[handles[0]] if len(handles) == 1 else np.concatenate([self.rows[h] for h in handles])
         per = per_windows[0] if len(per_windows) == 1 else np.concatenate(per_windows)
-        vals, null = self._dense(key)
         flat = np.repeat(rows.astype(np.int64) * vals.shape[1], per) + columns
         return vals.reshape(-1).take(flat), None if null is None else null.reshape(-1).take(flat)
 
