@@ -41,7 +41,8 @@ from slidewise.optimizer.pane_plan import SlidingAggregate
 from slidewise.plan.expr import evaluate
 from slidewise.synopses import SYNOPSES, running
 from slidewise.synopses.batch import WindowBatch
-from slidewise.synopses.tuples import Tuples, attach
+from slidewise.synopses.tuples import Tuples
+from slidewise.synopses.tuples import partial as deferred
 
 __all__ = ["BLOCK_CELLS", "CLOCK", "SPAN_WINDOWS", "PaneRun", "TupleBuffer", "WindowAnswers", "block_length", "deliver", "select"]
 
@@ -403,9 +404,7 @@ class PaneRun(WindowAnswers):
         def partial(acc, attr):
             if attr is None:
                 return acc.partial(None, pane, groups, shape)
-            st = acc.partial(data[attr], pane, groups, shape)
-            attach(memo, st, layout, data[attr])
-            return st
+            return deferred(memo, layout, acc, data[attr], lambda: acc.partial(data[attr], pane, groups, shape))
 
         self.respond(ends, uniq, cuts, partial, memo)
 

@@ -48,13 +48,13 @@ def cells(synopsis, acc, partials: tuple, lo, hi, col, memo: dict | None = None,
     lo, hi, col = (np.asarray(x, dtype=np.int64) for x in (lo, hi, col))
     got = None if run is None or memo is None or not len(lo) else tuples.runs(acc, partials, memo, run, lo, hi, col)
     if got is None:
-        return _cells(synopsis, acc, partials, lo, hi, col, memo)
+        return _cells(synopsis, acc, tuples.built(partials, acc), lo, hi, col, memo)
     out, rest = got
     if not len(rest):
         return out, None
-    long = _cells(synopsis, acc, partials, lo[rest], hi[rest], col[rest], memo)
+    long = _cells(synopsis, acc, tuples.built(partials, acc), lo[rest], hi[rest], col[rest], memo)
     if long is None:
-        return _cells(synopsis, acc, partials, lo, hi, col, memo)
+        return _cells(synopsis, acc, tuples.built(partials, acc), lo, hi, col, memo)
     if out is None:
         return long
     out[rest] = long[0]

@@ -22,6 +22,7 @@ import numpy as np
 from slidewise.synopses import cells as cells_of
 from slidewise.synopses import values
 from slidewise.synopses.running import memoized
+from slidewise.synopses.tuples import built
 
 __all__ = ["CHUNK_CELLS", "WindowBatch"]
 
@@ -69,6 +70,7 @@ class WindowBatch:
         """The (values, null) of a batch key's distinct windows (windows x columns), in row chunks."""
         if key not in self.unique:
             acc, synopsis, partial = self.asks[key][0]
+            partial = built(partial, acc)
             ulo, uhi, _ = self._distinct(key)
             width = max(1, int(getattr(acc, "width", 0)), partial[0].shape[1])
             step = max(1, CHUNK_CELLS // width)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LONGEST", "Tuples", "attach", "runs"]
+__all__ = ["LONGEST", "Deferred", "Tuples", "attach", "built", "partial", "runs"]
 
 #: cells of at most this many tuples are evaluated from their tuples (rows of up to this many values)
 LONGEST = 32
@@ -43,12 +43,50 @@ class Tuples:
         return self.sorted[key]
 
 
-def attach(memo: dict, partial: tuple, tuples: Tuples, column: np.ndarray) -> None:
+def attach(memo: dict, partial, tuples: Tuples, column: np.ndarray) -> bool:
     """Let :func:`runs` read the cells of ``partial`` (built from ``column`` of the tuples ``tuples``) from the
     tuples; not when a value is null (NaN): a cell's count is then not its number of values."""
     if column.dtype.kind == "f" and bool(np.isnan(column).any()):
-        return
+        return False
     memo["tuples", id(partial)] = (tuples, column)
+    return True
+
+
+class Deferred:
+    """A pane partial built when first read (:func:`built`): while every cell asked is read from the
+    tuples, none is built."""
+
+    def __init__(self, acc, build):
+        self.acc, self._build = acc, build
+        self.state: tuple | None = None
+
+    def build(self, acc=None) -> tuple:
+        """The partial (built once); ``acc`` (sharing it) takes what its values need of it."""
+        if self.state is None:
+            self.state = self._build()
+        if acc is not None and acc is not self.acc:
+            acc.adopt(self.acc)
+        return self.state
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self.state is None else sum(x.nbytes for x in self.state)
+
+
+def built(partial, acc=None) -> tuple:
+    """The state of a partial, :class:`Deferred` or not (``acc``: the accumulator reading it)."""
+    return partial.build(acc) if isinstance(partial, Deferred) else partial
+
+
+def partial(memo: dict, tuples: Tuples, acc, column: np.ndarray, build):
+    """``build()`` (``acc``'s partial of ``column`` of the tuples ``tuples``), with the tuples attached; deferred
+    (:class:`Deferred`) when ``acc`` evaluates cells from their tuples (``acc.tuplewise``)."""
+    if not getattr(acc, "tuplewise", False):
+        st = build()
+        attach(memo, st, tuples, column)
+        return st
+    st = Deferred(acc, build)
+    return st if attach(memo, st, tuples, column) else st.build()
 
 
 def runs(acc, partial: tuple, memo: dict, run: np.ndarray, lo: np.ndarray, hi: np.ndarray, col: np.ndarray) -> tuple | None:

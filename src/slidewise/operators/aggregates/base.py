@@ -17,6 +17,8 @@ class Accumulator:
     share_key = ""
     #: True if :meth:`value` is cell by cell (states of any shape, e.g. 1-D cells: :func:`slidewise.synopses.cells`)
     cellwise = False
+    #: True if :meth:`runs` evaluates cells from their values (the pane partial is built only if a cell needs it)
+    tuplewise = False
 
     def __init__(self, dtype: np.dtype | None = None):
         self.dtype = None if dtype is None else np.dtype(dtype)

@@ -13,6 +13,7 @@ class Min(Accumulator):
     _ufunc = np.minimum
     share_key = "min"
     cellwise = True
+    tuplewise = True
     #: merging overlapping partials keeps the extreme (the interval synopsis probes two intervals per window)
     idempotent = True
 

@@ -50,6 +50,10 @@ class Quantile(Distinct):
 
     share_key = "cumulative frequencies"
 
+    @property
+    def tuplewise(self) -> bool:  # type: ignore[override]
+        return not self.distinct
+
     def __init__(self, dtype: np.dtype | None = None, p: float = 0.5, distinct: bool = False):
         super().__init__(dtype, "quantile")
         self.p, self.distinct = p, distinct

@@ -14,6 +14,7 @@ class Count(Counts):
     """``COUNT(*)`` (``dtype`` None) or ``COUNT(x)`` (non-null values); int32 cells, int64 values."""
 
     cellwise = True
+    tuplewise = True
 
     def partial(self, values, pane_codes, group_codes, shape) -> State:
         flat = flat_index(pane_codes, group_codes, shape)
@@ -36,6 +37,10 @@ class Sum(Accumulator):
     subtractable = True
     cellwise = True
     share_key = "sum"  # AVG too
+
+    @property
+    def tuplewise(self) -> bool:  # type: ignore[override]
+        return self.dtype.kind != "f"  # float sums: added in the synopsis's order
 
     def _type(self) -> np.dtype:
         return np.dtype(np.float64) if self.dtype.kind == "f" else np.dtype(np.int64)
