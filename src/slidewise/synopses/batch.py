@@ -120,8 +120,9 @@ class WindowBatch:
         if count is not None and key not in self.unique:
             acc, synopsis, partial = self.asks[key][0]
             windows = [self.asks[key][1][h[1]] for h in handles]
-            lo = np.concatenate([np.repeat(w[0], per) for w, per in zip(windows, per_windows)])
-            hi = np.concatenate([np.repeat(w[1], per) for w, per in zip(windows, per_windows)])
+            per = per_windows[0] if len(per_windows) == 1 else np.concatenate(per_windows)
+            lo = np.repeat(np.concatenate([w[0] for w in windows]), per)
+            hi = np.repeat(np.concatenate([w[1] for w in windows]), per)
             cacc, _, cpart = self.asks[count][0]
             run = memoized(self.memo, "running", cpart, cacc.prefix)[0]  # (built for the counts' values)
             got = cells_of(synopsis, acc, partial, lo, hi, columns, self.memo, run)
