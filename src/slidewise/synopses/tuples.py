@@ -105,31 +105,22 @@ def runs(acc, partial: tuple, memo: dict, run: np.ndarray, lo: np.ndarray, hi: n
     n = flat.take(hi * width + col) - before
     values = tuples.values(column)
     start = tuples.first.take(col) + before
-    single = n == 1
-    rest = np.zeros(0, np.int64)
-    if bool(single.all()):  # (typical of many sparse groups)
-        parts: list = [(slice(None), 0)]
-    else:
-        more = np.flatnonzero(~single)
-        size = np.frexp(n[more] - 1)[1].astype(np.int8)  # rows of 2**size values: 2, 4, ...
-        size[n[more] > LONGEST] = 0
-        order = more[np.argsort(size, kind="stable")]  # (a radix sort of bytes) cells by their rows' size
-        bounds = np.cumsum(np.bincount(size, minlength=2))  # bounds[s]: the end of size s
-        rest = order[: bounds[0]]
-        parts = [(np.flatnonzero(single), 0)] + [(order[bounds[s - 1] : bounds[s]], s) for s in range(1, len(bounds))]
-    out = None
-    for at, s in parts:
-        first = start[at]
-        if s:  # each row's values, its last repeated
-            last = first + n[at] - 1
-            rows = values.take(np.minimum(first[:, None] + np.arange(1 << s), last[:, None]))
-        else:
-            rows = values.take(first)[:, None]
-        got = acc.runs(rows, n[at])
-        if got is None:
-            return None
-        if out is None:
-            out = got if s == 0 and isinstance(at, slice) else np.empty(len(lo), got.dtype)
-        if out is not got:
-            out[at] = got
-    return out, rest
+    # every cell as if it held one value (most do), then the others again from rows of 2, 4, ... values
+    out = acc.runs(values.take(start)[:, None], n)
+    if out is None:
+        return None
+    more = np.flatnonzero(n != 1)
+    if not len(more):
+        return out, more
+    size = np.frexp(n[more] - 1)[1].astype(np.int8)  # rows of 2**size values: 2, 4, ...
+    size[n[more] > LONGEST] = 0
+    order = more[np.argsort(size, kind="stable")]  # (a radix sort of bytes) cells by their rows' size
+    bounds = np.cumsum(np.bincount(size, minlength=2))  # bounds[s]: the end of size s
+    for s in range(1, len(bounds)):
+        at = order[bounds[s - 1] : bounds[s]]
+        if len(at):
+            first = start[at]
+            index = first[:, None] + np.arange(1 << s)
+            np.minimum(index, (first + n[at] - 1)[:, None], out=index)  # each row's values, its last repeated
+            out[at] = acc.runs(values.take(index), n[at])
+    return out, order[: bounds[0]]

@@ -49,7 +49,8 @@ class Accumulator:
 
     def runs(self, values: np.ndarray, n: np.ndarray) -> np.ndarray | None:
         """The value of cells from their values (:mod:`slidewise.synopses.tuples`; none null): row r holds
-        the ``n[r] >= 1`` values of a cell, then copies of its last one. None: no such evaluation."""
+        the ``n[r] >= 1`` values of a cell, then copies of its last one (rows of one value: each cell's first,
+        whatever ``n``; those of more values are asked again). None: no such evaluation."""
         return None
 
     def answer_key(self) -> tuple:
