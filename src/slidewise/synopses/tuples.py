@@ -6,7 +6,7 @@ clock), the tuples of a cell — a window of pane rows ``[lo, hi)`` and a group 
 are one run: it starts at the group's first tuple plus the group's tuples in
 the panes before ``lo``, and is as long as the cell's count; both are read from
 the ``COUNT(*)`` running merges (:mod:`slidewise.synopses.running`) that find
-the non-empty cells anyway. A run of at most :data:`LONGEST` tuples is
+the non-empty cells anyway. A run of at most :data:`LONGEST` tuples (or the accumulator's ``longest_run``) is
 evaluated from its values (:meth:`~slidewise.operators.aggregates.base.Accumulator.runs`:
 the extreme, the sum, the order statistics), without probing pane partials;
 longer ones through their synopsis (:func:`slidewise.synopses.cells`).
@@ -18,7 +18,8 @@ import numpy as np
 
 __all__ = ["LONGEST", "Deferred", "Tuples", "attach", "built", "partial", "runs"]
 
-#: cells of at most this many tuples are evaluated from their tuples (rows of up to this many values)
+#: cells of at most this many tuples are evaluated from their tuples (rows of up to this many values), unless
+#: the accumulator says otherwise (``acc.longest_run``)
 LONGEST = 32
 
 
@@ -113,7 +114,7 @@ def runs(acc, partial: tuple, memo: dict, run: np.ndarray, lo: np.ndarray, hi: n
     if not len(more):
         return out, more
     size = np.frexp(n[more] - 1)[1].astype(np.int8)  # rows of 2**size values: 2, 4, ...
-    size[n[more] > LONGEST] = 0
+    size[n[more] > getattr(acc, "longest_run", LONGEST)] = 0
     order = more[np.argsort(size, kind="stable")]  # (a radix sort of bytes) cells by their rows' size
     bounds = np.cumsum(np.bincount(size, minlength=2))  # bounds[s]: the end of size s
     for s in range(1, len(bounds)):

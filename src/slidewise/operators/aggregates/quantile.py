@@ -49,6 +49,9 @@ class Quantile(Distinct):
     synopsis applies, and a window's ranks need no scan of its own)."""
 
     share_key = "cumulative frequencies"
+    #: cells of up to this many values are sorted (:meth:`runs`): the synopsis probes a partial of every
+    #: (group, value) pair of the block, which costs more to build than sorting a few long cells
+    longest_run = 256
 
     @property
     def tuplewise(self) -> bool:  # type: ignore[override]
