@@ -38,7 +38,7 @@ class WindowBatch:
     def __init__(self, memo: dict | None = None):
         self.memo = {} if memo is None else memo
         self.asks: dict[tuple, list] = {}  # batch key -> [(accumulator, synopsis, partial), [(lo, hi), ...]]
-        self.windows: dict[tuple, tuple] = {}  # batch key -> its distinct windows (lo, hi, code), codes ascending
+        self.windows: dict[tuple, tuple] = {}  # batch key -> its distinct windows (lo, hi), in the order first asked
         self.unique: dict[tuple, tuple] = {}  # batch key -> (values, null) of its distinct windows (on demand)
         self.rows: dict[tuple, np.ndarray] = {}  # handle -> its windows' rows in those
         self.nonzero: dict[tuple, tuple] = {}  # batch key -> the non-zero cells of its distinct windows
@@ -52,16 +52,21 @@ class WindowBatch:
         return key, len(entry[1]) - 1
 
     def _distinct(self, key: tuple) -> tuple:
-        """A batch key's distinct windows (lo, hi, code), codes ascending, and each request's rows in them
-        (found when first read: values read at cells need none)."""
+        """A batch key's distinct windows (lo, hi) in the order the requests first ask them (a request's new
+        windows are consecutive rows), and each request's rows in them (found when first read: values
+        read at cells need none)."""
         if key not in self.windows:
             windows = self.asks[key][1]
             lo = np.concatenate([w[0] for w in windows]).astype(np.int64)
             hi = np.concatenate([w[1] for w in windows]).astype(np.int64)
-            code, pair, inv = np.unique((lo << 32) | hi, return_index=True, return_inverse=True)  # pane rows < 2**31
-            self.windows[key] = (lo[pair], hi[pair], code)
+            _, pair, inv = np.unique((lo << 32) | hi, return_index=True, return_inverse=True)  # pane rows < 2**31
+            order = np.argsort(pair, kind="stable")
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            pair = pair[order]
+            self.windows[key] = (lo[pair], hi[pair])
             bounds = np.cumsum([0] + [len(w[0]) for w in windows])
-            inv = inv.reshape(-1)
+            inv = rank[inv.reshape(-1)]
             for j in range(len(windows)):
                 self.rows[key, j] = inv[bounds[j] : bounds[j + 1]]
         return self.windows[key]
@@ -71,7 +76,7 @@ class WindowBatch:
         if key not in self.unique:
             acc, synopsis, partial = self.asks[key][0]
             partial = built(partial, acc)
-            ulo, uhi, _ = self._distinct(key)
+            ulo, uhi = self._distinct(key)
             width = max(1, int(getattr(acc, "width", 0)), partial[0].shape[1])
             step = max(1, CHUNK_CELLS // width)
             parts = [values(synopsis, acc, partial, ulo[i : i + step], uhi[i : i + step], self.memo) for i in range(0, len(ulo), step)]
@@ -106,8 +111,8 @@ class WindowBatch:
         per, start, column = self._nonzero(handles[0][0])
         rows = [self.rows[h] for h in handles]
         per_windows = [per[r] for r in rows]
-        every = rows[0] if len(rows) == 1 else np.concatenate(rows)
-        return per_windows, column[_ranges(start[every], per[every])]
+        parts = [column[start[r[0]] : start[r[-1] + 1]] if _consecutive(r) else column[_ranges(start[r], per[r])] for r in rows]
+        return per_windows, parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def take(self, handles: list[tuple], per_windows: list[np.ndarray], columns: np.ndarray, count: tuple | None = None) -> tuple:
         """The (values, null mask or None) of requests of one batch key at the cells ``columns`` of their
@@ -141,9 +146,14 @@ def _ranges(first: np.ndarray, length: np.ndarray) -> np.ndarray:
     return np.repeat(first - (np.cumsum(length) - length), length) + np.arange(total)
 
 
+def _consecutive(rows: np.ndarray) -> bool:
+    """Whether ``rows`` is a (non-empty) run of consecutive rows."""
+    n = len(rows)
+    return bool(n and int(rows[-1]) - int(rows[0]) == n - 1 and (n < 3 or np.all(np.diff(rows) == 1)))
+
+
 def _rows(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``x[rows]``; a view when ``rows`` is a run of consecutive rows."""
-    n = len(rows)
-    if n and int(rows[-1]) - int(rows[0]) == n - 1 and (n < 3 or bool(np.all(np.diff(rows) == 1))):
+    if _consecutive(rows):
         return x[int(rows[0]) : int(rows[-1]) + 1]
     return x[rows]
