@@ -247,6 +247,9 @@ def deliver(uniq: list[np.ndarray], batch: WindowBatch, asked: list) -> None:
         else:
             plain.setdefault(handles[0][0], []).append((r, ends, handles))
     for count, runs in plain.items():
+        # runs that read the same value next to each other: its cells are then one slice of ``group``
+        first: dict = {}
+        runs.sort(key=lambda run: first.setdefault(next((h[0] for h in run[2][1:] if h is not None), None), len(first)))
         per_windows, group = batch.present([h[0] for _, _, h in runs])
         at = np.cumsum([0] + [int(p.sum()) for p in per_windows])
         keys = [_widen(u)[group] for u in uniq]
@@ -258,8 +261,11 @@ def deliver(uniq: list[np.ndarray], batch: WindowBatch, asked: list) -> None:
                     asks.setdefault(h[0], []).append((i, j))
         values: dict = {}
         for pairs in asks.values():
-            whole = [i for i, _ in pairs] == list(range(len(runs)))  # every run asks it once: all of ``group``
-            cols = group if whole else np.concatenate([group[at[i] : at[i + 1]] for i, _ in pairs])
+            rows = [i for i, _ in pairs]
+            if rows == list(range(rows[0], rows[-1] + 1)):  # consecutive runs, each asking it once
+                cols = group[at[rows[0]] : at[rows[-1] + 1]]
+            else:
+                cols = np.concatenate([group[at[i] : at[i + 1]] for i in rows])
             vals, null = batch.take([runs[i][2][j] for i, j in pairs], [per_windows[i] for i, _ in pairs], cols, count)
             start = 0
             for i, j in pairs:
