@@ -103,7 +103,6 @@ def test_reading_the_running_merges_equals_forming_each_window(data):
         quantile.SEARCH_PAIRS = saved
     batch = WindowBatch()
     handles = [batch.request(acc, SYNOPSES["running"], part, lo[a:b], hi[a:b]) for a, b in ((0, 3), (2, 7), (5, 5))]
-    batch.run()
     for (a, b), h in zip(((0, 3), (2, 7), (5, 5)), handles):
         vals, null = batch.result(h)
         assert np.array_equal(vals, want[0][a:b])
@@ -125,7 +124,6 @@ def test_a_batch_reads_the_cells_of_non_zero_counts(data):
         (batch.request(count, SYNOPSES["running"], parts[0], lo[a:b], hi[a:b]), batch.request(total, SYNOPSES["running"], parts[1], lo[a:b], hi[a:b]), a, b)
         for a, b in ((0, 4), (3, 6))
     ]
-    batch.run()
     n_all = count.value(SYNOPSES["running"](count, parts[0], lo, hi))[0]
     s_all = total.value(SYNOPSES["running"](total, parts[1], lo, hi))[0]
     for hc, hs, a, b in asked:

@@ -41,6 +41,8 @@ from slidewise.optimizer.pane_plan import SlidingAggregate
 from slidewise.plan.expr import evaluate
 from slidewise.synopses import SYNOPSES, running
 from slidewise.synopses.batch import WindowBatch
+from slidewise.synopses.tuples import Tuples
+from slidewise.synopses.tuples import partial as deferred
 
 __all__ = ["BLOCK_CELLS", "CLOCK", "SPAN_WINDOWS", "PaneRun", "TupleBuffer", "WindowAnswers", "block_length", "deliver", "select"]
 
@@ -213,7 +215,6 @@ class WindowAnswers(Answers):
         group's key values (the partials' columns); ``memo`` as in :meth:`respond`."""
         batch = WindowBatch(memo)
         handles = [None if r is None else batch.request(*r, lo, hi) for r in self.requests(partials)]
-        batch.run()
         self.deliver(uniq, batch, handles, ends)
 
     def deliver(self, uniq: list[np.ndarray], batch: WindowBatch, handles: list, ends: np.ndarray) -> None:
@@ -246,6 +247,9 @@ def deliver(uniq: list[np.ndarray], batch: WindowBatch, asked: list) -> None:
         else:
             plain.setdefault(handles[0][0], []).append((r, ends, handles))
     for count, runs in plain.items():
+        # runs that read the same value next to each other: its cells are then one slice of ``group``
+        first: dict = {}
+        runs.sort(key=lambda run: first.setdefault(next((h[0] for h in run[2][1:] if h is not None), None), len(first)))
         per_windows, group = batch.present([h[0] for _, _, h in runs])
         at = np.cumsum([0] + [int(p.sum()) for p in per_windows])
         keys = [_widen(u)[group] for u in uniq]
@@ -257,8 +261,11 @@ def deliver(uniq: list[np.ndarray], batch: WindowBatch, asked: list) -> None:
                     asks.setdefault(h[0], []).append((i, j))
         values: dict = {}
         for pairs in asks.values():
-            whole = [i for i, _ in pairs] == list(range(len(runs)))  # every run asks it once: all of ``group``
-            cols = group if whole else np.concatenate([group[at[i] : at[i + 1]] for i, _ in pairs])
+            rows = [i for i, _ in pairs]
+            if rows == list(range(rows[0], rows[-1] + 1)):  # consecutive runs, each asking it once
+                cols = group[at[rows[0]] : at[rows[-1] + 1]]
+            else:
+                cols = np.concatenate([group[at[i] : at[i + 1]] for i in rows])
             vals, null = batch.take([runs[i][2][j] for i, j in pairs], [per_windows[i] for i, _ in pairs], cols, count)
             start = 0
             for i, j in pairs:
@@ -397,7 +404,15 @@ class PaneRun(WindowAnswers):
         cuts = np.union1d(ends, ends - spec.length - 1)  # pane boundaries of the block: window ends and starts
         pane = np.searchsorted(cuts, ts, "left")  # pane i: (cuts[i-1], cuts[i]]
         shape = (len(cuts), g)
-        self.respond(ends, uniq, cuts, lambda acc, attr: acc.partial(None if attr is None else data[attr], pane, groups, shape))
+        memo: dict = {}
+        layout = Tuples(groups, g)  # the block's tuples by group (sorted when first read)
+
+        def partial(acc, attr):
+            if attr is None:
+                return acc.partial(None, pane, groups, shape)
+            return deferred(memo, layout, acc, data[attr], lambda: acc.partial(data[attr], pane, groups, shape))
+
+        self.respond(ends, uniq, cuts, partial, memo)
 
 
 class TupleBuffer:

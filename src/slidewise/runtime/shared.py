@@ -32,6 +32,8 @@ from slidewise.optimizer.sharing import Group
 from slidewise.plan.expr import columns_of, evaluate
 from slidewise.runtime.pane_engine import CLOCK, PaneRun, TupleBuffer, block_length, deliver, encode_groups, select
 from slidewise.synopses.batch import WindowBatch
+from slidewise.synopses.tuples import Deferred, Tuples
+from slidewise.synopses.tuples import partial as deferred
 
 __all__ = ["SharedRun"]
 
@@ -134,13 +136,19 @@ class SharedRun:
         shape = (len(cuts), g * R)
         cache: dict = {}
         memo: dict = {}  # the synopses' running merges / intervals of the shared partials
-        requested = [0]
+        requested: list = []  # every member's partials (the bytes of each built one count once per member)
+
+        layout = Tuples(groups, g * R)  # the block's tuples by group (sorted when first read)
 
         def base(acc, attr):
             key = (acc.share_key, attr) if acc.share_key else (id(acc), attr)
             hit = cache.get(key)
             if hit is None:
-                hit = cache[key] = (acc, acc.partial(None if attr is None else data[attr], pane, groups, shape))
+                if attr is None or codes is not None:  # (a cover's partials merge regions: no tuples of their own)
+                    hit = (acc, acc.partial(None if attr is None else data[attr], pane, groups, shape))
+                else:
+                    hit = (acc, deferred(memo, layout, acc, data[attr], lambda: acc.partial(data[attr], pane, groups, shape)))
+                cache[key] = hit
             else:
                 acc.adopt(hit[0])
             return key, hit[1]
@@ -153,7 +161,7 @@ class SharedRun:
                 if codes is not None:
                     st, kind = self._cover(acc, key, st, mask, R, cache)
                     self.covers[i][kind] += 1
-                requested[0] += sum(x.nbytes for x in st)
+                requested.append(st)
                 return st
 
             return partial
@@ -167,12 +175,11 @@ class SharedRun:
             lo, hi = r.bounds(ends, cuts)
             handles = [None if q is None else batch.request(*q, lo, hi) for q in r.requests(r.gather(partial_of(index[id(r)])))]
             asked.append((r, ends, handles))
-        batch.run()
         deliver(uniq, batch, asked)
         self.states |= {k for k in cache if len(k) == 2}
         self.groups_seen = max(r.groups_seen for r, _, _ in jobs) * R  # a block's cells: groups x regions
-        self.partial_bytes_peak = max(self.partial_bytes_peak, sum(x.nbytes for k, v in cache.items() if len(k) == 2 for x in v[1]))
-        self.unshared_bytes_peak = max(self.unshared_bytes_peak, requested[0])
+        self.partial_bytes_peak = max(self.partial_bytes_peak, sum(_nbytes(v[1]) for k, v in cache.items() if len(k) == 2))
+        self.unshared_bytes_peak = max(self.unshared_bytes_peak, sum(_nbytes(st) for st in requested))
 
     def _regions(self, data: dict, n: int) -> tuple[np.ndarray | None, int]:
         """Each tuple's region (index into :attr:`_present`, the region codes of the block) and their number."""
@@ -213,3 +220,8 @@ class SharedRun:
             out = acc.identity((st[0].shape[0], st[0].shape[1] // R))
         cache[ck] = (acc, out, kind)
         return out, kind
+
+
+def _nbytes(partial) -> int:
+    """The bytes of a partial's state (a :class:`~slidewise.synopses.tuples.Deferred` one: 0 until built)."""
+    return partial.nbytes if isinstance(partial, Deferred) else sum(x.nbytes for x in partial)

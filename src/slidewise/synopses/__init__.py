@@ -24,7 +24,7 @@ shared by the queries of one synopsis (:mod:`slidewise.runtime.shared`) keeps wh
 
 import numpy as np
 
-from slidewise.synopses import basic_interval, interval, running
+from slidewise.synopses import basic_interval, interval, running, tuples
 
 SYNOPSES = {"running": running.windows, "interval": interval.windows, "basic interval": basic_interval.windows}
 
@@ -39,11 +39,33 @@ def values(synopsis, acc, partials: tuple, lo, hi, memo: dict | None = None) -> 
     return acc.value(synopsis(acc, partials, lo, hi, memo))
 
 
-def cells(synopsis, acc, partials: tuple, lo, hi, col, memo: dict | None = None) -> tuple | None:
+def cells(synopsis, acc, partials: tuple, lo, hi, col, memo: dict | None = None, run: np.ndarray | None = None) -> tuple | None:
     """``acc``'s value (and null mask) at the cells ``(window [lo[c], hi[c]) of pane rows, column col[c])``, 1-D:
     work in proportion to the cells asked (the non-empty ones of sparse groups) instead of windows x
-    columns; None when ``acc`` and ``synopsis`` have no such evaluation (then :func:`values` answers)."""
+    columns; None when ``acc`` and ``synopsis`` have no such evaluation (then :func:`values` answers).
+    ``run``: the ``COUNT(*)`` running merges of the partials' pane rows and columns, every cell non-empty:
+    cells of few tuples are then evaluated from the tuples attached to ``partials`` (:mod:`~slidewise.synopses.tuples`)."""
     lo, hi, col = (np.asarray(x, dtype=np.int64) for x in (lo, hi, col))
+    got = None if run is None or memo is None or not len(lo) else tuples.runs(acc, partials, memo, run, lo, hi, col)
+    if got is None:
+        return _cells(synopsis, acc, tuples.built(partials, acc), lo, hi, col, memo)
+    out, rest = got
+    if not len(rest):
+        return out, None
+    long = _cells(synopsis, acc, tuples.built(partials, acc), lo[rest], hi[rest], col[rest], memo)
+    if long is None:
+        return _cells(synopsis, acc, tuples.built(partials, acc), lo, hi, col, memo)
+    if out is None:
+        return long
+    out[rest] = long[0]
+    null = None
+    if long[1] is not None:
+        null = np.zeros(len(out), bool)
+        null[rest] = long[1]
+    return out, null
+
+
+def _cells(synopsis, acc, partials: tuple, lo, hi, col, memo: dict | None) -> tuple | None:
     at = getattr(acc, "between_cells", None)
     if at is not None:
         return at(running.memoized(memo, "running", partials, acc.prefix), lo, hi, col) if synopsis is running.windows else None
@@ -82,4 +104,4 @@ def costs(kinds: dict[str, bool], b: int) -> str:
 #: aggregates whose partials merge idempotently (the interval synopsis probes two overlapping intervals)
 OVERLAPPING = ("min", "max")
 
-__all__ = ["OVERLAPPING", "SYNOPSES", "basic_interval", "cells", "cost", "costs", "interval", "running", "values"]
+__all__ = ["OVERLAPPING", "SYNOPSES", "basic_interval", "cells", "cost", "costs", "interval", "running", "tuples", "values"]

@@ -9,9 +9,9 @@ windows of all of them at once — one synopsis probe and one
 :meth:`~slidewise.operators.aggregates.base.Accumulator.value` per distinct
 window, in row chunks of bounded size — then hands each request its rows.
 When a request's rows are the non-zero cells of a count request over the same
-windows (RSTREAM without HAVING), its values are computed at those cells of its
-distinct windows only (:func:`slidewise.synopses.cells`: in proportion to the
-non-empty (window, group) cells, not windows × groups).
+windows (RSTREAM without HAVING), its values are computed at those cells only
+(:func:`slidewise.synopses.cells`: in proportion to the non-empty (window, group)
+cells, not windows × groups), in the requests' order.
 Windows are independent rows, so each query's values equal its own pass.
 """
 
@@ -21,6 +21,8 @@ import numpy as np
 
 from slidewise.synopses import cells as cells_of
 from slidewise.synopses import values
+from slidewise.synopses.running import memoized
+from slidewise.synopses.tuples import built
 
 __all__ = ["CHUNK_CELLS", "WindowBatch"]
 
@@ -29,18 +31,17 @@ CHUNK_CELLS = 1 << 18
 
 
 class WindowBatch:
-    """:meth:`request` windows, :meth:`run` once, then :meth:`result` of each request (a windows x columns
+    """:meth:`request` windows, then :meth:`result` of each request (a windows x columns
     matrix), or its cells at the non-zero cells of a count request (:meth:`present`, :meth:`take`: several
     requests of one batch key at once)."""
 
     def __init__(self, memo: dict | None = None):
         self.memo = {} if memo is None else memo
         self.asks: dict[tuple, list] = {}  # batch key -> [(accumulator, synopsis, partial), [(lo, hi), ...]]
-        self.windows: dict[tuple, tuple] = {}  # batch key -> its distinct windows (lo, hi, code), codes ascending
+        self.windows: dict[tuple, tuple] = {}  # batch key -> its distinct windows (lo, hi), in the order first asked
         self.unique: dict[tuple, tuple] = {}  # batch key -> (values, null) of its distinct windows (on demand)
         self.rows: dict[tuple, np.ndarray] = {}  # handle -> its windows' rows in those
         self.nonzero: dict[tuple, tuple] = {}  # batch key -> the non-zero cells of its distinct windows
-        self.sparse: dict[tuple, tuple | None] = {}  # batch key -> its values at the cells of a count request
 
     def request(self, acc, synopsis, partial: tuple, lo: np.ndarray, hi: np.ndarray) -> tuple:
         """Ask ``acc``'s value over the windows ``[lo, hi)`` of pane rows of ``partial`` via ``synopsis``
@@ -50,23 +51,32 @@ class WindowBatch:
         entry[1].append((lo, hi))
         return key, len(entry[1]) - 1
 
-    def run(self) -> None:
-        """Find each batch key's distinct windows (their values are computed when first read)."""
-        for key, (_, windows) in self.asks.items():
+    def _distinct(self, key: tuple) -> tuple:
+        """A batch key's distinct windows (lo, hi) in the order the requests first ask them (a request's new
+        windows are consecutive rows), and each request's rows in them (found when first read: values
+        read at cells need none)."""
+        if key not in self.windows:
+            windows = self.asks[key][1]
             lo = np.concatenate([w[0] for w in windows]).astype(np.int64)
             hi = np.concatenate([w[1] for w in windows]).astype(np.int64)
-            code, pair, inv = np.unique((lo << 32) | hi, return_index=True, return_inverse=True)  # pane rows < 2**31
-            self.windows[key] = (lo[pair], hi[pair], code)
+            _, pair, inv = np.unique((lo << 32) | hi, return_index=True, return_inverse=True)  # pane rows < 2**31
+            order = np.argsort(pair, kind="stable")
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            pair = pair[order]
+            self.windows[key] = (lo[pair], hi[pair])
             bounds = np.cumsum([0] + [len(w[0]) for w in windows])
-            inv = inv.reshape(-1)
+            inv = rank[inv.reshape(-1)]
             for j in range(len(windows)):
                 self.rows[key, j] = inv[bounds[j] : bounds[j + 1]]
+        return self.windows[key]
 
     def _dense(self, key: tuple) -> tuple:
         """The (values, null) of a batch key's distinct windows (windows x columns), in row chunks."""
         if key not in self.unique:
             acc, synopsis, partial = self.asks[key][0]
-            ulo, uhi, _ = self.windows[key]
+            partial = built(partial, acc)
+            ulo, uhi = self._distinct(key)
             width = max(1, int(getattr(acc, "width", 0)), partial[0].shape[1])
             step = max(1, CHUNK_CELLS // width)
             parts = [values(synopsis, acc, partial, ulo[i : i + step], uhi[i : i + step], self.memo) for i in range(0, len(ulo), step)]
@@ -81,7 +91,7 @@ class WindowBatch:
     def result(self, handle: tuple) -> tuple:
         """The (values, null mask or None) of a request: rows = its windows, columns = the partial's."""
         vals, null = self._dense(handle[0])
-        rows = self.rows[handle]
+        rows = self.rows[handle]  # (found by _dense)
         return _rows(vals, rows), None if null is None else _rows(null, rows)
 
     def _nonzero(self, key: tuple) -> tuple:
@@ -101,43 +111,33 @@ class WindowBatch:
         per, start, column = self._nonzero(handles[0][0])
         rows = [self.rows[h] for h in handles]
         per_windows = [per[r] for r in rows]
-        every = rows[0] if len(rows) == 1 else np.concatenate(rows)
-        return per_windows, column[_ranges(start[every], per[every])]
+        parts = [column[start[r[0]] : start[r[-1] + 1]] if _consecutive(r) else column[_ranges(start[r], per[r])] for r in rows]
+        return per_windows, parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def take(self, handles: list[tuple], per_windows: list[np.ndarray], columns: np.ndarray, count: tuple | None = None) -> tuple:
         """The (values, null mask or None) of requests of one batch key at the cells ``columns`` of their
         windows, ``per_windows[i]`` of them in each window of request i in order (as :meth:`present` gives
         for the requests of the count key ``count``), concatenated. With ``count`` (requests over the same
-        windows and columns), values not yet computed for whole windows are computed at the non-zero cells
-        of ``count``'s windows only (:func:`slidewise.synopses.cells`)."""
+        windows and columns, every cell non-empty), values not yet computed for whole windows are computed
+        at those cells only (:func:`slidewise.synopses.cells`: in request order, a window asked twice
+        computed twice; cells of few tuples from the tuples, with the count's running merges)."""
         key = handles[0][0]
+        if count is not None and key not in self.unique:
+            acc, synopsis, partial = self.asks[key][0]
+            windows = [self.asks[key][1][h[1]] for h in handles]
+            per = per_windows[0] if len(per_windows) == 1 else np.concatenate(per_windows)
+            lo = np.repeat(np.concatenate([w[0] for w in windows]), per)
+            hi = np.repeat(np.concatenate([w[1] for w in windows]), per)
+            cacc, _, cpart = self.asks[count][0]
+            run = memoized(self.memo, "running", cpart, cacc.prefix)[0]  # (built for the counts' values)
+            got = cells_of(synopsis, acc, partial, lo, hi, columns, self.memo, run)
+            if got is not None:
+                return got
+        vals, null = self._dense(key)
         rows = self.rows[handles[0]] if len(handles) == 1 else np.concatenate([self.rows[h] for h in handles])
         per = per_windows[0] if len(per_windows) == 1 else np.concatenate(per_windows)
-        got = self._sparse(key, count) if count is not None and key not in self.unique else None
-        if got is not None:
-            vals, null, start = got
-            at = _ranges(start[rows], per)
-            return vals.take(at), None if null is None else null.take(at)
-        vals, null = self._dense(key)
         flat = np.repeat(rows.astype(np.int64) * vals.shape[1], per) + columns
         return vals.reshape(-1).take(flat), None if null is None else null.reshape(-1).take(flat)
-
-    def _sparse(self, key: tuple, count: tuple) -> tuple | None:
-        """A batch key's (values, null, first cell of each distinct window) at the non-zero cells of the count
-        key ``count`` in its windows; None when its accumulator evaluates whole windows only."""
-        if key not in self.sparse:
-            acc, synopsis, partial = self.asks[key][0]
-            ulo, uhi, code = self.windows[key]
-            clo, _, ccode = self.windows[count]
-            at = np.minimum(np.searchsorted(ccode, code), len(ccode) - 1)
-            out = None
-            if len(at) and bool(np.all(ccode[at] == code)):  # (every window asked of the count: always in a block)
-                per, start, column = self._nonzero(count)
-                per = per[at]
-                cells = _ranges(start[at], per)
-                out = cells_of(synopsis, acc, partial, np.repeat(ulo, per), np.repeat(uhi, per), column[cells], self.memo)
-            self.sparse[key] = None if out is None else (out[0], out[1], np.concatenate([[0], np.cumsum(per)[:-1]]).astype(np.int64))
-        return self.sparse[key]
 
 
 def _ranges(first: np.ndarray, length: np.ndarray) -> np.ndarray:
@@ -146,9 +146,14 @@ def _ranges(first: np.ndarray, length: np.ndarray) -> np.ndarray:
     return np.repeat(first - (np.cumsum(length) - length), length) + np.arange(total)
 
 
+def _consecutive(rows: np.ndarray) -> bool:
+    """Whether ``rows`` is a (non-empty) run of consecutive rows."""
+    n = len(rows)
+    return bool(n and int(rows[-1]) - int(rows[0]) == n - 1 and (n < 3 or np.all(np.diff(rows) == 1)))
+
+
 def _rows(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``x[rows]``; a view when ``rows`` is a run of consecutive rows."""
-    n = len(rows)
-    if n and int(rows[-1]) - int(rows[0]) == n - 1 and (n < 3 or bool(np.all(np.diff(rows) == 1))):
+    if _consecutive(rows):
         return x[int(rows[0]) : int(rows[-1]) + 1]
     return x[rows]

@@ -17,6 +17,8 @@ class Accumulator:
     share_key = ""
     #: True if :meth:`value` is cell by cell (states of any shape, e.g. 1-D cells: :func:`slidewise.synopses.cells`)
     cellwise = False
+    #: True if :meth:`runs` evaluates cells from their values (the pane partial is built only if a cell needs it)
+    tuplewise = False
 
     def __init__(self, dtype: np.dtype | None = None):
         self.dtype = None if dtype is None else np.dtype(dtype)
@@ -44,6 +46,12 @@ class Accumulator:
     def value(self, state: State) -> tuple[np.ndarray, np.ndarray | None]:
         """The aggregate per cell and a mask of cells without values (null), or None."""
         raise NotImplementedError
+
+    def runs(self, values: np.ndarray, n: np.ndarray) -> np.ndarray | None:
+        """The value of cells from their values (:mod:`slidewise.synopses.tuples`; none null): row r holds
+        the ``n[r] >= 1`` values of a cell, then copies of its last one (rows of one value: each cell's first,
+        whatever ``n``; those of more values are asked again). None: no such evaluation."""
+        return None
 
     def answer_key(self) -> tuple:
         """Equal for accumulators whose :meth:`value` of equal states is equal (their type and parameters)."""

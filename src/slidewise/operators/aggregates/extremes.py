@@ -13,6 +13,7 @@ class Min(Accumulator):
     _ufunc = np.minimum
     share_key = "min"
     cellwise = True
+    tuplewise = True
     #: merging overlapping partials keeps the extreme (the interval synopsis probes two intervals per window)
     idempotent = True
 
@@ -35,6 +36,10 @@ class Min(Accumulator):
 
     def merge(self, a, b):
         return (self._ufunc(a[0], b[0]), a[1] + b[1])
+
+    def runs(self, values, n):
+        ext = values[:, 0] if values.shape[1] == 1 else self._ufunc.reduce(values, axis=1)
+        return self.value((ext.astype(self._work(), copy=False), n))[0]
 
     def identity(self, shape):
         return (np.full(shape, self._fill(), self._work()), np.zeros(shape, np.int32))

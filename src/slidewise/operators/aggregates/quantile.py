@@ -49,6 +49,13 @@ class Quantile(Distinct):
     synopsis applies, and a window's ranks need no scan of its own)."""
 
     share_key = "cumulative frequencies"
+    #: cells of up to this many values are sorted (:meth:`runs`): the synopsis probes a partial of every
+    #: (group, value) pair of the block, which costs more to build than sorting a few long cells
+    longest_run = 256
+
+    @property
+    def tuplewise(self) -> bool:  # type: ignore[override]
+        return not self.distinct
 
     def __init__(self, dtype: np.dtype | None = None, p: float = 0.5, distinct: bool = False):
         super().__init__(dtype, "quantile")
@@ -89,6 +96,19 @@ class Quantile(Distinct):
 
         out = interpolate(at(i), at(j), frac)
         return np.where(empty, 0.0, out), (empty if empty.any() else None)
+
+    def runs(self, values, n):
+        if self.distinct:
+            return None
+        v = values.astype(np.float64)
+        if v.shape[1] == 1:  # one value: ranks 0 and 0 at weight 0
+            return interpolate(v[:, 0], v[:, 0], 0.0)
+        if v.shape[1] > 1:  # the padding last, then the order statistics of each row
+            v = np.where(np.arange(v.shape[1]) < n[:, None], v, np.inf)
+            v.sort(axis=1)
+        i, j, frac = ranks(n, self.p)
+        row = np.arange(len(n))
+        return interpolate(v[row, i], v[row, j], frac)
 
     def between(self, run: tuple, lo: np.ndarray, hi: np.ndarray):
         """:meth:`value` of the windows ``run[hi] − run[lo]`` (running merges, as :meth:`prefix` gives) without

@@ -14,6 +14,7 @@ class Count(Counts):
     """``COUNT(*)`` (``dtype`` None) or ``COUNT(x)`` (non-null values); int32 cells, int64 values."""
 
     cellwise = True
+    tuplewise = True
 
     def partial(self, values, pane_codes, group_codes, shape) -> State:
         flat = flat_index(pane_codes, group_codes, shape)
@@ -26,6 +27,9 @@ class Count(Counts):
     def value(self, state):
         return state[0].astype(np.int64), None
 
+    def runs(self, values, n):
+        return n.astype(np.int64)
+
 
 class Sum(Accumulator):
     """``SUM(x)``: (sum, count of values); int64 for integer and boolean input, float64 else; null if no value."""
@@ -33,6 +37,10 @@ class Sum(Accumulator):
     subtractable = True
     cellwise = True
     share_key = "sum"  # AVG too
+
+    @property
+    def tuplewise(self) -> bool:  # type: ignore[override]
+        return self.dtype.kind != "f"  # float sums: added in the synopsis's order
 
     def _type(self) -> np.dtype:
         return np.dtype(np.float64) if self.dtype.kind == "f" else np.dtype(np.int64)
@@ -51,6 +59,13 @@ class Sum(Accumulator):
         s = np.zeros(size, np.int64)
         np.add.at(s, flat, values.astype(np.int64))
         return (s.reshape(shape), n)
+
+    def runs(self, values, n):
+        if self.dtype.kind == "f":  # float sums: added in the synopsis's order
+            return None
+        v = values.astype(np.int64)
+        s = v[:, 0] if v.shape[1] == 1 else v.sum(axis=1) - (v.shape[1] - n) * v[:, -1]
+        return self.value((s, n))[0]
 
     def merge(self, a, b):
         return (a[0] + b[0], a[1] + b[1])
