@@ -432,22 +432,24 @@ def test_invalidation_strategies_memory_and_work():
     assert sorted(_run(query, tuples, 7, "wnl-own")) == sorted(_run(query, tuples, 7, "whj")) == sorted(oracle_wjoin(query, tuples).elements())
 
 
-def test_bucket_search_beyond_one_integer():
-    """HW-join's binary search over (key code, value) pairs: one composite integer per pair, or
-    ranks when codes times the values' span would overflow; both agree with a search of the tuples."""
+def test_bucket_keys_beyond_one_integer():
+    """HW-join's binary searches over (bucket code, value) pairs: one composite integer per pair, or a
+    complex number where codes times the values' span could overflow; both agree with a search of the pairs."""
     import bisect
 
-    from slidewise.operators.wjoin.nlw_join import _Sorted
+    from slidewise.operators.wjoin.nlw_join import _Keys
 
     rng = np.random.default_rng(5)
-    for span in (50, 2**61):
-        pairs = sorted(zip(rng.integers(0, 9, 300).tolist(), rng.integers(-span, span, 300).tolist()))
-        code, value = (np.array(v, np.int64) for v in zip(*pairs))
-        q_code, q_value = rng.integers(0, 9, 200), np.concatenate([value[:100], rng.integers(-span, span, 100)])
+    pairs = sorted(zip(rng.integers(0, 9, 300).tolist(), rng.integers(100, 151, 300).tolist()))
+    code, value = (np.array(v, np.int64) for v in zip(*pairs))
+    q_code, q_value = rng.integers(0, 9, 200), np.concatenate([value[:100], rng.integers(100, 151, 100)])
+    for wide in (2**62, 9 * 51):
+        keys, queries = _Keys.pair(code, value, q_code, q_value, 100, 150, wide)
+        assert keys.wide == queries.wide == (wide < 2**62)
         for side in ("left", "right"):
             search = bisect.bisect_left if side == "left" else bisect.bisect_right
             expected = [search(pairs, (int(c), int(v))) for c, v in zip(q_code, q_value)]
-            assert _Sorted(code, 8, v=value).search("v", q_code, q_value, side).tolist() == expected, (span, side)
+            assert keys.key.searchsorted(keys.of(queries.c, q_value), side).tolist() == expected, (wide, side)
 
 
 @pytest.mark.parametrize(

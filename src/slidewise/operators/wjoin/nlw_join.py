@@ -88,43 +88,37 @@ class _Side:
             for f, v in zip(self.FIELDS, fields):
                 setattr(self, f, np.concatenate([getattr(self, f), v]))
 
-    def keep(self, keep: np.ndarray) -> None:
-        """Keep the rows where ``keep`` holds."""
-        if not keep.all():
-            idx = np.flatnonzero(keep)
-            self.rows = _take(self.rows, idx) if self.rows is not None else None
-            for f in self.FIELDS:
-                setattr(self, f, getattr(self, f)[idx])
+    def take(self, idx: np.ndarray) -> None:
+        """Keep the rows ``idx``, in that order."""
+        self.rows = _take(self.rows, idx) if self.rows is not None else None
+        for f in self.FIELDS:
+            setattr(self, f, getattr(self, f)[idx])
 
     def __len__(self) -> int:
         return len(self.end)
 
 
-class _Sorted:
-    """A bucket-sorted side: ``code`` ascending, within a bucket the ``values`` ascending; binary
-    searches of ``(code, value)`` over one composite integer per value kind (``code * m + value``)."""
+class _Keys:
+    """One side's rows sorted by bucket, then arrival: per row its bucket ``code``, ``made`` and
+    ``key``, one sortable value per (bucket, value) pair (:meth:`of`): the integer
+    ``code * m + value - base`` (``c``: ``code * m - base``), or the complex ``code + value i``
+    (compared lexicographically) where the integer could overflow."""
 
-    def __init__(self, code: np.ndarray, top: int, **values: np.ndarray) -> None:
-        self.code, self.top, self.values = code, top, values
-        self.keyed: dict[str, tuple[np.ndarray, int, int, int]] = {}
+    def __init__(self, code: np.ndarray, made: np.ndarray, m: int, base: int, wide: bool) -> None:
+        self.code, self.made, self.wide = code, made, wide
+        self.c = code.astype(np.complex128) if wide else code * m - base
+        self.key = self.of(self.c, made)
 
-    def search(self, kind: str, q_code: np.ndarray, q_value: np.ndarray, side: str) -> np.ndarray:
-        """Per query, ``np.searchsorted`` of ``(q_code, q_value)`` in the pairs ``(code, values[kind])``."""
-        value = self.values[kind]
-        if not len(value):
-            return np.zeros(len(q_value), np.int64)
-        if kind not in self.keyed:
-            lo, hi = int(value.min()) - 1, int(value.max()) + 1
-            m = hi - lo + 1
-            wide = self.top * m >= 2**62
-            self.keyed[kind] = (value if wide else value - lo if self.top == 0 else self.code * m + (value - lo), lo, hi, m)
-        keyed, lo, hi, m = self.keyed[kind]
-        if self.top * m >= 2**62:  # too wide for one integer: ranks among the values and the queries
-            every = np.unique(np.concatenate([value, q_value]))
-            m = len(every) + 1
-            return np.searchsorted(self.code * m + np.searchsorted(every, value), q_code * m + np.searchsorted(every, q_value), side)  # type: ignore[call-overload]
-        q = np.clip(q_value, lo, hi) - lo
-        return np.searchsorted(keyed, q if self.top == 0 else q_code * m + q, side)  # type: ignore[call-overload]
+    def of(self, c: np.ndarray, value: np.ndarray) -> np.ndarray:
+        return c + value * 1j if self.wide else c + value
+
+    @staticmethod
+    def pair(lcode: np.ndarray, lmade: np.ndarray, rcode: np.ndarray, rmade: np.ndarray, base: int, cap: int, wide: int) -> tuple[_Keys, _Keys]:
+        """Both sides' keys for values in ``[base, cap]`` (arrivals, and half arrivals from ``2 base``);
+        complex if an integer key could reach ``wide``."""
+        m = cap - base + 1
+        is_wide = (max(int(lcode.max(initial=0)), int(rcode.max(initial=0))) + 1) * m >= wide
+        return _Keys(lcode, lmade, m, base, is_wide), _Keys(rcode, rmade, m, base, is_wide)
 
 
 class NLWJoin(Snapshots):
@@ -136,6 +130,7 @@ class NLWJoin(Snapshots):
     per_arrival = 26.0  # per arrival and level; measured as MW-join's
     hashed = False
     sweep: int | None = None  # HW-join: the update routine runs after every ``sweep``-th arrival
+    wide = 2**62  # bucket keys (:class:`_Keys`) that could reach this are complex numbers
     baseline = False
 
     def __init__(self, query: WJoinQuery) -> None:
@@ -221,22 +216,22 @@ class NLWJoin(Snapshots):
         lo, hi = np.max(ts - self.d[j][members][:, None], axis=0), np.min(ts + self.d[members, j][:, None], axis=0)
         return np.ceil(lo).astype(np.int64), np.floor(hi).astype(np.int64)
 
-    def _deleted(self, side: _Side, code: np.ndarray, other: _Side, other_code: np.ndarray, start: int, cap: int) -> np.ndarray:
-        """Per row of ``side``: when it is deleted, in half arrivals (``2 q``: by the scan of the
-        other side's arrival ``q``, the first one at or after its ``out`` in its bucket; ``2 s + 1``:
-        by the update routine after arrival ``s``), at most ``cap``."""
-        begin = np.maximum(side.out, side.made + 1)
-        never = side.out == _LAST
-        new = np.flatnonzero(other.made >= start)  # the scans of this chunk: the other side's new rows
-        o = new[np.lexsort([other.made[new], other_code[new]])]
-        ev_code, ev_made = other_code[o], other.made[o]
-        at = _Sorted(ev_code, int(other_code.max(initial=0)), made=ev_made).search("made", code, np.minimum(begin, cap), "left")
-        hit = (at < len(o)) & ~never
-        if len(o):
-            hit &= ev_code[np.minimum(at, len(o) - 1)] == code
-        gone = np.where(hit, 2 * ev_made[np.minimum(at, max(len(o) - 1, 0))] if len(o) else 0, cap)
+    def _deleted(self, side: _Side, perm: np.ndarray, mine: _Keys, other: _Keys, start: int, cap: int) -> np.ndarray:
+        """Per row of ``side`` (in the order ``perm``, keyed ``mine``): when it is
+        deleted, in half arrivals (``2 q``: by the scan of the other side's arrival ``q``, the first
+        one at or after its ``out`` in its bucket; ``2 s + 1``: by the update routine after arrival
+        ``s``), at most ``cap``. The other side's rows made before ``start`` scanned before."""
+        out, made = side.out[perm], side.made[perm]
+        never = out == _LAST
+        at = other.key.searchsorted(other.of(mine.c, np.maximum(np.minimum(np.maximum(out, made + 1), cap), start)))
+        if len(other.key):
+            last = np.minimum(at, len(other.key) - 1)
+            hit = (at < len(other.key)) & ~never & (other.code[last] == mine.code)
+            gone = np.where(hit, 2 * other.made[last], cap)
+        else:
+            gone = np.full(len(out), cap)
         if self.sweep:
-            since = np.minimum(np.maximum(side.out, side.made), cap)  # the routine also sees rows of its own arrival
+            since = np.minimum(np.maximum(out, made), cap)  # the routine also sees rows of its own arrival
             routine = 2 * ((since + self.sweep) // self.sweep * self.sweep - 1) + 1
             gone = np.where(never, gone, np.minimum(gone, routine))
         return np.minimum(gone, cap)
@@ -245,39 +240,43 @@ class NLWJoin(Snapshots):
         """Level ``k``: its m-tuples joined with its tuples, every pair but those of two rows made
         before the chunk's first arrival ``start``; counts the per-arrival comparisons and deletes
         the rows the chunk's scans (and update routine) delete. The new (m+1)-tuples, and the
-        positions of the arrivals that made them."""
+        positions of the arrivals that made them. Both buffers are left sorted by bucket, then
+        arrival, so every binary search runs with sorted (or nearly sorted) queries."""
         left, right = self.left[k], self.right[k]
         if not len(left) and not len(right):
             return None, _NONE
-        lcode, rcode, top = self._codes(k)
+        lcode, rcode, _ = self._codes(k)
         cap = 2 * last + 4  # beyond the chunk: kept
-        lgone = self._deleted(left, lcode, right, rcode, start, cap)
-        rgone = self._deleted(right, rcode, left, lcode, start, cap)
+        p = np.lexsort([left.made, lcode])
+        o = np.argsort(rcode, kind="stable")  # the right rows are in arrival order within a bucket: ts, made, gone rise
+        base = int(min(left.made.min(initial=start), right.made.min(initial=start)))
+        lk, rk = _Keys.pair(lcode[p], left.made[p], rcode[o], right.made[o], base, cap, self.wide)
+        lgone = self._deleted(left, p, lk, rk, start, cap)
+        rgone = self._deleted(right, o, rk, lk, start, cap)
         joined: Rows | None = None
         made = _NONE
         if len(left) and len(right):
             assert left.rows is not None and right.rows is not None
-            o = np.argsort(rcode, kind="stable") if top else np.arange(len(right))  # per bucket in arrival order: ts, made, gone rise
-            r = _Sorted(rcode[o], top, made=right.made[o], gone=rgone[o])
             # per m-tuple, the tuples it is compared with form one range of its bucket: those arrived
             # before it and still buffered when it scans (gone at or after its arrival; after it, if
             # an earlier m-tuple of the same arrival scanned the bucket and deleted them), then those
             # arriving while it is buffered (up to the arrival whose scan deletes it). Pairs of rows
             # both made before the chunk were compared before.
-            new = left.made >= start
-            first = np.zeros(len(left), bool)
-            idx = np.flatnonzero(new)
-            idx = idx[np.lexsort([left.made[idx], lcode[idx]])]
-            first[idx] = np.concatenate([[True], (np.diff(lcode[idx]) != 0) | (np.diff(left.made[idx]) != 0)]) if len(idx) else first[idx]
-            before = r.search("made", lcode, left.made, "left")
-            kept = np.minimum(r.search("gone", lcode, 2 * left.made + np.where(first, 0, 1), "left"), before)
-            lo = np.where(new, kept, r.search("made", lcode, np.full(len(left), start), "left"))
-            counts = np.maximum(r.search("made", lcode, lgone // 2, "right") - lo, 0)
+            lmade = lk.made
+            new = lmade >= start
+            first = np.ones(len(lmade), bool)
+            first[1:] = lk.key[1:] != lk.key[:-1]  # the first m-tuple of its arrival in its bucket
+            before = rk.key.searchsorted(lk.key)
+            gone_key = rk.of(rk.c, rgone - base)  # gone rises within a bucket, from 2 base
+            kept = np.minimum(gone_key.searchsorted(rk.of(lk.c, 2 * lmade - base + ~first)), before)
+            lo = np.where(new, kept, rk.key.searchsorted(rk.of(lk.c, np.full(len(lmade), start))))
+            counts = np.maximum(rk.key.searchsorted(rk.of(lk.c, lgone // 2), "right") - lo, 0)
             total = int(counts.sum())
             self.comparisons += total
-            a = np.repeat(np.arange(len(left)), counts)
+            a = np.repeat(np.arange(len(lmade)), counts)
             b = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
-            ts = right.lo[o][b]
+            ts = right.lo[o[b]]
+            a = p[a]
             inside = np.flatnonzero((ts >= left.lo[a]) & (ts <= left.end[a]))
             self.inside += len(inside)
             if len(inside):
@@ -285,13 +284,13 @@ class NLWJoin(Snapshots):
                 joined, made = {**_take(left.rows, a), **_take(right.rows, b)}, np.maximum(left.made[a], right.made[b])
                 if self.level_eqs[k]:
                     ok = np.ones(len(a), bool)
-                    for p in self.level_eqs[k]:
-                        ok &= np.asarray(evaluate(p, lambda st, attr: joined[st][attr]), bool)  # noqa: B023
+                    for e in self.level_eqs[k]:
+                        ok &= np.asarray(evaluate(e, lambda st, attr: joined[st][attr]), bool)  # noqa: B023
                     keep = np.flatnonzero(ok)
                     joined, made = _take(joined, keep), made[keep]
         self.purged += sum(int(np.count_nonzero((g % 2 == 0) & (g < cap))) for g in (lgone, rgone))  # deleted by a scan
-        left.keep(lgone > 2 * last + 1)
-        right.keep(rgone > 2 * last + 1)
+        left.take(p[lgone > 2 * last + 1])
+        right.take(o[rgone > 2 * last + 1])
         return joined, made
 
     def _codes(self, k: int) -> tuple[np.ndarray, np.ndarray, int]:
