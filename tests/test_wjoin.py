@@ -444,12 +444,12 @@ def test_bucket_keys_beyond_one_integer():
     code, value = (np.array(v, np.int64) for v in zip(*pairs))
     q_code, q_value = rng.integers(0, 9, 200), np.concatenate([value[:100], rng.integers(100, 151, 100)])
     for wide in (2**62, 9 * 51):
-        keys, queries = _Keys.pair(code, value, q_code, q_value, 100, 150, wide)
-        assert keys.wide == queries.wide == (wide < 2**62)
+        keys, queries = _Keys.pair(code[::-1], value[::-1], q_code, q_value, 100, 150, wide)  # sorted by the keys
+        assert keys.wide == queries.wide == (wide < 2**62) and keys.code[:-1].tolist() == code.tolist()
         for side in ("left", "right"):
             search = bisect.bisect_left if side == "left" else bisect.bisect_right
-            expected = [search(pairs, (int(c), int(v))) for c, v in zip(q_code, q_value)]
-            assert keys.key.searchsorted(keys.of(queries.c, q_value), side).tolist() == expected, (wide, side)
+            expected = [search(pairs, (int(c), int(v))) for c, v in zip(queries.code[:-1], q_value[queries.order])]
+            assert keys.key.searchsorted(keys.of(queries.c, q_value[queries.order]), side).tolist() == expected, (wide, side)
 
 
 @pytest.mark.parametrize(

@@ -99,15 +99,17 @@ class _Side:
 
 
 class _Keys:
-    """One side's rows sorted by bucket, then arrival: per row its bucket ``code``, ``made`` and
-    ``key``, one sortable value per (bucket, value) pair (:meth:`of`): the integer
-    ``code * m + value - base`` (``c``: ``code * m - base``), or the complex ``code + value i``
-    (compared lexicographically) where the integer could overflow."""
+    """One side's rows sorted by bucket, then arrival (``order``): per row its bucket ``code``
+    (then a -1), ``made`` (then a 0) and ``key``, one sortable value per (bucket, value) pair
+    (:meth:`of`): the integer ``code * m + value - base`` (``c``: ``code * m - base``), or the
+    complex ``code + value i`` (compared lexicographically) where the integer could overflow."""
 
     def __init__(self, code: np.ndarray, made: np.ndarray, m: int, base: int, wide: bool) -> None:
-        self.code, self.made, self.wide = code, made, wide
-        self.c = code.astype(np.complex128) if wide else code * m - base
-        self.key = self.of(self.c, made)
+        self.wide = wide
+        c = code.astype(np.complex128) if wide else code * m - base
+        key = self.of(c, made)
+        self.order = o = np.argsort(key)
+        self.key, self.c, self.code, self.made = key[o], c[o], np.append(code[o], -1), np.append(made[o], 0)
 
     def of(self, c: np.ndarray, value: np.ndarray) -> np.ndarray:
         return c + value * 1j if self.wide else c + value
@@ -203,9 +205,9 @@ class NLWJoin(Snapshots):
         """Per bound: the first arrival of stream ``i`` with ``ts`` beyond it (-1: before this chunk;
         ``_LAST``: none yet), the moment the time-stamps vector entry of ``i`` passes it."""
         pos, ts = arrivals.get(i, (_NONE, _NONE))
-        at = np.searchsorted(ts, bound, "right")
-        out = np.where(at < len(pos), pos[np.minimum(at, len(pos) - 1)] if len(pos) else _LAST, _LAST)
-        return np.where(self.vmax[i] > bound, -1, out)
+        out = np.append(pos, _LAST)[ts.searchsorted(bound, "right")]
+        out[self.vmax[i] > bound] = -1
+        return out
 
     def _period(self, rows: Rows | None, members: list[int], j: int) -> tuple[np.ndarray, np.ndarray]:
         """Per m-tuple of ``rows`` (over ``members``): its period over stream ``j`` (module docstring),
@@ -216,24 +218,17 @@ class NLWJoin(Snapshots):
         lo, hi = np.max(ts - self.d[j][members][:, None], axis=0), np.min(ts + self.d[members, j][:, None], axis=0)
         return np.ceil(lo).astype(np.int64), np.floor(hi).astype(np.int64)
 
-    def _deleted(self, side: _Side, perm: np.ndarray, mine: _Keys, other: _Keys, start: int, cap: int) -> np.ndarray:
-        """Per row of ``side`` (in the order ``perm``, keyed ``mine``): when it is
-        deleted, in half arrivals (``2 q``: by the scan of the other side's arrival ``q``, the first
-        one at or after its ``out`` in its bucket; ``2 s + 1``: by the update routine after arrival
-        ``s``), at most ``cap``. The other side's rows made before ``start`` scanned before."""
-        out, made = side.out[perm], side.made[perm]
-        never = out == _LAST
+    def _deleted(self, side: _Side, mine: _Keys, other: _Keys, start: int, cap: int) -> np.ndarray:
+        """Per row of ``side`` (in the order of its keys ``mine``): when it is deleted, in half
+        arrivals (``2 q``: by the scan of the other side's arrival ``q``, the first one at or after
+        its ``out`` in its bucket; ``2 s + 1``: by the update routine after arrival ``s``), at most
+        ``cap`` (kept; so are the rows never out). The other side's rows made before ``start``
+        scanned before."""
+        out, made = side.out[mine.order], mine.made[:-1]
         at = other.key.searchsorted(other.of(mine.c, np.maximum(np.minimum(np.maximum(out, made + 1), cap), start)))
-        if len(other.key):
-            last = np.minimum(at, len(other.key) - 1)
-            hit = (at < len(other.key)) & ~never & (other.code[last] == mine.code)
-            gone = np.where(hit, 2 * other.made[last], cap)
-        else:
-            gone = np.full(len(out), cap)
-        if self.sweep:
-            since = np.minimum(np.maximum(out, made), cap)  # the routine also sees rows of its own arrival
-            routine = 2 * ((since + self.sweep) // self.sweep * self.sweep - 1) + 1
-            gone = np.where(never, gone, np.minimum(gone, routine))
+        gone = np.where(other.code[at] == mine.code[:-1], 2 * other.made[at], cap)
+        if self.sweep:  # the routine also sees rows of its own arrival
+            gone = np.minimum(gone, 2 * ((np.minimum(np.maximum(out, made), cap) + self.sweep) // self.sweep * self.sweep) - 1)
         return np.minimum(gone, cap)
 
     def _level(self, k: int, start: int, last: int) -> tuple[Rows | None, np.ndarray]:
@@ -247,12 +242,11 @@ class NLWJoin(Snapshots):
             return None, _NONE
         lcode, rcode, _ = self._codes(k)
         cap = 2 * last + 4  # beyond the chunk: kept
-        p = np.lexsort([left.made, lcode])
-        o = np.argsort(rcode, kind="stable")  # the right rows are in arrival order within a bucket: ts, made, gone rise
         base = int(min(left.made.min(initial=start), right.made.min(initial=start)))
-        lk, rk = _Keys.pair(lcode[p], left.made[p], rcode[o], right.made[o], base, cap, self.wide)
-        lgone = self._deleted(left, p, lk, rk, start, cap)
-        rgone = self._deleted(right, o, rk, lk, start, cap)
+        lk, rk = _Keys.pair(lcode, left.made, rcode, right.made, base, cap, self.wide)
+        p, o = lk.order, rk.order
+        lgone = self._deleted(left, lk, rk, start, cap)
+        rgone = self._deleted(right, rk, lk, start, cap)
         joined: Rows | None = None
         made = _NONE
         if len(left) and len(right):
@@ -262,14 +256,16 @@ class NLWJoin(Snapshots):
             # an earlier m-tuple of the same arrival scanned the bucket and deleted them), then those
             # arriving while it is buffered (up to the arrival whose scan deletes it). Pairs of rows
             # both made before the chunk were compared before.
-            lmade = lk.made
+            lmade = lk.made[:-1]
             new = lmade >= start
             first = np.ones(len(lmade), bool)
             first[1:] = lk.key[1:] != lk.key[:-1]  # the first m-tuple of its arrival in its bucket
             before = rk.key.searchsorted(lk.key)
             gone_key = rk.of(rk.c, rgone - base)  # gone rises within a bucket, from 2 base
             kept = np.minimum(gone_key.searchsorted(rk.of(lk.c, 2 * lmade - base + ~first)), before)
-            lo = np.where(new, kept, rk.key.searchsorted(rk.of(lk.c, np.full(len(lmade), start))))
+            lo = kept
+            old = np.flatnonzero(~new)
+            lo[old] = rk.key.searchsorted(rk.of(lk.c[old], np.full(len(old), start)))
             counts = np.maximum(rk.key.searchsorted(rk.of(lk.c, lgone // 2), "right") - lo, 0)
             total = int(counts.sum())
             self.comparisons += total
