@@ -66,6 +66,22 @@ def _concat(a: Rows | None, b: Rows | None) -> Rows | None:
     return {s: {c: np.concatenate([v, b[s][c]]) for c, v in cols.items()} for s, cols in a.items()}
 
 
+def _lexorder(keys: list[np.ndarray], lo: int, hi: int) -> np.ndarray:
+    """``np.lexsort(keys)`` of integer keys in ``[lo, hi]`` whose rows are distinct: consecutive keys
+    packed into one integer while it fits, then sorted once."""
+    span = hi - lo + 1
+    per = 1
+    while per < len(keys) and span ** (per + 1) < 2**63:
+        per += 1
+    packed = []
+    for i in range(0, len(keys), per):
+        v = keys[i] - lo
+        for t, key in enumerate(keys[i + 1 : i + per], 1):
+            v = v + (key - lo) * span**t
+        packed.append(v)
+    return np.argsort(packed[0]) if len(packed) == 1 else np.lexsort(packed)
+
+
 class _Side:
     """One side's buffer of a pipeline level, columnar: per row the bounds of its period over the
     other side's stream (``lo``, ``end``; a right tuple: its ``ts`` twice), the position of the arrival
@@ -309,8 +325,11 @@ class NLWJoin(Snapshots):
         if not _len(rows):
             return ResultBatch.empty(self.n)
         assert rows is not None
-        pos = np.stack([rows[s]["pos"] for s in range(self.n)], axis=1)
-        orders = self.mw_orders[np.argmax(pos, axis=1)]  # the completing member's stream's order
-        ranked = np.take_along_axis(pos, orders, axis=1)
-        rows = _take(rows, np.lexsort([*ranked[:, :0:-1].T, made]))
+        pos = np.stack([rows[s]["pos"] for s in range(self.n)])
+        completing = np.zeros(len(made), np.int64)  # the completing member's stream
+        for s in range(1, self.n):
+            completing[pos[s] == made] = s
+        every = np.arange(len(made))
+        ranked = [made] + [pos[self.mw_orders[:, r][completing], every] for r in range(1, self.n)]  # in its stream's order
+        rows = _take(rows, _lexorder(ranked[::-1], int(pos.min()), int(pos.max())))
         return results(rows, self.filters, self.aliases, self.reach) or ResultBatch.empty(self.n)
