@@ -38,6 +38,8 @@ Results (members, ts, exp and their order within an arrival) are those of
 
 from __future__ import annotations
 
+from functools import reduce
+
 import numpy as np
 
 from slidewise.model.batch import ResultBatch, StreamBatch
@@ -51,6 +53,7 @@ __all__ = ["NLWJoin"]
 
 _NONE = np.empty(0, np.int64)
 _LAST = np.iinfo(np.int64).max
+_NEVER, _NO_TS = np.array([_LAST]), np.empty(0, np.float64)  # a stream without arrivals in the chunk
 
 
 def _len(rows: Rows | None) -> int:
@@ -196,7 +199,7 @@ class NLWJoin(Snapshots):
             return ResultBatch.empty(self.n)
         start = min(int(b.pos[0]) for b in chunk if len(b))  # the chunk's first arrival
         last = max(int(b.pos[-1]) for b in chunk if len(b))  # and its last
-        arrivals = {b.stream: (np.asarray(b.pos, np.int64), np.asarray(b.ts)) for b in chunk if len(b)}
+        arrivals = {b.stream: (np.append(np.asarray(b.pos, np.int64), _LAST), np.asarray(b.ts, np.float64)) for b in chunk if len(b)}
         rows = new.get(self.order[0])
         made = _NONE if rows is None else rows[self.order[0]]["pos"]
         for k in range(1, self.n):
@@ -208,10 +211,10 @@ class NLWJoin(Snapshots):
                 self.right[k].add(new[j], ts, ts, new[j][j]["pos"], np.full(len(ts), _LAST))
             left, right = self.left[k], self.right[k]
             pending = left.out == _LAST  # left: out once stream j passes its end
-            left.out[pending] = self._first_beyond(arrivals, j, left.end[pending].astype(np.float64))
+            left.out[pending] = self._first_beyond(arrivals, j, left.end[pending])
             pending = np.flatnonzero(right.out == _LAST)  # right: out once every stream below passes its reach
             if len(pending):
-                right.out[pending] = np.max([self._first_beyond(arrivals, i, right.lo[pending] + self.d[j][i]) for i in members], axis=0)
+                right.out[pending] = reduce(np.maximum, [self._first_beyond(arrivals, i, right.lo[pending] + self.d[j][i]) for i in members])
             rows, made = self._level(k, start, last)
         for i, (_, ts) in arrivals.items():
             self.vmax[i] = max(self.vmax[i], float(ts[-1]))
@@ -219,9 +222,10 @@ class NLWJoin(Snapshots):
 
     def _first_beyond(self, arrivals: dict[int, tuple[np.ndarray, np.ndarray]], i: int, bound: np.ndarray) -> np.ndarray:
         """Per bound: the first arrival of stream ``i`` with ``ts`` beyond it (-1: before this chunk;
-        ``_LAST``: none yet), the moment the time-stamps vector entry of ``i`` passes it."""
-        pos, ts = arrivals.get(i, (_NONE, _NONE))
-        out = np.append(pos, _LAST)[ts.searchsorted(bound, "right")]
+        ``_LAST``: none yet), the moment the time-stamps vector entry of ``i`` passes it. ``arrivals``:
+        per stream of the chunk, its positions (then ``_LAST``) and timestamps."""
+        pos, ts = arrivals.get(i, (_NEVER, _NO_TS))
+        out = pos[ts.searchsorted(bound, "right")]
         out[self.vmax[i] > bound] = -1
         return out
 
@@ -230,8 +234,8 @@ class NLWJoin(Snapshots):
         bounds rounded inwards to integers."""
         if rows is None or not _len(rows):
             return _NONE, _NONE
-        ts = np.stack([rows[i]["ts"] for i in members])
-        lo, hi = np.max(ts - self.d[j][members][:, None], axis=0), np.min(ts + self.d[members, j][:, None], axis=0)
+        lo = reduce(np.maximum, [rows[i]["ts"] - self.d[j][i] for i in members])
+        hi = reduce(np.minimum, [rows[i]["ts"] + self.d[i][j] for i in members])
         return np.ceil(lo).astype(np.int64), np.floor(hi).astype(np.int64)
 
     def _deleted(self, side: _Side, mine: _Keys, other: _Keys, start: int, cap: int) -> np.ndarray:
