@@ -169,7 +169,13 @@ class NLWJoin(Snapshots):
         self.vmax = np.full(self.n, -np.inf)  # per stream, its largest ts before the chunk
         self.mw_orders = np.array(result_orders(query))
         eqs = query.join.equalities
-        self.level_eqs = [[Cmp("=", e.left, e.right) for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
+        at = [[e for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
+        self.level_eqs = [[Cmp("=", e.left, e.right) for e in at[k]] for k in range(self.n)]
+        # without the equality of the level's bucket key, true of every pair when the codes are the keys'
+        self.unkeyed_eqs = [
+            [Cmp("=", e.left, e.right) for e in at[k] if {(e.left.stream, e.left.attr), (e.right.stream, e.right.attr)} != {self.left[k].key, self.right[k].key}]
+            for k in range(self.n)
+        ]
         self.filters = list(query.join.filters)
         self.comparisons = 0  # rows the scans visit; of them, deleted (IsOut) and inside the period (IsIn)
         self.purged = self.inside = 0
@@ -260,7 +266,7 @@ class NLWJoin(Snapshots):
         left, right = self.left[k], self.right[k]
         if not len(left) and not len(right):
             return None, _NONE
-        lcode, rcode, _ = self._codes(k)
+        lcode, rcode, exact = self._codes(k)
         cap = 2 * last + 4  # beyond the chunk: kept
         base = int(min(left.made.min(initial=start), right.made.min(initial=start)))
         lk, rk = _Keys.pair(lcode, left.made, rcode, right.made, base, cap, self.wide)
@@ -298,9 +304,10 @@ class NLWJoin(Snapshots):
             if len(inside):
                 a, b = a[inside], o[b[inside]]
                 joined, made = {**_take(left.rows, a), **_take(right.rows, b)}, np.maximum(left.made[a], right.made[b])
-                if self.level_eqs[k]:
+                eqs = self.unkeyed_eqs[k] if exact else self.level_eqs[k]
+                if eqs:
                     ok = np.ones(len(a), bool)
-                    for e in self.level_eqs[k]:
+                    for e in eqs:
                         ok &= np.asarray(evaluate(e, lambda st, attr: joined[st][attr]), bool)  # noqa: B023
                     keep = np.flatnonzero(ok)
                     joined, made = _take(joined, keep), made[keep]
@@ -309,20 +316,21 @@ class NLWJoin(Snapshots):
         right.take(o[rgone > 2 * last + 1])
         return joined, made
 
-    def _codes(self, k: int) -> tuple[np.ndarray, np.ndarray, int]:
+    def _codes(self, k: int) -> tuple[np.ndarray, np.ndarray, bool]:
         """The hash key codes of level ``k``'s left and right rows (equal keys, equal codes; small
-        integer keys are their own codes) and the largest code; none (all 0) without a key."""
+        integer keys are their own codes; none, all 0, without a key) and whether equal codes are
+        equal keys (integers and booleans: a bucket is its key's equality)."""
         left, right = self.left[k], self.right[k]
         keys = [left.keys_of(left.rows), right.keys_of(right.rows)]
         if keys[0] is None or keys[1] is None:
-            return np.zeros(len(left), np.int64), np.zeros(len(right), np.int64), 0
+            return np.zeros(len(left), np.int64), np.zeros(len(right), np.int64), False
         every = np.concatenate(keys)
         every = every.astype(np.int64) if every.dtype.kind == "b" else every
         if every.dtype.kind in "iu" and int(every.max()) - int(every.min()) < 4 * len(every):
             codes = (every - every.min()).astype(np.int64)
         else:
             codes = np.unique(every, return_inverse=True)[1].reshape(-1).astype(np.int64)
-        return codes[: len(left)], codes[len(left) :], int(codes.max(initial=0))
+        return codes[: len(left)], codes[len(left) :], every.dtype.kind in "iu"
 
     def _results(self, rows: Rows | None, made: np.ndarray) -> ResultBatch:
         """The complete combinations in MW-join's order: by completing arrival, then its Mode 2 order."""
