@@ -128,7 +128,9 @@ class _Keys:
         c = code.astype(np.complex128) if wide else code * m - base
         key = self.of(c, made)
         self.order = o = np.argsort(key)
-        self.key, self.c, self.code, self.made = key[o], c[o], np.append(code[o], -1), np.append(made[o], 0)
+        self.key, self.c = key[o], c[o]
+        self.code, self.made = np.full(len(o) + 1, -1), np.zeros(len(o) + 1, np.int64)
+        self.code[:-1], self.made[:-1] = code[o], made[o]
 
     def of(self, c: np.ndarray, value: np.ndarray) -> np.ndarray:
         return c + value * 1j if self.wide else c + value
@@ -249,12 +251,16 @@ class NLWJoin(Snapshots):
         arrivals (``2 q``: by the scan of the other side's arrival ``q``, the first one at or after
         its ``out`` in its bucket; ``2 s + 1``: by the update routine after arrival ``s``), at most
         ``cap`` (kept; so are the rows never out). The other side's rows made before ``start``
-        scanned before."""
+        scanned before. Counts the rows deleted by a scan."""
         out, made = side.out[mine.order], mine.made[:-1]
         at = other.key.searchsorted(other.of(mine.c, np.maximum(np.minimum(np.maximum(out, made + 1), cap), start)))
-        gone = np.where(other.code[at] == mine.code[:-1], 2 * other.made[at], cap)
+        gone = np.where(other.code[at] == mine.code[:-1], 2 * other.made[at], _LAST)  # by a scan
         if self.sweep:  # the routine also sees rows of its own arrival
-            gone = np.minimum(gone, 2 * ((np.minimum(np.maximum(out, made), cap) + self.sweep) // self.sweep * self.sweep) - 1)
+            routine = 2 * ((np.minimum(np.maximum(out, made), cap) + self.sweep) // self.sweep * self.sweep) - 1
+            self.purged += int(np.count_nonzero(gone < routine))
+            gone = np.minimum(gone, routine)
+        else:
+            self.purged += int(np.count_nonzero(gone < _LAST))
         return np.minimum(gone, cap)
 
     def _level(self, k: int, start: int, last: int) -> tuple[Rows | None, np.ndarray]:
@@ -311,7 +317,6 @@ class NLWJoin(Snapshots):
                         ok &= np.asarray(evaluate(e, lambda st, attr: joined[st][attr]), bool)  # noqa: B023
                     keep = np.flatnonzero(ok)
                     joined, made = _take(joined, keep), made[keep]
-        self.purged += sum(int(np.count_nonzero((g % 2 == 0) & (g < cap))) for g in (lgone, rgone))  # deleted by a scan
         left.take(p[lgone > 2 * last + 1])
         right.take(o[rgone > 2 * last + 1])
         return joined, made
