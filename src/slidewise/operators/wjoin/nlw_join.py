@@ -27,8 +27,9 @@ row's own arrival) in its bucket, or by HW-join's update routine. Per m-tuple, t
 compared with form one range of the other side in arrival order: the tuples that arrived before
 it and are still buffered when it scans (after the first m-tuple of its arrival in its bucket,
 without those that scan deleted), then the tuples arriving while it is buffered, up to the one
-whose scan deletes it. Binary searches give each range, and the window test runs vectorised over
-every pair of the ranges: ``comparisons`` counts exactly the rows the scans visit, and neither they,
+whose scan deletes it. Both buffers of a level are kept sorted by bucket, then arrival, one
+integer key per row (:class:`_Keys`); binary searches over them, queried in that order, give each
+range and each deletion, and the window test runs vectorised over every pair of the ranges: ``comparisons`` counts exactly the rows the scans visit, and neither they,
 the results nor the buffers depend on how the arrivals are chunked. Rows made before the chunk are
 compared with the chunk's new rows only.
 
