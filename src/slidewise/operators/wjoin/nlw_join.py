@@ -87,15 +87,14 @@ def _lexorder(keys: list[np.ndarray], lo: int, hi: int) -> np.ndarray:
 
 
 class _Side:
-    """One side's buffer of a pipeline level, columnar: per row the bounds of its period over the
-    other side's stream (``lo``, ``end``; a right tuple: its ``ts`` twice), the position of the arrival
-    that made it (``made``) and the first arrival at which the time-stamps vector of the other side
-    puts it out (``out``; ``_LAST`` while none has); hashed on ``key`` (none: NLW's one bucket)."""
+    """One side's buffer of a pipeline level, columnar: per row (the ``fields`` kept) the bounds of
+    its period over the other side's stream (``lo``, ``end``; a right tuple: its ``ts`` as ``lo``),
+    the position of the arrival that made it (``made``) and the first arrival at which the
+    time-stamps vector of the other side puts it out (``out``; ``_LAST`` while none has); hashed on
+    ``key`` (none: NLW's one bucket)."""
 
-    FIELDS = ("lo", "end", "made", "out")
-
-    def __init__(self, key: tuple[int, str] | None) -> None:
-        self.key = key
+    def __init__(self, key: tuple[int, str] | None, fields: tuple[str, ...] = ("lo", "end", "made", "out")) -> None:
+        self.key, self.fields = key, fields
         self.rows: Rows | None = None
         self.lo = self.end = self.made = self.out = _NONE
 
@@ -105,17 +104,17 @@ class _Side:
     def add(self, rows: Rows | None, *fields: np.ndarray) -> None:
         if _len(rows):
             self.rows = _concat(self.rows, rows)
-            for f, v in zip(self.FIELDS, fields):
+            for f, v in zip(self.fields, fields):
                 setattr(self, f, np.concatenate([getattr(self, f), v]))
 
     def take(self, idx: np.ndarray) -> None:
         """Keep the rows ``idx``, in that order."""
         self.rows = _take(self.rows, idx) if self.rows is not None else None
-        for f in self.FIELDS:
+        for f in self.fields:
             setattr(self, f, getattr(self, f)[idx])
 
     def __len__(self) -> int:
-        return len(self.end)
+        return len(self.out)
 
 
 class _Keys:
@@ -168,7 +167,7 @@ class NLWJoin(Snapshots):
         self.level = {s: k for k, s in enumerate(self.order)}
         keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
         self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
-        self.right = [_Side(keys[k][1]) for k in range(self.n)]  # right[k]: source order[k]
+        self.right = [_Side(keys[k][1], ("lo", "made", "out")) for k in range(self.n)]  # right[k]: source order[k] (its ts: lo)
         self.vmax = np.full(self.n, -np.inf)  # per stream, its largest ts before the chunk
         self.mw_orders = np.array(result_orders(query))
         eqs = query.join.equalities
@@ -217,7 +216,7 @@ class NLWJoin(Snapshots):
                 self.left[k].add(rows, *self._period(rows, members, j), made, np.full(len(made), _LAST))
             if j in new:
                 ts = new[j][j]["ts"]
-                self.right[k].add(new[j], ts, ts, new[j][j]["pos"], np.full(len(ts), _LAST))
+                self.right[k].add(new[j], ts, new[j][j]["pos"], np.full(len(ts), _LAST))
             left, right = self.left[k], self.right[k]
             pending = left.out == _LAST  # left: out once stream j passes its end
             left.out[pending] = self._first_beyond(arrivals, j, left.end[pending])
