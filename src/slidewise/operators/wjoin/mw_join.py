@@ -237,6 +237,18 @@ class MWJoin(Snapshots):
                 self.comparisons += rows
             if rows == 0:
                 return None
+            if self.step_eqs[stream][j]:  # the equalities the new member completes, before the rows are extended
+                ok = np.ones(rows, bool)
+                for p in self.step_eqs[stream][j]:
+                    ok &= np.asarray(
+                        evaluate(p, lambda st, attr, i=idx, t=take, c=picked, j=j: (bufs[st].ts if attr == "ts" else bufs[st].cols[attr])[c if st == j else i[st][t]]),
+                        bool,
+                    )
+                if not ok.all():
+                    keep = np.flatnonzero(ok)
+                    if not len(keep):
+                        return None
+                    take, picked = take[keep], picked[keep]
             idx = {k: v[take] for k, v in idx.items()}
             idx[j], pos = picked, pos[take]
             t_j = b.ts[picked]
@@ -244,16 +256,6 @@ class MWJoin(Snapshots):
             for k in lo:  # shrink every partial combination's period
                 lo[k] = np.maximum(lo[k][take], t_j - self.d[k][j])
                 hi[k] = np.minimum(hi[k][take], t_j + self.d[j][k])
-            if self.step_eqs[stream][j]:  # the equalities the new member completes
-                ok = np.ones(rows, bool)
-                for p in self.step_eqs[stream][j]:
-                    ok &= np.asarray(evaluate(p, lambda st, attr, i=idx: (bufs[st].ts if attr == "ts" else bufs[st].cols[attr])[i[st]]), bool)
-                if not ok.all():
-                    keep = np.flatnonzero(ok)
-                    if not len(keep):
-                        return None
-                    idx, pos = {k: v[keep] for k, v in idx.items()}, pos[keep]
-                    lo, hi = {k: v[keep] for k, v in lo.items()}, {k: v[keep] for k, v in hi.items()}
         idx = self.refine(idx, stream)
         if not len(idx[stream]):
             return None

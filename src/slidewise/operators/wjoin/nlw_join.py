@@ -27,8 +27,9 @@ row's own arrival) in its bucket, or by HW-join's update routine. Per m-tuple, t
 compared with form one range of the other side in arrival order: the tuples that arrived before
 it and are still buffered when it scans (after the first m-tuple of its arrival in its bucket,
 without those that scan deleted), then the tuples arriving while it is buffered, up to the one
-whose scan deletes it. Binary searches give each range, and the window test runs vectorised over
-every pair of the ranges: ``comparisons`` counts exactly the rows the scans visit, and neither they,
+whose scan deletes it. Both buffers of a level are kept sorted by bucket, then arrival, one
+integer key per row (:class:`_Keys`); binary searches over them, queried in that order, give each
+range and each deletion, and the window test runs vectorised over every pair of the ranges: ``comparisons`` counts exactly the rows the scans visit, and neither they,
 the results nor the buffers depend on how the arrivals are chunked. Rows made before the chunk are
 compared with the chunk's new rows only.
 
@@ -37,6 +38,8 @@ Results (members, ts, exp and their order within an arrival) are those of
 """
 
 from __future__ import annotations
+
+from functools import reduce
 
 import numpy as np
 
@@ -51,6 +54,7 @@ __all__ = ["NLWJoin"]
 
 _NONE = np.empty(0, np.int64)
 _LAST = np.iinfo(np.int64).max
+_NEVER, _NO_TS = np.array([_LAST]), np.empty(0, np.float64)  # a stream without arrivals in the chunk
 
 
 def _len(rows: Rows | None) -> int:
@@ -66,16 +70,31 @@ def _concat(a: Rows | None, b: Rows | None) -> Rows | None:
     return {s: {c: np.concatenate([v, b[s][c]]) for c, v in cols.items()} for s, cols in a.items()}
 
 
+def _lexorder(keys: list[np.ndarray], lo: int, hi: int) -> np.ndarray:
+    """``np.lexsort(keys)`` of integer keys in ``[lo, hi]`` whose rows are distinct: consecutive keys
+    packed into one integer while it fits, then sorted once."""
+    span = hi - lo + 1
+    per = 1
+    while per < len(keys) and span ** (per + 1) < 2**63:
+        per += 1
+    packed = []
+    for i in range(0, len(keys), per):
+        v = keys[i] - lo
+        for t, key in enumerate(keys[i + 1 : i + per], 1):
+            v = v + (key - lo) * span**t
+        packed.append(v)
+    return np.argsort(packed[0]) if len(packed) == 1 else np.lexsort(packed)
+
+
 class _Side:
-    """One side's buffer of a pipeline level, columnar: per row the bounds of its period over the
-    other side's stream (``lo``, ``end``; a right tuple: its ``ts`` twice), the position of the arrival
-    that made it (``made``) and the first arrival at which the time-stamps vector of the other side
-    puts it out (``out``; ``_LAST`` while none has); hashed on ``key`` (none: NLW's one bucket)."""
+    """One side's buffer of a pipeline level, columnar: per row (the ``fields`` kept) the bounds of
+    its period over the other side's stream (``lo``, ``end``; a right tuple: its ``ts`` as ``lo``),
+    the position of the arrival that made it (``made``) and the first arrival at which the
+    time-stamps vector of the other side puts it out (``out``; ``_LAST`` while none has); hashed on
+    ``key`` (none: NLW's one bucket)."""
 
-    FIELDS = ("lo", "end", "made", "out")
-
-    def __init__(self, key: tuple[int, str] | None) -> None:
-        self.key = key
+    def __init__(self, key: tuple[int, str] | None, fields: tuple[str, ...] = ("lo", "end", "made", "out")) -> None:
+        self.key, self.fields = key, fields
         self.rows: Rows | None = None
         self.lo = self.end = self.made = self.out = _NONE
 
@@ -85,46 +104,44 @@ class _Side:
     def add(self, rows: Rows | None, *fields: np.ndarray) -> None:
         if _len(rows):
             self.rows = _concat(self.rows, rows)
-            for f, v in zip(self.FIELDS, fields):
+            for f, v in zip(self.fields, fields):
                 setattr(self, f, np.concatenate([getattr(self, f), v]))
 
-    def keep(self, keep: np.ndarray) -> None:
-        """Keep the rows where ``keep`` holds."""
-        if not keep.all():
-            idx = np.flatnonzero(keep)
-            self.rows = _take(self.rows, idx) if self.rows is not None else None
-            for f in self.FIELDS:
-                setattr(self, f, getattr(self, f)[idx])
+    def take(self, idx: np.ndarray) -> None:
+        """Keep the rows ``idx``, in that order."""
+        self.rows = _take(self.rows, idx) if self.rows is not None else None
+        for f in self.fields:
+            setattr(self, f, getattr(self, f)[idx])
 
     def __len__(self) -> int:
-        return len(self.end)
+        return len(self.out)
 
 
-class _Sorted:
-    """A bucket-sorted side: ``code`` ascending, within a bucket the ``values`` ascending; binary
-    searches of ``(code, value)`` over one composite integer per value kind (``code * m + value``)."""
+class _Keys:
+    """One side's rows sorted by bucket, then arrival (``order``): per row its bucket ``code``
+    (then a -1), ``made`` (then a 0) and ``key``, one sortable value per (bucket, value) pair
+    (:meth:`of`): the integer ``code * m + value - base`` (``c``: ``code * m - base``), or the
+    complex ``code + value i`` (compared lexicographically) where the integer could overflow."""
 
-    def __init__(self, code: np.ndarray, top: int, **values: np.ndarray) -> None:
-        self.code, self.top, self.values = code, top, values
-        self.keyed: dict[str, tuple[np.ndarray, int, int, int]] = {}
+    def __init__(self, code: np.ndarray, made: np.ndarray, m: int, base: int, wide: bool) -> None:
+        self.wide = wide
+        c = code.astype(np.complex128) if wide else code * m - base
+        key = self.of(c, made)
+        self.order = o = np.argsort(key)
+        self.key, self.c = key[o], c[o]
+        self.code, self.made = np.full(len(o) + 1, -1), np.zeros(len(o) + 1, np.int64)
+        self.code[:-1], self.made[:-1] = code[o], made[o]
 
-    def search(self, kind: str, q_code: np.ndarray, q_value: np.ndarray, side: str) -> np.ndarray:
-        """Per query, ``np.searchsorted`` of ``(q_code, q_value)`` in the pairs ``(code, values[kind])``."""
-        value = self.values[kind]
-        if not len(value):
-            return np.zeros(len(q_value), np.int64)
-        if kind not in self.keyed:
-            lo, hi = int(value.min()) - 1, int(value.max()) + 1
-            m = hi - lo + 1
-            wide = self.top * m >= 2**62
-            self.keyed[kind] = (value if wide else value - lo if self.top == 0 else self.code * m + (value - lo), lo, hi, m)
-        keyed, lo, hi, m = self.keyed[kind]
-        if self.top * m >= 2**62:  # too wide for one integer: ranks among the values and the queries
-            every = np.unique(np.concatenate([value, q_value]))
-            m = len(every) + 1
-            return np.searchsorted(self.code * m + np.searchsorted(every, value), q_code * m + np.searchsorted(every, q_value), side)  # type: ignore[call-overload]
-        q = np.clip(q_value, lo, hi) - lo
-        return np.searchsorted(keyed, q if self.top == 0 else q_code * m + q, side)  # type: ignore[call-overload]
+    def of(self, c: np.ndarray, value: np.ndarray) -> np.ndarray:
+        return c + value * 1j if self.wide else c + value
+
+    @staticmethod
+    def pair(lcode: np.ndarray, lmade: np.ndarray, rcode: np.ndarray, rmade: np.ndarray, base: int, cap: int, wide: int) -> tuple[_Keys, _Keys]:
+        """Both sides' keys for values in ``[base, cap]`` (arrivals, and half arrivals from ``2 base``);
+        complex if an integer key could reach ``wide``."""
+        m = cap - base + 1
+        is_wide = (max(int(lcode.max(initial=0)), int(rcode.max(initial=0))) + 1) * m >= wide
+        return _Keys(lcode, lmade, m, base, is_wide), _Keys(rcode, rmade, m, base, is_wide)
 
 
 class NLWJoin(Snapshots):
@@ -133,9 +150,10 @@ class NLWJoin(Snapshots):
     name = "nlw-join"
     cost_family = "pipeline"  # planner facts: see MWJoin
     preference = 1
-    per_arrival = 26.0  # per arrival and level; measured as MW-join's
+    per_arrival = 16.0  # per arrival and level, in MW-join comparisons; as measured by slidewise bench wjoin (3000 tuples, 2-6 streams)
     hashed = False
     sweep: int | None = None  # HW-join: the update routine runs after every ``sweep``-th arrival
+    wide = 2**62  # bucket keys (:class:`_Keys`) that could reach this are complex numbers
     baseline = False
 
     def __init__(self, query: WJoinQuery) -> None:
@@ -149,11 +167,17 @@ class NLWJoin(Snapshots):
         self.level = {s: k for k, s in enumerate(self.order)}
         keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
         self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
-        self.right = [_Side(keys[k][1]) for k in range(self.n)]  # right[k]: source order[k]
+        self.right = [_Side(keys[k][1], ("lo", "made", "out")) for k in range(self.n)]  # right[k]: source order[k] (its ts: lo)
         self.vmax = np.full(self.n, -np.inf)  # per stream, its largest ts before the chunk
         self.mw_orders = np.array(result_orders(query))
         eqs = query.join.equalities
-        self.level_eqs = [[Cmp("=", e.left, e.right) for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
+        at = [[e for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
+        self.level_eqs = [[Cmp("=", e.left, e.right) for e in at[k]] for k in range(self.n)]
+        # without the equality of the level's bucket key, true of every pair when the codes are the keys'
+        self.unkeyed_eqs = [
+            [Cmp("=", e.left, e.right) for e in at[k] if {(e.left.stream, e.left.attr), (e.right.stream, e.right.attr)} != {self.left[k].key, self.right[k].key}]
+            for k in range(self.n)
+        ]
         self.filters = list(query.join.filters)
         self.comparisons = 0  # rows the scans visit; of them, deleted (IsOut) and inside the period (IsIn)
         self.purged = self.inside = 0
@@ -183,7 +207,7 @@ class NLWJoin(Snapshots):
             return ResultBatch.empty(self.n)
         start = min(int(b.pos[0]) for b in chunk if len(b))  # the chunk's first arrival
         last = max(int(b.pos[-1]) for b in chunk if len(b))  # and its last
-        arrivals = {b.stream: (np.asarray(b.pos, np.int64), np.asarray(b.ts)) for b in chunk if len(b)}
+        arrivals = {b.stream: (np.append(np.asarray(b.pos, np.int64), _LAST), np.asarray(b.ts, np.float64)) for b in chunk if len(b)}
         rows = new.get(self.order[0])
         made = _NONE if rows is None else rows[self.order[0]]["pos"]
         for k in range(1, self.n):
@@ -192,13 +216,13 @@ class NLWJoin(Snapshots):
                 self.left[k].add(rows, *self._period(rows, members, j), made, np.full(len(made), _LAST))
             if j in new:
                 ts = new[j][j]["ts"]
-                self.right[k].add(new[j], ts, ts, new[j][j]["pos"], np.full(len(ts), _LAST))
+                self.right[k].add(new[j], ts, new[j][j]["pos"], np.full(len(ts), _LAST))
             left, right = self.left[k], self.right[k]
             pending = left.out == _LAST  # left: out once stream j passes its end
-            left.out[pending] = self._first_beyond(arrivals, j, left.end[pending].astype(np.float64))
+            left.out[pending] = self._first_beyond(arrivals, j, left.end[pending])
             pending = np.flatnonzero(right.out == _LAST)  # right: out once every stream below passes its reach
             if len(pending):
-                right.out[pending] = np.max([self._first_beyond(arrivals, i, right.lo[pending] + self.d[j][i]) for i in members], axis=0)
+                right.out[pending] = reduce(np.maximum, [self._first_beyond(arrivals, i, right.lo[pending] + self.d[j][i]) for i in members])
             rows, made = self._level(k, start, last)
         for i, (_, ts) in arrivals.items():
             self.vmax[i] = max(self.vmax[i], float(ts[-1]))
@@ -206,116 +230,123 @@ class NLWJoin(Snapshots):
 
     def _first_beyond(self, arrivals: dict[int, tuple[np.ndarray, np.ndarray]], i: int, bound: np.ndarray) -> np.ndarray:
         """Per bound: the first arrival of stream ``i`` with ``ts`` beyond it (-1: before this chunk;
-        ``_LAST``: none yet), the moment the time-stamps vector entry of ``i`` passes it."""
-        pos, ts = arrivals.get(i, (_NONE, _NONE))
-        at = np.searchsorted(ts, bound, "right")
-        out = np.where(at < len(pos), pos[np.minimum(at, len(pos) - 1)] if len(pos) else _LAST, _LAST)
-        return np.where(self.vmax[i] > bound, -1, out)
+        ``_LAST``: none yet), the moment the time-stamps vector entry of ``i`` passes it. ``arrivals``:
+        per stream of the chunk, its positions (then ``_LAST``) and timestamps."""
+        pos, ts = arrivals.get(i, (_NEVER, _NO_TS))
+        out = pos[ts.searchsorted(bound, "right")]
+        out[self.vmax[i] > bound] = -1
+        return out
 
     def _period(self, rows: Rows | None, members: list[int], j: int) -> tuple[np.ndarray, np.ndarray]:
         """Per m-tuple of ``rows`` (over ``members``): its period over stream ``j`` (module docstring),
         bounds rounded inwards to integers."""
         if rows is None or not _len(rows):
             return _NONE, _NONE
-        ts = np.stack([rows[i]["ts"] for i in members])
-        lo, hi = np.max(ts - self.d[j][members][:, None], axis=0), np.min(ts + self.d[members, j][:, None], axis=0)
+        lo = reduce(np.maximum, [rows[i]["ts"] - self.d[j][i] for i in members])
+        hi = reduce(np.minimum, [rows[i]["ts"] + self.d[i][j] for i in members])
         return np.ceil(lo).astype(np.int64), np.floor(hi).astype(np.int64)
 
-    def _deleted(self, side: _Side, code: np.ndarray, other: _Side, other_code: np.ndarray, start: int, cap: int) -> np.ndarray:
-        """Per row of ``side``: when it is deleted, in half arrivals (``2 q``: by the scan of the
-        other side's arrival ``q``, the first one at or after its ``out`` in its bucket; ``2 s + 1``:
-        by the update routine after arrival ``s``), at most ``cap``."""
-        begin = np.maximum(side.out, side.made + 1)
-        never = side.out == _LAST
-        new = np.flatnonzero(other.made >= start)  # the scans of this chunk: the other side's new rows
-        o = new[np.lexsort([other.made[new], other_code[new]])]
-        ev_code, ev_made = other_code[o], other.made[o]
-        at = _Sorted(ev_code, int(other_code.max(initial=0)), made=ev_made).search("made", code, np.minimum(begin, cap), "left")
-        hit = (at < len(o)) & ~never
-        if len(o):
-            hit &= ev_code[np.minimum(at, len(o) - 1)] == code
-        gone = np.where(hit, 2 * ev_made[np.minimum(at, max(len(o) - 1, 0))] if len(o) else 0, cap)
-        if self.sweep:
-            since = np.minimum(np.maximum(side.out, side.made), cap)  # the routine also sees rows of its own arrival
-            routine = 2 * ((since + self.sweep) // self.sweep * self.sweep - 1) + 1
-            gone = np.where(never, gone, np.minimum(gone, routine))
+    def _deleted(self, side: _Side, mine: _Keys, other: _Keys, start: int, cap: int) -> np.ndarray:
+        """Per row of ``side`` (in the order of its keys ``mine``): when it is deleted, in half
+        arrivals (``2 q``: by the scan of the other side's arrival ``q``, the first one at or after
+        its ``out`` in its bucket; ``2 s + 1``: by the update routine after arrival ``s``), at most
+        ``cap`` (kept; so are the rows never out). The other side's rows made before ``start``
+        scanned before. Counts the rows deleted by a scan."""
+        out, made = side.out[mine.order], mine.made[:-1]
+        at = other.key.searchsorted(other.of(mine.c, np.maximum(np.minimum(np.maximum(out, made + 1), cap), start)))
+        gone = np.where(other.code[at] == mine.code[:-1], 2 * other.made[at], _LAST)  # by a scan
+        if self.sweep:  # the routine also sees rows of its own arrival
+            routine = 2 * ((np.minimum(np.maximum(out, made), cap) + self.sweep) // self.sweep * self.sweep) - 1
+            self.purged += int(np.count_nonzero(gone < routine))
+            gone = np.minimum(gone, routine)
+        else:
+            self.purged += int(np.count_nonzero(gone < _LAST))
         return np.minimum(gone, cap)
 
     def _level(self, k: int, start: int, last: int) -> tuple[Rows | None, np.ndarray]:
         """Level ``k``: its m-tuples joined with its tuples, every pair but those of two rows made
         before the chunk's first arrival ``start``; counts the per-arrival comparisons and deletes
         the rows the chunk's scans (and update routine) delete. The new (m+1)-tuples, and the
-        positions of the arrivals that made them."""
+        positions of the arrivals that made them. Both buffers are left sorted by bucket, then
+        arrival, so every binary search runs with sorted (or nearly sorted) queries."""
         left, right = self.left[k], self.right[k]
         if not len(left) and not len(right):
             return None, _NONE
-        lcode, rcode, top = self._codes(k)
+        lcode, rcode, exact = self._codes(k)
         cap = 2 * last + 4  # beyond the chunk: kept
-        lgone = self._deleted(left, lcode, right, rcode, start, cap)
-        rgone = self._deleted(right, rcode, left, lcode, start, cap)
+        base = int(min(left.made.min(initial=start), right.made.min(initial=start)))
+        lk, rk = _Keys.pair(lcode, left.made, rcode, right.made, base, cap, self.wide)
+        p, o = lk.order, rk.order
+        lgone = self._deleted(left, lk, rk, start, cap)
+        rgone = self._deleted(right, rk, lk, start, cap)
         joined: Rows | None = None
         made = _NONE
         if len(left) and len(right):
             assert left.rows is not None and right.rows is not None
-            o = np.argsort(rcode, kind="stable") if top else np.arange(len(right))  # per bucket in arrival order: ts, made, gone rise
-            r = _Sorted(rcode[o], top, made=right.made[o], gone=rgone[o])
             # per m-tuple, the tuples it is compared with form one range of its bucket: those arrived
             # before it and still buffered when it scans (gone at or after its arrival; after it, if
             # an earlier m-tuple of the same arrival scanned the bucket and deleted them), then those
             # arriving while it is buffered (up to the arrival whose scan deletes it). Pairs of rows
             # both made before the chunk were compared before.
-            new = left.made >= start
-            first = np.zeros(len(left), bool)
-            idx = np.flatnonzero(new)
-            idx = idx[np.lexsort([left.made[idx], lcode[idx]])]
-            first[idx] = np.concatenate([[True], (np.diff(lcode[idx]) != 0) | (np.diff(left.made[idx]) != 0)]) if len(idx) else first[idx]
-            before = r.search("made", lcode, left.made, "left")
-            kept = np.minimum(r.search("gone", lcode, 2 * left.made + np.where(first, 0, 1), "left"), before)
-            lo = np.where(new, kept, r.search("made", lcode, np.full(len(left), start), "left"))
-            counts = np.maximum(r.search("made", lcode, lgone // 2, "right") - lo, 0)
+            lmade = lk.made[:-1]
+            new = lmade >= start
+            first = np.ones(len(lmade), bool)
+            first[1:] = lk.key[1:] != lk.key[:-1]  # the first m-tuple of its arrival in its bucket
+            before = rk.key.searchsorted(lk.key)
+            gone_key = rk.of(rk.c, rgone - base)  # gone rises within a bucket, from 2 base
+            kept = np.minimum(gone_key.searchsorted(rk.of(lk.c, 2 * lmade - base + ~first)), before)
+            lo = kept
+            old = np.flatnonzero(~new)
+            lo[old] = rk.key.searchsorted(rk.of(lk.c[old], np.full(len(old), start)))
+            counts = np.maximum(rk.key.searchsorted(rk.of(lk.c, lgone // 2), "right") - lo, 0)
             total = int(counts.sum())
             self.comparisons += total
-            a = np.repeat(np.arange(len(left)), counts)
+            a = np.repeat(np.arange(len(lmade)), counts)
             b = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
-            ts = right.lo[o][b]
+            ts = right.lo[o[b]]
+            a = p[a]
             inside = np.flatnonzero((ts >= left.lo[a]) & (ts <= left.end[a]))
             self.inside += len(inside)
             if len(inside):
                 a, b = a[inside], o[b[inside]]
                 joined, made = {**_take(left.rows, a), **_take(right.rows, b)}, np.maximum(left.made[a], right.made[b])
-                if self.level_eqs[k]:
+                eqs = self.unkeyed_eqs[k] if exact else self.level_eqs[k]
+                if eqs:
                     ok = np.ones(len(a), bool)
-                    for p in self.level_eqs[k]:
-                        ok &= np.asarray(evaluate(p, lambda st, attr: joined[st][attr]), bool)  # noqa: B023
+                    for e in eqs:
+                        ok &= np.asarray(evaluate(e, lambda st, attr: joined[st][attr]), bool)  # noqa: B023
                     keep = np.flatnonzero(ok)
                     joined, made = _take(joined, keep), made[keep]
-        self.purged += sum(int(np.count_nonzero((g % 2 == 0) & (g < cap))) for g in (lgone, rgone))  # deleted by a scan
-        left.keep(lgone > 2 * last + 1)
-        right.keep(rgone > 2 * last + 1)
+        left.take(p[lgone > 2 * last + 1])
+        right.take(o[rgone > 2 * last + 1])
         return joined, made
 
-    def _codes(self, k: int) -> tuple[np.ndarray, np.ndarray, int]:
+    def _codes(self, k: int) -> tuple[np.ndarray, np.ndarray, bool]:
         """The hash key codes of level ``k``'s left and right rows (equal keys, equal codes; small
-        integer keys are their own codes) and the largest code; none (all 0) without a key."""
+        integer keys are their own codes; none, all 0, without a key) and whether equal codes are
+        equal keys (integers and booleans: a bucket is its key's equality)."""
         left, right = self.left[k], self.right[k]
         keys = [left.keys_of(left.rows), right.keys_of(right.rows)]
         if keys[0] is None or keys[1] is None:
-            return np.zeros(len(left), np.int64), np.zeros(len(right), np.int64), 0
+            return np.zeros(len(left), np.int64), np.zeros(len(right), np.int64), False
         every = np.concatenate(keys)
         every = every.astype(np.int64) if every.dtype.kind == "b" else every
         if every.dtype.kind in "iu" and int(every.max()) - int(every.min()) < 4 * len(every):
             codes = (every - every.min()).astype(np.int64)
         else:
             codes = np.unique(every, return_inverse=True)[1].reshape(-1).astype(np.int64)
-        return codes[: len(left)], codes[len(left) :], int(codes.max(initial=0))
+        return codes[: len(left)], codes[len(left) :], every.dtype.kind in "iu"
 
     def _results(self, rows: Rows | None, made: np.ndarray) -> ResultBatch:
         """The complete combinations in MW-join's order: by completing arrival, then its Mode 2 order."""
         if not _len(rows):
             return ResultBatch.empty(self.n)
         assert rows is not None
-        pos = np.stack([rows[s]["pos"] for s in range(self.n)], axis=1)
-        orders = self.mw_orders[np.argmax(pos, axis=1)]  # the completing member's stream's order
-        ranked = np.take_along_axis(pos, orders, axis=1)
-        rows = _take(rows, np.lexsort([*ranked[:, :0:-1].T, made]))
+        pos = np.stack([rows[s]["pos"] for s in range(self.n)])
+        completing = np.zeros(len(made), np.int64)  # the completing member's stream
+        for s in range(1, self.n):
+            completing[pos[s] == made] = s
+        every = np.arange(len(made))
+        ranked = [made] + [pos[self.mw_orders[:, r][completing], every] for r in range(1, self.n)]  # in its stream's order
+        rows = _take(rows, _lexorder(ranked[::-1], int(pos.min()), int(pos.max())))
         return results(rows, self.filters, self.aliases, self.reach) or ResultBatch.empty(self.n)
