@@ -136,7 +136,8 @@ class WindowBatch:
         vals, null = self._dense(key)
         rows = self.rows[handles[0]] if len(handles) == 1 else np.concatenate([self.rows[h] for h in handles])
         per = per_windows[0] if len(per_windows) == 1 else np.concatenate(per_windows)
-        flat = np.repeat(rows.astype(np.int64) * vals.shape[1], per) + columns
+        flat = np.repeat(rows.astype(np.int64) * vals.shape[1], per)
+        flat += columns
         return vals.reshape(-1).take(flat), None if null is None else null.reshape(-1).take(flat)
 
 

@@ -102,10 +102,16 @@ def runs(acc, partial: tuple, memo: dict, run: np.ndarray, lo: np.ndarray, hi: n
     tuples, column = got
     width = run.shape[1]
     flat = run.reshape(-1)
-    before = flat.take(lo * width + col)
-    n = flat.take(hi * width + col) - before
+    at = lo * width  # (in place: one array of cells less to allocate per step)
+    at += col
+    before = flat.take(at)
+    np.multiply(hi, width, out=at)
+    at += col
+    n = flat.take(at)
+    n -= before
     values = tuples.values(column)
-    start = tuples.first.take(col) + before
+    start = tuples.first.take(col)
+    start += before
     # every cell as if it held one value (most do), then the others again from rows of 2, 4, ... values
     out = acc.runs(values.take(start)[:, None], n)
     if out is None:

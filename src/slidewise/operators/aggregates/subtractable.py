@@ -63,7 +63,7 @@ class Sum(Accumulator):
     def runs(self, values, n):
         if self.dtype.kind == "f":  # float sums: added in the synopsis's order
             return None
-        v = values.astype(np.int64)
+        v = values.astype(np.int64, copy=False)
         s = v[:, 0] if v.shape[1] == 1 else v.sum(axis=1) - (v.shape[1] - n) * v[:, -1]
         return self.value((s, n))[0]
 
