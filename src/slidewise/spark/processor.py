@@ -24,6 +24,8 @@ import pickle
 import pandas as pd
 from pyspark.sql.streaming import StatefulProcessor
 
+from slidewise.spark.worker import settle
+
 SEQUENCER_STATE = "mx bigint, nx bigint"  # == slidewise.spark.sequencer.STATE_DDL
 BUCKET_STATE = "blob binary"  # == slidewise.spark.bucket.STATE_DDL
 
@@ -63,6 +65,7 @@ class SequencerProcessor(_Hosting):
         new, out = self.logic.process(int(key[0]), self.state.get(), frame)
         self.state.update(new)
         yield from out
+        settle()
 
     def close(self) -> None:
         pass
@@ -82,6 +85,7 @@ class JoinProcessor(_Hosting):
         blob, out = self.logic.process(int(key[0]), bytes(old[0]) if old else None, frame)
         self.state.update((blob,))
         yield from out
+        settle()
 
     def close(self) -> None:
         pass
