@@ -328,3 +328,12 @@ def test_a_bucket_yields_its_results_and_one_frame_of_the_rest():
     out = merged([small[0], res, small[1], pd.DataFrame({"k": []}), small[2]])
     assert len(out) == 2 and out[0] is res and out[1]["k"].tolist() == [ADMITTED, ADMITTED, STATS]
     assert merged([small[2]]) == [small[2]] and merged([]) == []
+
+
+def test_the_processors_module_does_not_import_pandas():
+    """Spark imports it in a fresh driver-side Python process at every query start, where pandas is not needed."""
+    import subprocess
+    import sys
+
+    code = "import sys, slidewise.spark.processor; print('pandas' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
