@@ -302,3 +302,38 @@ def test_sibling_directories_with_one_read_schema_share_a_file_source():
     recipes = [csv("/w/S1"), csv("/w/S2"), csv("/w/S3", longs=("ts",)), csv("/v/S4"), csv("/w/S1"), {"fmt": "parquet", "dir": "/w/P", "glob": "*.parquet"}]
     recipes.append({**csv("/w/S5"), "glob": "one[.]csv"})
     assert groups(recipes) == [[0, 1, 4], [2], [3], [5], [6]]
+
+
+def test_a_worker_settles_once_after_its_first_task():
+    """After its first task a worker freezes what is alive (PySpark's gc.collect() after every task then skips it), once."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gc; import numpy; from slidewise.spark.worker import settled\n"
+        "assert gc.get_freeze_count() == 0 and list(settled(iter([1, 2]))) == [1, 2]\n"
+        "frozen = gc.get_freeze_count(); junk = [[] for _ in range(1000)]; list(settled(iter([])))\n"
+        "print(frozen > 10000, gc.get_freeze_count() == frozen)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "True"]
+
+
+def test_a_bucket_yields_its_results_and_one_frame_of_the_rest():
+    from slidewise.spark.bucket import merged
+    from slidewise.spark.layout import ADMITTED, RESULT, STATS
+
+    res = pd.DataFrame({"k": np.zeros(3, np.int8) + RESULT, "r0": np.arange(3)})
+    small = [pd.DataFrame({"k": np.full(1, k, np.int8), "n0": [k]}) for k in (ADMITTED, ADMITTED, STATS)]
+    out = merged([small[0], res, small[1], pd.DataFrame({"k": []}), small[2]])
+    assert len(out) == 2 and out[0] is res and out[1]["k"].tolist() == [ADMITTED, ADMITTED, STATS]
+    assert merged([small[2]]) == [small[2]] and merged([]) == []
+
+
+def test_the_processors_module_does_not_import_pandas():
+    """Spark imports it in a fresh driver-side Python process at every query start, where pandas is not needed."""
+    import subprocess
+    import sys
+
+    code = "import sys, slidewise.spark.processor; print('pandas' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

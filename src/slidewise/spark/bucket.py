@@ -159,7 +159,7 @@ class BucketJoin:
         blob = self.dump(st)
         buffered = sum(len(b["t"]) for b in st.buffer)
         out.append(self._frame(1, k=STATS, rl=bucket, n0=op.state_tuples() + buffered, n1=len(blob), n2=op.comparisons - comparisons, n3=retractions, n4=len(res)))
-        return blob, out
+        return blob, merged(out)
 
     def dump(self, st: BucketState) -> bytes:
         """The state as bytes: counters as JSON, buffers as Arrow, the operator snapshot; sealed."""
@@ -317,6 +317,14 @@ class BucketJoin:
             else:
                 data[name] = v
         return pd.DataFrame(data)
+
+
+def merged(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
+    """The result frames as they are, the small ones (rejects, stats, admitted counts) as one: PySpark
+    converts each frame a processor yields to Arrow column by column, a fixed cost per frame."""
+    results = [f for f in frames if len(f) and f["k"].iat[0] == RESULT]
+    small = [f for f in frames if len(f) and f["k"].iat[0] != RESULT]
+    return results + ([pd.concat(small, ignore_index=True)] if len(small) > 1 else small)
 
 
 def reject_kind(reason: str) -> str:

@@ -185,12 +185,15 @@ def file_reader(reader, recipe: dict, parquet_schema=None):
 
 def chained(body, then=None):
     """``body`` (a ``mapInArrow`` body) with ``then`` applied to its output batches, in the same Python
-    step (no second pass through the JVM); ``body`` itself without ``then``."""
-    return body if then is None else functools.partial(_chain, body=body, then=then)
+    step (no second pass through the JVM); the worker settles after it (:func:`slidewise.spark.worker.settle`)."""
+    return functools.partial(_chain, body=body, then=then)
 
 
 def _chain(batches, *, body, then):
-    return then(body(batches))
+    from slidewise.spark.worker import settled
+
+    out = body(batches)
+    return settled(out if then is None else then(out))
 
 
 def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layout, ts_column: str, max_files: int | None = None, then=None):

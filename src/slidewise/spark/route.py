@@ -118,10 +118,13 @@ def sequence(info: StreamInfo, mx: int, nx: int, segments: list[dict], chunks: l
         return new_mx, new_nx, None, None, 0
     chunk = concat(chunks)
     files = chunk["files"]
-    keys = np.stack([chunk["fi"].astype(np.int64), chunk["o"], chunk["z"]])
-    uniq, inverse = np.unique(keys, axis=1, return_inverse=True)
-    seg = np.asarray([rank[(files[a], b, c)] for a, b, c in uniq.T.tolist()], np.int64)[np.ravel(inverse)]
+    fi, so, z = chunk["fi"], chunk["o"], chunk["z"]
     ts = chunk["t"]
+    change = np.ones(len(ts), bool)  # runs of one segment (a segment's tuples come in runs)
+    change[1:] = (fi[1:] != fi[:-1]) | (so[1:] != so[:-1]) | (z[1:] != z[:-1])
+    heads = np.flatnonzero(change)
+    runs = [rank[(files[a], b, c)] for a, b, c in zip(fi[heads].tolist(), so[heads].tolist(), z[heads].tolist())]
+    seg = np.repeat(np.asarray(runs, np.int64), np.diff(np.append(heads, len(ts))))
     prev = np.maximum(before[seg], chunk["pm"])
     late = (prev > NEG) & (ts < prev - info.lateness)
     ok = ~late
