@@ -51,7 +51,7 @@ from slidewise.plan.logical import Plan
 from slidewise.runtime.pane_engine import BLOCK_CELLS, WindowAnswers, encode_groups, select
 from slidewise.runtime.plan_driver import end_instant
 from slidewise.spark.layout import EOF, KIND_NUMPY, MARKER, TUPLE, concat, pack, unpack
-from slidewise.spark.plan_state import ADMITTED, NEG, RESULT, STATS, late_rejects, out_frame, passed_rejects
+from slidewise.spark.plan_state import ADMITTED, NEG, PART, RESULT, STATS, late_rejects, out_frame, passed_rejects
 from slidewise.spark.state_codec import pack_state, state_key, unpack_state
 
 __all__ = ["PaneBucket", "pane_bucket", "refused"]
@@ -118,6 +118,9 @@ class PaneBucket:
         self.read = tuple(dict.fromkeys(group.keys + tuple(x for a in probe for x in a.attrs) + extra))
         self.member_columns = [list(m.spec.columns) + ["ts", "sign"] for m in group.members]
         self.columns = self.member_columns[0]
+        #: a staging directory (:func:`~slidewise.spark.sinks.staging`): results are written there as files
+        #: (PART rows name them) instead of travelling packed in RESULT rows
+        self.parts: str | None = None
 
     @property
     def spec(self) -> SlidingAggregate:
@@ -199,7 +202,12 @@ class PaneBucket:
             mine = [c for j, c in out if j == i]
             if mine:
                 cols = {c: np.concatenate([p[c] for p in mine]) for c in self.member_columns[i]}
-                rows.append({"k": RESULT, "s": i, "q": len(cols["ts"]), "p": pack(cols), "n0": int((cols["sign"] < 0).sum())})
+                row = {"k": RESULT, "s": i, "q": len(cols["ts"]), "p": pack(cols) if self.parts is None else None, "n0": int((cols["sign"] < 0).sum())}
+                if self.parts is not None:
+                    from slidewise.spark.sinks import stage_part
+
+                    row.update(k=PART, p=stage_part(self.parts, self.member_columns[i], cols).encode())
+                rows.append(row)
         blob = self._dump(st)
         cells = 0 if st["partials"] is None else int(np.count_nonzero(st["partials"][0][0]))
         rows.append({"k": STATS, "s": bucket, "n0": cells, "n1": len(blob)})
