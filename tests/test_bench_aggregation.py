@@ -120,3 +120,12 @@ def test_spark_conclusion(peer, equal, holds, measured, why, capsys):
     assert c["why"].startswith(why)
     print_spark(summary)
     assert f"holds: {holds} (measured {measured}): {why}" in capsys.readouterr().out
+
+
+def test_spark_conclusion_states_the_cpu_ratio():
+    from slidewise.bench.aggregation_spark import summarize_spark
+
+    summary = summarize_spark(_spark_run(1000, 1.0, {"tuples": 500, "seconds": 6.0, "cpu_s": 4.0}), 1000)
+    assert summary["ratio of CPU seconds per tuple, Spark window() / slidewise on Spark"] == 8.0
+    summary = summarize_spark(_spark_run(1000, 1.0, {"tuples": 1000, "seconds": 12.0, "cpu_s": 9.0}), 1000)
+    assert summary["conclusion"]["why"].endswith("; CPU seconds 1.0 vs 9.0 (9.0x; on a shared machine the steadier measure within one run)")

@@ -232,14 +232,18 @@ def norm(frame: pd.DataFrame | None) -> Counter:
 def bucket_rows(logic, kinds: dict, steps: list, keying: Keying, lateness: int = 0):
     """The sequencer of S and a bucket stage ``logic`` (``process(bucket, blob, frame)``) in-process over
     ``steps`` (frames of S per micro-batch, or ``"eof"``), state as bytes per bucket between calls: each
-    row the stage emits (``k``, ``p``, ...), in order."""
+    row the stage emits (``k``, ``p``, ...), in order. A logic with a stream ``info`` (the pane path) gets
+    the router's rows instead (:func:`route_into_buckets`: no sequencer stage)."""
     seq, seq_state, blobs, seen = sequencer(kinds, keying, lateness), {}, {}, 0
+    routed = getattr(logic, "info", None) is not None
     for step in steps:
         rows = step_rows(step, seen, kinds)
         seen += 0 if isinstance(step, str) else len(step)
         if not rows:
             continue
-        for b, parts in sorted(sequence_into_buckets(seq, seq_state, wire_frame(rows)).items()):
+        batch = wire_frame(rows)
+        by_bucket = route_into_buckets(seq.layout, keying, batch) if routed else sequence_into_buckets(seq, seq_state, batch)
+        for b, parts in sorted(by_bucket.items()):
             blobs[b], frames = logic.process(b, blobs.get(b), pd.concat(parts, ignore_index=True))
             for f in frames:
                 yield from f.itertuples(index=False)

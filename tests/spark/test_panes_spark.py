@@ -27,7 +27,7 @@ from slidewise.spark.keying import Keying
 from slidewise.spark.layout import wire_frame
 from slidewise.spark.panes import PaneBucket, pane_bucket
 from slidewise.spark.plan_state import RESULT, partition_attribute
-from tests.spark.harness import csv_files, cut, norm, run_buckets, sequence_into_buckets, sequencer, step_rows, wait_for_first_commit
+from tests.spark.harness import bucket_rows, csv_files, cut, norm, run_buckets, sequence_into_buckets, sequencer, step_rows, wait_for_first_commit
 from tests.test_sliding_aggregate import HAVING, WHERE, streams
 
 KINDS = {"a": "int", "k": "str", "b": "int", "f": "float"}
@@ -59,7 +59,7 @@ def simulate(query: str, steps: list, buckets: int = 3, lateness: int = 0) -> tu
     """Sequencer and pane buckets in-process over ``steps`` (frames of S per micro-batch, or ``"eof"``);
     the results and the reject reasons."""
     plan = prune_columns(bind(parse_plan(query), {"S": KINDS}))
-    logic = pane_bucket(plan, ["S"], [KINDS], lateness)
+    logic = pane_bucket(plan, ["S"], [KINDS], lateness, info=sequencer(KINDS, Keying("single", 1), lateness).layout.streams[0])
     assert isinstance(logic, PaneBucket)
     attr, _ = partition_attribute(plan)
     keying = Keying("hash", buckets, keys=(attr,), key_kind=KINDS[attr]) if attr else Keying("single", 1)
@@ -200,3 +200,53 @@ def test_spark_pane_path_restart_after_stop_is_exactly_once(spark, runs, tmp_pat
     res = run_plan_spark(query, {"S": str(tmp_path / "S")}, once=True, **opts)
     assert res.stats["input_ended"]
     assert norm(read_results(out)) == local(query, frame)
+
+
+def test_buckets_write_their_parts_and_a_batch_holds_one_attempts(tmp_path):
+    """With a staging directory the buckets write their rows as files (PART rows name them, no packed
+    rows); the driver moves the files a committed batch names into ``batch-NNNNNN``: a replayed batch
+    (another attempt's files) replaces them, an attempt that never committed is never read, and the
+    staging directory goes when the run ends."""
+    from slidewise.spark import read_results
+    from slidewise.spark.plan_runner import _PlanSink
+    from slidewise.spark.plan_state import PART
+    from slidewise.spark.sinks import STAGED, staging
+
+    query = SPARK_CASES["rstream-count-sum"]
+    frame = _frame(5)
+    plan = prune_columns(bind(parse_plan(query), {"S": KINDS}))
+    logic = pane_bucket(plan, ["S"], [KINDS], 0, info=sequencer(KINDS, Keying("single", 1)).layout.streams[0])
+    out = tmp_path / "out.parquet"
+    logic.parts = str(staging(out, "parquet"))
+    keying = Keying("hash", 2, keys=("a",), key_kind="int")
+
+    def attempt():
+        rows = list(bucket_rows(logic, KINDS, [frame, "eof"], keying))
+        assert not any(r.k == RESULT for r in rows)
+        return [r._asdict() for r in rows]
+
+    first, replay, orphan = attempt(), attempt(), attempt()
+    assert len(list((out / f"{STAGED}.parquet").glob("*.parquet"))) == sum(r["k"] == PART for r in first + replay + orphan) > 1
+    sink = _PlanSink(logic.columns, ["S"], out=str(out), collect=False)
+    sink.take(first, 0)
+    sink = _PlanSink(logic.columns, ["S"], out=str(out), collect=False)  # a restarted driver replays batch 0
+    sink.staged = out / f"{STAGED}.parquet"
+    sink.take(replay, 0)
+    sink.close()
+    assert not sink.staged.exists() and sink.results == sum(n for n in local(query, frame).values())
+    assert norm(read_results(out)) == local(query, frame)
+    assert sorted(p.name for p in out.glob("batch-000000/*")) == [f"part-{j:05d}.parquet" for j in range(sum(r["k"] == PART for r in replay))]
+
+
+@pytest.mark.spark
+def test_spread_keys_put_each_bucket_on_its_own_partition(spark):
+    """slidewise's copy of Spark's int hash agrees with Spark's ``hash()``, and the pane path's grouping keys
+    land one per partition (grouped by bucket number, buckets 0 and 1 of 2 share one)."""
+    from slidewise.spark.keying import spark_hash_int, spread_keys
+
+    values = [0, 1, 2, 3, 12, 15, -7, 2**31 - 1]
+    got = spark.createDataFrame([(v,) for v in values], "v int").selectExpr("hash(v) AS h").collect()
+    assert [r["h"] for r in got] == [spark_hash_int(v) for v in values]
+    assert spark_hash_int(0) % 2 == spark_hash_int(1) % 2
+    for n in (1, 2, 3, 4, 8):
+        assert [spark_hash_int(k) % n for k in spread_keys(n)] == list(range(n))

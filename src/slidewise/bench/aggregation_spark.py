@@ -10,9 +10,11 @@ to a directory of Parquet parts. Each runs with its own best settings: slidewise
 defaults (RocksDB state store, C1-only JVM), window() the in-memory
 (HDFS-backed) state store and the JVM's default compilers (:data:`WINDOW_CONF`):
 
-* **slidewise on Spark** — ``start_plan_spark`` (available-now): the sequencer
-  stage, then the pane buckets (:mod:`slidewise.spark.panes`) keyed by a hash of
-  ``a``; the last windows are emitted at the end of input.
+* **slidewise on Spark** — ``start_plan_spark`` (available-now): one stateful
+  stage, the pane buckets (:mod:`slidewise.spark.panes`) keyed by a hash of ``a``
+  (the router before them in the scan's ``mapInArrow``), each writing its rows of
+  a micro-batch as a Parquet part itself; the last windows are emitted at the end
+  of input.
 * **Spark window()** — ``groupBy(window(et, "1000 seconds", "10 seconds",
   "1 second"), a).count()`` in append mode with a zero-delay watermark, event
   time ``et = ts + 10^6`` seconds (the window ``[10m + 1, 10m + 1001)`` is
@@ -32,7 +34,7 @@ seconds (query start to stop, JVM start excluded), tuples/s, CPU seconds
 (this process, the JVM and its Python workers), micro-batches, the JVM's peak
 RSS, the load average at the end, and the state store's ``numRowsTotal`` /
 ``memoryUsedBytes`` summed over the stateful operators, peak over micro-batches
-(slidewise keeps one state row per key bucket and per stream; its (group, pane)
+(slidewise keeps one state row per key bucket; its (group, pane)
 partial cells are reported too). :func:`conclusion` states whether slidewise's
 claim (:data:`CLAIM`) holds in this run, the ratio measured, and why.
 """
@@ -329,7 +331,7 @@ def spark_settings(files: int, n: int, m: int, window_batch: int, timeout: float
         "Spark window() conf": {**WINDOW_CONF, "JVM": "the JVM's default (tiered C1 and C2 compilers)"},
         "slidewise on Spark": (
             f"{files} Parquet files, maxFilesPerTrigger=1: {-(-n // files):,} tuples per micro-batch; the end of input emits the last windows; "
-            "rows written as one Parquet part per micro-batch (a directory, as window())"
+            "rows written by each key bucket as a Parquet part per micro-batch (a directory, as window()); one stateful stage"
         ),
         "Spark window()": (
             f"{-(-m // window_batch)} Parquet files, maxFilesPerTrigger=1: {window_batch:,} tuples per micro-batch; "
@@ -366,6 +368,7 @@ def summarize_spark(spark: dict, n: int) -> dict:
     out: dict = {"table": table}
     if mine["finished"] and peer["finished"]:
         out["ratio of tuples/s, slidewise on Spark / Spark window()"] = ratio(spark)
+        out["ratio of CPU seconds per tuple, Spark window() / slidewise on Spark"] = cpu_ratio(mine, peer)
     if spark["slidewise-spark"]["finished"]:
         out["slidewise pane cells peak (sum over buckets)"] = spark["slidewise-spark"]["pane_cells_peak"]
     if peer["finished"] and peer["tuples"] < n:
@@ -383,6 +386,13 @@ def rate(r: dict) -> float:
 def ratio(spark: dict) -> float:
     """slidewise on Spark's tuples/s over window()'s, both finished."""
     return round(rate(spark["slidewise-spark"]) / rate(spark["spark-window"]), 2)
+
+
+def cpu_ratio(mine: dict, peer: dict) -> float | None:
+    """window()'s CPU seconds over slidewise's per tuple (both finished, CPU known), else None."""
+    if not mine.get("cpu_s") or not peer.get("cpu_s"):
+        return None
+    return round((peer["cpu_s"] / peer["tuples"]) / (mine["cpu_s"] / mine["tuples"]), 2)
 
 
 #: the claim the Spark comparison tests
@@ -407,9 +417,11 @@ def conclusion(spark: dict, mine: dict, peer: dict, n: int) -> dict:
     measured = ratio(spark)
     equal = checks["slidewise on Spark equals local"] is True and checks["Spark window() equals local"] is True
     fewer = mine["state_rows_peak"] < peer["state_rows_peak"]
+    cpu = cpu_ratio(mine, peer)
     facts = (
         f"{measured}x ({mine['tuples_per_second']:,} vs {peer['tuples_per_second']:,} tuples/s); answers equal: {equal}; "
         f"state rows peak {mine['state_rows_peak']:,} vs {peer['state_rows_peak']:,}"
+        + (f"; CPU seconds {mine['cpu_s']} vs {peer['cpu_s']} ({cpu}x; on a shared machine the steadier measure within one run)" if cpu else "")
     )
     if peer["tuples"] < n:
         return {"claim": CLAIM, "holds": None, "measured": measured, "why": f"window() ran on the first {peer['tuples']:,} of {n:,} tuples, not the same input: {facts}"}

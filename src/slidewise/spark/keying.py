@@ -272,3 +272,33 @@ def _band_edge(f):
     if not (isinstance(diff, BinOp) and diff.op == "-" and isinstance(diff.left, Col) and isinstance(diff.right, Col) and diff.left.stream != diff.right.stream):
         return None
     return diff.left.stream, diff.left.attr, diff.right.stream, diff.right.attr, float(rhs.value)
+
+
+def spark_hash_int(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of an ``int`` value (Murmur3 x86 32-bit, ``Murmur3_x86_32.hashInt``): what its
+    hash partitioning of a grouping key computes."""
+    m = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & m
+
+    k = rotl((value & m) * 0xCC9E2D51 & m, 15) * 0x1B873593 & m
+    h = (rotl(seed ^ k, 13) * 5 + 0xE6546B64) & m
+    h ^= 4
+    h = (h ^ (h >> 16)) * 0x85EBCA6B & m
+    h = (h ^ (h >> 13)) * 0xC2B2AE35 & m
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def spread_keys(buckets: int) -> list[int]:
+    """A grouping key per bucket ``b`` (increasing ints) that Spark's hash partitioning into ``buckets``
+    partitions sends to partition ``b``: grouped by the bucket number itself, several buckets can share
+    a partition (with 2, buckets 0 and 1 do) and run one after the other."""
+    keys, v = [], 0
+    for b in range(buckets):
+        while spark_hash_int(v) % buckets != b:
+            v += 1
+        keys.append(v)
+        v += 1
+    return keys

@@ -75,7 +75,7 @@ def shared_logic(group: Group, gp) -> None:
     from slidewise.spark.panes import PaneBucket, stream_dtypes
 
     info = gp.infos[0]
-    gp.logic = PaneBucket(group, list(info.kinds), stream_dtypes(dict(info.kinds)), info.lateness, key=gp.logic.key)
+    gp.logic = PaneBucket(group, list(info.kinds), stream_dtypes(dict(info.kinds)), info.lateness, key=gp.logic.key, info=info)
 
 
 def shared_parts(group: Group, gp, root: Path, outs: list, files: FileOutputs, *, collect: bool, run_id: str, **main) -> tuple[SharedSink, SharedFiles]:

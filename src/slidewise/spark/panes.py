@@ -4,9 +4,11 @@ When :func:`slidewise.optimizer.pane_plan.match` recognises the plan (``RSTREAM`
 ``ISTREAM`` / ``DSTREAM`` of ``GROUP BY`` over ``[RANGE T SLIDE D]``),
 :func:`pane_bucket` gives :class:`PaneBucket`, which takes the place of the
 operator network (:class:`~slidewise.spark.plan_state.PlanBucket`) in the
-bucket stage of :mod:`slidewise.spark.plan_runner`: same sequencer stage before it
-(input order, late rejects, hash buckets of a group key), same output rows and
-driver sink after it.
+bucket stage of :mod:`slidewise.spark.plan_runner`, with the router before it
+(:mod:`slidewise.spark.route`: hash buckets of a group key; input order and late
+rejects computed in the bucket, as the sequencer stage would, so one stateful
+stage), same output rows and driver sink after it. With a result directory on a
+local master the buckets write their rows as files (:attr:`PaneBucket.parts`).
 
 Per bucket the state is the *pane partials* of the retained panes: the grid of
 width ``s = gcd(T + 1, D)`` (pane ``p`` holds ``(p−1)s < ts ≤ ps``), one
@@ -50,8 +52,8 @@ from slidewise.plan.expr import columns_of, evaluate
 from slidewise.plan.logical import Plan
 from slidewise.runtime.pane_engine import BLOCK_CELLS, WindowAnswers, encode_groups, select
 from slidewise.runtime.plan_driver import end_instant
-from slidewise.spark.layout import EOF, KIND_NUMPY, MARKER, TUPLE, concat, pack, unpack
-from slidewise.spark.plan_state import ADMITTED, NEG, RESULT, STATS, late_rejects, out_frame, passed_rejects
+from slidewise.spark.layout import EOF, KIND_NUMPY, MARKER, ROUTED, SEGMENT, TUPLE, StreamInfo, concat, pack, unpack
+from slidewise.spark.plan_state import ADMITTED, NEG, PART, REJECTS, RESULT, STATS, late_rejects, out_frame, passed_rejects
 from slidewise.spark.state_codec import pack_state, state_key, unpack_state
 
 __all__ = ["PaneBucket", "pane_bucket", "refused"]
@@ -68,16 +70,19 @@ def stream_dtypes(kinds: dict[str, str]) -> dict[str, np.dtype]:
     return {"ts": np.dtype(np.int64), **{a: np.dtype(KIND_NUMPY[k]) for a, k in kinds.items()}}
 
 
-def pane_bucket(plan: Plan, names: list[str], kinds: list[dict[str, str]], lateness: int, *, tables: dict | None = None, key: bytes | None = None) -> PaneBucket | None:
-    """The pane logic of the bound, pruned ``plan`` (its streams ``names`` with attribute ``kinds``), or
-    None when the plan is not a periodic one-stream GROUP BY the pane path on Spark runs."""
+def pane_bucket(
+    plan: Plan, names: list[str], kinds: list[dict[str, str]], lateness: int, *, tables: dict | None = None, key: bytes | None = None, info: StreamInfo | None = None
+) -> PaneBucket | None:
+    """The pane logic of the bound, pruned ``plan`` (its streams ``names`` with attribute ``kinds``; ``info``:
+    the stream's, for routed input), or None when the plan is not a periodic one-stream GROUP BY the pane
+    path on Spark runs."""
     spec = match(plan)
     if spec is None or tables or len(names) != 1:
         return None
     dtypes = stream_dtypes(kinds[0])
     if refused(spec, dtypes):
         return None
-    return PaneBucket(share({"query": spec})[0], list(kinds[0]), dtypes, lateness, key=key)
+    return PaneBucket(share({"query": spec})[0], list(kinds[0]), dtypes, lateness, key=key, info=info)
 
 
 class PaneBucket:
@@ -92,8 +97,11 @@ class PaneBucket:
     thesis §8.3.3); its key conjuncts filter its groups, as :class:`~slidewise.runtime.shared.SharedRun`.
     """
 
-    def __init__(self, group: Group, attrs: list[str], dtypes: dict[str, np.dtype], lateness: int, *, key: bytes | None = None):
+    def __init__(self, group: Group, attrs: list[str], dtypes: dict[str, np.dtype], lateness: int, *, key: bytes | None = None, info: StreamInfo | None = None):
         self.group, self.attrs, self.dtypes, self.lateness = group, list(attrs), dict(dtypes), int(lateness)
+        #: the stream, for routed input (:func:`~slidewise.spark.route.sequence`: input order and late
+        #: checks here, no sequencer stage)
+        self.info = info
         self.key = key if key is not None else state_key()
         self.pane, self.where, self.regions = group.pane, group.predicate(), group.regions()
         self.bits = [None if m.residual is None else self.regions.index(m.residual) for m in group.members]
@@ -118,6 +126,9 @@ class PaneBucket:
         self.read = tuple(dict.fromkeys(group.keys + tuple(x for a in probe for x in a.attrs) + extra))
         self.member_columns = [list(m.spec.columns) + ["ts", "sign"] for m in group.members]
         self.columns = self.member_columns[0]
+        #: a staging directory (:func:`~slidewise.spark.sinks.staging`): results are written there as files
+        #: (PART rows name them) instead of travelling packed in RESULT rows
+        self.parts: str | None = None
 
     @property
     def spec(self) -> SlidingAggregate:
@@ -138,7 +149,7 @@ class PaneBucket:
         per key column, then the region code if any; columns in value order), ``partials`` (per shared
         partial, panes x columns)."""
         n = len(self.group.members)
-        st: dict = {"next_k": [None] * n, "p0": None, "done": None, "frontier": NEG, "groups": 0, "partials": None}
+        st: dict = {"next_k": [None] * n, "p0": None, "done": None, "frontier": NEG, "nx": 0, "groups": 0, "partials": None}
         st["keys"] = [np.empty(0, self.dtypes[k]) for k in self.group.keys] + ([np.empty(0, np.int64)] if self.regions else [])
         if blob is None:
             return st
@@ -152,7 +163,7 @@ class PaneBucket:
 
     def _dump(self, st: dict) -> bytes:
         parts = st["partials"]
-        meta = {k: st[k] for k in ("next_k", "p0", "done", "frontier", "groups")}
+        meta = {k: st[k] for k in ("next_k", "p0", "done", "frontier", "nx", "groups")}
         keys = {f"k{j}": v for j, v in enumerate(st["keys"])} or {"_": np.empty(0, np.int8)}
         cells: dict = {"_": np.empty(0, np.int8)}
         if parts is not None:
@@ -173,8 +184,12 @@ class PaneBucket:
             rows += [{"k": ADMITTED, "s": int(s), "q": int(q)} for s, q in zip(streams[marks], frame["q"].to_numpy(np.int64)[marks]) if q > 0]
         eof = bool((kind == EOF).any())
         chunks = []
-        for payload in frame["p"][kind == TUPLE]:
-            chunk = unpack(payload)
+        arrived = [unpack(p) for p in frame["p"][kind == TUPLE]]
+        if (kind == SEGMENT).any():  # routed input: put in input order and late-checked here
+            routed, mine = self._sequence(st, frame, kind)
+            rows += routed
+            arrived += mine
+        for chunk in arrived:
             if st["done"] is not None:  # behind an earlier end of input: those windows are closed
                 late = chunk["t"] <= st["done"]
                 if late.any():
@@ -199,11 +214,30 @@ class PaneBucket:
             mine = [c for j, c in out if j == i]
             if mine:
                 cols = {c: np.concatenate([p[c] for p in mine]) for c in self.member_columns[i]}
-                rows.append({"k": RESULT, "s": i, "q": len(cols["ts"]), "p": pack(cols), "n0": int((cols["sign"] < 0).sum())})
+                row = {"k": RESULT, "s": i, "q": len(cols["ts"]), "p": pack(cols) if self.parts is None else None, "n0": int((cols["sign"] < 0).sum())}
+                if self.parts is not None:
+                    from slidewise.spark.sinks import stage_part
+
+                    row.update(k=PART, p=stage_part(self.parts, self.member_columns[i], cols).encode())
+                rows.append(row)
         blob = self._dump(st)
         cells = 0 if st["partials"] is None else int(np.count_nonzero(st["partials"][0][0]))
         rows.append({"k": STATS, "s": bucket, "n0": cells, "n1": len(blob)})
         return blob, [out_frame(rows)]
+
+    def _sequence(self, st: dict, frame: pd.DataFrame, kind: np.ndarray) -> tuple[list[dict], list[dict]]:
+        """The batch's segments and this bucket's routed tuples (:mod:`slidewise.spark.route`), sequenced as
+        the sequencer stage would: the frontier and next sequence number advanced; late rejects and the
+        admitted count as rows; the admitted tuples."""
+        from slidewise.spark.route import sequence
+
+        segments = [unpack(p) for p in frame["p"][kind == SEGMENT]]
+        mx, st["nx"], chunk, rejected, admitted = sequence(self.info, st["frontier"], st["nx"], segments, [unpack(p) for p in frame["p"][kind == ROUTED]])
+        st["frontier"] = max(st["frontier"], mx)
+        rows: list[dict] = [{"k": ADMITTED, "s": 0, "q": admitted}] if admitted else []
+        if rejected is not None:
+            rows.append({"k": REJECTS, "s": 0, "q": len(rejected["line"]), "p": pack(rejected)})
+        return rows, [] if chunk is None else [chunk]
 
     # ---------------------------------------------------------------- panes
 

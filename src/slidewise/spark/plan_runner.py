@@ -67,8 +67,8 @@ from slidewise.plan.logical import Plan
 from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
 from slidewise.spark.join_runner import SparkRun
-from slidewise.spark.plan_state import ADMITTED, REJECTS, RESULT, STATS, PlanBucket
-from slidewise.spark.sinks import FILE_KINDS, FileOutputs, collected, print_console, refuse_other_parts, write_batch_rejects
+from slidewise.spark.plan_state import ADMITTED, PART, REJECTS, RESULT, STATS, PlanBucket
+from slidewise.spark.sinks import FILE_KINDS, PART_EXT, FileOutputs, collected, print_console, refuse_other_parts, write_batch_rejects
 
 __all__ = ["PlanRun", "run_plan_spark", "start_plan_spark"]
 
@@ -146,6 +146,7 @@ class _PlanSink:
         self.batches: list[int] = []
         self.run_id, self._topic = run_id, None  # a kafka:// out: message keys, writer
         self.archive = archive  # an ArchiveWriter the results also go to, exactly once per batch
+        self.staged: Path | None = None  # where the buckets write result parts (written_by_buckets)
         if self.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
 
@@ -159,11 +160,14 @@ class _PlanSink:
         from slidewise.spark.bucket import reject_kind
         from slidewise.spark.layout import unpack
 
-        results, rejected, admitted = [], Rejects(), 0
+        results, parts, rejected, admitted = [], [], Rejects(), 0
         for r in rows:
             k = r["k"]
-            if k == RESULT:
-                results.append(unpack(r["p"]))
+            if k in (RESULT, PART):
+                if k == RESULT:
+                    results.append(unpack(r["p"]))
+                else:
+                    parts.append(bytes(r["p"]).decode())
                 self.retractions += r["n0"]
                 self.results += r["q"] - r["n0"]
             elif k == REJECTS:
@@ -181,7 +185,7 @@ class _PlanSink:
                 self.state[r["s"]] = (max(peak, r["n0"]), r["n1"])
                 self.negatives += r["n2"]
                 self.instants += r["n3"]
-        self._write(results, batch_id)
+        self._write(results, batch_id, parts)
         write_batch_rejects(self.rejects_dir, batch_id, rejected)
         self.seen.add(batch_id)
         self.batches.append(batch_id)
@@ -190,12 +194,13 @@ class _PlanSink:
                 "batch %d: %s tuples in, %s output rows, %s rejects, state %s tuples",
                 batch_id,
                 f"{admitted:,}",
-                f"{sum(len(c['ts']) for c in results):,}",
+                f"{sum(len(c['ts']) for c in results) + sum(r['q'] for r in rows if r['k'] == PART):,}",
                 f"{len(rejected):,}",
                 f"{sum(s for s, _ in self.state.values()):,}",
             )
 
-    def _write(self, results: list[dict], batch_id: int) -> None:
+    def _write(self, results: list[dict], batch_id: int, parts: list[str] = ()) -> None:
+        """The batch's results: packed ``results`` and the files ``parts`` the buckets wrote (file sinks only)."""
         from slidewise.runtime.sinks import open_sink
 
         if self.collect:
@@ -206,15 +211,18 @@ class _PlanSink:
             # idempotent per batch id: a replayed batch leaves exactly its own output
             target = Path(self.out) / f"batch-{batch_id:06d}"
             shutil.rmtree(target, ignore_errors=True)
-            if not results:
+            if not results and not parts:
                 return
             tmp = Path(self.out) / f".batch-{batch_id:06d}.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir()
-            sink = open_sink(tmp / f"part-00000{_EXT[self.kind]}", self.columns)
-            for cols in results:
-                sink.write(cols)
-            sink.close()
+            for j, part in enumerate(parts):  # the buckets' files of this attempt, moved in
+                os.replace(part, tmp / f"part-{j:05d}{PART_EXT[self.kind]}")
+            if results:
+                sink = open_sink(tmp / f"part-{len(parts):05d}{PART_EXT[self.kind]}", self.columns)
+                for cols in results:
+                    sink.write(cols)
+                sink.close()
             os.replace(tmp, target)
         elif self.sink is not None:
             for cols in results:
@@ -236,12 +244,11 @@ class _PlanSink:
         if self._topic is not None:
             self._topic.close()
             self._topic = None
+        if self.staged is not None:  # what is left there belongs to no committed batch
+            shutil.rmtree(self.staged, ignore_errors=True)
 
     def frame(self) -> pd.DataFrame:
         return collected(self.frames, self.columns)
-
-
-_EXT = {"parquet": ".parquet", "csv": ".csv", "json": ".jsonl"}
 
 
 class PlanRun(SparkRun):
@@ -266,6 +273,21 @@ class PlanRun(SparkRun):
             **info["tail"],
             **self.spark_stats(),
         }
+
+
+def written_by_buckets(session, gp, out, kind: str) -> Path | None:
+    """The staging directory where the pane path's buckets write their result parts themselves
+    (:func:`~slidewise.spark.sinks.stage_part`; set on ``gp.logic``), or None: only for a result
+    directory (``kind`` of :data:`~slidewise.spark.sinks.FILE_KINDS`) and a local master, whose
+    Python workers see the driver's file system."""
+    from slidewise.spark.panes import PaneBucket
+    from slidewise.spark.sinks import staging
+
+    if not isinstance(gp.logic, PaneBucket) or kind not in FILE_KINDS or not session.sparkContext.master.startswith("local"):
+        return None
+    where = staging(out, kind)
+    gp.logic.parts = str(where)
+    return where
 
 
 def run_plan_spark(plan: str | Plan, sources: dict[str, object], tables: dict | None = None, *, timeout: float | None = None, **options) -> RunResult:
@@ -378,6 +400,7 @@ def start_plan_spark(
             bound(gp.recipes)
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings, outputs=outputs)
+        staged = written_by_buckets(session, gp, out, opts.kind) if group is None and writer is None else None
         output = build_plan_stream(session, gp, control_dir=str(root / "control"), ts_column=ts_column, max_files=opts.max_files)
         logic, attr, keying = gp.logic, gp.attr, gp.keying
         sink = _PlanSink(
@@ -391,6 +414,7 @@ def start_plan_spark(
             run_id=f"{identity}@{root.resolve()}" if not temp else uuid.uuid4().hex,
             archive=writer,
         )
+        sink.staged = staged
         if group is not None:
             from slidewise.spark.many import shared_parts
 

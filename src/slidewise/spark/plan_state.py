@@ -53,8 +53,9 @@ from slidewise.spark.state_codec import seal, state_key, unseal
 
 NEG = np.iinfo(np.int64).min // 2
 POS = np.iinfo(np.int64).max
-RESULT, REJECTS, STATS, ADMITTED = 0, 1, 2, 3
-#: output rows of the bucket stage: results and rejects travel packed in ``p``
+RESULT, REJECTS, STATS, ADMITTED, PART = 0, 1, 2, 3, 4
+#: output rows of the bucket stage: results and rejects travel packed in ``p``; a PART row's ``p`` names a
+#: result file the bucket wrote itself (:func:`slidewise.spark.sinks.stage_part`)
 OUT_DDL = "k tinyint, s int, q bigint, p binary, n0 bigint, n1 bigint, n2 bigint, n3 bigint"
 STATE_DDL = "blob binary"
 

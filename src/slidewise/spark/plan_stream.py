@@ -12,6 +12,10 @@
       groupBy(b).transformWithStateInPandas(PlanProcessor)        pane partials (panes), FREQUENT
                                   ▼                               (frequent), else the operator network
                     rows of OUT_DDL: results, rejects, stats      (plan_state)
+
+The pane path has one stateful stage, as the join (:mod:`slidewise.spark.route`): the router in the
+source's ``mapInArrow`` in place of the sequencer, its buckets sequence the stream themselves, grouped
+by :func:`~slidewise.spark.keying.spread_keys` (one bucket per shuffle partition).
 """
 
 from __future__ import annotations
@@ -139,7 +143,7 @@ def plan_general(
     if frequent:
         logic = FrequentBucket(plan, dict(infos[0].kinds), infos[0].lateness, key=key)
     else:
-        logic = pane_bucket(plan, names, [dict(i.kinds) for i in infos], infos[0].lateness, tables=table_rows, key=key)
+        logic = pane_bucket(plan, names, [dict(i.kinds) for i in infos], infos[0].lateness, tables=table_rows, key=key, info=infos[0])
     if logic is None:  # not a periodic one-stream GROUP BY (slidewise.spark.panes): the operator network
         logic = PlanBucket(
             plan,
@@ -162,22 +166,35 @@ def plan_general(
 def build_plan_stream(spark, gp: GeneralPlan, *, control_dir: str | None, ts_column: str = "ts", max_files: int | None = None, ended: bool = False):
     """The streaming (over batch inputs with ``ended``: batch) DataFrame of the plan's output rows
     (:data:`~slidewise.spark.plan_state.OUT_DDL`). ``control_dir``: where end-of-input markers appear."""
+    from pyspark.sql import functions as F
+
     from slidewise.spark.ingest import control_frame, stream_frame
+    from slidewise.spark.keying import spread_keys
     from slidewise.spark.layout import EOF, WIRE_DDL, wire_frame
+    from slidewise.spark.panes import PaneBucket
     from slidewise.spark.processor import PlanProcessor, SequencerProcessor
+    from slidewise.spark.route import route_batches
     from slidewise.spark.sequencer import SequencerLogic
 
     layout = gp.layout
-    frames = [stream_frame(spark, i, info, gp.recipes[i], layout, ts_column, max_files) for i, info in enumerate(gp.infos)]
+    # the pane path sequences its one stream in its buckets (slidewise.spark.route): one stateful stage
+    routed = isinstance(gp.logic, PaneBucket) and gp.logic.info is not None
+    then = functools.partial(route_batches, layout=layout, keying=gp.keying) if routed else None
+    frames = [stream_frame(spark, i, info, gp.recipes[i], layout, ts_column, max_files, then=then) for i, info in enumerate(gp.infos)]
     if ended:
-        frames.append(spark.createDataFrame(wire_frame([{"k": EOF}]), WIRE_DDL))
+        frames.append(spark.createDataFrame(wire_frame([{"k": EOF, "b": b} for b in range(gp.keying.buckets)] if routed else [{"k": EOF}]), WIRE_DDL))
     elif control_dir is not None:
-        frames.append(control_frame(spark, control_dir, layout))
+        frames.append(control_frame(spark, control_dir, layout, then=then))
     union = functools.reduce(lambda a, b: a.union(b), frames)
-    sequenced = union.groupBy("s").transformWithStateInPandas(
-        statefulProcessor=SequencerProcessor(SequencerLogic(layout, gp.keying)), outputStructType=WIRE_DDL, outputMode="Append", timeMode="None"
-    )
-    return sequenced.groupBy("b").transformWithStateInPandas(statefulProcessor=PlanProcessor(gp.logic), outputStructType=OUT_DDL, outputMode="Append", timeMode="None")
+    key = "b"
+    if routed:  # grouped by a key per bucket that Spark's partitioning spreads: one bucket per core
+        keys = F.array(*[F.lit(k) for k in spread_keys(gp.keying.buckets)])
+        union, key = union.withColumn("g", F.element_at(keys, F.col("b") + 1)), "g"
+    else:
+        union = union.groupBy("s").transformWithStateInPandas(
+            statefulProcessor=SequencerProcessor(SequencerLogic(layout, gp.keying)), outputStructType=WIRE_DDL, outputMode="Append", timeMode="None"
+        )
+    return union.groupBy(key).transformWithStateInPandas(statefulProcessor=PlanProcessor(gp.logic), outputStructType=OUT_DDL, outputMode="Append", timeMode="None")
 
 
 def plan_results(frame, gp: GeneralPlan):

@@ -311,6 +311,39 @@ def refuse_other_parts(root: Path, dirs: dict[str, object]) -> dict[str, str]:
     return resolved
 
 
+#: the extension of a part file of each sink kind of :data:`FILE_KINDS`
+PART_EXT = {"parquet": ".parquet", "csv": ".csv", "json": ".jsonl"}
+#: where the bucket stage writes its result parts before the driver moves them into ``batch-NNNNNN``
+STAGED = ".staged"
+
+
+def stage_part(where: str, columns: list[str], cols: dict) -> str:
+    """Write the result columns ``cols`` as one file under ``where`` (a directory's :data:`STAGED`
+    directory, the extension its kind's) and return its path.
+
+    The bucket stage writes its rows itself (no trip through Spark rows and the driver); the driver
+    moves the files a micro-batch names into its ``batch-NNNNNN`` directory, so files of an attempt
+    that did not commit are never read (:func:`move_parts`)."""
+    import uuid
+
+    from slidewise.runtime.sinks import open_sink
+
+    path = Path(where) / f"{uuid.uuid4().hex}{Path(where).suffix}"
+    sink = open_sink(path, columns)
+    sink.write(cols)
+    sink.close()
+    return str(path)
+
+
+def staging(out: str, kind: str) -> Path:
+    """The staging directory of a result directory ``out`` of ``kind``, emptied (leftovers of an attempt
+    that did not commit) and created."""
+    where = Path(out).resolve() / f"{STAGED}{PART_EXT[kind]}"
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True)
+    return where
+
+
 def read_results(path: str | Path) -> pd.DataFrame:
     """All results written by a file sink (one file, or every ``batch-*`` part of a directory), as one DataFrame."""
     import pyarrow.dataset as ds
@@ -332,4 +365,17 @@ def clear_dir(path: str | Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-__all__ = ["FILE_KINDS", "BatchSink", "FileOutputs", "clear_dir", "file_target", "read_results", "refuse_other_parts", "sink_kind"]
+__all__ = [
+    "FILE_KINDS",
+    "PART_EXT",
+    "STAGED",
+    "BatchSink",
+    "FileOutputs",
+    "clear_dir",
+    "file_target",
+    "read_results",
+    "refuse_other_parts",
+    "sink_kind",
+    "stage_part",
+    "staging",
+]
