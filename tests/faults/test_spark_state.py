@@ -308,3 +308,24 @@ def test_two_stage_checkpoint_is_refused(tmp_path):
     )
     (tmp_path / "slidewise.json").write_text(json.dumps({"query": "q", "buckets": 2, **JOIN_SETTINGS}))
     assert _checkpoint_meta(tmp_path, "q", {}, 2, write=False, settings=JOIN_SETTINGS)["stages"] == 1
+
+
+def test_two_stage_pane_checkpoint_is_refused(tmp_path, capsys):
+    """A sliding GROUP BY's checkpoint of the earlier two-stage pipeline (sequencer, then panes; no
+    ``stages`` stored) is refused with one message before Spark starts."""
+    import json
+
+    from slidewise.cli import main
+
+    query = "SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 10 SLIDE 2] GROUP BY S.a"
+    (tmp_path / "S.csv").write_text("ts,a\n1,1\n2,2\n3,1\n")
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    (ck / "slidewise.json").write_text(json.dumps({"query": query, "buckets": 2, "strategy": "upa", "partitions": 10}))
+    args = ["run", query, "--source", f"S={tmp_path / 'S.csv'}", "--engine", "spark", "--checkpoint", str(ck), "--out", str(tmp_path / "o.csv")]
+    assert main(args) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"slidewise: error: {ck}: this checkpoint was written by a slidewise with 2 stateful stages per micro-batch, not 1"
+        " (hint: use a new --checkpoint DIR (its state cannot be carried over))"
+    )
+    assert not (tmp_path / "o.csv").exists()

@@ -348,7 +348,7 @@ def start_plan_spark(
     """
     from slidewise.runtime.plan_engine import open_table, plan_inputs
     from slidewise.spark.join_runner import _checkpoint_meta, _partitions, archive_writer, open_checkpoint, removed_on_error, start_options, timed_session
-    from slidewise.spark.plan_stream import build_plan_stream, load_plan, plan_general
+    from slidewise.spark.plan_stream import build_plan_stream, load_plan, plan_general, stateful_stages
     from slidewise.spark.state_codec import run_key
 
     given = RunOptions.of(run_options, **settings)
@@ -398,6 +398,8 @@ def start_plan_spark(
             from slidewise.spark.kafka_source import bound
 
             bound(gp.recipes)
+        settings["stages"] = stateful_stages(gp)  # a checkpoint of the other shape is refused (its state cannot be read)
+        _checkpoint_meta(root, identity, sources, meta["buckets"], write=False, settings=settings)
         session, session_seconds = timed_session(spark, master, opts.conf, ui)
         _checkpoint_meta(root, identity, sources, meta["buckets"], write=True, settings=settings, outputs=outputs)
         staged = written_by_buckets(session, gp, out, opts.kind) if group is None and writer is None else None

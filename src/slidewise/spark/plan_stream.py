@@ -32,7 +32,7 @@ from slidewise.spark.keying import Keying
 from slidewise.spark.layout import KIND_DDL, Layout, StreamInfo
 from slidewise.spark.plan_state import OUT_DDL, RESULT, PlanBucket, partition_attribute
 
-__all__ = ["GeneralPlan", "build_plan_stream", "check_tables", "load_plan", "plan_general", "plan_results", "read_tables"]
+__all__ = ["GeneralPlan", "build_plan_stream", "check_tables", "load_plan", "plan_general", "plan_results", "read_tables", "stateful_stages"]
 
 
 @dataclass
@@ -171,14 +171,12 @@ def build_plan_stream(spark, gp: GeneralPlan, *, control_dir: str | None, ts_col
     from slidewise.spark.ingest import control_frame, stream_frame
     from slidewise.spark.keying import spread_keys
     from slidewise.spark.layout import EOF, WIRE_DDL, wire_frame
-    from slidewise.spark.panes import PaneBucket
     from slidewise.spark.processor import PlanProcessor, SequencerProcessor
     from slidewise.spark.route import route_batches
     from slidewise.spark.sequencer import SequencerLogic
 
     layout = gp.layout
-    # the pane path sequences its one stream in its buckets (slidewise.spark.route): one stateful stage
-    routed = isinstance(gp.logic, PaneBucket) and gp.logic.info is not None
+    routed = stateful_stages(gp) == 1
     then = functools.partial(route_batches, layout=layout, keying=gp.keying) if routed else None
     frames = [stream_frame(spark, i, info, gp.recipes[i], layout, ts_column, max_files, then=then) for i, info in enumerate(gp.infos)]
     if ended:
@@ -195,6 +193,14 @@ def build_plan_stream(spark, gp: GeneralPlan, *, control_dir: str | None, ts_col
             statefulProcessor=SequencerProcessor(SequencerLogic(layout, gp.keying)), outputStructType=WIRE_DDL, outputMode="Append", timeMode="None"
         )
     return union.groupBy(key).transformWithStateInPandas(statefulProcessor=PlanProcessor(gp.logic), outputStructType=OUT_DDL, outputMode="Append", timeMode="None")
+
+
+def stateful_stages(gp: GeneralPlan) -> int:
+    """Stateful stages per micro-batch: the pane path sequences its one stream in its buckets
+    (:mod:`slidewise.spark.route`), other plans go through the sequencer first."""
+    from slidewise.spark.panes import PaneBucket
+
+    return 1 if isinstance(gp.logic, PaneBucket) and gp.logic.info is not None else 2
 
 
 def plan_results(frame, gp: GeneralPlan):
