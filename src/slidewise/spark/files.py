@@ -20,7 +20,7 @@ import os
 import numpy as np
 import pyarrow as pa
 
-from slidewise.spark.ingest import _GLOBS, chained, factorize_runs, file_path, file_reader, scan_rows
+from slidewise.spark.ingest import DIRECTORY_GLOBS, chained, factorize_runs, file_path, file_reader, scan_rows
 from slidewise.spark.layout import WIRE_DDL, Layout, wire_batch
 
 _SPECIAL = set("{}[]*?\\,")
@@ -31,7 +31,7 @@ def groups(recipes: list[dict]) -> list[list[int]]:
     keyed: dict[tuple, list[int]] = {}
     out: list[list[int]] = []
     for i, r in enumerate(recipes):
-        if r.get("fmt") not in ("csv", "json") or r.get("glob") != _GLOBS[r["fmt"]] or _SPECIAL & set(os.path.basename(_dir(r))):
+        if r.get("fmt") not in ("csv", "json") or r.get("glob") != DIRECTORY_GLOBS[r["fmt"]] or _SPECIAL & set(os.path.basename(_dir(r))):
             out.append([i])
             continue
         key = (r["fmt"], tuple(r["columns"]), tuple(r.get("longs", ())), r.get("ts_column"), os.path.dirname(_dir(r)))

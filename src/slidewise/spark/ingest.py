@@ -45,8 +45,8 @@ from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.sources import open_source
 from slidewise.spark.layout import EOF, REJECT, TUPLE, WIRE_DDL, Layout, StreamInfo, pack, wire_batch
 
-#: extensions Spark reads per format (plain or Hadoop-compressed text)
-_GLOBS = {"csv": "*.{csv,csv.gz,csv.bz2}", "json": "*.{jsonl,ndjson,json,jsonl.gz,ndjson.gz,json.gz,jsonl.bz2}", "parquet": "*.parquet"}
+#: the files of a directory source Spark reads, per format (plain or Hadoop-compressed text)
+DIRECTORY_GLOBS = {"csv": "*.{csv,csv.gz,csv.bz2}", "json": "*.{jsonl,ndjson,json,jsonl.gz,ndjson.gz,json.gz,jsonl.bz2}", "parquet": "*.parquet"}
 _FORMAT_OF = (
     ("parquet", (".parquet",)),
     ("csv", (".csv", ".csv.gz", ".csv.bz2")),
@@ -90,7 +90,7 @@ def _inspect_stream(alias: str, name: str, spec, *, ts_column: str, ts_unit: str
         )
     fmt = fmts.pop()
     path = Path(spec)
-    recipe = {"fmt": fmt, "dir": str(path if path.is_dir() else path.parent), "glob": _GLOBS[fmt] if path.is_dir() else _glob_escape(path.name)}
+    recipe = {"fmt": fmt, "dir": str(path if path.is_dir() else path.parent), "glob": DIRECTORY_GLOBS[fmt] if path.is_dir() else _glob_escape(path.name)}
     if fmt == "csv":
         recipe["columns"] = _csv_header(files[0])
         recipe["longs"] = native_longs(src, recipe["columns"], ts_column)
