@@ -323,7 +323,7 @@ def stage_part(where: str, columns: list[str], cols: dict) -> str:
 
     The bucket stage writes its rows itself (no trip through Spark rows and the driver); the driver
     moves the files a micro-batch names into its ``batch-NNNNNN`` directory, so files of an attempt
-    that did not commit are never read (:func:`move_parts`)."""
+    that did not commit are never read (``_PlanSink._write`` in :mod:`slidewise.spark.plan_runner`)."""
     import uuid
 
     from slidewise.runtime.sinks import open_sink
