@@ -59,6 +59,29 @@ def test_edf_runs_the_lowest_deadline_first_and_resets_it():
     assert {t.members[0]: t.d for t in s.tasks.values()} == {"a": 3, "b": 1}
 
 
+def test_a_scheduler_that_never_idles_runs_the_lowest_deadline_whenever_asked():
+    """Algorithm 9 as written (``idle=False``): some task runs whenever Q(T) is not empty, updated or not, and
+    its deadline is reset to its period; a run without an update is early (latency 0)."""
+    s = PeriodicScheduler("edf", idle=False)
+    assert s.next() is None  # an empty Q(T)
+    s.add("a", "g", 3, 4)
+    s.add("b", "h", 1, 4)
+    s.update()
+    assert [s.next() for _ in range(3)] == [["b"]] * 3  # d(b) = 0, then 1 < 2 = d(a): b again, without an update
+    s.update()
+    assert s.next() == ["b"]  # d(b) = 0 < 1 = d(a)
+    s.update()
+    assert [s.next() for _ in range(2)] == [["b"], ["a"]]  # d(a) = d(b) = 0: the shorter period first, then d(a) = 0 < 1
+    assert {t.members[0]: t.d for t in s.tasks.values()} == {"a": 3, "b": 1}
+    assert (s.latency(), s.queries["b"].runs, s.queries["a"].runs) == (0.0, 5, 1)
+    late = thesis("hybrid-late-pending")
+    late.idle = False
+    for _ in range(5):
+        late.update()
+    assert sorted(late.next()) == ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7"]  # Algorithm 11: late and pending
+    assert late.next() is not None  # nothing updated since: it runs again (the service's scheduler would idle)
+
+
 def _overload(policy: str, updates: int) -> list[str]:
     s = thesis(policy)
     for _ in range(updates):

@@ -107,6 +107,9 @@ CAPACITY_RULE = (
     "overloaded while no-sharing and conservative scheduling overload 'even for a small number of queries' "
     "(§8.5.2, §8.5.4); the same capacity at the high rate (one machine, twice the tuples and distinct values)"
 )
+#: the scheduler idles when every task ran since its group's last update (True), or runs the lowest ``d`` whenever
+#: there is capacity, as Algorithms 9-11 are written (False); see the module docstring
+IDLE = True
 #: sub-windows measured after the window is full
 UPDATES = 100
 #: the quantiles asked
@@ -171,12 +174,13 @@ def _post(text: str, window: dict[str, np.ndarray], youngest: dict[str, np.ndarr
     return (n + 2 * groups * float(np.log2(n + 1))) / per
 
 
-def simulate(policy: str, queries: int, rate: int, distinct: int, *, capacity: float | None = None, updates: int = UPDATES, seed: int = 0) -> dict:
+def simulate(policy: str, queries: int, rate: int, distinct: int, *, capacity: float | None = None, updates: int = UPDATES, seed: int = 0, idle: bool = IDLE) -> dict:
     """One run of the real query manager under ``policy`` on the virtual clock (see the module docstring);
     ``capacity`` None: no limit, and a task runs only when due (``d = 0``), never early: the work per update
     (``busy`` in work units) is what the policy's schedule needs on time (its *demand*)."""
     rng = np.random.default_rng(seed)
     qm = QueryManager(SCHEMA, T, N, scheduling=policy, retain=1)
+    qm.scheduler.idle = idle
     for j in range(N):  # a full window first
         qm.append("S", *packets(rng, j, rate, distinct))
     qm.advance("S", N * T)
@@ -194,7 +198,7 @@ def simulate(policy: str, queries: int, rate: int, distinct: int, *, capacity: f
     for k in range(1, updates + 1):
         while capacity is None or clock < k * capacity:
             with qm.lock:
-                due = min((t.d for t in qm.scheduler.tasks.values() if t.fresh), default=None)
+                due = min((t.d for t in qm.scheduler.tasks.values() if t.fresh or not idle), default=None)
                 batch = None if capacity is None and (due is None or due > 0) else qm.scheduler.next()
             if batch is None:
                 clock = clock if capacity is None else k * capacity  # idle until the next update
@@ -234,7 +238,7 @@ def anchored_capacity(updates: int = UPDATES) -> float:
     return float(simulate(policy, queries, *RATES[rate], capacity=None, updates=updates)["busy"])
 
 
-def run_periodic_bench(out_dir: str | Path = "bench-results", *, counts=COUNTS, rates=None, capacity: float | None = None, updates: int = UPDATES, progress=None) -> dict:
+def run_periodic_bench(out_dir: str | Path = "bench-results", *, counts=COUNTS, rates=None, capacity: float | None = None, updates: int = UPDATES, idle: bool = IDLE, progress=None) -> dict:
     """Every policy for every number of queries at each rate; writes the JSON and the PNG. ``capacity`` None:
     :func:`anchored_capacity`. Each run also gives its policy's on-time ``demand`` and ``load`` (demand over
     capacity: above 1, the schedule cannot run on time)."""
@@ -249,6 +253,7 @@ def run_periodic_bench(out_dir: str | Path = "bench-results", *, counts=COUNTS, 
         "capacity": capacity,
         "capacity_rule": CAPACITY_RULE,
         "updates": updates,
+        "idle": idle,
         "sub_window": T,
         "sub_windows": N,
         "rates": {k: {"tuples_per_sub_window": r, "distinct_addresses": d} for k, (r, d) in rates.items()},
@@ -261,8 +266,8 @@ def run_periodic_bench(out_dir: str | Path = "bench-results", *, counts=COUNTS, 
             if progress:
                 progress(f"{name} rate, {n} queries")
             for policy in POLICIES:
-                row = simulate(policy, n, rate, distinct, capacity=capacity, updates=updates)
-                demand = simulate(policy, n, rate, distinct, capacity=None, updates=updates)["busy"]
+                row = simulate(policy, n, rate, distinct, capacity=capacity, updates=updates, idle=idle)
+                demand = simulate(policy, n, rate, distinct, capacity=None, updates=updates, idle=idle)["busy"]
                 report["runs"].append({"rate": name, "queries": n, "policy": policy, **row, "demand": demand, "load": demand / capacity})
     report["regime"] = regime(report)
     report["conclusions"] = conclusions(report)

@@ -281,9 +281,10 @@ class QueryManager:
             self.execute(regs)
 
     def run_due(self) -> int:
-        """Execute everything due now on this thread (without the executor thread); the batches run."""
+        """Execute everything due now on this thread (without the executor thread); the batches run (a scheduler
+        that never idles: as many batches as it has tasks)."""
         done = 0
-        while True:
+        while self.scheduler.idle or done < len(self.scheduler.tasks):
             with self.lock:
                 batch = self.scheduler.next()
                 regs = [self.queries[n] for n in batch or ()]
@@ -291,6 +292,7 @@ class QueryManager:
                 return done
             self.execute(regs)
             done += 1
+        return done
 
     def execute(self, regs: list[Registered]) -> Txn | None:
         """One read transaction for queries of one group (the longest window); each answers its own, shorter

@@ -18,8 +18,12 @@ partitioned by :data:`POLICIES`:
 * ``hybrid-late`` / ``hybrid-late-pending`` — Algorithm 11: in overload (some
   ``d < 0``) the late (and pending, ``d = 0``) tasks of a group run together.
 
-A task is run only when its group's synopsis was updated since the task last
-ran (an earlier re-execution would repeat the same answer). The *latency* of a
+By default (``idle=True``, the service) a task is run only when its group's
+synopsis was updated since the task last ran (an earlier re-execution would
+repeat the same answer), so the scheduler idles when every task is up to date.
+With ``idle=False`` it follows Algorithms 9-11 as written ("if Q(T) is not
+empty, execute the task with the lowest d"): some task runs whenever asked,
+updated or not, as §8.4.1's underload without idle time. The *latency* of a
 re-execution is the number of updates since the query last ran beyond its
 period (§8.5.1): 0 when on time.
 """
@@ -132,10 +136,11 @@ class Task:
 class PeriodicScheduler:
     """Add and remove queries while running; :meth:`update` at every slide, then :meth:`next` until None."""
 
-    def __init__(self, policy: str = "hybrid-late-pending"):
+    def __init__(self, policy: str = "hybrid-late-pending", idle: bool = True):
         if policy not in POLICIES:
             raise ValueError(f"unknown scheduling policy {policy!r}")
         self.policy = policy
+        self.idle = idle  # False: never idle, a task runs whenever asked (Algorithms 9-11 as written)
         self.queries: dict[str, Query] = {}
         self._tasks: dict[tuple, Task] = {}
         self.dirty = False
@@ -208,8 +213,9 @@ class PeriodicScheduler:
                 q.since += 1
 
     def next(self) -> list[str] | None:
-        """The queries to execute together now (one scan of their group), their deadlines reset; None: nothing due."""
-        ready = [t for t in self.tasks.values() if t.fresh]
+        """The queries to execute together now (one scan of their group), their deadlines reset; None: nothing due
+        (with ``idle`` False: no task at all)."""
+        ready = [t for t in self.tasks.values() if t.fresh or not self.idle]
         if not ready:
             return None
         v = min(t.d for t in ready)
