@@ -98,6 +98,8 @@ def test_bad_options_are_one_line_errors(capsys):
     assert capsys.readouterr().err.strip() == "slidewise: error: --queries must be a multiple of 8 with --chapter 8, got 41 (hint: as many queries per group)"
     assert main(["bench", "query-manager", "--chapter", "8", "--updates", "0"]) == 2
     assert capsys.readouterr().err.strip() == "slidewise: error: --updates must be positive, got 0"
+    assert main(["bench", "query-manager", "--idle"]) == 2
+    assert capsys.readouterr().err.strip() == "slidewise: error: --idle applies to --chapter 8 only (the periodic scheduler) (hint: add --chapter 8)"
 
 
 def test_scans_dominate_dense_sub_windows(report):
@@ -111,3 +113,16 @@ def test_scans_dominate_dense_sub_windows(report):
     for rate in ("low", "high"):
         work = run(report, rate, "hybrid")["work"]
         assert work["post"] > 0.25 * sum(work.values()), rate
+
+
+def test_the_scheduler_never_idles_by_default_and_idles_with_the_option(report):
+    """Algorithms 9-11 as written: in underload the lowest-d task runs whenever there is capacity (re-executions
+    between updates, early: latency 0), where the service's scheduler (``idle=True``) runs each task once per
+    update and then idles. The on-time demand, and so the capacity, is the same in both modes."""
+    assert report["idle"] is False and all(r["idle_share"] == 0 for r in report["runs"])
+    assert all(set(cells["hybrid"]) == {"load", "late", "idle"} for cells in report["regime"].values())
+    runs = {idle: simulate("hybrid", 16, 150, 100, capacity=400_000, updates=10, idle=idle) for idle in (True, False)}
+    assert runs[True]["throughput"] == 16 and runs[True]["idle_share"] > 0.5  # every query once per update
+    assert runs[False]["throughput"] > 5 * runs[True]["throughput"] and runs[False]["idle_share"] == 0
+    assert runs[True]["latency"] == 0 == runs[False]["latency"]
+    assert simulate("hybrid", 16, 150, 100, capacity=None, updates=10, idle=True)["busy"] == simulate("hybrid", 16, 150, 100, capacity=None, updates=10, idle=False)["busy"]

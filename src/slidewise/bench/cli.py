@@ -130,13 +130,15 @@ def _query_manager(args) -> int:
     _positive(args.trials, "--trials")
     _positive(args.queries, "--queries")
     _positive(args.updates, "--updates")
+    if args.idle and args.chapter != 8:
+        raise OptionError("--idle applies to --chapter 8 only (the periodic scheduler)", hint="add --chapter 8")
     if args.chapter == 8:
         from slidewise.bench import periodic
 
         if args.queries is not None and args.queries % len(periodic.GROUPS):
             raise OptionError(f"--queries must be a multiple of {len(periodic.GROUPS)} with --chapter 8, got {args.queries}", hint="as many queries per group")
         counts = periodic.COUNTS if args.queries is None else (args.queries,)
-        report = periodic.run_periodic_bench(args.out, counts=counts, updates=args.updates or periodic.UPDATES, progress=_say)
+        report = periodic.run_periodic_bench(args.out, counts=counts, updates=args.updates or periodic.UPDATES, idle=args.idle, progress=_say)
         print_table("slidewise bench query-manager --chapter 8", periodic.summary(report))
         return 0
     from slidewise.bench.query_manager import run_query_manager_bench, summary
@@ -343,6 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
     qm.add_argument("--queries", type=int, help="periodic queries (default 40; chapter 8: 40, 80, 160 and 240)")
     qm.add_argument("--trials", type=int, default=3, help="seeds averaged per point (chapter 7; default 3)")
     qm.add_argument("--updates", type=int, help="window slides measured (chapter 8; default 100)")
+    qm.add_argument(
+        "--idle",
+        action="store_true",
+        help="chapter 8: a task runs at most once per synopsis update, as in slidewise serve (default: never idle, Algorithms 9-11 as written)",
+    )
 
     sy = _experiment(
         sub,
