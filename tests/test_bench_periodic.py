@@ -125,4 +125,6 @@ def test_the_scheduler_never_idles_by_default_and_idles_with_the_option(report):
     assert runs[True]["throughput"] == 16 and runs[True]["idle_share"] > 0.5  # every query once per update
     assert runs[False]["throughput"] > 5 * runs[True]["throughput"] and runs[False]["idle_share"] == 0
     assert runs[True]["latency"] == 0 == runs[False]["latency"]
-    assert simulate("hybrid", 16, 150, 100, capacity=None, updates=10, idle=True)["busy"] == simulate("hybrid", 16, 150, 100, capacity=None, updates=10, idle=False)["busy"]
+    assert (
+        simulate("hybrid", 16, 150, 100, capacity=None, updates=10, idle=True)["busy"] == simulate("hybrid", 16, 150, 100, capacity=None, updates=10, idle=False)["busy"]
+    )

@@ -261,7 +261,9 @@ def anchored_capacity(updates: int = UPDATES) -> float:
     return float(simulate(policy, queries, *RATES[rate], capacity=None, updates=updates)["busy"])
 
 
-def run_periodic_bench(out_dir: str | Path = "bench-results", *, counts=COUNTS, rates=None, capacity: float | None = None, updates: int = UPDATES, idle: bool = IDLE, progress=None) -> dict:
+def run_periodic_bench(
+    out_dir: str | Path = "bench-results", *, counts=COUNTS, rates=None, capacity: float | None = None, updates: int = UPDATES, idle: bool = IDLE, progress=None
+) -> dict:
     """Every policy for every number of queries at each rate; writes the JSON and the PNG. ``capacity`` None:
     :func:`anchored_capacity`. Each run also gives its policy's on-time ``demand`` and ``load`` (demand over
     capacity: above 1, the schedule cannot run on time)."""
@@ -304,7 +306,9 @@ def regime(report: dict) -> dict:
     """Per rate and number of queries: each policy's load (on-time demand over capacity), the share of its
     re-executions that were late (the thesis's overload: latency above 0) and the share of the capacity it idled."""
     return {
-        f"{rate} rate, {n} queries": {p: {k: round(_get(report, rate, n, p)[m], 3) for k, m in (("load", "load"), ("late", "late_share"), ("idle", "idle_share"))} for p in POLICIES}
+        f"{rate} rate, {n} queries": {
+            p: {k: round(_get(report, rate, n, p)[m], 3) for k, m in (("load", "load"), ("late", "late_share"), ("idle", "idle_share"))} for p in POLICIES
+        }
         for rate in report["rates"]
         for n in report["counts"]
     }
