@@ -48,7 +48,7 @@ window with the same rows. The two modes differ in which task runs (one that
 just ran may run again before the next update), not in idle time: at this
 bench's capacity the ``--idle`` scheduler never idles either (``idle`` is 0 in
 every cell of ``regime``), as running every task once per update costs more
-than the capacity in every run; throughputs differ by at most 6% between the
+than the capacity in every run; throughputs differ by 6.3% at most between the
 modes, and every conclusion has the same verdict in both.
 
 A sub-window carries ``rate`` tuples over ``distinct`` source and destination

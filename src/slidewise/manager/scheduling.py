@@ -134,7 +134,8 @@ class Task:
 
 
 class PeriodicScheduler:
-    """Add and remove queries while running; :meth:`update` at every slide, then :meth:`next` until None."""
+    """Add and remove queries while running; :meth:`update` at every slide, then :meth:`next` until None (``idle``
+    False: never None while there are tasks, call it as long as there is time)."""
 
     def __init__(self, policy: str = "hybrid-late-pending", idle: bool = True):
         if policy not in POLICIES:
