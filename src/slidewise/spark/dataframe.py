@@ -183,12 +183,11 @@ def end_after(control: str | Path, batches: int) -> None:
 
 
 def cancel_planned_end(control: str | Path) -> None:
-    """Turn the end-of-input markers of :func:`end_after` into placeholders (same modification
-    times, so the micro-batches read the same files): a continued run ends its input itself,
+    """Turn the markers of :func:`end_after` into placeholders (same modification times, so the
+    micro-batches read the same files, a replayed one too): a continued run ends its input itself,
     after the files present when it starts."""
     for marker in Path(control).glob(f"{PLANNED}*.json"):
-        if json.loads(marker.read_text()).get("eof"):
-            _marker(marker, 0, int(marker.stat().st_mtime))
+        _marker(marker, 0, int(marker.stat().st_mtime))
 
 
 PLANNED = "eof-planned-"
