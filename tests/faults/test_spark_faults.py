@@ -71,9 +71,13 @@ class Case:
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
-    """A finished run with a checkpoint (and a pristine copy of checkpoint and output)."""
+    """A finished run with a checkpoint (and a pristine copy of checkpoint and output); two
+    micro-batches, so that the state's latest version is a changelog alone (the first has a snapshot too)."""
     case = Case(tmp_path_factory.mktemp("spark-faults"))
-    done = case.run("--once")
+    (case.a / "2.csv").write_text("ts,k\n5,7\n")
+    now = int(time.time())
+    os.utime(case.a / "1.csv", (now - 10, now - 10))
+    done = case.run("--once", "--conf", "slidewise.maxFilesPerTrigger=1")
     assert done.code == 0, done.err[-3000:]
     key = case.config / "slidewise" / "state.key"
     assert key.exists() and key.stat().st_mode & 0o777 == 0o600  # the state key: outside the checkpoint, private

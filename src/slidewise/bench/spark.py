@@ -6,7 +6,8 @@ query start and the fixed cost of a micro-batch, decides) are written by
 :func:`~slidewise.runtime.generate.write_streams` as one CSV directory per
 stream, cut into ``slices`` files of consecutive time. Both engines read the
 same files with one file per stream per micro-batch (``maxFilesPerTrigger
-= 1``) until the input is used up (available-now). Each engine runs in a
+= 1``) until the input is used up (available-now; slidewise's end of input,
+which flushes its last windows, comes with the last files). Each engine runs in a
 fresh process (:func:`~slidewise.bench.common.run_isolated`, one JVM per
 engine): first a warm-up run per workload over its own input (up to
 :data:`WARMUP_TUPLES` tuples in as many files, so the JVM has compiled the hot
@@ -339,6 +340,8 @@ def run_spark_bench(
             "warmup": f"a run over {WARMUP_TUPLES:,} other tuples (at most the measured run's) in {slices} files per workload first" if warmup else None,
             "spark_join_event_time": "timestamp_millis(ts + 1)",
             "watermark_delay": "0 seconds",
+            "end_of_input": "slidewise: flushes its last windows in the micro-batch of the last files (planned at the start of an available-now run); "
+            "Spark join: emits on match, its last micro-batch holds no data (watermark advance, spark.sql.streaming.noDataMicroBatches.enabled)",
             "tuples_per_s": "input tuples / wall seconds from query start to its end; tuples_per_busy_s: over the sum of Spark's triggerExecution times; "
             "tuples_per_cpu_s: over the CPU seconds of the engine's processes (driver, JVM, Python workers)",
         },

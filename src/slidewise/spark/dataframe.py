@@ -40,6 +40,7 @@ import functools
 import json
 import os
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -170,6 +171,34 @@ def end_input(control: str | Path) -> None:
     tmp = marker.with_name("." + marker.name)
     tmp.write_text(json.dumps({"eof": 1}) + "\n")
     tmp.rename(marker)
+
+
+def end_after(control: str | Path, batches: int) -> None:
+    """Plan the end of input of a streaming run with ``control=DIR`` not yet started: its
+    ``batches``-th micro-batch flushes (the control source reads one marker file per micro-batch,
+    in modification-time order: ``batches - 1`` placeholders, then the end-of-input marker)."""
+    now = int(time.time())
+    for j in range(1, max(1, batches) + 1):
+        _marker(Path(control) / f"{PLANNED}{j:06d}-{uuid.uuid4().hex}.json", int(j >= batches), now - batches + j)
+
+
+def cancel_planned_end(control: str | Path) -> None:
+    """Turn the markers of :func:`end_after` into placeholders (same modification times, so the
+    micro-batches read the same files, a replayed one too): a continued run ends its input itself,
+    after the files present when it starts."""
+    for marker in Path(control).glob(f"{PLANNED}*.json"):
+        _marker(marker, 0, int(marker.stat().st_mtime))
+
+
+PLANNED = "eof-planned-"
+
+
+def _marker(path: Path, eof: int, mtime: int) -> None:
+    """Write a control marker atomically with modification time ``mtime``."""
+    tmp = path.with_name("." + path.name)
+    tmp.write_text(json.dumps({"eof": eof}) + "\n")
+    os.utime(tmp, (mtime, mtime))
+    tmp.rename(path)
 
 
 def result_columns(frame, layout):

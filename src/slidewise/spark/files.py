@@ -20,7 +20,7 @@ import os
 import numpy as np
 import pyarrow as pa
 
-from slidewise.spark.ingest import DIRECTORY_GLOBS, chained, factorize_runs, file_path, file_reader, scan_rows
+from slidewise.spark.ingest import DIRECTORY_GLOBS, chained, factorize_runs, file_format, file_path, file_reader, scan_rows
 from slidewise.spark.layout import WIRE_DDL, Layout, wire_batch
 
 _SPECIAL = set("{}[]*?\\,")
@@ -40,6 +40,30 @@ def groups(recipes: list[dict]) -> list[list[int]]:
             out.append(keyed[key])
         keyed[key].append(i)
     return out
+
+
+def data_batches(recipes: list[dict], max_files: int | None) -> int | None:
+    """Micro-batches the file sources take to read the files present now (``maxFilesPerTrigger =
+    max_files`` per directory, as :func:`group_frame` and :func:`~slidewise.spark.ingest.stream_frame`
+    read them), or None if a source is not a file source. Counts every file of a source's format
+    (Spark's glob may take fewer): too many only adds micro-batches, never ends the input early."""
+    if any(r.get("fmt") not in DIRECTORY_GLOBS for r in recipes):
+        return None
+    most = 0
+    for group in groups(recipes):
+        dirs = sorted({_dir(recipes[i]) for i in group})
+        recipe = recipes[group[0]]
+        files = sum(_files(d, recipe) for d in dirs)
+        most = max(most, -(-files // (max_files * len(dirs))) if max_files else int(files > 0))
+    return most
+
+
+def _files(directory: str, recipe: dict) -> int:
+    """Files of ``recipe``'s format in ``directory`` (one for a single-file source)."""
+    if recipe.get("glob") != DIRECTORY_GLOBS[recipe["fmt"]]:
+        return 1
+    with os.scandir(directory) as entries:
+        return sum(1 for e in entries if e.is_file() and not e.name.startswith((".", "_")) and file_format(e.name) == recipe["fmt"])
 
 
 def _dir(recipe: dict) -> str:

@@ -122,7 +122,12 @@ def _integers(sample) -> bool:
 
 
 def _format(path: Path) -> str | None:
-    name = path.name.lower()
+    return file_format(path.name)
+
+
+def file_format(name: str) -> str | None:
+    """The format of a file by its name (``csv``, ``json``, ``parquet``), or None."""
+    name = name.lower()
     for fmt, exts in _FORMAT_OF:
         if name.endswith(exts):
             return fmt
@@ -237,8 +242,9 @@ def stream_frame(spark, index: int, info: StreamInfo, recipe: dict, layout: Layo
 
 
 def control_frame(spark, control_dir: str, layout: Layout, then=None):
-    """End-of-input markers written by the runner, as wire rows of kind EOF."""
-    raw = spark.readStream.format("json").schema("eof bigint").load(control_dir)
+    """End-of-input markers written by the runner, as wire rows of kind EOF; one marker file per
+    micro-batch (:func:`slidewise.spark.dataframe.end_after` writes placeholders, ``eof`` 0, before one)."""
+    raw = spark.readStream.format("json").schema("eof bigint").option("maxFilesPerTrigger", 1).load(control_dir).filter("eof = 1")
     return raw.mapInArrow(chained(functools.partial(control_batches, layout=layout), then), WIRE_DDL)
 
 

@@ -15,10 +15,13 @@ duplicated (file sinks). A checkpoint of another query is refused. Without
 ``checkpoint`` a temporary one is used and removed.
 
 Triggers. ``once=True`` (available-now) processes the files present at the
-start, then ends the input: the runner writes an end-of-input marker into the
-control directory and waits for its micro-batch, in which every bucket
-flushes its buffer and pending lazy evaluations (Spark's own append-mode
-operators never emit the last windows; slidewise does), then stops. It uses
+start, then ends the input: every bucket flushes its buffer and pending lazy
+evaluations (Spark's own append-mode operators never emit the last windows;
+slidewise does), then the query stops. On a first start over file sources the
+end comes with the last micro-batch of the files present (:func:`plan_end`:
+markers in the control directory, one per micro-batch); otherwise the runner
+writes an end-of-input marker when those files are processed and waits for its
+micro-batch. It uses
 one streaming query (``processAllAvailable`` twice) rather than two
 ``Trigger.AvailableNow`` runs: every query start costs Spark one driver-side
 Python process per stateful operator. Rows arriving after an end of input
@@ -179,6 +182,7 @@ def start_spark(
         if opts.kind in FILE_KINDS:
             Path(out).mkdir(parents=True, exist_ok=True)
         run = SparkRun(session, jp, frame, sink, root=root, temp=temp, once=opts.once, interval=opts.interval, session_seconds=session_seconds, files=files)
+        run.planned_end = plan_end(root, jp.recipes, opts.max_files, once=opts.once)
         run.start()
     return run
 
@@ -220,6 +224,23 @@ def start_options(specs: list, *, out, conf, buckets, max_files_per_trigger, tri
     if master is not None:
         check_master(master)
     return StartOptions(conf, buckets, max_files, sink_kind(out), _trigger_seconds(trigger), once_default(once, specs), lat)
+
+
+def plan_end(root: Path, recipes: list[dict], max_files: int | None, *, once: bool) -> bool:
+    """``once`` over file sources, first start: the last micro-batch of the files present now also
+    ends the input (:func:`slidewise.spark.dataframe.end_after`), no micro-batch of its own. A
+    continued run cancels such a planned end (files may have been added since) and ends its input itself."""
+    from slidewise.spark.dataframe import cancel_planned_end, end_after
+    from slidewise.spark.files import data_batches
+
+    if (root / "query").exists():  # a continued run: its batches so far are not known here
+        cancel_planned_end(root / "control")
+        return False
+    batches = data_batches(recipes, max_files) if once else None
+    if not batches:
+        return False
+    end_after(root / "control", batches)
+    return True
 
 
 def timed_session(spark, master: str | None, conf: dict, ui: bool):
@@ -333,6 +354,7 @@ class SparkRun:
         self.interrupted = False
         self._pressed = None
         self.ended = False
+        self.planned_end = False  # the input ends in the last data micro-batch (:func:`plan_end`)
         self.started = time.perf_counter()
         self.seconds = None
 
@@ -358,7 +380,10 @@ class SparkRun:
             try:
                 if self.once:
                     if self.process_all_available():
-                        self.end_input()
+                        if self.planned_end:
+                            self.ended = True
+                        else:
+                            self.end_input()
                     return
                 deadline = None if timeout is None else time.monotonic() + timeout
                 self._until(lambda: self.query.awaitTermination(0.25), deadline)

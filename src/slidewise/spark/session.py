@@ -7,7 +7,8 @@ cannot import pandas or slidewise), selects the RocksDB state store (changelog c
 the changed values, not a snapshot), sets the shuffle partitions to the cores
 (each shuffle partition is a stateful task per micro-batch — a Python worker round
 trip and a state store commit — so more than the cores only adds fixed cost), has the JVM
-compile hot code with its quick compiler only (:data:`JVM_OPTIONS`), keeps the logs quiet
+compile hot code with its quick compiler only (:data:`JVM_OPTIONS`), has Spark's local Python
+processes import the installed pyspark with its cached bytecode (:data:`SITECUSTOMIZE`), keeps the logs quiet
 (Spark's log4j is off unless :func:`verbose`; its configuration is a private
 temporary file; the JVM's and its Python workers' own output goes to another)
 and, in local modes, binds the driver to 127.0.0.1. ``conf`` entries win over every
@@ -42,6 +43,31 @@ VERBOSE_ENV = "SLIDEWISE_VERBOSE"
 #: ``bench spark`` W4 (200,000 tuples) it took 7.4 of the JVM's 19.6 CPU seconds; with C1 only the
 #: JVM used 8.9 s. Spark's own stream-stream join used as much CPU either way (38.6 and 37.8 s).
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+#: ``sitecustomize`` of the Python processes a local JVM starts (Spark puts its own zip copy of
+#: pyspark first on their path, which Python compiles anew in each process: about 0.45 s per
+#: process, e.g. the driver-side runner every transformWithStateInPandas query start waits for).
+#: Where that zip is the packed copy of the pip-installed pyspark package (SPARK_HOME is the
+#: package), the zips leave the path and the package's cached bytecode is used; then the next
+#: ``sitecustomize`` on the path, if any, runs as before.
+SITECUSTOMIZE = """\
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+_here = os.path.dirname(os.path.abspath(__file__))
+_rest = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+_zips = [p for p in _rest if os.path.basename(p) == "pyspark.zip" or (os.path.basename(p).startswith("py4j-") and p.endswith("-src.zip"))]
+if _zips:
+    _home = os.path.dirname(os.path.dirname(os.path.dirname(_zips[0])))
+    _spec = importlib.machinery.PathFinder.find_spec("pyspark", [p for p in _rest if p not in _zips])
+    if _spec is not None and _spec.origin and os.path.dirname(_spec.origin) == _home and all(p.startswith(_home + os.sep) for p in _zips):
+        sys.path[:] = [p for p in sys.path if p not in _zips]
+_spec = importlib.machinery.PathFinder.find_spec("sitecustomize", _rest)
+if _spec is not None and _spec.loader is not None:
+    _module = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_module)
+"""
 _LOG4J = """\
 rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = console
@@ -123,8 +149,9 @@ def get_session(master: str | None = None, conf: dict[str, str] | None = None, *
     for k, v in settings.items():
         builder = builder.config(k, v)
     try:
-        _launch_quietly(settings)
-        spark = builder.getOrCreate()
+        with _worker_site():
+            _launch_quietly(settings)
+            spark = builder.getOrCreate()
     except Exception as e:  # py4j / JVM start failures: one line, no traceback
         text = str(e).strip().splitlines()
         first = next((t for t in text if t.strip()), type(e).__name__)
@@ -159,6 +186,22 @@ def _launch_quietly(settings: dict[str, str]) -> None:
     SparkContext._ensure_initialized(gateway=gateway)
 
 
+@contextlib.contextmanager
+def _worker_site():
+    """While a local JVM starts: its environment's PYTHONPATH begins with a private directory
+    holding :data:`SITECUSTOMIZE` (Spark passes it on to the Python processes it starts)."""
+    before = os.environ.get("PYTHONPATH")
+    site = str(Path(_temporary("site", "slidewise-site-", "", SITECUSTOMIZE, directory="sitecustomize.py")).parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join([site, *([before] if before else [])])
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
 def _jvm_last_words() -> str:
     """The last unindented lines of the quiet JVM's output if it did not start, else ``""``."""
     from pyspark import SparkContext
@@ -188,10 +231,15 @@ def log4j_file() -> str:
 _TEMPORARY: dict[str, str] = {}
 
 
-def _temporary(name: str, prefix: str, suffix: str, text: str) -> str:
-    """A private temporary file of this process (written with ``text`` once), removed at exit."""
+def _temporary(name: str, prefix: str, suffix: str, text: str, *, directory: str | None = None) -> str:
+    """A private temporary file of this process (written with ``text`` once), removed at exit;
+    ``directory``: the file's name in a private temporary directory of its own."""
     if name not in _TEMPORARY:
-        fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix)
+        if directory is not None:
+            path = os.path.join(tempfile.mkdtemp(prefix=prefix), directory)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        else:
+            fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix)
         with os.fdopen(fd, "w") as f:
             f.write(text)
         _TEMPORARY[name] = path
@@ -204,3 +252,5 @@ def _remove_temporary() -> None:
     for path in _TEMPORARY.values():
         with contextlib.suppress(OSError):
             os.unlink(path)
+        if Path(path).parent.name.startswith("slidewise-site-"):  # with its __pycache__
+            shutil.rmtree(Path(path).parent, ignore_errors=True)
