@@ -55,6 +55,7 @@ __all__ = ["NLWJoin"]
 _NONE = np.empty(0, np.int64)
 _LAST = np.iinfo(np.int64).max
 _NEVER, _NO_TS = np.array([_LAST]), np.empty(0, np.float64)  # a stream without arrivals in the chunk
+_MINUS_ONE, _ZERO = np.array([-1]), np.zeros(1, np.int64)
 
 
 def _len(rows: Rows | None) -> int:
@@ -123,25 +124,31 @@ class _Keys:
     (:meth:`of`): the integer ``code * m + value - base`` (``c``: ``code * m - base``), or the
     complex ``code + value i`` (compared lexicographically) where the integer could overflow."""
 
-    def __init__(self, code: np.ndarray, made: np.ndarray, m: int, base: int, wide: bool) -> None:
+    def __init__(self, code: np.ndarray, made: np.ndarray, m: int, base: int, wide: bool, top: int, in_order: bool = False) -> None:
         self.wide = wide
-        c = code.astype(np.complex128) if wide else code * m - base
-        key = self.of(c, made)
-        self.order = o = np.argsort(key)
-        self.key, self.c = key[o], c[o]
-        self.code, self.made = np.full(len(o) + 1, -1), np.zeros(len(o) + 1, np.int64)
-        self.code[:-1], self.made[:-1] = code[o], made[o]
+        if in_order:  # a stable sort by code: a radix sort when the codes fit 16 bits
+            self.order = o = np.argsort(code.astype(np.int16) if top < 2**15 else code, kind="stable")
+        else:
+            self.order = o = np.argsort(code + made * 1j if wide else code * m + made)
+        self.code, self.made = np.concatenate((code[o], _MINUS_ONE)), np.concatenate((made[o], _ZERO))
+        self.c = self.code[:-1].astype(np.complex128) if wide else self.code[:-1] * m - base
+        self.key = self.of(self.c, self.made[:-1])
 
     def of(self, c: np.ndarray, value: np.ndarray) -> np.ndarray:
         return c + value * 1j if self.wide else c + value
 
     @staticmethod
-    def pair(lcode: np.ndarray, lmade: np.ndarray, rcode: np.ndarray, rmade: np.ndarray, base: int, cap: int, wide: int) -> tuple[_Keys, _Keys]:
+    def pair(
+        lcode: np.ndarray, lmade: np.ndarray, rcode: np.ndarray, rmade: np.ndarray, base: int, cap: int, wide: int, in_order: tuple[bool, bool] = (False, False)
+    ) -> tuple[_Keys, _Keys]:
         """Both sides' keys for values in ``[base, cap]`` (arrivals, and half arrivals from ``2 base``);
-        complex if an integer key could reach ``wide``."""
+        complex if an integer key could reach ``wide``. ``in_order``: per side, whether its rows are
+        sorted by code, then ``made``, but for a tail in ``made`` order whose ``made`` follow the others'
+        (the buffer a chunk's arrivals were appended to): one stable sort by code orders them."""
         m = cap - base + 1
-        is_wide = (max(int(lcode.max(initial=0)), int(rcode.max(initial=0))) + 1) * m >= wide
-        return _Keys(lcode, lmade, m, base, is_wide), _Keys(rcode, rmade, m, base, is_wide)
+        top = max(int(lcode.max(initial=0)), int(rcode.max(initial=0)))
+        is_wide = (top + 1) * m >= wide
+        return _Keys(lcode, lmade, m, base, is_wide, top, in_order[0]), _Keys(rcode, rmade, m, base, is_wide, top, in_order[1])
 
 
 class NLWJoin(Snapshots):
@@ -256,7 +263,9 @@ class NLWJoin(Snapshots):
         at = other.key.searchsorted(other.of(mine.c, np.maximum(np.minimum(np.maximum(out, made + 1), cap), start)))
         gone = np.where(other.code[at] == mine.code[:-1], 2 * other.made[at], _LAST)  # by a scan
         if self.sweep:  # the routine also sees rows of its own arrival
-            routine = 2 * ((np.minimum(np.maximum(out, made), cap) + self.sweep) // self.sweep * self.sweep) - 1
+            at_or_after = np.minimum(np.maximum(out, made), cap)
+            s = self.sweep  # 2 (the next multiple of s after at_or_after) - 1; by bits when s is a power of 2
+            routine = ((at_or_after | (s - 1)) << 1) + 1 if s & (s - 1) == 0 else 2 * ((at_or_after + s) // s * s) - 1
             self.purged += int(np.count_nonzero(gone < routine))
             gone = np.minimum(gone, routine)
         else:
@@ -275,7 +284,9 @@ class NLWJoin(Snapshots):
         lcode, rcode, exact = self._codes(k)
         cap = 2 * last + 4  # beyond the chunk: kept
         base = int(min(left.made.min(initial=start), right.made.min(initial=start)))
-        lk, rk = _Keys.pair(lcode, left.made, rcode, right.made, base, cap, self.wide)
+        # the buffers are sorted (as left by the last chunk), then the chunk's rows; those of a source
+        # (the right side, and the left one at level 1) come in arrival order
+        lk, rk = _Keys.pair(lcode, left.made, rcode, right.made, base, cap, self.wide, (k == 1, True))
         p, o = lk.order, rk.order
         lgone = self._deleted(left, lk, rk, start, cap)
         rgone = self._deleted(right, rk, lk, start, cap)
@@ -290,8 +301,9 @@ class NLWJoin(Snapshots):
             # both made before the chunk were compared before.
             lmade = lk.made[:-1]
             new = lmade >= start
-            first = np.ones(len(lmade), bool)
-            first[1:] = lk.key[1:] != lk.key[:-1]  # the first m-tuple of its arrival in its bucket
+            first = np.empty(len(lmade), bool)  # the first m-tuple of its arrival in its bucket
+            first[:1] = True
+            np.not_equal(lk.key[1:], lk.key[:-1], out=first[1:])
             before = rk.key.searchsorted(lk.key)
             gone_key = rk.of(rk.c, rgone - base)  # gone rises within a bucket, from 2 base
             kept = np.minimum(gone_key.searchsorted(rk.of(lk.c, 2 * lmade - base + ~first)), before)
