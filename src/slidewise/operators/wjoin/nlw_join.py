@@ -209,12 +209,16 @@ class NLWJoin(Snapshots):
 
     def process(self, chunk: list[StreamBatch]) -> ResultBatch:
         """Join one chunk of arrivals (one batch per stream, in global order), level by level."""
-        new: dict[int, Rows] = {b.stream: {b.stream: {"pos": b.pos, "ts": b.ts, **b.cols}} for b in chunk if len(b)}
+        new: dict[int, Rows] = {}
+        arrivals: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per stream: its positions (then _LAST), its ts
+        start, last = _LAST, -1  # the chunk's first and last arrivals
+        for b in chunk:
+            if len(b):
+                new[b.stream] = {b.stream: {"pos": b.pos, "ts": b.ts, **b.cols}}
+                arrivals[b.stream] = (np.concatenate((b.pos, _NEVER)), b.ts.astype(np.float64))
+                start, last = min(start, int(b.pos[0])), max(last, int(b.pos[-1]))
         if not new:
             return ResultBatch.empty(self.n)
-        start = min(int(b.pos[0]) for b in chunk if len(b))  # the chunk's first arrival
-        last = max(int(b.pos[-1]) for b in chunk if len(b))  # and its last
-        arrivals = {b.stream: (np.append(np.asarray(b.pos, np.int64), _LAST), np.asarray(b.ts, np.float64)) for b in chunk if len(b)}
         rows = new.get(self.order[0])
         made = _NONE if rows is None else rows[self.order[0]]["pos"]
         for k in range(1, self.n):
@@ -227,7 +231,7 @@ class NLWJoin(Snapshots):
             left, right = self.left[k], self.right[k]
             pending = left.out == _LAST  # left: out once stream j passes its end
             left.out[pending] = self._first_beyond(arrivals, j, left.end[pending])
-            pending = np.flatnonzero(right.out == _LAST)  # right: out once every stream below passes its reach
+            pending = (right.out == _LAST).nonzero()[0]  # right: out once every stream below passes its reach
             if len(pending):
                 right.out[pending] = reduce(np.maximum, [self._first_beyond(arrivals, i, right.lo[pending] + self.d[j][i]) for i in members])
             rows, made = self._level(k, start, last)
@@ -300,7 +304,6 @@ class NLWJoin(Snapshots):
             # arriving while it is buffered (up to the arrival whose scan deletes it). Pairs of rows
             # both made before the chunk were compared before.
             lmade = lk.made[:-1]
-            new = lmade >= start
             first = np.empty(len(lmade), bool)  # the first m-tuple of its arrival in its bucket
             first[:1] = True
             np.not_equal(lk.key[1:], lk.key[:-1], out=first[1:])
@@ -308,16 +311,17 @@ class NLWJoin(Snapshots):
             gone_key = rk.of(rk.c, rgone - base)  # gone rises within a bucket, from 2 base
             kept = np.minimum(gone_key.searchsorted(rk.of(lk.c, 2 * lmade - base + ~first)), before)
             lo = kept
-            old = np.flatnonzero(~new)
-            lo[old] = rk.key.searchsorted(rk.of(lk.c[old], np.full(len(old), start)))
+            old = (lmade < start).nonzero()[0]
+            if len(old):
+                lo[old] = rk.key.searchsorted(rk.of(lk.c[old], start))
             counts = np.maximum(rk.key.searchsorted(rk.of(lk.c, lgone // 2), "right") - lo, 0)
             total = int(counts.sum())
             self.comparisons += total
-            a = np.repeat(np.arange(len(lmade)), counts)
-            b = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
+            a = np.arange(len(lmade)).repeat(counts)
+            b = (lo - counts.cumsum() + counts).repeat(counts) + np.arange(total)
             ts = right.lo[o[b]]
             a = p[a]
-            inside = np.flatnonzero((ts >= left.lo[a]) & (ts <= left.end[a]))
+            inside = ((ts >= left.lo[a]) & (ts <= left.end[a])).nonzero()[0]
             self.inside += len(inside)
             if len(inside):
                 a, b = a[inside], o[b[inside]]
@@ -343,8 +347,9 @@ class NLWJoin(Snapshots):
             return np.zeros(len(left), np.int64), np.zeros(len(right), np.int64), False
         every = np.concatenate(keys)
         every = every.astype(np.int64) if every.dtype.kind == "b" else every
-        if every.dtype.kind in "iu" and int(every.max()) - int(every.min()) < 4 * len(every):
-            codes = (every - every.min()).astype(np.int64)
+        low = every.min() if every.dtype.kind in "iu" else None
+        if low is not None and int(every.max()) - int(low) < 4 * len(every):
+            codes = (every - low).astype(np.int64, copy=False)
         else:
             codes = np.unique(every, return_inverse=True)[1].reshape(-1).astype(np.int64)
         return codes[: len(left)], codes[len(left) :], every.dtype.kind in "iu"
