@@ -54,7 +54,7 @@ __all__ = ["NLWJoin"]
 
 _NONE = np.empty(0, np.int64)
 _LAST = np.iinfo(np.int64).max
-_NEVER, _NO_TS = np.array([_LAST]), np.empty(0, np.float64)  # a stream without arrivals in the chunk
+_NEVER, _NO_TS = np.array([_LAST]), np.empty(0, np.int64)  # a stream without arrivals in the chunk
 _MINUS_ONE, _ZERO = np.array([-1]), np.zeros(1, np.int64)
 
 
@@ -168,6 +168,9 @@ class NLWJoin(Snapshots):
         self.query = query
         self.n = query.n
         self.d = np.array(query.bounds(), dtype=np.float64)
+        # the bounds rounded down, for integer timestamps: ceil(ts - d) = ts - floor(d), floor(ts + d) =
+        # ts + floor(d) and ts > x + d iff ts > x + floor(d); an infinite one as 2^62
+        self.whole = np.clip(np.floor(self.d), -(2**62), 2**62).astype(np.int64)
         self.reach = np.array(query.reach(), dtype=np.int64)
         self.aliases = query.join.aliases
         self.order = self._pipeline_order()
@@ -175,7 +178,7 @@ class NLWJoin(Snapshots):
         keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
         self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
         self.right = [_Side(keys[k][1], ("lo", "made", "out")) for k in range(self.n)]  # right[k]: source order[k] (its ts: lo)
-        self.vmax = np.full(self.n, -np.inf)  # per stream, its largest ts before the chunk
+        self.vmax = np.full(self.n, np.iinfo(np.int64).min)  # per stream, its largest ts before the chunk
         self.mw_orders = np.array(result_orders(query))
         eqs = query.join.equalities
         at = [[e for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
@@ -215,7 +218,7 @@ class NLWJoin(Snapshots):
         for b in chunk:
             if len(b):
                 new[b.stream] = {b.stream: {"pos": b.pos, "ts": b.ts, **b.cols}}
-                arrivals[b.stream] = (np.concatenate((b.pos, _NEVER)), b.ts.astype(np.float64))
+                arrivals[b.stream] = (np.concatenate((b.pos, _NEVER)), b.ts)
                 start, last = min(start, int(b.pos[0])), max(last, int(b.pos[-1]))
         if not new:
             return ResultBatch.empty(self.n)
@@ -233,10 +236,10 @@ class NLWJoin(Snapshots):
             left.out[pending] = self._first_beyond(arrivals, j, left.end[pending])
             pending = (right.out == _LAST).nonzero()[0]  # right: out once every stream below passes its reach
             if len(pending):
-                right.out[pending] = reduce(np.maximum, [self._first_beyond(arrivals, i, right.lo[pending] + self.d[j][i]) for i in members])
+                right.out[pending] = reduce(np.maximum, [self._first_beyond(arrivals, i, right.lo[pending] + self.whole[j][i]) for i in members])
             rows, made = self._level(k, start, last)
         for i, (_, ts) in arrivals.items():
-            self.vmax[i] = max(self.vmax[i], float(ts[-1]))
+            self.vmax[i] = max(self.vmax[i], ts[-1])
         return self._results(rows, made)
 
     def _first_beyond(self, arrivals: dict[int, tuple[np.ndarray, np.ndarray]], i: int, bound: np.ndarray) -> np.ndarray:
@@ -253,9 +256,8 @@ class NLWJoin(Snapshots):
         bounds rounded inwards to integers."""
         if rows is None or not _len(rows):
             return _NONE, _NONE
-        lo = reduce(np.maximum, [rows[i]["ts"] - self.d[j][i] for i in members])
-        hi = reduce(np.minimum, [rows[i]["ts"] + self.d[i][j] for i in members])
-        return np.ceil(lo).astype(np.int64), np.floor(hi).astype(np.int64)
+        lo = reduce(np.maximum, [rows[i]["ts"] - self.whole[j][i] for i in members])
+        return lo, reduce(np.minimum, [rows[i]["ts"] + self.whole[i][j] for i in members])
 
     def _deleted(self, side: _Side, mine: _Keys, other: _Keys, start: int, cap: int) -> np.ndarray:
         """Per row of ``side`` (in the order of its keys ``mine``): when it is deleted, in half
