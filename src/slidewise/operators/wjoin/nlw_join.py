@@ -361,11 +361,11 @@ class NLWJoin(Snapshots):
         if not _len(rows):
             return ResultBatch.empty(self.n)
         assert rows is not None
-        pos = np.stack([rows[s]["pos"] for s in range(self.n)])
+        pos = np.array([rows[s]["pos"] for s in range(self.n)])
         completing = np.zeros(len(made), np.int64)  # the completing member's stream
         for s in range(1, self.n):
             completing[pos[s] == made] = s
         every = np.arange(len(made))
         ranked = [made] + [pos[self.mw_orders[:, r][completing], every] for r in range(1, self.n)]  # in its stream's order
-        rows = _take(rows, _lexorder(ranked[::-1], int(pos.min()), int(pos.max())))
+        rows = _take(rows, _lexorder(ranked[::-1], int(pos.min()), int(made.max())))  # the completing member: the last
         return results(rows, self.filters, self.aliases, self.reach) or ResultBatch.empty(self.n)
