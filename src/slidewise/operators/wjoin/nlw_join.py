@@ -309,10 +309,10 @@ class NLWJoin(Snapshots):
             first = np.empty(len(lmade), bool)  # the first m-tuple of its arrival in its bucket
             first[:1] = True
             np.not_equal(lk.key[1:], lk.key[:-1], out=first[1:])
-            before = rk.key.searchsorted(lk.key)
-            gone_key = rk.of(rk.c, rgone - base)  # gone rises within a bucket, from 2 base
-            kept = np.minimum(gone_key.searchsorted(rk.of(lk.c, 2 * lmade - base + ~first)), before)
-            lo = kept
+            # gone rises within a bucket, from 2 base; a tuple arriving after the m-tuple is gone after
+            # 2 (its arrival) + 1, so the range starts at or before the tuples arriving after it
+            gone_key = rk.of(rk.c, rgone - base)
+            lo = gone_key.searchsorted(rk.of(lk.c, 2 * lmade - base + ~first))
             old = (lmade < start).nonzero()[0]
             if len(old):
                 lo[old] = rk.key.searchsorted(rk.of(lk.c[old], start))
