@@ -452,6 +452,21 @@ def test_bucket_keys_beyond_one_integer():
             assert keys.key.searchsorted(keys.of(queries.c, q_value[queries.order]), side).tolist() == expected, (wide, side)
 
 
+def test_bucket_keys_of_a_buffer_with_appended_arrivals():
+    """A buffer sorted by (bucket code, arrival) with a chunk's arrivals appended in arrival order: one
+    stable sort by code (a radix sort below 2^15 codes) orders it as the sort by (code, arrival) does."""
+    from slidewise.operators.wjoin.nlw_join import _Keys
+
+    rng = np.random.default_rng(7)
+    for codes in (9, 40_000):
+        kept = sorted(zip(rng.integers(0, codes, 50).tolist(), rng.choice(100, 50, replace=False).tolist()))
+        code = np.array([c for c, _ in kept] + rng.integers(0, codes, 200).tolist(), np.int64)
+        made = np.array([m for _, m in kept] + list(range(100, 300)), np.int64)
+        radix, full = _Keys.pair(code, made, code, made, 0, 600, 2**62, (True, False))
+        assert radix.order.tolist() == np.lexsort([made, code]).tolist() == full.order.tolist()
+        assert radix.key.tolist() == full.key.tolist() and radix.code.tolist() == full.code.tolist()
+
+
 @pytest.mark.parametrize(
     "keys",
     [np.array([True, False, True, True]), np.array([2**64 - 1, 7, 2**64 - 1, 7], np.uint64), np.array(["x", "y", "x", "x"], object), np.array([10**15, 3, 10**15, 3])],

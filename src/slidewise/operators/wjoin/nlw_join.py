@@ -54,7 +54,8 @@ __all__ = ["NLWJoin"]
 
 _NONE = np.empty(0, np.int64)
 _LAST = np.iinfo(np.int64).max
-_NEVER, _NO_TS = np.array([_LAST]), np.empty(0, np.float64)  # a stream without arrivals in the chunk
+_NEVER, _NO_TS = np.array([_LAST]), np.empty(0, np.int64)  # a stream without arrivals in the chunk
+_MINUS_ONE, _ZERO = np.array([-1]), np.zeros(1, np.int64)
 
 
 def _len(rows: Rows | None) -> int:
@@ -123,25 +124,31 @@ class _Keys:
     (:meth:`of`): the integer ``code * m + value - base`` (``c``: ``code * m - base``), or the
     complex ``code + value i`` (compared lexicographically) where the integer could overflow."""
 
-    def __init__(self, code: np.ndarray, made: np.ndarray, m: int, base: int, wide: bool) -> None:
+    def __init__(self, code: np.ndarray, made: np.ndarray, m: int, base: int, wide: bool, top: int, in_order: bool = False) -> None:
         self.wide = wide
-        c = code.astype(np.complex128) if wide else code * m - base
-        key = self.of(c, made)
-        self.order = o = np.argsort(key)
-        self.key, self.c = key[o], c[o]
-        self.code, self.made = np.full(len(o) + 1, -1), np.zeros(len(o) + 1, np.int64)
-        self.code[:-1], self.made[:-1] = code[o], made[o]
+        if in_order:  # a stable sort by code: a radix sort when the codes fit 16 bits
+            self.order = o = np.argsort(code.astype(np.int16) if top < 2**15 else code, kind="stable")
+        else:
+            self.order = o = np.argsort(code + made * 1j if wide else code * m + made)
+        self.code, self.made = np.concatenate((code[o], _MINUS_ONE)), np.concatenate((made[o], _ZERO))
+        self.c = self.code[:-1].astype(np.complex128) if wide else self.code[:-1] * m - base
+        self.key = self.of(self.c, self.made[:-1])
 
     def of(self, c: np.ndarray, value: np.ndarray) -> np.ndarray:
         return c + value * 1j if self.wide else c + value
 
     @staticmethod
-    def pair(lcode: np.ndarray, lmade: np.ndarray, rcode: np.ndarray, rmade: np.ndarray, base: int, cap: int, wide: int) -> tuple[_Keys, _Keys]:
+    def pair(
+        lcode: np.ndarray, lmade: np.ndarray, rcode: np.ndarray, rmade: np.ndarray, base: int, cap: int, wide: int, in_order: tuple[bool, bool] = (False, False)
+    ) -> tuple[_Keys, _Keys]:
         """Both sides' keys for values in ``[base, cap]`` (arrivals, and half arrivals from ``2 base``);
-        complex if an integer key could reach ``wide``."""
+        complex if an integer key could reach ``wide``. ``in_order``: per side, whether its rows are
+        sorted by code, then ``made``, but for a tail in ``made`` order whose ``made`` follow the others'
+        (the buffer a chunk's arrivals were appended to): one stable sort by code orders them."""
         m = cap - base + 1
-        is_wide = (max(int(lcode.max(initial=0)), int(rcode.max(initial=0))) + 1) * m >= wide
-        return _Keys(lcode, lmade, m, base, is_wide), _Keys(rcode, rmade, m, base, is_wide)
+        top = max(int(lcode.max(initial=0)), int(rcode.max(initial=0)))
+        is_wide = (top + 1) * m >= wide
+        return _Keys(lcode, lmade, m, base, is_wide, top, in_order[0]), _Keys(rcode, rmade, m, base, is_wide, top, in_order[1])
 
 
 class NLWJoin(Snapshots):
@@ -161,6 +168,9 @@ class NLWJoin(Snapshots):
         self.query = query
         self.n = query.n
         self.d = np.array(query.bounds(), dtype=np.float64)
+        # the bounds rounded down, for integer timestamps: ceil(ts - d) = ts - floor(d), floor(ts + d) =
+        # ts + floor(d) and ts > x + d iff ts > x + floor(d); an infinite one as 2^62
+        self.whole = np.clip(np.floor(self.d), -(2**62), 2**62).astype(np.int64)
         self.reach = np.array(query.reach(), dtype=np.int64)
         self.aliases = query.join.aliases
         self.order = self._pipeline_order()
@@ -168,7 +178,7 @@ class NLWJoin(Snapshots):
         keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
         self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
         self.right = [_Side(keys[k][1], ("lo", "made", "out")) for k in range(self.n)]  # right[k]: source order[k] (its ts: lo)
-        self.vmax = np.full(self.n, -np.inf)  # per stream, its largest ts before the chunk
+        self.vmax = np.full(self.n, np.iinfo(np.int64).min)  # per stream, its largest ts before the chunk
         self.mw_orders = np.array(result_orders(query))
         eqs = query.join.equalities
         at = [[e for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
@@ -202,12 +212,16 @@ class NLWJoin(Snapshots):
 
     def process(self, chunk: list[StreamBatch]) -> ResultBatch:
         """Join one chunk of arrivals (one batch per stream, in global order), level by level."""
-        new: dict[int, Rows] = {b.stream: {b.stream: {"pos": b.pos, "ts": b.ts, **b.cols}} for b in chunk if len(b)}
+        new: dict[int, Rows] = {}
+        arrivals: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per stream: its positions (then _LAST), its ts
+        start, last = _LAST, -1  # the chunk's first and last arrivals
+        for b in chunk:
+            if len(b):
+                new[b.stream] = {b.stream: {"pos": b.pos, "ts": b.ts, **b.cols}}
+                arrivals[b.stream] = (np.concatenate((b.pos, _NEVER)), b.ts)
+                start, last = min(start, int(b.pos[0])), max(last, int(b.pos[-1]))
         if not new:
             return ResultBatch.empty(self.n)
-        start = min(int(b.pos[0]) for b in chunk if len(b))  # the chunk's first arrival
-        last = max(int(b.pos[-1]) for b in chunk if len(b))  # and its last
-        arrivals = {b.stream: (np.append(np.asarray(b.pos, np.int64), _LAST), np.asarray(b.ts, np.float64)) for b in chunk if len(b)}
         rows = new.get(self.order[0])
         made = _NONE if rows is None else rows[self.order[0]]["pos"]
         for k in range(1, self.n):
@@ -220,12 +234,12 @@ class NLWJoin(Snapshots):
             left, right = self.left[k], self.right[k]
             pending = left.out == _LAST  # left: out once stream j passes its end
             left.out[pending] = self._first_beyond(arrivals, j, left.end[pending])
-            pending = np.flatnonzero(right.out == _LAST)  # right: out once every stream below passes its reach
+            pending = (right.out == _LAST).nonzero()[0]  # right: out once every stream below passes its reach
             if len(pending):
-                right.out[pending] = reduce(np.maximum, [self._first_beyond(arrivals, i, right.lo[pending] + self.d[j][i]) for i in members])
+                right.out[pending] = reduce(np.maximum, [self._first_beyond(arrivals, i, right.lo[pending] + self.whole[j][i]) for i in members])
             rows, made = self._level(k, start, last)
         for i, (_, ts) in arrivals.items():
-            self.vmax[i] = max(self.vmax[i], float(ts[-1]))
+            self.vmax[i] = max(self.vmax[i], ts[-1])
         return self._results(rows, made)
 
     def _first_beyond(self, arrivals: dict[int, tuple[np.ndarray, np.ndarray]], i: int, bound: np.ndarray) -> np.ndarray:
@@ -242,9 +256,8 @@ class NLWJoin(Snapshots):
         bounds rounded inwards to integers."""
         if rows is None or not _len(rows):
             return _NONE, _NONE
-        lo = reduce(np.maximum, [rows[i]["ts"] - self.d[j][i] for i in members])
-        hi = reduce(np.minimum, [rows[i]["ts"] + self.d[i][j] for i in members])
-        return np.ceil(lo).astype(np.int64), np.floor(hi).astype(np.int64)
+        lo = reduce(np.maximum, [rows[i]["ts"] - self.whole[j][i] for i in members])
+        return lo, reduce(np.minimum, [rows[i]["ts"] + self.whole[i][j] for i in members])
 
     def _deleted(self, side: _Side, mine: _Keys, other: _Keys, start: int, cap: int) -> np.ndarray:
         """Per row of ``side`` (in the order of its keys ``mine``): when it is deleted, in half
@@ -256,7 +269,9 @@ class NLWJoin(Snapshots):
         at = other.key.searchsorted(other.of(mine.c, np.maximum(np.minimum(np.maximum(out, made + 1), cap), start)))
         gone = np.where(other.code[at] == mine.code[:-1], 2 * other.made[at], _LAST)  # by a scan
         if self.sweep:  # the routine also sees rows of its own arrival
-            routine = 2 * ((np.minimum(np.maximum(out, made), cap) + self.sweep) // self.sweep * self.sweep) - 1
+            at_or_after = np.minimum(np.maximum(out, made), cap)
+            s = self.sweep  # 2 (the next multiple of s after at_or_after) - 1; by bits when s is a power of 2
+            routine = ((at_or_after | (s - 1)) << 1) + 1 if s & (s - 1) == 0 else 2 * ((at_or_after + s) // s * s) - 1
             self.purged += int(np.count_nonzero(gone < routine))
             gone = np.minimum(gone, routine)
         else:
@@ -275,7 +290,9 @@ class NLWJoin(Snapshots):
         lcode, rcode, exact = self._codes(k)
         cap = 2 * last + 4  # beyond the chunk: kept
         base = int(min(left.made.min(initial=start), right.made.min(initial=start)))
-        lk, rk = _Keys.pair(lcode, left.made, rcode, right.made, base, cap, self.wide)
+        # the buffers are sorted (as left by the last chunk), then the chunk's rows; those of a source
+        # (the right side, and the left one at level 1) come in arrival order
+        lk, rk = _Keys.pair(lcode, left.made, rcode, right.made, base, cap, self.wide, (k == 1, True))
         p, o = lk.order, rk.order
         lgone = self._deleted(left, lk, rk, start, cap)
         rgone = self._deleted(right, rk, lk, start, cap)
@@ -289,23 +306,24 @@ class NLWJoin(Snapshots):
             # arriving while it is buffered (up to the arrival whose scan deletes it). Pairs of rows
             # both made before the chunk were compared before.
             lmade = lk.made[:-1]
-            new = lmade >= start
-            first = np.ones(len(lmade), bool)
-            first[1:] = lk.key[1:] != lk.key[:-1]  # the first m-tuple of its arrival in its bucket
-            before = rk.key.searchsorted(lk.key)
-            gone_key = rk.of(rk.c, rgone - base)  # gone rises within a bucket, from 2 base
-            kept = np.minimum(gone_key.searchsorted(rk.of(lk.c, 2 * lmade - base + ~first)), before)
-            lo = kept
-            old = np.flatnonzero(~new)
-            lo[old] = rk.key.searchsorted(rk.of(lk.c[old], np.full(len(old), start)))
+            first = np.empty(len(lmade), bool)  # the first m-tuple of its arrival in its bucket
+            first[:1] = True
+            np.not_equal(lk.key[1:], lk.key[:-1], out=first[1:])
+            # gone rises within a bucket, from 2 base; a tuple arriving after the m-tuple is gone after
+            # 2 (its arrival) + 1, so the range starts at or before the tuples arriving after it
+            gone_key = rk.of(rk.c, rgone - base)
+            lo = gone_key.searchsorted(rk.of(lk.c, 2 * lmade - base + ~first))
+            old = (lmade < start).nonzero()[0]
+            if len(old):
+                lo[old] = rk.key.searchsorted(rk.of(lk.c[old], start))
             counts = np.maximum(rk.key.searchsorted(rk.of(lk.c, lgone // 2), "right") - lo, 0)
             total = int(counts.sum())
             self.comparisons += total
-            a = np.repeat(np.arange(len(lmade)), counts)
-            b = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
+            a = np.arange(len(lmade)).repeat(counts)
+            b = (lo - counts.cumsum() + counts).repeat(counts) + np.arange(total)
             ts = right.lo[o[b]]
             a = p[a]
-            inside = np.flatnonzero((ts >= left.lo[a]) & (ts <= left.end[a]))
+            inside = ((ts >= left.lo[a]) & (ts <= left.end[a])).nonzero()[0]
             self.inside += len(inside)
             if len(inside):
                 a, b = a[inside], o[b[inside]]
@@ -331,8 +349,9 @@ class NLWJoin(Snapshots):
             return np.zeros(len(left), np.int64), np.zeros(len(right), np.int64), False
         every = np.concatenate(keys)
         every = every.astype(np.int64) if every.dtype.kind == "b" else every
-        if every.dtype.kind in "iu" and int(every.max()) - int(every.min()) < 4 * len(every):
-            codes = (every - every.min()).astype(np.int64)
+        low = every.min() if every.dtype.kind in "iu" else None
+        if low is not None and int(every.max()) - int(low) < 4 * len(every):
+            codes = (every - low).astype(np.int64, copy=False)
         else:
             codes = np.unique(every, return_inverse=True)[1].reshape(-1).astype(np.int64)
         return codes[: len(left)], codes[len(left) :], every.dtype.kind in "iu"
@@ -342,11 +361,11 @@ class NLWJoin(Snapshots):
         if not _len(rows):
             return ResultBatch.empty(self.n)
         assert rows is not None
-        pos = np.stack([rows[s]["pos"] for s in range(self.n)])
+        pos = np.array([rows[s]["pos"] for s in range(self.n)])
         completing = np.zeros(len(made), np.int64)  # the completing member's stream
         for s in range(1, self.n):
             completing[pos[s] == made] = s
         every = np.arange(len(made))
         ranked = [made] + [pos[self.mw_orders[:, r][completing], every] for r in range(1, self.n)]  # in its stream's order
-        rows = _take(rows, _lexorder(ranked[::-1], int(pos.min()), int(pos.max())))
+        rows = _take(rows, _lexorder(ranked[::-1], int(pos.min()), int(made.max())))  # the completing member: the last
         return results(rows, self.filters, self.aliases, self.reach) or ResultBatch.empty(self.n)
