@@ -41,6 +41,19 @@ class Min(Accumulator):
         ext = values[:, 0] if values.shape[1] == 1 else self._ufunc.reduce(values, axis=1)
         return self.value((ext.astype(self._work(), copy=False), n))[0]
 
+    def ranges(self, values, start, n, derived):  # type: ignore[override]
+        """Two probes of a sparse table per cell: ``table[k, i]`` is the extreme of ``values[i : i + 2**k]``."""
+        level = (np.frexp(n)[1] - 1).astype(np.int64)  # 2**level <= n < 2**(level + 1)
+        table = _table(self._ufunc, values.astype(self._work(), copy=False), int(level.max()) if len(level) else 0, derived)
+        flat = table.reshape(-1)
+        at = level * table.shape[1]
+        at += start
+        ext = flat.take(at)  # the first 2**level values of the run, then its last 2**level
+        at += n
+        at -= np.left_shift(1, level)
+        self._ufunc(ext, flat.take(at), out=ext)
+        return self.value((ext, n))[0]
+
     def identity(self, shape):
         return (np.full(shape, self._fill(), self._work()), np.zeros(shape, np.int32))
 
@@ -56,3 +69,19 @@ class Max(Min):
 
     _ufunc = np.maximum
     share_key = "max"
+
+
+def _table(ufunc, values: np.ndarray, levels: int, derived: dict) -> np.ndarray:
+    """The sparse table of ``values`` up to level ``levels`` (kept in ``derived``): row k holds the extreme of
+    the ``2**k`` values from each position (past the end: its row k − 1)."""
+    key = ("sparse", ufunc.__name__, values.dtype.str)
+    table = derived.get(key)
+    if table is None or len(table) <= levels:
+        table = np.empty((levels + 1, len(values)), values.dtype)
+        table[0] = values
+        for lv in range(1, levels + 1):
+            half = 1 << (lv - 1)
+            table[lv, -half:] = table[lv - 1, -half:]
+            ufunc(table[lv - 1, :-half], table[lv - 1, half:], out=table[lv, :-half])
+        derived[key] = table
+    return table
