@@ -10,7 +10,7 @@ the non-empty cells anyway. A run of at most :data:`LONGEST` tuples (or the accu
 evaluated from its values (:meth:`~slidewise.operators.aggregates.base.Accumulator.runs`:
 the extreme, the sum, the order statistics), without probing pane partials;
 longer ones through their synopsis (:func:`slidewise.synopses.cells`). An accumulator with
-``ranges(values, start, n, derived)`` evaluates every cell at once from its run ``values[start : start + n]``
+``ranges(values, start, n, derived)`` evaluates the cells at once from their runs ``values[start : start + n]``
 (prefix sums, a sparse table of extremes built once per block and column in ``derived``).
 """
 
@@ -118,7 +118,7 @@ def runs(acc, partial: tuple, memo: dict, run: np.ndarray, lo: np.ndarray, hi: n
     ranges = getattr(acc, "ranges", None)
     got = None if ranges is None else ranges(values, start, n, tuples.derived.setdefault(id(column), {}))
     if got is not None:
-        return got, np.zeros(0, np.int64)
+        return got
     # every cell as if it held one value (most do), then the others again from rows of 2, 4, ... values
     out = acc.runs(values.take(start)[:, None], n)
     if out is None:

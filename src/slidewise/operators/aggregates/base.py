@@ -53,9 +53,10 @@ class Accumulator:
         whatever ``n``; those of more values are asked again). None: no such evaluation."""
         return None
 
-    #: optional ``ranges(values, start, n, derived)``: the value of every cell (none null) from its run
-    #: ``values[start[c] : start[c] + n[c]]`` of the tuples in (group, clock) order, or None (then :meth:`runs`);
-    #: ``derived``: a dict kept per block and value column for what it builds from ``values``
+    #: optional ``ranges(values, start, n, derived)``: the values of the cells (none null) from their runs
+    #: ``values[start[c] : start[c] + n[c]]`` of the tuples in (group, clock) order and the cells left to the
+    #: synopsis (indices; their values are overwritten), or None (then :meth:`runs`); ``derived``: a dict
+    #: kept per block and value column for what it builds from ``values``
     ranges = None
 
     def answer_key(self) -> tuple:

@@ -75,7 +75,7 @@ class Sum(Accumulator):
         if prefix is None:
             prefix = derived["prefix sums"] = np.concatenate([np.zeros(1, np.int64), np.cumsum(values.astype(np.int64, copy=False))])
         end = start + n
-        return self.value((prefix.take(end) - prefix.take(start), n))[0]
+        return self.value((prefix.take(end) - prefix.take(start), n))[0], np.zeros(0, np.int64)
 
     def merge(self, a, b):
         return (a[0] + b[0], a[1] + b[1])
