@@ -105,7 +105,7 @@ def _long_cell(func: str, longest: int, long_built: bool) -> None:
 def test_ranges_equal_runs(data):
     """``ranges`` (MIN/MAX: sparse tables of values and blocks; SUM/AVG: prefix sums, wrapping like the row sums) gives every run
     the value ``runs`` gives it from its row of values."""
-    func = data.draw(st.sampled_from(["min", "max", "sum", "avg", "quantile"]))
+    func = data.draw(st.sampled_from(["min", "max", "sum", "avg", "count", "quantile"]))
     dtype = np.dtype(data.draw(st.sampled_from([np.int64, np.int32, np.uint8, np.bool_, np.float64])))
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     size = data.draw(st.sampled_from([80, 2 ** (LEVELS + 4) + 10]))  # cells over several blocks of 2**LEVELS

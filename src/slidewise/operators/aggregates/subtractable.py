@@ -30,6 +30,9 @@ class Count(Counts):
     def runs(self, values, n):
         return n.astype(np.int64)
 
+    def ranges(self, values, start, n, derived):  # type: ignore[override]
+        return n.astype(np.int64), np.zeros(0, np.int64)  # (no row of values read)
+
 
 class Sum(Accumulator):
     """``SUM(x)``: (sum, count of values); int64 for integer and boolean input, float64 else; null if no value."""
