@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slidewise.operators.aggregates import accumulator
+from slidewise.operators.aggregates.extremes import LEVELS
 from slidewise.runtime.pane_engine import Tally
 from slidewise.synopses import SYNOPSES, running, tuples, values
 from slidewise.synopses.batch import WindowBatch
@@ -77,16 +78,16 @@ def test_values_from_tuples_equal_whole_windows(block, aggregate, queries):
 
 
 def test_long_cells_through_the_synopsis_short_ones_without_a_partial():
-    """A cell of more than ``LONGEST`` tuples is read through the synopsis (the partial is then built);
-    with short cells only, the deferred partial is never built."""
-    for func, longest in (("max", tuples.LONGEST), ("median", 256)):
-        _long_cell(func, longest)
+    """A median of more than its ``longest_run`` tuples is read through the synopsis (the partial is then
+    built); with short cells only, the deferred partial is never built. MAX reads cells of any length from
+    the tuples (``ranges``: sparse tables of values and of blocks of values), never building the partial."""
+    for func, longest, long_built in (("max", 2 ** (LEVELS + 3) + 5, False), ("median", 256, True)):
+        _long_cell(func, longest, long_built)
 
 
-def _long_cell(func: str, longest: int) -> None:
+def _long_cell(func: str, longest: int, long_built: bool) -> None:
     acc = accumulator(func, np.dtype(np.int64))
-    assert getattr(acc, "longest_run", tuples.LONGEST) == longest
-    for n, built in ((longest, False), (longest + 1, True)):
+    for n, built in ((longest, False), (longest + 1, long_built)):
         pane, group, value = np.zeros(n, np.int64), np.zeros(n, np.int64), np.arange(n, dtype=np.int64)[::-1].copy()
         memo: dict = {}
         part = tuples.partial(memo, tuples.Tuples(group, 1), acc, value, lambda: acc.partial(value, pane, group, (1, 1)))
@@ -97,3 +98,30 @@ def _long_cell(func: str, longest: int) -> None:
         per, column = batch.present([c])
         assert batch.take([v], per, column, c[0])[0].tolist() == [n - 1 if func == "max" else (n - 1) / 2]
         assert (part.state is not None) == built
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_ranges_equal_runs(data):
+    """``ranges`` (MIN/MAX: sparse tables of values and blocks; SUM/AVG: prefix sums, wrapping like the row sums) gives every run
+    the value ``runs`` gives it from its row of values."""
+    func = data.draw(st.sampled_from(["min", "max", "sum", "avg", "count", "quantile"]))
+    dtype = np.dtype(data.draw(st.sampled_from([np.int64, np.int32, np.uint8, np.bool_, np.float64])))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    size = data.draw(st.sampled_from([80, 2 ** (LEVELS + 4) + 10]))  # cells over several blocks of 2**LEVELS
+    big = data.draw(st.booleans()) and dtype == np.int64  # sums that wrap int64
+    values = rng.integers(2**62 if big else -50, 2**63 - 1 if big else 50, size).astype(dtype)
+    n = rng.integers(1, size + 1, data.draw(st.integers(0, 30)))
+    start = (rng.random(len(n)) * (size - n + 1)).astype(np.int64)
+    acc = accumulator(func, dtype)
+    got = acc.ranges(values, start, n, {}) if acc.ranges is not None else None
+    if got is None:  # float sums (added in the synopsis's order), quantiles: rows of values only
+        assert func in ("sum", "avg", "quantile")
+        return
+    out, rest = got
+    assert not len(rest)
+    width = int(n.max()) if len(n) else 1
+    index = np.minimum(start[:, None] + np.arange(width), (start + n - 1)[:, None])
+    want = acc.runs(values[index], n)
+    assert out.dtype == want.dtype
+    assert out.tolist() == want.tolist()

@@ -9,7 +9,9 @@ the ``COUNT(*)`` running merges (:mod:`slidewise.synopses.running`) that find
 the non-empty cells anyway. A run of at most :data:`LONGEST` tuples (or the accumulator's ``longest_run``) is
 evaluated from its values (:meth:`~slidewise.operators.aggregates.base.Accumulator.runs`:
 the extreme, the sum, the order statistics), without probing pane partials;
-longer ones through their synopsis (:func:`slidewise.synopses.cells`).
+longer ones through their synopsis (:func:`slidewise.synopses.cells`). An accumulator with
+``ranges(values, start, n, derived)`` evaluates the cells at once from their runs ``values[start : start + n]``
+(prefix sums, a sparse table of extremes built once per block and column in ``derived``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Tuples:
         self.order: np.ndarray | None = None  # sorted when first read
         self.first = np.zeros(0, np.int64)  # each group's first tuple in that order
         self.sorted: dict[int, np.ndarray] = {}  # id of a column -> its values in that order
+        self.derived: dict[int, dict] = {}  # id of a column -> what accumulators derive from those (``ranges``)
 
     def values(self, column: np.ndarray) -> np.ndarray:
         """``column`` of the tuples in (group, clock) order."""
@@ -112,6 +115,10 @@ def runs(acc, partial: tuple, memo: dict, run: np.ndarray, lo: np.ndarray, hi: n
     values = tuples.values(column)
     start = tuples.first.take(col)
     start += before
+    ranges = getattr(acc, "ranges", None)
+    got = None if ranges is None else ranges(values, start, n, tuples.derived.setdefault(id(column), {}))
+    if got is not None:
+        return got
     # every cell as if it held one value (most do), then the others again from rows of 2, 4, ... values
     out = acc.runs(values.take(start)[:, None], n)
     if out is None:

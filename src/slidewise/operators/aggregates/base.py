@@ -53,6 +53,12 @@ class Accumulator:
         whatever ``n``; those of more values are asked again). None: no such evaluation."""
         return None
 
+    #: optional ``ranges(values, start, n, derived)``: the values of the cells (none null) from their runs
+    #: ``values[start[c] : start[c] + n[c]]`` of the tuples in (group, clock) order and the cells left to the
+    #: synopsis (indices; their values are overwritten), or None (then :meth:`runs`); ``derived``: a dict
+    #: kept per block and value column for what it builds from ``values``
+    ranges = None
+
     def answer_key(self) -> tuple:
         """Equal for accumulators whose :meth:`value` of equal states is equal (their type and parameters)."""
         return (type(self), self.dtype)

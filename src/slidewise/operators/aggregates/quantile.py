@@ -100,15 +100,18 @@ class Quantile(Distinct):
     def runs(self, values, n):
         if self.distinct:
             return None
-        v = values.astype(np.float64)
-        if v.shape[1] == 1:  # one value: ranks 0 and 0 at weight 0
-            return interpolate(v[:, 0], v[:, 0], 0.0)
-        if v.shape[1] > 1:  # the padding last, then the order statistics of each row
-            v = np.where(np.arange(v.shape[1]) < n[:, None], v, np.inf)
-            v.sort(axis=1)
+        if values.shape[1] == 1:  # one value: ranks 0 and 0 at weight 0
+            v = values[:, 0].astype(np.float64)
+            return interpolate(v, v, 0.0)
+        # the padding last, then the order statistics of each row; integers sorted as int64 (faster row sorts
+        # than float64; the conversion to float64 keeps their order)
+        integer = values.dtype.kind in "ib" or (values.dtype.kind == "u" and values.dtype.itemsize < 8)
+        v = values.astype(np.int64 if integer else np.float64)
+        v = np.where(np.arange(v.shape[1]) < n[:, None], v, np.iinfo(np.int64).max if integer else np.inf)
+        v.sort(axis=1)
         i, j, frac = ranks(n, self.p)
         row = np.arange(len(n))
-        return interpolate(v[row, i], v[row, j], frac)
+        return interpolate(v[row, i].astype(np.float64), v[row, j].astype(np.float64), frac)
 
     def between(self, run: tuple, lo: np.ndarray, hi: np.ndarray):
         """:meth:`value` of the windows ``run[hi] − run[lo]`` (running merges, as :meth:`prefix` gives) without

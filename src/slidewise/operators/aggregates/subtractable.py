@@ -30,6 +30,9 @@ class Count(Counts):
     def runs(self, values, n):
         return n.astype(np.int64)
 
+    def ranges(self, values, start, n, derived):  # type: ignore[override]
+        return n.astype(np.int64), np.zeros(0, np.int64)  # (no row of values read)
+
 
 class Sum(Accumulator):
     """``SUM(x)``: (sum, count of values); int64 for integer and boolean input, float64 else; null if no value."""
@@ -66,6 +69,16 @@ class Sum(Accumulator):
         v = values.astype(np.int64, copy=False)
         s = v[:, 0] if v.shape[1] == 1 else v.sum(axis=1) - (v.shape[1] - n) * v[:, -1]
         return self.value((s, n))[0]
+
+    def ranges(self, values, start, n, derived):  # type: ignore[override]
+        """Differences of the values' prefix sums (int64, exact: a wrapped prefix subtracts back)."""
+        if self.dtype.kind == "f":  # float sums: added in the synopsis's order
+            return None
+        prefix = derived.get("prefix sums")
+        if prefix is None:
+            prefix = derived["prefix sums"] = np.concatenate([np.zeros(1, np.int64), np.cumsum(values.astype(np.int64, copy=False))])
+        end = start + n
+        return self.value((prefix.take(end) - prefix.take(start), n))[0], np.zeros(0, np.int64)
 
     def merge(self, a, b):
         return (a[0] + b[0], a[1] + b[1])
