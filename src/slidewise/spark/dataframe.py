@@ -167,10 +167,7 @@ def _plan_frame(spark, plan, inputs: dict, control, *, lateness, ts_column, ts_u
 
 def end_input(control: str | Path) -> None:
     """End the input of a streaming :func:`query` run with ``control=DIR``: its next micro-batch flushes."""
-    marker = Path(control) / f"eof-{uuid.uuid4().hex}.json"
-    tmp = marker.with_name("." + marker.name)
-    tmp.write_text(json.dumps({"eof": 1}) + "\n")
-    tmp.rename(marker)
+    _marker(Path(control) / f"eof-{uuid.uuid4().hex}.json", 1)
 
 
 def end_after(control: str | Path, batches: int) -> None:
@@ -193,11 +190,12 @@ def cancel_planned_end(control: str | Path) -> None:
 PLANNED = "eof-planned-"
 
 
-def _marker(path: Path, eof: int, mtime: int) -> None:
-    """Write a control marker atomically with modification time ``mtime``."""
+def _marker(path: Path, eof: int, mtime: int | None = None) -> None:
+    """Write a control marker atomically (with modification time ``mtime`` if given)."""
     tmp = path.with_name("." + path.name)
     tmp.write_text(json.dumps({"eof": eof}) + "\n")
-    os.utime(tmp, (mtime, mtime))
+    if mtime is not None:
+        os.utime(tmp, (mtime, mtime))
     tmp.rename(path)
 
 
