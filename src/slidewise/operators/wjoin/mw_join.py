@@ -29,12 +29,13 @@ order of the arrivals that complete them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import reduce
 
 import numpy as np
 
 from slidewise.model.batch import ResultBatch, StreamBatch
 from slidewise.operators.joins.base import Snapshots
-from slidewise.plan.expr import Cmp, Expr, evaluate
+from slidewise.plan.expr import Cmp, Col, Expr, evaluate
 from slidewise.plan.wjoin import WJoinQuery
 
 __all__ = ["Links", "MWJoin", "Rows", "equality_links", "greedy_order", "result_orders", "results", "take_rows"]
@@ -215,6 +216,20 @@ class MWJoin(Snapshots):
         first = np.maximum(np.searchsorted(b.ts, lo, "left"), b.start)
         return None, first, np.minimum(np.searchsorted(b.ts, hi, "right"), end)
 
+    def _holds(self, p: Cmp, members: dict[int, np.ndarray], take: np.ndarray, picked: np.ndarray, j: int) -> np.ndarray:
+        """Where the equality ``p`` holds on the partial combinations ``members`` (rows ``take``)
+        extended by stream ``j``'s tuples ``picked``; integer columns (no NULL) compared at once."""
+
+        def get(st: int, attr: str) -> np.ndarray:
+            b = self.buffers[st]
+            return (b.ts if attr == "ts" else b.cols[attr])[picked if st == j else members[st][take]]
+
+        if isinstance(p.left, Col) and isinstance(p.right, Col):
+            a, b = get(p.left.stream, p.left.attr), get(p.right.stream, p.right.attr)
+            if a.dtype.kind in "iub" and b.dtype.kind in "iub":
+                return a == b
+        return np.asarray(evaluate(p, get), bool)
+
     def _arrive(self, stream: int, pos: np.ndarray) -> tuple[dict[int, np.ndarray], np.ndarray] | None:
         """Mode 2 for the new tuples ``pos`` of ``stream`` (all buffered already): the combinations
         (per stream, buffer indices) and their completing arrivals. The partial combinations are one
@@ -247,16 +262,9 @@ class MWJoin(Snapshots):
             if rows == 0:
                 return None
             if self.step_eqs[stream][j]:  # the equalities the new member completes, before the rows are extended
-                ok = np.ones(rows, bool)
-                for p in self.step_eqs[stream][j]:
-                    ok &= np.asarray(
-                        evaluate(
-                            p, lambda st, attr, m=members, t=take, c=picked, j=j: (bufs[st].ts if attr == "ts" else bufs[st].cols[attr])[c if st == j else m[st][t]]
-                        ),
-                        bool,
-                    )
-                if not ok.all():
-                    keep = np.flatnonzero(ok)
+                ok = reduce(np.logical_and, [self._holds(p, members, take, picked, j) for p in self.step_eqs[stream][j]])
+                keep = np.flatnonzero(ok)
+                if len(keep) < rows:
                     if not len(keep):
                         return None
                     take, picked = take[keep], picked[keep]
