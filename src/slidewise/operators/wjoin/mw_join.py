@@ -29,12 +29,13 @@ order of the arrivals that complete them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import reduce
 
 import numpy as np
 
 from slidewise.model.batch import ResultBatch, StreamBatch
 from slidewise.operators.joins.base import Snapshots
-from slidewise.plan.expr import Cmp, Expr, evaluate
+from slidewise.plan.expr import Cmp, Col, Expr, evaluate
 from slidewise.plan.wjoin import WJoinQuery
 
 __all__ = ["Links", "MWJoin", "Rows", "equality_links", "greedy_order", "result_orders", "results", "take_rows"]
@@ -145,6 +146,7 @@ class MWJoin(Snapshots):
         self.query = query
         self.n = query.n
         self.d = np.array(self.filter_bounds(query), dtype=np.float64)
+        self.whole = np.clip(np.floor(self.d), -(2**62), 2**62).astype(np.int64)  # the bounds rounded down, for integer timestamps
         self.reach = np.array(query.reach(), dtype=np.int64)  # a result's exp
         self.keep = self.d.max(axis=1).astype(np.int64)  # Mode 1: a tuple is dropped once the clock passes ts + keep
         self.aliases = query.join.aliases
@@ -179,18 +181,24 @@ class MWJoin(Snapshots):
         return sum(len(b) for b in self.buffers)
 
     def process(self, chunk: list[StreamBatch]) -> ResultBatch:
-        """Join one chunk of arrivals (one batch per stream, in global order)."""
+        """Join one chunk of arrivals (one batch per stream, in global order): the combinations of
+        every arrival, in the order of the completing arrivals (each result's last member), read
+        from the buffers at once."""
         for b in chunk:
             self.buffers[b.stream].append(b)
         parts = [p for p in (self._arrive(b.stream, b.pos) for b in chunk if len(b)) if p is not None]
         last = max((int(b.ts[-1]) for b in chunk if len(b)), default=None)
+        if not parts:
+            out = None
+        else:
+            idx = {k: np.concatenate([p[0][k] for p in parts]) if len(parts) > 1 else parts[0][0][k] for k in range(self.n)}
+            if len(parts) > 1:
+                o = np.argsort(np.concatenate([p[1] for p in parts]), kind="stable")
+                idx = {k: v[o] for k, v in idx.items()}
+            out = results({k: self.buffers[k].rows(idx[k]) for k in range(self.n)}, self.predicates, self.aliases, self.reach)
         if last is not None:
             self._remove(last, sum(len(b) for b in chunk))
-        out = ResultBatch.concat(parts, self.n)
-        if len(parts) > 1:  # in the order of the completing arrivals (each result's last member)
-            o = np.argsort(out.members.max(axis=1), kind="stable")
-            out = ResultBatch(out.members[o], out.ts[o], out.exp[o], out.sign[o], {c: v[o] for c, v in out.cols.items()})
-        return out
+        return out or ResultBatch.empty(self.n)
 
     def finish(self) -> ResultBatch:
         return ResultBatch.empty(self.n)
@@ -208,18 +216,34 @@ class MWJoin(Snapshots):
         first = np.maximum(np.searchsorted(b.ts, lo, "left"), b.start)
         return None, first, np.minimum(np.searchsorted(b.ts, hi, "right"), end)
 
-    def _arrive(self, stream: int, pos: np.ndarray) -> ResultBatch | None:
-        """Mode 2 for the new tuples ``pos`` of ``stream`` (all buffered already)."""
-        bufs = self.buffers
-        idx = {stream: np.searchsorted(bufs[stream].pos, pos)}
-        ts = bufs[stream].ts[idx[stream]]
-        rest = self.orders[stream][1:]
-        lo = {j: ts - self.d[j][stream] for j in rest}  # the periods over the streams still to add
-        hi = {j: ts + self.d[stream][j] for j in rest}
-        for j in self.orders[stream][1:]:
+    def _holds(self, p: Cmp, members: dict[int, np.ndarray], take: np.ndarray, picked: np.ndarray, j: int) -> np.ndarray:
+        """Where the equality ``p`` holds on the partial combinations ``members`` (rows ``take``)
+        extended by stream ``j``'s tuples ``picked``; integer columns (no NULL) compared at once."""
+
+        def get(st: int, attr: str) -> np.ndarray:
+            b = self.buffers[st]
+            return (b.ts if attr == "ts" else b.cols[attr])[picked if st == j else members[st][take]]
+
+        if isinstance(p.left, Col) and isinstance(p.right, Col):
+            a, b = get(p.left.stream, p.left.attr), get(p.right.stream, p.right.attr)
+            if a.dtype.kind in "iub" and b.dtype.kind in "iub":
+                return a == b
+        return np.asarray(evaluate(p, get), bool)
+
+    def _arrive(self, stream: int, pos: np.ndarray) -> tuple[dict[int, np.ndarray], np.ndarray] | None:
+        """Mode 2 for the new tuples ``pos`` of ``stream`` (all buffered already): the combinations
+        (per stream, buffer indices) and their completing arrivals. The partial combinations are one
+        2-D array of buffer indices (a column per stream added) and one of their periods (a column
+        per stream), integers: for integer timestamps ``ts >= x - d`` iff ``ts >= x - floor(d)``."""
+        bufs, order = self.buffers, self.orders[stream]
+        idx = np.searchsorted(bufs[stream].pos, pos)[:, None]
+        ts = bufs[stream].ts[idx[:, 0]]
+        lo, hi = ts[:, None] - self.whole[:, stream], ts[:, None] + self.whole[stream]  # the periods over every stream
+        for c, j in enumerate(order[1:], 1):
             b = bufs[j]
             end = np.searchsorted(b.pos, pos)  # the tuples that arrived before the new one
-            perm, first, last = self._candidates(j, idx, lo[j], hi[j], end)
+            members = {s: idx[:, i] for i, s in enumerate(order[:c])}
+            perm, first, last = self._candidates(j, members, lo[:, j], hi[:, j], end)
             counts = np.maximum(last - first, 0)
             rows = int(counts.sum())
             take = np.repeat(np.arange(len(counts)), counts)
@@ -229,7 +253,7 @@ class MWJoin(Snapshots):
                 before = picked < end[take]
                 take, picked = take[before], picked[before]
                 rows = len(picked)
-                inside = (b.ts[picked] >= lo[j][take]) & (b.ts[picked] <= hi[j][take])
+                inside = (b.ts[picked] >= lo[take, j]) & (b.ts[picked] <= hi[take, j])
                 self.comparisons += rows
                 take, picked = take[inside], picked[inside]
                 rows = len(picked)
@@ -238,25 +262,19 @@ class MWJoin(Snapshots):
             if rows == 0:
                 return None
             if self.step_eqs[stream][j]:  # the equalities the new member completes, before the rows are extended
-                ok = np.ones(rows, bool)
-                for p in self.step_eqs[stream][j]:
-                    ok &= np.asarray(
-                        evaluate(p, lambda st, attr, i=idx, t=take, c=picked, j=j: (bufs[st].ts if attr == "ts" else bufs[st].cols[attr])[c if st == j else i[st][t]]),
-                        bool,
-                    )
-                if not ok.all():
-                    keep = np.flatnonzero(ok)
+                ok = reduce(np.logical_and, [self._holds(p, members, take, picked, j) for p in self.step_eqs[stream][j]])
+                keep = np.flatnonzero(ok)
+                if len(keep) < rows:
                     if not len(keep):
                         return None
                     take, picked = take[keep], picked[keep]
-            idx = {k: v[take] for k, v in idx.items()}
-            idx[j], pos = picked, pos[take]
-            t_j = b.ts[picked]
-            del lo[j], hi[j]
-            for k in lo:  # shrink every partial combination's period
-                lo[k] = np.maximum(lo[k][take], t_j - self.d[k][j])
-                hi[k] = np.minimum(hi[k][take], t_j + self.d[j][k])
-        idx = self.refine(idx, stream)
-        if not len(idx[stream]):
+            idx = np.concatenate((idx[take], picked[:, None]), axis=1)
+            pos = pos[take]
+            if c < len(order) - 1:  # shrink every partial combination's period
+                t_j = b.ts[picked][:, None]
+                lo = np.maximum(lo[take], t_j - self.whole[:, j])
+                hi = np.minimum(hi[take], t_j + self.whole[j])
+        found = self.refine({s: idx[:, c] for c, s in enumerate(order)}, stream)
+        if not len(found[stream]):
             return None
-        return results({k: bufs[k].rows(idx[k]) for k in range(self.n)}, self.predicates, self.aliases, self.reach)
+        return found, bufs[stream].pos[found[stream]]
