@@ -125,3 +125,20 @@ def test_ranges_equal_runs(data):
     want = acc.runs(values[index], n)
     assert out.dtype == want.dtype
     assert out.tolist() == want.tolist()
+
+
+def test_a_reused_column_id_is_not_a_stale_hit():
+    """The caches keyed by a column's id hold the column and check it: a new column at a reused id (simulated by an
+    entry of another column under its id) gets its own values, and a partial not attached reads nothing."""
+    layout = tuples.Tuples(np.array([1, 0, 1, 0]), 2)
+    column = np.array([10, 20, 30, 40])
+    other = np.array([7, 7, 7, 7])
+    layout.sorted[id(column)] = (other, other)
+    layout.derived[id(column)] = (other, {"stale": True})
+    assert layout.values(column).tolist() == [20, 40, 10, 30]
+    assert layout.derived_of(column) == {}
+    memo: dict = {}
+    attached, stranger = (np.zeros(1),), (np.zeros(1),)
+    assert tuples.attach(memo, attached, layout, column)
+    memo["tuples", id(stranger)] = memo.pop(("tuples", id(attached)))
+    assert tuples.runs(None, stranger, memo, np.zeros((1, 1), np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)) is None

@@ -33,18 +33,26 @@ class Tuples:
         self.groups, self.width = groups, width
         self.order: np.ndarray | None = None  # sorted when first read
         self.first = np.zeros(0, np.int64)  # each group's first tuple in that order
-        self.sorted: dict[int, np.ndarray] = {}  # id of a column -> its values in that order
-        self.derived: dict[int, dict] = {}  # id of a column -> what accumulators derive from those (``ranges``)
+        # id of a column -> (the column, its values in that order); the column is held so that its id is not reused
+        self.sorted: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.derived: dict[int, tuple[np.ndarray, dict]] = {}  # id of a column -> (it, what accumulators derive from it)
 
     def values(self, column: np.ndarray) -> np.ndarray:
         """``column`` of the tuples in (group, clock) order."""
         if self.order is None:
             self.order = np.argsort(self.groups, kind="stable")
             self.first = np.concatenate([[0], np.cumsum(np.bincount(self.groups, minlength=self.width))]).astype(np.int64)
-        key = id(column)
-        if key not in self.sorted:
-            self.sorted[key] = column[self.order]
-        return self.sorted[key]
+        got = self.sorted.get(id(column))
+        if got is None or got[0] is not column:
+            got = self.sorted[id(column)] = (column, column[self.order])
+        return got[1]
+
+    def derived_of(self, column: np.ndarray) -> dict:
+        """What accumulators derive from ``column``'s values in this order (``ranges``' memo)."""
+        got = self.derived.get(id(column))
+        if got is None or got[0] is not column:
+            got = self.derived[id(column)] = (column, {})
+        return got[1]
 
 
 def attach(memo: dict, partial, tuples: Tuples, column: np.ndarray) -> bool:
@@ -52,7 +60,7 @@ def attach(memo: dict, partial, tuples: Tuples, column: np.ndarray) -> bool:
     tuples; not when a value is null (NaN): a cell's count is then not its number of values."""
     if column.dtype.kind == "f" and bool(np.isnan(column).any()):
         return False
-    memo["tuples", id(partial)] = (tuples, column)
+    memo["tuples", id(partial)] = (partial, tuples, column)  # the partial held: its id is not reused meanwhile
     return True
 
 
@@ -100,9 +108,9 @@ def runs(acc, partial: tuple, memo: dict, run: np.ndarray, lo: np.ndarray, hi: n
     the synopsis (indices). None when no tuples are attached to ``partial`` (:func:`attach`) or ``acc``
     has no evaluation from them."""
     got = memo.get(("tuples", id(partial)))
-    if got is None:
+    if got is None or got[0] is not partial:
         return None
-    tuples, column = got
+    _, tuples, column = got
     width = run.shape[1]
     flat = run.reshape(-1)
     at = lo * width  # (in place: one array of cells less to allocate per step)
@@ -116,7 +124,7 @@ def runs(acc, partial: tuple, memo: dict, run: np.ndarray, lo: np.ndarray, hi: n
     start = tuples.first.take(col)
     start += before
     ranges = getattr(acc, "ranges", None)
-    got = None if ranges is None else ranges(values, start, n, tuples.derived.setdefault(id(column), {}))
+    got = None if ranges is None else ranges(values, start, n, tuples.derived_of(column))
     if got is not None:
         return got
     # every cell as if it held one value (most do), then the others again from rows of 2, 4, ... values
