@@ -133,3 +133,36 @@ def test_a_batch_reads_the_cells_of_non_zero_counts(data):
         assert np.array_equal(np.flatnonzero(n_all[a:b]), rows * groups + cols)
         assert np.array_equal(batch.take([hc], [per_window], cols)[0], n_all[a:b][rows, cols])
         assert np.array_equal(batch.take([hs], [per_window], cols)[0], s_all[a:b][rows, cols])
+
+
+def test_the_sorting_networks_sort_every_row_of_zeros_and_ones():
+    """The 0-1 principle: a comparator network that sorts every 0-1 row sorts every row."""
+    for width, network in quantile.NETWORKS.items():
+        for bits in range(1 << width):
+            row = [bits >> k & 1 for k in range(width)]
+            for a, b in network:
+                if row[a] > row[b]:
+                    row[a], row[b] = row[b], row[a]
+            assert row == sorted(row), (width, bits)
+
+
+@given(data=st.data())
+def test_runs_of_rows_equal_numpy(data):
+    """``runs``: the quantile of each row's first ``n`` values (rows padded by repeating the last, as the
+    cells of tuples are read), through the sorting networks (rows of 2, 4, 8) or a sort of rows."""
+    width = data.draw(st.sampled_from([1, 2, 3, 4, 8, 16]))
+    rows = data.draw(st.integers(0, 20))
+    p = data.draw(st.sampled_from([0.0, 0.25, 0.5, 0.9, 1.0]))
+    dtype = data.draw(st.sampled_from([np.int64, np.int32, np.float64, np.uint8, np.bool_]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    n = rng.integers(max(1, width // 2 + 1) if width > 1 else 1, width + 1, rows)
+    values = rng.integers(0, data.draw(st.integers(1, 6)), (rows, width)).astype(dtype)
+    if dtype is np.float64:
+        values -= 2.5
+    index = np.minimum(np.arange(width), (n - 1)[:, None])
+    values = np.take_along_axis(values, index, axis=1)  # past n: the last value repeated
+    acc = accumulator("quantile", np.dtype(dtype), param=p)
+    got = acc.runs(values, n)
+    for r in range(rows):
+        want = float(np.quantile(values[r, : n[r]].astype(np.float64), p))
+        assert math.isclose(got[r], want, rel_tol=1e-12, abs_tol=1e-12), (values[r], n[r])
