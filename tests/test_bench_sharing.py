@@ -9,7 +9,7 @@ from slidewise.cli import main
 
 
 def test_bench_sharing_small(tmp_path, capsys):
-    assert main(["bench", "sharing", "--tuples", "2000", "--queries", "6,12", "--out", str(tmp_path)]) == 0
+    assert main(["bench", "sharing", "--tuples", "2000", "--queries", "6,12", "--rounds", "2", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "sharing.json").read_text())
     assert [p["queries"] for p in report["points"]] == [6, 12]
     assert all(p["identical"] and p["results"] > 0 and p["synopses"] <= 5 for p in report["points"])
@@ -23,6 +23,11 @@ def test_workload_shape():
     qs = queries(50)
     assert len(qs) == 50 and all("GROUP BY" in q and "SLIDE" in q for q in qs.values())
     assert {q.split("(")[2].split(")")[0].split(" ")[0] for q in qs.values()} <= {"L.bytes", "*"}
+
+
+def test_bad_rounds(capsys):
+    assert main(["bench", "sharing", "--rounds", "0"]) == 2
+    assert "--rounds" in capsys.readouterr().err
 
 
 def test_bad_query_counts(capsys):

@@ -122,7 +122,9 @@ def _sharing(args) -> int:
 
     counts = COUNTS if args.queries is None else tuple(_positive_ints(args.queries, "--queries"))
     _positive(args.tuples, "--tuples")
-    print_table("slidewise bench sharing", summary(run_sharing_bench(tuples=args.tuples or 200_000, counts=counts, out_dir=args.out)))
+    _positive(args.rounds, "--rounds", "timed runs per mode, e.g. --rounds 3")
+    report = run_sharing_bench(tuples=args.tuples or 200_000, counts=counts, out_dir=args.out, repeats=args.rounds or 3)
+    print_table("slidewise bench sharing", summary(report))
     return 0
 
 
@@ -329,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sh.add_argument("--queries", metavar="N,N,...", help="numbers of queries (default 40,80,160,240)")
     sh.add_argument("--tuples", type=int, help="input tuples (default 200,000)")
+    sh.add_argument("--rounds", type=int, metavar="N", help="timed runs per mode, alternating, after an untimed one of each (default 3; the best counts)")
 
     qm = _experiment(
         sub,

@@ -10,8 +10,9 @@ slides by 1 to half the window, drawn with a fixed seed.
 
 Each N runs in this process ``slidewise.run_many(..., shared=False)``
 (every query alone on the pane path) and ``slidewise.run_many(...)`` (queries
-that share state share it), alternately and repeatedly (both see the same
-machine load). Throughput is input tuples × queries per second; ``speedup``
+that share state share it): once each untimed (the answers, and the warm-up),
+then alternately and repeatedly (both see the same machine load), no run
+holding another's results. Throughput is input tuples × queries per second; ``speedup``
 and ``speedup_cpu`` the ratios of the best wall and CPU times; the load
 average is recorded. Every query's rows must be identical in both runs
 (checked, untimed). Results go to ``sharing.json``; its ``acceptance`` says
@@ -86,38 +87,35 @@ def _load() -> list[float] | None:
         return None
 
 
-def run_sharing_bench(tuples: int = 200_000, counts=COUNTS, out_dir: str | Path = "bench-results", repeats: int = 2) -> dict:
+def run_sharing_bench(tuples: int = 200_000, counts=COUNTS, out_dir: str | Path = "bench-results", repeats: int = 3) -> dict:
     """Shared vs one by one for each number of queries in ``counts``; writes ``sharing.json``.
 
-    Each N runs ``repeats`` times per mode, alternating (alone, shared, shared, alone, ...) so that a
-    change of the machine's load weighs on both; each mode's best wall and CPU times give ``speedup``
-    and ``speedup_cpu``. ``acceptance``: the 160-query point against the target of 5x."""
+    Each N first runs each mode once untimed (answers compared, then dropped; the warm-up of both), then
+    ``repeats`` times per mode, alternating (alone, shared, shared, alone, ...) so that a change of the
+    machine's load weighs on both, no result held between runs; each mode's best wall and CPU times give
+    ``speedup`` and ``speedup_cpu``. ``acceptance``: the 160-query point against the target of 5x."""
     frame = stream(tuples)
     points = []
     for n in counts:
         qs = queries(n)
         walls: dict[bool, list[float]] = {False: [], True: []}
         cpus: dict[bool, list[float]] = {False: [], True: []}
-        kept: dict[bool, object] = {}  # the first run of each mode: answers compared, then dropped
         load_before = _load()
-        same, info = False, {}
+        # untimed: one run of each mode for the answers (compared, then dropped) and as both modes' warm-up, so
+        # that no timed run holds the other mode's results or pays the process's first allocations
+        alone, together = (_timed(qs, frame, shared)[0] for shared in (False, True))
+        same = all(_rows(alone.results[q].results) == _rows(together.results[q].results) for q in qs)
+        info = {
+            "synopses": len(together.stats["shared"]),
+            "results": sum(r.stats["results"] for r in together.results.values()),
+            "memory_saved_bytes": sum(g["memory_saved_bytes"] for g in together.stats["shared"]),
+        }
+        del alone, together
         for i in range(repeats):
             for shared in (False, True) if i % 2 == 0 else (True, False):
-                res, wall, cpu = _timed(qs, frame, shared)
-                if i == 0:
-                    kept[shared] = res
+                _, wall, cpu = _timed(qs, frame, shared)
                 walls[shared].append(wall)
                 cpus[shared].append(cpu)
-                del res
-            if i == 0:
-                alone, together = kept.pop(False), kept.pop(True)
-                same = all(_rows(alone.results[q].results) == _rows(together.results[q].results) for q in qs)  # type: ignore[attr-defined]
-                info = {
-                    "synopses": len(together.stats["shared"]),  # type: ignore[attr-defined]
-                    "results": sum(r.stats["results"] for r in together.results.values()),  # type: ignore[attr-defined]
-                    "memory_saved_bytes": sum(g["memory_saved_bytes"] for g in together.stats["shared"]),  # type: ignore[attr-defined]
-                }
-                del alone, together
         alone_s, shared_s, alone_cpu, shared_cpu = min(walls[False]), min(walls[True]), min(cpus[False]), min(cpus[True])
         points.append(
             {
