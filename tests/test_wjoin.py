@@ -155,6 +155,17 @@ def test_w_joins_equal_the_oracle(algorithm, data):
         assert got == _run(query, tuples, chunk), text  # MW-join's order, ts and exp
 
 
+def _accepted_case(algorithm: str, data):
+    """A drawn case (text, query, tuples, chunk) that ``algorithm`` accepts, else None."""
+    text, rows, chunk = data.draw(cases(equi=algorithm == "hw-join"))
+    query = parse_wjoin(text)
+    try:
+        WJOINS[algorithm].check(query)
+    except OptionError:
+        return None
+    return text, query, _tuples(rows), chunk
+
+
 @pytest.mark.parametrize("algorithm", ["mw-join", "nlw-join", "hw-join", "gca", "lca"])
 @settings(max_examples=100, deadline=None)
 @given(st.data())
@@ -162,13 +173,10 @@ def test_chunk_boundaries_change_neither_answers_nor_counted_work(algorithm, dat
     """The columnar operators take a chunk of arrivals at once: one arrival at a time, the drawn
     chunks (cutting bursts of one timestamp anywhere) and the whole input give the same results in
     the same order and count the same comparisons."""
-    text, rows, chunk = data.draw(cases(equi=algorithm == "hw-join"))
-    query = parse_wjoin(text)
-    try:
-        WJOINS[algorithm].check(query)
-    except OptionError:
+    drawn = _accepted_case(algorithm, data)
+    if drawn is None:
         return
-    tuples = _tuples(rows)
+    text, query, tuples, chunk = drawn
     runs = [_run_op(query, tuples, size, algorithm) for size in (1, chunk, max(len(tuples), 1))]
     assert len({tuple(keys) for keys, _ in runs}) == 1, text
     assert len({op.comparisons for _, op in runs}) == 1, text
@@ -495,13 +503,10 @@ def test_hw_join_tests_the_bucket_equality_unless_codes_are_the_keys():
 def test_float_keys_with_nulls_equal_the_oracle(algorithm, data):
     """Equalities on a float column whose NaN (NULL) joins nothing, as the oracle says; the
     operators compare integer columns at once and others through the expression evaluator."""
-    text, rows, chunk = data.draw(cases(equi=algorithm == "hw-join"))
-    query = parse_wjoin(text)
-    try:
-        WJOINS[algorithm].check(query)
-    except OptionError:
+    drawn = _accepted_case(algorithm, data)
+    if drawn is None:
         return
-    tuples = _tuples(rows)
+    text, query, tuples, chunk = drawn
     for t in tuples:
         t.vals["k"] = float("nan") if t.vals["k"] == 2 else t.vals["k"] + 0.5
     op, got = WJOINS[algorithm](query), []
