@@ -16,7 +16,7 @@ demo: install
 	$(BIN)/slidewise demo --engine spark
 
 # The suite CI runs: everything, Spark integration tests on local[2] included
-# (Java 17 needed; 20-30 minutes on 2 cores).
+# (Java 17 needed; 20-35 minutes on 2 cores).
 test: install
 	$(BIN)/python -m pytest -q src tests
 
