@@ -42,17 +42,20 @@ class Tuples:
         if self.order is None:
             self.order = np.argsort(self.groups, kind="stable")
             self.first = np.concatenate([[0], np.cumsum(np.bincount(self.groups, minlength=self.width))]).astype(np.int64)
-        got = self.sorted.get(id(column))
-        if got is None or got[0] is not column:
-            got = self.sorted[id(column)] = (column, column[self.order])
-        return got[1]
+        return _held(self.sorted, column, lambda: column[self.order])
 
     def derived_of(self, column: np.ndarray) -> dict:
         """What accumulators derive from ``column``'s values in this order (``ranges``' memo)."""
-        got = self.derived.get(id(column))
-        if got is None or got[0] is not column:
-            got = self.derived[id(column)] = (column, {})
-        return got[1]
+        return _held(self.derived, column, dict)
+
+
+def _held(cache: dict, column: np.ndarray, make):
+    """``cache``'s entry for ``column`` (made by ``make()`` if missing): keyed by its id, holding the column
+    so that the id is not reused meanwhile, and checked to be it."""
+    got = cache.get(id(column))
+    if got is None or got[0] is not column:
+        got = cache[id(column)] = (column, make())
+    return got[1]
 
 
 def attach(memo: dict, partial, tuples: Tuples, column: np.ndarray) -> bool:

@@ -38,7 +38,7 @@ from slidewise.operators.joins.base import Snapshots
 from slidewise.plan.expr import Cmp, Col, Expr, evaluate
 from slidewise.plan.wjoin import WJoinQuery
 
-__all__ = ["Links", "MWJoin", "Rows", "equality_links", "greedy_order", "result_orders", "results", "take_rows"]
+__all__ = ["Links", "MWJoin", "Rows", "equality_links", "greedy_order", "integer_bounds", "result_orders", "results", "take_rows"]
 
 Rows = dict[int, dict[str, np.ndarray]]  # per member stream: "pos", "ts" and its value columns
 
@@ -48,6 +48,12 @@ def take_rows(rows: Rows, idx: np.ndarray) -> Rows:
 
 
 Links = Callable[[list[int]], Iterable[int]]
+
+
+def integer_bounds(d: np.ndarray) -> np.ndarray:
+    """The window bounds ``d`` rounded down, for integer timestamps (``ts >= x - d`` iff ``ts >= x - floor(d)``,
+    ``ts <= x + d`` iff ``ts <= x + floor(d)``); an infinite one as 2^62."""
+    return np.clip(np.floor(d), -(2**62), 2**62).astype(np.int64)
 
 
 def equality_links(query: WJoinQuery) -> Links:
@@ -146,7 +152,7 @@ class MWJoin(Snapshots):
         self.query = query
         self.n = query.n
         self.d = np.array(self.filter_bounds(query), dtype=np.float64)
-        self.whole = np.clip(np.floor(self.d), -(2**62), 2**62).astype(np.int64)  # the bounds rounded down, for integer timestamps
+        self.whole = integer_bounds(self.d)
         self.reach = np.array(query.reach(), dtype=np.int64)  # a result's exp
         self.keep = self.d.max(axis=1).astype(np.int64)  # Mode 1: a tuple is dropped once the clock passes ts + keep
         self.aliases = query.join.aliases

@@ -45,7 +45,7 @@ import numpy as np
 
 from slidewise.model.batch import ResultBatch, StreamBatch
 from slidewise.operators.joins.base import Snapshots
-from slidewise.operators.wjoin.mw_join import Rows, result_orders, results
+from slidewise.operators.wjoin.mw_join import Rows, integer_bounds, result_orders, results
 from slidewise.operators.wjoin.mw_join import take_rows as _take
 from slidewise.plan.expr import Cmp, evaluate
 from slidewise.plan.wjoin import WJoinQuery
@@ -168,9 +168,7 @@ class NLWJoin(Snapshots):
         self.query = query
         self.n = query.n
         self.d = np.array(query.bounds(), dtype=np.float64)
-        # the bounds rounded down, for integer timestamps: ceil(ts - d) = ts - floor(d), floor(ts + d) =
-        # ts + floor(d) and ts > x + d iff ts > x + floor(d); an infinite one as 2^62
-        self.whole = np.clip(np.floor(self.d), -(2**62), 2**62).astype(np.int64)
+        self.whole = integer_bounds(self.d)  # ceil(ts - d) = ts - floor(d), floor(ts + d) = ts + floor(d)
         self.reach = np.array(query.reach(), dtype=np.int64)
         self.aliases = query.join.aliases
         self.order = self._pipeline_order()
