@@ -338,7 +338,9 @@ class NLWJoin(Snapshots):
                     pos = {s: v["pos"][a] for s, v in lrows.items()} | {s: v["pos"][b] for s, v in rrows.items()}
                     ordered = self._result_order(pos, made)
                     a, b, made = a[ordered], b[ordered], made[ordered]
-                joined = {**_take(lrows, a), **_take(rrows, b)}
+                    joined = {s: {c: pos[s][ordered] if c == "pos" else v[a if s in lrows else b] for c, v in cols.items()} for s, cols in (lrows | rrows).items()}
+                else:
+                    joined = {**_take(lrows, a), **_take(rrows, b)}
         left.take(p[lgone > 2 * last + 1])
         right.take(o[rgone > 2 * last + 1])
         return joined, made
