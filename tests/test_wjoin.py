@@ -155,7 +155,10 @@ def test_w_joins_equal_the_oracle(algorithm, data):
         assert got == _run(query, tuples, chunk), text  # MW-join's order, ts and exp
 
 
-FIG13 = "SELECT * FROM A, B, C, D WINDOW(A, B) = 5 AND WINDOW(A, C) = 3 AND WINDOW(A, D) = 3 AND WINDOW(B, C) = 3 AND WINDOW(B, D) = 3 AND WINDOW(C, D) = 3 WHERE A.k = B.k AND B.k = C.k AND C.k = D.k"
+FIG13 = (
+    "SELECT * FROM A, B, C, D WINDOW(A, B) = 5 AND WINDOW(A, C) = 3 AND WINDOW(A, D) = 3 AND WINDOW(B, C) = 3 AND WINDOW(B, D) = 3 AND WINDOW(C, D) = 3"
+    " WHERE A.k = B.k AND B.k = C.k AND C.k = D.k"
+)
 
 
 @settings(max_examples=60, deadline=None)
