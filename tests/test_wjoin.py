@@ -155,6 +155,27 @@ def test_w_joins_equal_the_oracle(algorithm, data):
         assert got == _run(query, tuples, chunk), text  # MW-join's order, ts and exp
 
 
+FIG13 = (
+    "SELECT * FROM A, B, C, D WINDOW(A, B) = 5 AND WINDOW(A, C) = 3 AND WINDOW(A, D) = 3 AND WINDOW(B, C) = 3 AND WINDOW(B, D) = 3 AND WINDOW(C, D) = 3"
+    " WHERE A.k = B.k AND B.k = C.k AND C.k = D.k"
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 6), st.integers(0, 1)), max_size=24), st.integers(1, 8))
+def test_conservative_refinement_keeps_mw_joins_order_with_or_without_a_sort(rows, chunk):
+    """GCA and LCA sort the refined candidates of an arrival only where their Mode 2 order differs
+    from MW-join's (one larger window: LCA's orders are MW-join's, GCA's differ for B); both equal
+    the oracle in MW-join's order."""
+    # two A and two C tuples, then D, then B: B's arrival completes combinations whose order differs
+    query, tuples = parse_wjoin(FIG13), _tuples([(0, 1, 0), (0, 2, 0), (2, 1, 0), (2, 2, 0), (3, 2, 0), (1, 3, 0)] + rows)
+    gca, lca = GCAJoin(query), LCAJoin(query)
+    assert lca.orders == lca.mw_orders and gca.orders != gca.mw_orders  # both branches run
+    expected = _run(query, tuples, chunk)
+    assert sorted(expected) == sorted(oracle_wjoin(query, tuples).elements())
+    assert _run(query, tuples, chunk, "gca") == expected == _run(query, tuples, chunk, "lca")
+
+
 def _accepted_case(algorithm: str, data):
     """A drawn case (text, query, tuples, chunk) that ``algorithm`` accepts, else None."""
     text, rows, chunk = data.draw(cases(equi=algorithm == "hw-join"))

@@ -51,7 +51,8 @@ class GCAJoin(MWJoin):
         return [[0.0 if i == j else float(w) for j in range(query.n)] for i in range(query.n)]
 
     def refine(self, idx: dict[int, np.ndarray], stream: int) -> dict[int, np.ndarray]:
-        """The candidates whose timestamps satisfy every constraint, in MW-join's order."""
+        """The candidates whose timestamps satisfy every constraint, in MW-join's order (Mode 2 enumerates
+        in the lexicographic order of its own stream order: sorted only where that differs)."""
         ts = {k: self.buffers[k].ts[v] for k, v in idx.items()}
         self.comparisons += len(idx[stream]) * len(self.constraints)
         ok = np.ones(len(idx[stream]), bool)
@@ -59,6 +60,8 @@ class GCAJoin(MWJoin):
             gap = ts[c.b] - ts[c.a]
             ok &= (gap >= 0 if c.directed else gap >= -c.w) & (gap <= c.w)
         keep = np.flatnonzero(ok)
+        if self.orders[stream] == self.mw_orders[stream]:  # Mode 2 enumerated them in MW-join's order
+            return {k: v[keep] for k, v in idx.items()}
         pos = {k: self.buffers[k].pos[v[keep]] for k, v in idx.items()}
         order = np.lexsort([pos[k] for k in reversed(self.mw_orders[stream])])
         return {k: v[keep][order] for k, v in idx.items()}

@@ -238,7 +238,7 @@ class NLWJoin(Snapshots):
             rows, made = self._level(k, start, last)
         for i, (_, ts) in arrivals.items():
             self.vmax[i] = max(self.vmax[i], ts[-1])
-        return self._results(rows, made)
+        return self._results(rows)
 
     def _first_beyond(self, arrivals: dict[int, tuple[np.ndarray, np.ndarray]], i: int, bound: np.ndarray) -> np.ndarray:
         """Per bound: the first arrival of stream ``i`` with ``ts`` beyond it (-1: before this chunk;
@@ -325,14 +325,22 @@ class NLWJoin(Snapshots):
             self.inside += len(inside)
             if len(inside):
                 a, b = a[inside], o[b[inside]]
-                joined, made = {**_take(left.rows, a), **_take(right.rows, b)}, np.maximum(left.made[a], right.made[b])
+                lrows, rrows = left.rows, right.rows
                 eqs = self.unkeyed_eqs[k] if exact else self.level_eqs[k]
                 if eqs:
                     ok = np.ones(len(a), bool)
                     for e in eqs:
-                        ok &= np.asarray(evaluate(e, lambda st, attr: joined[st][attr]), bool)  # noqa: B023
+                        ok &= np.asarray(evaluate(e, lambda st, attr: lrows[st][attr][a] if st in lrows else rrows[st][attr][b]), bool)  # noqa: B023
                     keep = np.flatnonzero(ok)
-                    joined, made = _take(joined, keep), made[keep]
+                    a, b = a[keep], b[keep]
+                made = np.maximum(left.made[a], right.made[b])
+                if k == self.n - 1 and len(made):  # the results: put in order first, gathered once
+                    pos = {s: v["pos"][a] for s, v in lrows.items()} | {s: v["pos"][b] for s, v in rrows.items()}
+                    ordered = self._result_order(pos, made)
+                    a, b, made = a[ordered], b[ordered], made[ordered]
+                    joined = {s: {c: pos[s][ordered] if c == "pos" else v[a if s in lrows else b] for c, v in cols.items()} for s, cols in (lrows | rrows).items()}
+                else:
+                    joined = {**_take(lrows, a), **_take(rrows, b)}
         left.take(p[lgone > 2 * last + 1])
         right.take(o[rgone > 2 * last + 1])
         return joined, made
@@ -354,16 +362,19 @@ class NLWJoin(Snapshots):
             codes = np.unique(every, return_inverse=True)[1].reshape(-1).astype(np.int64)
         return codes[: len(left)], codes[len(left) :], every.dtype.kind in "iu"
 
-    def _results(self, rows: Rows | None, made: np.ndarray) -> ResultBatch:
-        """The complete combinations in MW-join's order: by completing arrival, then its Mode 2 order."""
-        if not _len(rows):
-            return ResultBatch.empty(self.n)
-        assert rows is not None
-        pos = np.array([rows[s]["pos"] for s in range(self.n)])
+    def _result_order(self, pos: dict[int, np.ndarray], made: np.ndarray) -> np.ndarray:
+        """The order of the complete combinations (their members' positions ``pos``, made by the
+        arrivals ``made``) in MW-join's: by completing arrival, then its Mode 2 order."""
         completing = np.zeros(len(made), np.int64)  # the completing member's stream
         for s in range(1, self.n):
             completing[pos[s] == made] = s
-        every = np.arange(len(made))
-        ranked = [made] + [pos[self.mw_orders[:, r][completing], every] for r in range(1, self.n)]  # in its stream's order
-        rows = _take(rows, _lexorder(ranked[::-1], int(pos.min()), int(made.max())))  # the completing member: the last
+        every, by_rank = np.arange(len(made)), np.array([pos[s] for s in range(self.n)])
+        ranked = [made] + [by_rank[self.mw_orders[:, r][completing], every] for r in range(1, self.n)]  # in its stream's order
+        return _lexorder(ranked[::-1], int(by_rank.min()), int(made.max()))  # the completing member: the last
+
+    def _results(self, rows: Rows | None) -> ResultBatch:
+        """The complete combinations (in order), through the filters."""
+        if not _len(rows):
+            return ResultBatch.empty(self.n)
+        assert rows is not None
         return results(rows, self.filters, self.aliases, self.reach) or ResultBatch.empty(self.n)
