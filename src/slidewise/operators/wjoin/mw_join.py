@@ -158,6 +158,7 @@ class MWJoin(Snapshots):
         self.aliases = query.join.aliases
         self.buffers = [_Buffer() for _ in range(self.n)]
         self.orders = [greedy_order(self.d, i, prefer=equality_links(query)) for i in range(self.n)]
+        self.rest = [np.array(o[1:], np.intp) for o in self.orders]  # per stream, the streams Mode 2 adds to its arrivals
         eqs = [Cmp("=", e.left, e.right) for e in query.join.equalities]
         # an equality is tested at the step of Mode 2 that adds the later of its two streams
         self.step_eqs = [
@@ -244,12 +245,15 @@ class MWJoin(Snapshots):
         bufs, order = self.buffers, self.orders[stream]
         idx = np.searchsorted(bufs[stream].pos, pos)[:, None]
         ts = bufs[stream].ts[idx[:, 0]]
-        lo, hi = ts[:, None] - self.whole[:, stream], ts[:, None] + self.whole[stream]  # the periods over every stream
-        for c, j in enumerate(order[1:], 1):
+        rest = self.rest[stream]
+        lo, hi = ts[:, None] - self.whole[rest, stream], ts[:, None] + self.whole[stream, rest]  # the periods over the streams to add
+        ends = [np.searchsorted(bufs[j].pos, pos) for j in rest]  # per new tuple: the tuples that arrived before it
+        root: np.ndarray | None = None  # per partial combination, its new tuple (None: one each, in order)
+        for c, j in enumerate(rest, 1):
             b = bufs[j]
-            end = np.searchsorted(b.pos, pos)  # the tuples that arrived before the new one
+            end = ends[c - 1] if root is None else ends[c - 1][root]
             members = {s: idx[:, i] for i, s in enumerate(order[:c])}
-            perm, first, last = self._candidates(j, members, lo[:, j], hi[:, j], end)
+            perm, first, last = self._candidates(j, members, lo[:, 0], hi[:, 0], end)
             counts = np.maximum(last - first, 0)
             rows = int(counts.sum())
             take = np.repeat(np.arange(len(counts)), counts)
@@ -259,7 +263,7 @@ class MWJoin(Snapshots):
                 before = picked < end[take]
                 take, picked = take[before], picked[before]
                 rows = len(picked)
-                inside = (b.ts[picked] >= lo[take, j]) & (b.ts[picked] <= hi[take, j])
+                inside = (b.ts[picked] >= lo[take, 0]) & (b.ts[picked] <= hi[take, 0])
                 self.comparisons += rows
                 take, picked = take[inside], picked[inside]
                 rows = len(picked)
@@ -275,11 +279,11 @@ class MWJoin(Snapshots):
                         return None
                     take, picked = take[keep], picked[keep]
             idx = np.concatenate((idx[take], picked[:, None]), axis=1)
-            pos = pos[take]
-            if c < len(order) - 1:  # shrink every partial combination's period
+            root = take if root is None else root[take]
+            if c < len(rest):  # shrink every partial combination's period over the streams still to add
                 t_j = b.ts[picked][:, None]
-                lo = np.maximum(lo[take], t_j - self.whole[:, j])
-                hi = np.minimum(hi[take], t_j + self.whole[j])
+                lo = np.maximum(lo[take, 1:], t_j - self.whole[rest[c:], j])
+                hi = np.minimum(hi[take, 1:], t_j + self.whole[j, rest[c:]])
         found = self.refine({s: idx[:, c] for c, s in enumerate(order)}, stream)
         if not len(found[stream]):
             return None
