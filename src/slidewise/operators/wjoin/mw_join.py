@@ -158,7 +158,10 @@ class MWJoin(Snapshots):
         self.aliases = query.join.aliases
         self.buffers = [_Buffer() for _ in range(self.n)]
         self.orders = [greedy_order(self.d, i, prefer=equality_links(query)) for i in range(self.n)]
-        self.rest = [np.array(o[1:], np.intp) for o in self.orders]  # per stream, the streams Mode 2 adds to its arrivals
+        # Mode 2 for the arrivals of stream s: per member k, the bounds its timestamp t puts on the period
+        # over the streams order[1:] as t * sign + shift (then lo, then -hi: both shrink by a maximum)
+        self.sign = np.repeat(np.array([1, -1], np.int64), self.n - 1)
+        self.shift = [{k: -np.concatenate((self.whole[o[1:], k], self.whole[k, o[1:]])) for k in o} for o in self.orders]
         eqs = [Cmp("=", e.left, e.right) for e in query.join.equalities]
         # an equality is tested at the step of Mode 2 that adds the later of its two streams
         self.step_eqs = [
@@ -240,20 +243,21 @@ class MWJoin(Snapshots):
     def _arrive(self, stream: int, pos: np.ndarray) -> tuple[dict[int, np.ndarray], np.ndarray] | None:
         """Mode 2 for the new tuples ``pos`` of ``stream`` (all buffered already): the combinations
         (per stream, buffer indices) and their completing arrivals. The partial combinations are one
-        2-D array of buffer indices (a column per stream added) and one of their periods (a column
-        per stream), integers: for integer timestamps ``ts >= x - d`` iff ``ts >= x - floor(d)``."""
-        bufs, order = self.buffers, self.orders[stream]
-        idx = np.searchsorted(bufs[stream].pos, pos)[:, None]
-        ts = bufs[stream].ts[idx[:, 0]]
-        rest = self.rest[stream]
-        lo, hi = ts[:, None] - self.whole[rest, stream], ts[:, None] + self.whole[stream, rest]  # the periods over the streams to add
-        ends = [np.searchsorted(bufs[j].pos, pos) for j in rest]  # per new tuple: the tuples that arrived before it
+        2-D array of buffer indices (a column per stream added) and one of their periods over the
+        streams of Mode 2's order (their lower bounds, then their upper bounds negated, so that one
+        maximum shrinks both), integers: for integer timestamps ``ts >= x - d`` iff ``ts >= x - floor(d)``."""
+        bufs, order, shift, m = self.buffers, self.orders[stream], self.shift[stream], self.n - 1
+        idx = np.empty((len(pos), self.n), np.intp)  # the members added so far: columns 0..c-1
+        idx[:, 0] = np.searchsorted(bufs[stream].pos, pos)
+        period = np.outer(bufs[stream].ts[idx[:, 0]], self.sign) + shift[stream]  # over order[1:]: lo, then -hi
+        ends = [np.searchsorted(bufs[j].pos, pos) for j in order[1:]]  # per new tuple: the tuples that arrived before it
         root: np.ndarray | None = None  # per partial combination, its new tuple (None: one each, in order)
-        for c, j in enumerate(rest, 1):
+        for c, j in enumerate(order[1:], 1):
             b = bufs[j]
             end = ends[c - 1] if root is None else ends[c - 1][root]
             members = {s: idx[:, i] for i, s in enumerate(order[:c])}
-            perm, first, last = self._candidates(j, members, lo[:, 0], hi[:, 0], end)
+            lo, hi = period[:, c - 1], -period[:, m + c - 1]
+            perm, first, last = self._candidates(j, members, lo, hi, end)
             counts = np.maximum(last - first, 0)
             rows = int(counts.sum())
             take = np.repeat(np.arange(len(counts)), counts)
@@ -263,7 +267,7 @@ class MWJoin(Snapshots):
                 before = picked < end[take]
                 take, picked = take[before], picked[before]
                 rows = len(picked)
-                inside = (b.ts[picked] >= lo[take, 0]) & (b.ts[picked] <= hi[take, 0])
+                inside = (b.ts[picked] >= lo[take]) & (b.ts[picked] <= hi[take])
                 self.comparisons += rows
                 take, picked = take[inside], picked[inside]
                 rows = len(picked)
@@ -278,12 +282,12 @@ class MWJoin(Snapshots):
                     if not len(keep):
                         return None
                     take, picked = take[keep], picked[keep]
-            idx = np.concatenate((idx[take], picked[:, None]), axis=1)
+            idx = idx[take]
+            idx[:, c] = picked
             root = take if root is None else root[take]
-            if c < len(rest):  # shrink every partial combination's period over the streams still to add
-                t_j = b.ts[picked][:, None]
-                lo = np.maximum(lo[take, 1:], t_j - self.whole[rest[c:], j])
-                hi = np.minimum(hi[take, 1:], t_j + self.whole[j, rest[c:]])
+            if c < m:  # shrink every partial combination's period
+                period = period[take]
+                np.maximum(period, np.outer(b.ts[picked], self.sign) + shift[j], out=period)
         found = self.refine({s: idx[:, c] for c, s in enumerate(order)}, stream)
         if not len(found[stream]):
             return None
