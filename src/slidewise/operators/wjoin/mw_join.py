@@ -249,7 +249,7 @@ class MWJoin(Snapshots):
         bufs, order, shift, m = self.buffers, self.orders[stream], self.shift[stream], self.n - 1
         idx = np.empty((len(pos), self.n), np.intp)  # the members added so far: columns 0..c-1
         idx[:, 0] = np.searchsorted(bufs[stream].pos, pos)
-        period = np.outer(bufs[stream].ts[idx[:, 0]], self.sign) + shift[stream]  # over order[1:]: lo, then -hi
+        period = np.multiply.outer(bufs[stream].ts[idx[:, 0]], self.sign) + shift[stream]  # over order[1:]: lo, then -hi
         ends = [np.searchsorted(bufs[j].pos, pos) for j in order[1:]]  # per new tuple: the tuples that arrived before it
         root: np.ndarray | None = None  # per partial combination, its new tuple (None: one each, in order)
         for c, j in enumerate(order[1:], 1):
@@ -259,9 +259,10 @@ class MWJoin(Snapshots):
             lo, hi = period[:, c - 1], -period[:, m + c - 1]
             perm, first, last = self._candidates(j, members, lo, hi, end)
             counts = np.maximum(last - first, 0)
-            rows = int(counts.sum())
+            through = np.cumsum(counts)  # per partial combination, the rows through its own
+            rows = int(through[-1])
             take = np.repeat(np.arange(len(counts)), counts)
-            picked = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(rows)
+            picked = np.repeat(first - through + counts, counts) + np.arange(rows)
             if perm is not None or self.scans:  # a scan: keep what arrived before and lies in the period
                 picked = picked if perm is None else perm[picked]
                 before = picked < end[take]
@@ -287,7 +288,7 @@ class MWJoin(Snapshots):
             root = take if root is None else root[take]
             if c < m:  # shrink every partial combination's period
                 period = period[take]
-                np.maximum(period, np.outer(b.ts[picked], self.sign) + shift[j], out=period)
+                np.maximum(period, np.multiply.outer(b.ts[picked], self.sign) + shift[j], out=period)
         found = self.refine({s: idx[:, c] for c, s in enumerate(order)}, stream)
         if not len(found[stream]):
             return None
