@@ -29,7 +29,6 @@ order of the arrivals that complete them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import reduce
 
 import numpy as np
 
@@ -226,19 +225,26 @@ class MWJoin(Snapshots):
         first = np.maximum(np.searchsorted(b.ts, lo, "left"), b.start)
         return None, first, np.minimum(np.searchsorted(b.ts, hi, "right"), end)
 
-    def _holds(self, p: Cmp, members: dict[int, np.ndarray], take: np.ndarray, picked: np.ndarray, j: int) -> np.ndarray:
-        """Where the equality ``p`` holds on the partial combinations ``members`` (rows ``take``)
-        extended by stream ``j``'s tuples ``picked``; integer columns (no NULL) compared at once."""
+    def _holds(self, eqs: list[Cmp], members: dict[int, np.ndarray], take: np.ndarray, picked: np.ndarray, j: int) -> np.ndarray:
+        """Where the equalities ``eqs`` hold on the partial combinations ``members`` (rows ``take``)
+        extended by stream ``j``'s tuples ``picked``; integer columns (no NULL) compared at once, a
+        member's value read per partial combination, then per row."""
 
         def get(st: int, attr: str) -> np.ndarray:
             b = self.buffers[st]
-            return (b.ts if attr == "ts" else b.cols[attr])[picked if st == j else members[st][take]]
+            col = b.ts if attr == "ts" else b.cols[attr]
+            return col[picked] if st == j else col[members[st]][take]
 
-        if isinstance(p.left, Col) and isinstance(p.right, Col):
-            a, b = get(p.left.stream, p.left.attr), get(p.right.stream, p.right.attr)
-            if a.dtype.kind in "iub" and b.dtype.kind in "iub":
-                return a == b
-        return np.asarray(evaluate(p, get), bool)
+        ok = None
+        for p in eqs:
+            if isinstance(p.left, Col) and isinstance(p.right, Col):
+                a, b = get(p.left.stream, p.left.attr), get(p.right.stream, p.right.attr)
+                held = a == b if a.dtype.kind in "iub" and b.dtype.kind in "iub" else np.asarray(evaluate(p, get), bool)
+            else:
+                held = np.asarray(evaluate(p, get), bool)
+            ok = held if ok is None else ok & held
+        assert ok is not None
+        return ok
 
     def _arrive(self, stream: int, pos: np.ndarray) -> tuple[dict[int, np.ndarray], np.ndarray] | None:
         """Mode 2 for the new tuples ``pos`` of ``stream`` (all buffered already): the combinations
@@ -277,8 +283,7 @@ class MWJoin(Snapshots):
             if rows == 0:
                 return None
             if self.step_eqs[stream][j]:  # the equalities the new member completes, before the rows are extended
-                ok = reduce(np.logical_and, [self._holds(p, members, take, picked, j) for p in self.step_eqs[stream][j]])
-                keep = np.flatnonzero(ok)
+                keep = np.flatnonzero(self._holds(self.step_eqs[stream][j], members, take, picked, j))
                 if len(keep) < rows:
                     if not len(keep):
                         return None
