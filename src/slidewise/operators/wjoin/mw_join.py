@@ -256,11 +256,11 @@ class MWJoin(Snapshots):
         idx = np.empty((len(pos), self.n), np.intp)  # the members added so far: columns 0..c-1
         idx[:, 0] = np.searchsorted(bufs[stream].pos, pos)
         period = np.multiply.outer(bufs[stream].ts[idx[:, 0]], self.sign) + shift[stream]  # over order[1:]: lo, then -hi
-        ends = [np.searchsorted(bufs[j].pos, pos) for j in order[1:]]  # per new tuple: the tuples that arrived before it
         root: np.ndarray | None = None  # per partial combination, its new tuple (None: one each, in order)
         for c, j in enumerate(order[1:], 1):
             b = bufs[j]
-            end = ends[c - 1] if root is None else ends[c - 1][root]
+            end = np.searchsorted(b.pos, pos)  # per new tuple: the tuples that arrived before it
+            end = end if root is None else end[root]
             members = {s: idx[:, i] for i, s in enumerate(order[:c])}
             lo, hi = period[:, c - 1], -period[:, m + c - 1]
             perm, first, last = self._candidates(j, members, lo, hi, end)
