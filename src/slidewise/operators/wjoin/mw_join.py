@@ -29,7 +29,6 @@ order of the arrivals that complete them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import reduce
 
 import numpy as np
 
@@ -158,6 +157,10 @@ class MWJoin(Snapshots):
         self.aliases = query.join.aliases
         self.buffers = [_Buffer() for _ in range(self.n)]
         self.orders = [greedy_order(self.d, i, prefer=equality_links(query)) for i in range(self.n)]
+        # Mode 2 for the arrivals of stream s: per member k, the bounds its timestamp t puts on the period
+        # over the streams order[1:] as t * sign + shift (then lo, then -hi: both shrink by a maximum)
+        self.sign = np.repeat(np.array([1, -1], np.int64), self.n - 1)
+        self.shift = [{k: -np.concatenate((self.whole[o[1:], k], self.whole[k, o[1:]])) for k in o} for o in self.orders]
         eqs = [Cmp("=", e.left, e.right) for e in query.join.equalities]
         # an equality is tested at the step of Mode 2 that adds the later of its two streams
         self.step_eqs = [
@@ -222,44 +225,56 @@ class MWJoin(Snapshots):
         first = np.maximum(np.searchsorted(b.ts, lo, "left"), b.start)
         return None, first, np.minimum(np.searchsorted(b.ts, hi, "right"), end)
 
-    def _holds(self, p: Cmp, members: dict[int, np.ndarray], take: np.ndarray, picked: np.ndarray, j: int) -> np.ndarray:
-        """Where the equality ``p`` holds on the partial combinations ``members`` (rows ``take``)
-        extended by stream ``j``'s tuples ``picked``; integer columns (no NULL) compared at once."""
+    def _holds(self, eqs: list[Cmp], members: dict[int, np.ndarray], take: np.ndarray, picked: np.ndarray, j: int) -> np.ndarray:
+        """Where the equalities ``eqs`` hold on the partial combinations ``members`` (rows ``take``)
+        extended by stream ``j``'s tuples ``picked``; integer columns (no NULL) compared at once, a
+        member's value read per partial combination, then per row."""
 
         def get(st: int, attr: str) -> np.ndarray:
             b = self.buffers[st]
-            return (b.ts if attr == "ts" else b.cols[attr])[picked if st == j else members[st][take]]
+            col = b.ts if attr == "ts" else b.cols[attr]
+            return col[picked] if st == j else col[members[st]][take]
 
-        if isinstance(p.left, Col) and isinstance(p.right, Col):
-            a, b = get(p.left.stream, p.left.attr), get(p.right.stream, p.right.attr)
-            if a.dtype.kind in "iub" and b.dtype.kind in "iub":
-                return a == b
-        return np.asarray(evaluate(p, get), bool)
+        ok = None
+        for p in eqs:
+            if isinstance(p.left, Col) and isinstance(p.right, Col):
+                a, b = get(p.left.stream, p.left.attr), get(p.right.stream, p.right.attr)
+                held = a == b if a.dtype.kind in "iub" and b.dtype.kind in "iub" else np.asarray(evaluate(p, get), bool)
+            else:
+                held = np.asarray(evaluate(p, get), bool)
+            ok = held if ok is None else ok & held
+        assert ok is not None
+        return ok
 
     def _arrive(self, stream: int, pos: np.ndarray) -> tuple[dict[int, np.ndarray], np.ndarray] | None:
         """Mode 2 for the new tuples ``pos`` of ``stream`` (all buffered already): the combinations
         (per stream, buffer indices) and their completing arrivals. The partial combinations are one
-        2-D array of buffer indices (a column per stream added) and one of their periods (a column
-        per stream), integers: for integer timestamps ``ts >= x - d`` iff ``ts >= x - floor(d)``."""
-        bufs, order = self.buffers, self.orders[stream]
-        idx = np.searchsorted(bufs[stream].pos, pos)[:, None]
-        ts = bufs[stream].ts[idx[:, 0]]
-        lo, hi = ts[:, None] - self.whole[:, stream], ts[:, None] + self.whole[stream]  # the periods over every stream
+        2-D array of buffer indices (a column per stream added) and one of their periods over the
+        streams of Mode 2's order (their lower bounds, then their upper bounds negated, so that one
+        maximum shrinks both), integers: for integer timestamps ``ts >= x - d`` iff ``ts >= x - floor(d)``."""
+        bufs, order, shift, m = self.buffers, self.orders[stream], self.shift[stream], self.n - 1
+        idx = np.empty((len(pos), self.n), np.intp)  # the members added so far: columns 0..c-1
+        idx[:, 0] = np.searchsorted(bufs[stream].pos, pos)
+        period = np.multiply.outer(bufs[stream].ts[idx[:, 0]], self.sign) + shift[stream]  # over order[1:]: lo, then -hi
+        root: np.ndarray | None = None  # per partial combination, its new tuple (None: one each, in order)
         for c, j in enumerate(order[1:], 1):
             b = bufs[j]
-            end = np.searchsorted(b.pos, pos)  # the tuples that arrived before the new one
+            end = np.searchsorted(b.pos, pos)  # per new tuple: the tuples that arrived before it
+            end = end if root is None else end[root]
             members = {s: idx[:, i] for i, s in enumerate(order[:c])}
-            perm, first, last = self._candidates(j, members, lo[:, j], hi[:, j], end)
+            lo, hi = period[:, c - 1], -period[:, m + c - 1]
+            perm, first, last = self._candidates(j, members, lo, hi, end)
             counts = np.maximum(last - first, 0)
-            rows = int(counts.sum())
+            through = np.cumsum(counts)  # per partial combination, the rows through its own
+            rows = int(through[-1])
             take = np.repeat(np.arange(len(counts)), counts)
-            picked = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(rows)
+            picked = np.repeat(first - through + counts, counts) + np.arange(rows)
             if perm is not None or self.scans:  # a scan: keep what arrived before and lies in the period
                 picked = picked if perm is None else perm[picked]
                 before = picked < end[take]
                 take, picked = take[before], picked[before]
                 rows = len(picked)
-                inside = (b.ts[picked] >= lo[take, j]) & (b.ts[picked] <= hi[take, j])
+                inside = (b.ts[picked] >= lo[take]) & (b.ts[picked] <= hi[take])
                 self.comparisons += rows
                 take, picked = take[inside], picked[inside]
                 rows = len(picked)
@@ -268,18 +283,17 @@ class MWJoin(Snapshots):
             if rows == 0:
                 return None
             if self.step_eqs[stream][j]:  # the equalities the new member completes, before the rows are extended
-                ok = reduce(np.logical_and, [self._holds(p, members, take, picked, j) for p in self.step_eqs[stream][j]])
-                keep = np.flatnonzero(ok)
+                keep = np.flatnonzero(self._holds(self.step_eqs[stream][j], members, take, picked, j))
                 if len(keep) < rows:
                     if not len(keep):
                         return None
                     take, picked = take[keep], picked[keep]
-            idx = np.concatenate((idx[take], picked[:, None]), axis=1)
-            pos = pos[take]
-            if c < len(order) - 1:  # shrink every partial combination's period
-                t_j = b.ts[picked][:, None]
-                lo = np.maximum(lo[take], t_j - self.whole[:, j])
-                hi = np.minimum(hi[take], t_j + self.whole[j])
+            idx = idx[take]
+            idx[:, c] = picked
+            root = take if root is None else root[take]
+            if c < m:  # shrink every partial combination's period
+                period = period[take]
+                np.maximum(period, np.multiply.outer(b.ts[picked], self.sign) + shift[j], out=period)
         found = self.refine({s: idx[:, c] for c, s in enumerate(order)}, stream)
         if not len(found[stream]):
             return None
