@@ -29,6 +29,7 @@ order of the arrivals that complete them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import reduce
 
 import numpy as np
 
@@ -235,16 +236,14 @@ class MWJoin(Snapshots):
             col = b.ts if attr == "ts" else b.cols[attr]
             return col[picked] if st == j else col[members[st]][take]
 
-        ok = None
-        for p in eqs:
+        def holds(p: Cmp) -> np.ndarray:
             if isinstance(p.left, Col) and isinstance(p.right, Col):
                 a, b = get(p.left.stream, p.left.attr), get(p.right.stream, p.right.attr)
-                held = a == b if a.dtype.kind in "iub" and b.dtype.kind in "iub" else np.asarray(evaluate(p, get), bool)
-            else:
-                held = np.asarray(evaluate(p, get), bool)
-            ok = held if ok is None else ok & held
-        assert ok is not None
-        return ok
+                if a.dtype.kind in "iub" and b.dtype.kind in "iub":
+                    return a == b
+            return np.asarray(evaluate(p, get), bool)
+
+        return reduce(np.logical_and, map(holds, eqs))
 
     def _arrive(self, stream: int, pos: np.ndarray) -> tuple[dict[int, np.ndarray], np.ndarray] | None:
         """Mode 2 for the new tuples ``pos`` of ``stream`` (all buffered already): the combinations
