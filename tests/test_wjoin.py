@@ -225,7 +225,7 @@ def test_pipelines_count_what_the_per_arrival_algorithm_compares(text, rates, co
     data = generate(rates, 1200, 6, seed=1 if "DWINDOW" not in text else 4)
     for algorithm in ("nlw-join", "hw-join"):
         op = WJOINS[algorithm](query)
-        results = sum(len(op.process(chunk)) for chunk in _batches(data, query.n))
+        results = sum(len(op.process(chunk)) for chunk in _batches(data, query.n, 1024))
         assert (op.comparisons, results) == (counts[algorithm], counts["results"]), algorithm
 
 

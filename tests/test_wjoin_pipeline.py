@@ -158,7 +158,7 @@ def test_update_routine_on_bench_data():
     op = WJOINS["hw-join"](query)
     op.sweep = 100
     count, done, sizes, purged = per_arrival(op, list(zip(data["stream"].tolist(), range(len(data["ts"])), data["ts"].tolist(), data["k"].tolist())))
-    results = sum(len(op.process(chunk)) for chunk in _batches(data, query.n))
+    results = sum(len(op.process(chunk)) for chunk in _batches(data, query.n, 1024))
     assert (op.comparisons, results, [len(op.left[k]) + len(op.right[k]) for k in range(1, 3)], op.purged) == (count, done, sizes, purged)
 
 

@@ -184,12 +184,12 @@ def _archive(args) -> int:
 
 
 def _wjoin(args) -> int:
-    from slidewise.bench.wjoin import run_wjoin_bench
+    from slidewise.bench.wjoin import TUPLES, run_wjoin_bench
 
     _positive(args.tuples, "--tuples", "e.g. --tuples 1000 for a short run")
     if args.max_streams < 2:
         raise OptionError(f"--max-streams must be at least 2, got {args.max_streams}", hint="e.g. --max-streams 4")
-    report = run_wjoin_bench(args.out, tuples=args.tuples or 3000, max_streams=args.max_streams, progress=_say)
+    report = run_wjoin_bench(args.out, tuples=args.tuples or TUPLES, max_streams=args.max_streams, progress=_say)
     print_table("slidewise bench wjoin", report["summary"])
     return 0 if report["summary"]["answers agree"] else 1
 
@@ -446,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Service time per tuple of MW-, NLW- and HW-join for 2..N streams at comparable and variable rates, and GCA vs LCA; "
         "wjoin.json/.png. Exit status 1 if two operators disagree.",
     )
-    w.add_argument("--tuples", type=int, help="tuples per run (default 3000)")
+    w.add_argument("--tuples", type=int, help="tuples per run (default 10000)")
     w.add_argument("--max-streams", type=int, default=6, metavar="N", help="streams from 2 up to N (default 6)")
 
     k = _experiment(sub, "spark", _spark, "slidewise on Spark vs Spark's own joins", "slidewise's Spark engine against Spark's stream-stream joins; spark.json/.png.")

@@ -22,7 +22,9 @@ integers, so the equi-join is selective enough to give work. Two experiments:
   against input rate with fits, memory of the invalidation strategies), ``rate_switch`` (Fig. 9c)
   and ``path`` (Fig. 14): :mod:`slidewise.bench.wjoin_extra`.
 
-Per run: ``us_per_tuple`` (wall time of ``process`` over the input, per tuple; the best of up to
+The operators are fed the input as the local engine feeds them, in chunks of its default
+``--chunk-rows`` (:data:`CHUNK`; the baselines in chunks of their purge period), ``TUPLES`` arrivals
+by default. Per run: ``us_per_tuple`` (wall time of ``process`` over the input, per tuple; the best of up to
 ``PASSES`` passes, alternating between an experiment's operators, as the machine may be shared)
 and ``cpu_us_per_tuple`` (the same in CPU time), ``comparisons_per_tuple`` (the operators' own counts: rows
 inside a period for MW-join, pairs compared for the pipelines, plus refinement checks for GCA
@@ -50,11 +52,16 @@ from slidewise.model.batch import StreamBatch
 from slidewise.operators.wjoin import WJOINS
 from slidewise.optimizer.stats import resolve_statistics
 from slidewise.optimizer.wjoin import choose_wjoin, comparisons
+from slidewise.options import DEFAULT_CHUNK_ROWS
 
 __all__ = ["generate", "measure", "measure_all", "run_wjoin_bench", "summarize"]
 
 NAMES = "ABCDEF"
-CHUNK = 1024
+#: arrivals per ``process`` call: the local engine's default chunk (``--chunk-rows``), so that the operators
+#: run as ``slidewise run`` runs them (a smaller chunk adds a fixed cost per chunk that hides their work)
+CHUNK = DEFAULT_CHUNK_ROWS
+#: arrivals per run by default: a few seconds of the streams, so that the windows' steady state dominates
+TUPLES = 10_000
 PASSES = 7  # a run's service time: the best of up to this many passes, while they take under 0.5 s in all
 STREAM_ALGORITHMS = ("mw-join", "nlw-join", "hw-join")
 FIG13_ALGORITHMS = ("mw-join", "gca", "lca")
@@ -79,11 +86,12 @@ def query_text(n: int, windows: str) -> str:
     return f"SELECT * FROM {', '.join(NAMES[:n])} {windows} WHERE {chain}"
 
 
-def _batches(data: dict[str, np.ndarray], n: int) -> list[list[StreamBatch]]:
+def _batches(data: dict[str, np.ndarray], n: int, chunk: int = CHUNK) -> list[list[StreamBatch]]:
+    """``data``'s arrivals in chunks of ``chunk``, a batch per stream each."""
     pos = np.arange(len(data["ts"]))
     chunks = []
-    for a in range(0, len(pos), CHUNK):
-        sl = slice(a, a + CHUNK)
+    for a in range(0, len(pos), chunk):
+        sl = slice(a, a + chunk)
         st = data["stream"][sl]
         cols = [c for c in data if c not in ("ts", "stream")]
         chunks.append([StreamBatch(s, pos[sl][st == s], data["ts"][sl][st == s], {c: data[c][sl][st == s] for c in cols}) for s in range(n)])
@@ -113,12 +121,13 @@ def measure(algorithm: str, text: str, data: dict[str, np.ndarray]) -> dict:
     return measure_all((algorithm,), text, data)[algorithm]
 
 
-def measure_all(algorithms: tuple[str, ...] | list[str], text: str, data: dict[str, np.ndarray]) -> dict[str, dict]:
-    """Each operator over ``data``: service time (wall and CPU) and comparisons per tuple, results and
-    their checksum. The passes alternate between the operators, so a shared machine's load falls on
-    all alike; each keeps its best pass (up to ``PASSES``, while they take under 0.5 s per operator)."""
+def measure_all(algorithms: tuple[str, ...] | list[str], text: str, data: dict[str, np.ndarray], chunk: int = CHUNK) -> dict[str, dict]:
+    """Each operator over ``data`` (fed ``chunk`` arrivals at a time): service time (wall and CPU) and
+    comparisons per tuple, results and their checksum. The passes alternate between the operators, so a
+    shared machine's load falls on all alike; each keeps its best pass (up to ``PASSES``, while they take
+    under 0.5 s per operator)."""
     query = parse_wjoin(text)
-    chunks = _batches(data, query.n)
+    chunks = _batches(data, query.n, chunk)
     tuples = len(data["ts"])
     best: dict[str, list[float]] = {a: [float("inf"), float("inf")] for a in algorithms}
     spent = dict.fromkeys(algorithms, 0.0)
@@ -162,9 +171,9 @@ def _planned(text: str, rates_per_s: list[float], keys: int | list[int]) -> dict
     return {"planned": choice.cls.name, "estimates": {k: round(float(v), 3) for k, v in choice.costs.items()}, "model_comparisons_per_tuple": model}
 
 
-def _point(label: dict, text: str, rates: list[float], algorithms: tuple[str, ...], tuples: int, keys: int, seed: int) -> dict:
+def _point(label: dict, text: str, rates: list[float], algorithms: tuple[str, ...], tuples: int, keys: int, seed: int, chunk: int = CHUNK) -> dict:
     data = generate(rates, tuples, keys, seed)
-    runs = measure_all(algorithms, text, data)
+    runs = measure_all(algorithms, text, data, chunk)
     agree = len({(r["results"], r["checksum"]) for r in runs.values()}) == 1
     return {**label, "query": text, "rates_per_s": [round(r, 1) for r in rates], "runs": runs, "answers_agree": agree, **_planned(text, rates, keys)}
 
@@ -213,7 +222,7 @@ def _form1_point(n: int, window: int, tuples: int, keys: int, seed: int) -> dict
     }
 
 
-def run_wjoin_bench(out_dir, *, tuples: int = 3000, max_streams: int = 6, window: int = 20, keys: int = 10, iceis_keys: int = 1000, seed: int = 0, progress=None) -> dict:
+def run_wjoin_bench(out_dir, *, tuples: int = TUPLES, max_streams: int = 6, window: int = 20, keys: int = 10, iceis_keys: int = 1000, seed: int = 0, progress=None) -> dict:
     """The experiments (module docstring; the further ones: :mod:`slidewise.bench.wjoin_extra`);
     writes ``wjoin.json``, ``wjoin.png`` and ``wjoin_baselines.png`` to ``out_dir``."""
     say = progress or (lambda message: None)

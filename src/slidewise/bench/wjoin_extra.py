@@ -6,7 +6,8 @@
   purged every ``purge`` arrivals only (the paper: every 10,000 tuples, a few windows' worth; here
   the operators' default). The paper: NLW-join and HW-join beat the ripple join and XJoin in
   every case, MW-join is best. All run columnar over a chunk of arrivals, so service time
-  follows the comparisons plus a cost per chunk.
+  follows the comparisons plus a cost per chunk; a purge runs at the end of a chunk, so here the
+  chunks are of the purge period.
 * ``iceis`` (a fragment of an ICEIS 2005 paper on windowed join operators): two streams at equal
   rates ``λ`` from 250 to 4000 tuples/s, ``WINDOW = w``, ``A.k = B.k`` over ``iceis_keys`` values;
   the windowed nested-loops joins invalidating the opposite window (``wnl-join``) or their own
@@ -54,7 +55,8 @@ def baselines(*, tuples: int, max_streams: int, window: int, keys: int, seed: in
     points = []
     for n in range(2, min(max_streams, 4) + 1):
         say(f"baselines: n={n}")
-        point = _point({"n": n, "purge": WJOINS["ripple-join"].purge}, query_text(n, f"WINDOW = {window}"), [1000.0] * n, BASELINES, tuples, keys, seed)
+        purge = WJOINS["ripple-join"].purge  # a purge runs at the end of a chunk: chunks of the purge period
+        point = _point({"n": n, "purge": purge}, query_text(n, f"WINDOW = {window}"), [1000.0] * n, BASELINES, tuples, keys, seed, chunk=purge)
         points.append(point)
     return points
 
