@@ -31,7 +31,7 @@ class HWJoin(NLWJoin):
 
     name = "hw-join"
     preference = 2
-    per_arrival = 13.0  # as measured by slidewise bench wjoin (3000 tuples, 2-6 streams)
+    per_arrival = 13.0  # as measured by slidewise bench wjoin (3000 tuples in chunks of 1,024, 2-6 streams)
     hashed = True
     sweep = 1024  # arrivals between two runs of the update routine
 

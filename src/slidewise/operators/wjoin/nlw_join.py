@@ -157,7 +157,7 @@ class NLWJoin(Snapshots):
     name = "nlw-join"
     cost_family = "pipeline"  # planner facts: see MWJoin
     preference = 1
-    per_arrival = 16.0  # per arrival and level, in MW-join comparisons; as measured by slidewise bench wjoin (3000 tuples, 2-6 streams)
+    per_arrival = 16.0  # per arrival and level, in MW-join comparisons; as measured by slidewise bench wjoin (3000 tuples in chunks of 1,024, 2-6 streams)
     hashed = False
     sweep: int | None = None  # HW-join: the update routine runs after every ``sweep``-th arrival
     wide = 2**62  # bucket keys (:class:`_Keys`) that could reach this are complex numbers
