@@ -62,7 +62,7 @@ NAMES = "ABCDEF"
 CHUNK = DEFAULT_CHUNK_ROWS
 #: arrivals per run by default: a few seconds of the streams, so that the windows' steady state dominates
 TUPLES = 10_000
-PASSES = 7  # a run's service time: the best of up to this many passes, while they take under 0.5 s in all
+PASSES = 25  # a run's service time: the best of up to this many passes, while they take under 0.5 s in all
 STREAM_ALGORITHMS = ("mw-join", "nlw-join", "hw-join")
 FIG13_ALGORITHMS = ("mw-join", "gca", "lca")
 
