@@ -222,7 +222,9 @@ def _form1_point(n: int, window: int, tuples: int, keys: int, seed: int) -> dict
     }
 
 
-def run_wjoin_bench(out_dir, *, tuples: int = TUPLES, max_streams: int = 6, window: int = 20, keys: int = 10, iceis_keys: int = 1000, seed: int = 0, progress=None) -> dict:
+def run_wjoin_bench(
+    out_dir, *, tuples: int = TUPLES, max_streams: int = 6, window: int = 20, keys: int = 10, iceis_keys: int = 1000, seed: int = 0, progress=None
+) -> dict:
     """The experiments (module docstring; the further ones: :mod:`slidewise.bench.wjoin_extra`);
     writes ``wjoin.json``, ``wjoin.png`` and ``wjoin_baselines.png`` to ``out_dir``."""
     say = progress or (lambda message: None)
