@@ -1,0 +1,178 @@
+"""Compiled loops for the hot spots numpy does not vectorise well (optional: the ``fast`` extra, numba).
+
+Each kernel here is the inner loop of one existing code path, as plain Python over
+arrays that numba compiles (``cache=True``: compiled once per machine, loaded from the
+cache by later processes). :func:`kernel` is the one place that decides whether a
+kernel runs: it returns the compiled function, or None, and the caller then takes its
+numpy path (the same answers). None when numba is not importable, when the environment
+variable ``SLIDEWISE_NO_NUMBA`` is set (to anything but ``""`` or ``0``; read at each call), or
+while the work is below :data:`MIN_WORK` elements and the kernel is not loaded yet (importing
+numba and loading a kernel take about half a second once per process: a small run does not pay it).
+
+* :func:`nonzero_cells` — the non-zero cells of a (windows × groups) matrix of counts,
+  row by row (the cells a shared synopsis answers, :mod:`slidewise.synopses.batch`);
+* :func:`run_bounds` — each cell's run of tuples from the ``COUNT(*)`` running merges
+  (:mod:`slidewise.synopses.tuples`);
+* :func:`quantile_runs` — the quantile of each cell from its run of tuples, by sorting it
+  (:meth:`slidewise.operators.aggregates.quantile.Quantile.ranges`).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+__all__ = ["MIN_WORK", "enabled", "kernel"]
+
+#: elements of work (cells, matrix entries) from which a kernel is used
+MIN_WORK = 1 << 15
+
+_compiled: dict[str, object] = {}
+#: functions of this module the kernels call (compiled with the first kernel)
+_HELPERS = ("_select",)
+_numba: list = []  # [the numba module or None], once imported
+
+
+def enabled() -> bool:
+    """Whether kernels run: numba importable and not switched off by ``SLIDEWISE_NO_NUMBA``."""
+    if os.environ.get("SLIDEWISE_NO_NUMBA", "") not in ("", "0"):
+        return False
+    if not _numba:
+        try:
+            import numba
+        except ImportError:  # the core install: numpy paths
+            numba = None
+        _numba.append(numba)
+    return _numba[0] is not None
+
+
+def kernel(name: str, work: int = MIN_WORK):
+    """The compiled kernel ``name`` (a function of this module), or None: numba off or missing, or
+    ``work`` below :data:`MIN_WORK` while the kernel is not yet loaded (the caller's numpy path then
+    answers; once loaded, it serves work of any size)."""
+    if not enabled():
+        return None
+    got = _compiled.get(name)
+    if got is None and work < MIN_WORK:
+        return None
+    if got is None:
+        jit = _numba[0].njit(cache=True, nogil=True)
+        for helper in _HELPERS:  # the kernels call them compiled (numba resolves them among this module's globals)
+            if not isinstance(globals()[helper], _numba[0].core.registry.CPUDispatcher):
+                globals()[helper] = jit(globals()[helper])
+        got = _compiled[name] = jit(globals()[name])
+    return got
+
+
+def nonzero_cells(vals: np.ndarray):
+    """Of a 2-D array: the non-zero entries of each row (how many) and their columns, row by row."""
+    rows, width = vals.shape
+    per = np.zeros(rows, np.int64)
+    for r in range(rows):
+        c = 0
+        for k in range(width):
+            if vals[r, k] != 0:
+                c += 1
+        per[r] = c
+    columns = np.empty(per.sum(), np.int64)
+    at = 0
+    for r in range(rows):
+        for k in range(width):
+            if vals[r, k] != 0:
+                columns[at] = k
+                at += 1
+    return per, columns
+
+
+def run_bounds(flat: np.ndarray, width: int, first: np.ndarray, lo: np.ndarray, hi: np.ndarray, col: np.ndarray):
+    """Each cell's run ``[start, start + n)`` of tuples in (group, clock) order: ``flat`` the running counts
+    (pane rows × ``width`` groups, flattened), ``first`` each group's first tuple, the cell the window of
+    pane rows ``[lo, hi)`` of group ``col``."""
+    cells = len(lo)
+    start = np.empty(cells, np.int64)
+    n = np.empty(cells, flat.dtype)  # (the counts' type, as their differences)
+    for c in range(cells):
+        g = col[c]
+        before = flat[lo[c] * width + g]
+        n[c] = flat[hi[c] * width + g] - before
+        start[c] = first[g] + before
+    return start, n
+
+
+def quantile_runs(values: np.ndarray, start: np.ndarray, n: np.ndarray, p: float, longest: int):
+    """The quantile ``p`` of each run ``values[start[c] : start[c] + n[c]]`` (``n >= 1``), interpolated as
+    :func:`slidewise.operators.aggregates.quantile.interpolate` does between its order statistics; runs
+    longer than ``longest`` are left (0.0) and listed, ascending."""
+    cells = len(start)
+    out = np.empty(cells, np.float64)
+    buf = np.empty(max(longest, 1), values.dtype)
+    skipped = 0
+    for c in range(cells):
+        m = n[c]
+        if m > longest:
+            out[c] = 0.0
+            skipped += 1
+            continue
+        s = start[c]
+        if m == 1:
+            v = np.float64(values[s])
+            out[c] = v + (v - v) * 0.0
+            continue
+        h = (np.float64(m) - 1) * p
+        fi = np.floor(h)
+        i = np.int64(fi)
+        jj = min(i + 1, m - 1)
+        frac = h - fi
+        if m <= 16:  # insertion sort of a short run
+            for k in range(m):
+                x = values[s + k]
+                j = k
+                while j > 0 and buf[j - 1] > x:
+                    buf[j] = buf[j - 1]
+                    j -= 1
+                buf[j] = x
+            low, high = np.float64(buf[i]), np.float64(buf[jj])
+        else:  # the i-th smallest by selection, then the next one: the least of those after it
+            buf[:m] = values[s : s + m]
+            _select(buf, m, i)
+            low = np.float64(buf[i])
+            high = low
+            if jj > i:
+                nxt = buf[i + 1]
+                for k in range(i + 2, m):
+                    if buf[k] < nxt:
+                        nxt = buf[k]
+                high = np.float64(nxt)
+        out[c] = low + (high - low) * frac
+    left = np.empty(skipped, np.int64)
+    at = 0
+    for c in range(cells):
+        if n[c] > longest:
+            left[at] = c
+            at += 1
+    return out, left
+
+
+def _select(buf: np.ndarray, m: int, k: int) -> None:
+    """Reorder ``buf[:m]`` so that ``buf[k]`` is its k-th smallest, none greater before it, none less after
+    (Hoare's selection, the middle element as pivot)."""
+    left, right = 0, m - 1
+    while left < right:
+        pivot = buf[(left + right) // 2]
+        i, j = left, right
+        while i <= j:
+            while buf[i] < pivot:
+                i += 1
+            while buf[j] > pivot:
+                j -= 1
+            if i <= j:
+                buf[i], buf[j] = buf[j], buf[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            right = j
+        elif k >= i:
+            left = i
+        else:
+            return
