@@ -126,11 +126,11 @@ def _oracle(func, block, p=0.5):
     out = []
     for a, b, g in zip(lo, hi, col):
         vals = value[(group == g) & (pane >= a) & (pane < b)]
-        out.append({"quantile": lambda v: of_sorted(sorted(v.tolist()), p), "max": np.max, "sum": np.sum, "count": len}[func](vals))
+        out.append({"quantile": lambda v: of_sorted(sorted(v.tolist()), p), "max": np.max, "min": np.min, "sum": np.sum, "count": len}[func](vals))
     return out
 
 
-@pytest.mark.parametrize("func", ["quantile", "max", "sum", "count"])
+@pytest.mark.parametrize("func", ["quantile", "max", "min", "sum", "count"])
 @given(block=blocks(), p=st.sampled_from([0.5, 0.0, 1.0, 0.25, 0.9]))
 def test_cells_from_tuples_equal_without_kernels_and_the_oracle(func, block, p):
     fast, slow = both(lambda: _cell_runs(func, block, p))
@@ -163,3 +163,12 @@ def test_run_many_answers_the_same_without_kernels(qseed, sseed):
     qs, frame = queries(12, seed=qseed), stream(1500, seed=sseed)
     fast, slow = both(lambda: run_many(qs, {"L": frame}))
     assert all(_rows(fast.results[q].results) == _rows(slow.results[q].results) for q in qs)
+
+
+def test_without_numba_the_numpy_paths_answer(monkeypatch):
+    """The core install (no numba): no kernel, and run_many still answers."""
+    monkeypatch.setattr(kernels, "_numba", [None])
+    monkeypatch.setattr(kernels, "_compiled", {})
+    assert kernels.kernel("quantile_runs") is None
+    qs, frame = queries(6, seed=2), stream(800, seed=2)
+    assert all(len(r.results) for r in run_many(qs, {"L": frame}).results.values())

@@ -13,6 +13,8 @@ numba and loading a kernel take about half a second once per process: a small ru
   row by row (the cells a shared synopsis answers, :mod:`slidewise.synopses.batch`);
 * :func:`run_bounds` — each cell's run of tuples from the ``COUNT(*)`` running merges
   (:mod:`slidewise.synopses.tuples`);
+* :func:`extreme_runs` — the extreme of each cell from its run of tuples
+  (:meth:`slidewise.operators.aggregates.extremes.Min.ranges`);
 * :func:`quantile_runs` — the quantile of each cell from its run of tuples, by sorting it
   (:meth:`slidewise.operators.aggregates.quantile.Quantile.ranges`).
 """
@@ -72,17 +74,29 @@ def nonzero_cells(vals: np.ndarray):
     for r in range(rows):
         c = 0
         for k in range(width):
-            if vals[r, k] != 0:
-                c += 1
+            c += vals[r, k] != 0
         per[r] = c
-    columns = np.empty(per.sum(), np.int64)
+    columns = np.empty(per.sum() + 1, np.int64)  # (written at every entry, kept past the last non-zero)
     at = 0
     for r in range(rows):
         for k in range(width):
-            if vals[r, k] != 0:
-                columns[at] = k
-                at += 1
-    return per, columns
+            columns[at] = k
+            at += vals[r, k] != 0
+    return per, columns[:-1]
+
+
+def extreme_runs(values: np.ndarray, start: np.ndarray, n: np.ndarray, largest: bool):
+    """The largest (or smallest) of each run ``values[start[c] : start[c] + n[c]]`` (``n >= 1``)."""
+    out = np.empty(len(start), values.dtype)
+    for c in range(len(start)):
+        s = start[c]
+        e = values[s]
+        for k in range(s + 1, s + n[c]):
+            v = values[k]
+            if (v > e) if largest else (v < e):
+                e = v
+        out[c] = e
+    return out
 
 
 def run_bounds(flat: np.ndarray, width: int, first: np.ndarray, lo: np.ndarray, hi: np.ndarray, col: np.ndarray):
