@@ -172,3 +172,15 @@ def test_without_numba_the_numpy_paths_answer(monkeypatch):
     assert kernels.kernel("quantile_runs") is None
     qs, frame = queries(6, seed=2), stream(800, seed=2)
     assert all(len(r.results) for r in run_many(qs, {"L": frame}).results.values())
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int32, np.uint64, np.float16, np.float32])
+@settings(max_examples=10)
+@given(block=blocks())
+def test_quantiles_and_extremes_of_other_types(dtype, block):
+    group, value, run, lo, hi, col = block
+    block = (group, (np.abs(value) % 50_000).astype(dtype) if dtype != np.bool_ else value > 0, run, lo, hi, col)
+    for func in ("quantile", "max"):
+        (fast, left), (slow, _) = both(lambda: _cell_runs(func, block))
+        done = np.setdiff1d(np.arange(len(fast)), left)
+        assert fast[done].tolist() == slow[done].tolist()

@@ -15,7 +15,7 @@ numba and loading a kernel take about half a second once per process: a small ru
   (:mod:`slidewise.synopses.tuples`);
 * :func:`extreme_runs` — the extreme of each cell from its run of tuples
   (:meth:`slidewise.operators.aggregates.extremes.Min.ranges`);
-* :func:`quantile_runs` — the quantile of each cell from its run of tuples, by sorting it
+* :func:`quantile_runs` — the quantile of each cell from its run of tuples (sorted if short, else by selection)
   (:meth:`slidewise.operators.aggregates.quantile.Quantile.ranges`).
 """
 
@@ -25,7 +25,7 @@ import os
 
 import numpy as np
 
-__all__ = ["MIN_WORK", "enabled", "kernel"]
+__all__ = ["MIN_WORK", "kernel"]
 
 #: elements of work (cells, matrix entries) from which a kernel is used
 MIN_WORK = 1 << 15
@@ -36,32 +36,35 @@ _HELPERS = ("_select",)
 _numba: list = []  # [the numba module or None], once imported
 
 
-def enabled() -> bool:
-    """Whether kernels run: numba importable and not switched off by ``SLIDEWISE_NO_NUMBA``."""
-    if os.environ.get("SLIDEWISE_NO_NUMBA", "") not in ("", "0"):
-        return False
+def _off() -> bool:
+    return os.environ.get("SLIDEWISE_NO_NUMBA", "") not in ("", "0")
+
+
+def _imported():
+    """The numba module, or None when it is not installed (the core install: numpy paths)."""
     if not _numba:
         try:
             import numba
-        except ImportError:  # the core install: numpy paths
+        except ImportError:
             numba = None
         _numba.append(numba)
-    return _numba[0] is not None
+    return _numba[0]
 
 
 def kernel(name: str, work: int = MIN_WORK):
     """The compiled kernel ``name`` (a function of this module), or None: numba off or missing, or
-    ``work`` below :data:`MIN_WORK` while the kernel is not yet loaded (the caller's numpy path then
-    answers; once loaded, it serves work of any size)."""
-    if not enabled():
+    ``work`` below :data:`MIN_WORK` while the kernel is not yet loaded (numba then not even imported; the
+    caller's numpy path answers). Once loaded, it serves work of any size."""
+    if _off():
         return None
     got = _compiled.get(name)
-    if got is None and work < MIN_WORK:
-        return None
     if got is None:
-        jit = _numba[0].njit(cache=True, nogil=True)
+        numba = None if work < MIN_WORK else _imported()
+        if numba is None:
+            return None
+        jit = numba.njit(cache=True, nogil=True)
         for helper in _HELPERS:  # the kernels call them compiled (numba resolves them among this module's globals)
-            if not isinstance(globals()[helper], _numba[0].core.registry.CPUDispatcher):
+            if not isinstance(globals()[helper], numba.core.registry.CPUDispatcher):
                 globals()[helper] = jit(globals()[helper])
         got = _compiled[name] = jit(globals()[name])
     return got

@@ -141,7 +141,9 @@ class Quantile(Distinct):
         sort = None if self.distinct else kernels.kernel("quantile_runs", len(start))
         if sort is None:
             return None
-        return sort(values.view(np.uint8) if values.dtype.kind == "b" else values, start, n, float(self.p), self.longest_run)
+        if values.dtype.kind == "b" or values.dtype == np.float16:  # (types the compiled loop does not take)
+            values = values.astype(np.uint8 if values.dtype.kind == "b" else np.float32)
+        return sort(values, start, n, float(self.p), self.longest_run)
 
     def between(self, run: tuple, lo: np.ndarray, hi: np.ndarray):
         """:meth:`value` of the windows ``run[hi] − run[lo]`` (running merges, as :meth:`prefix` gives) without
