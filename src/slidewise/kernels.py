@@ -7,7 +7,7 @@ kernel runs: it returns the compiled function, or None, and the caller then take
 numpy path (the same answers). None when numba is not importable, when the environment
 variable ``SLIDEWISE_NO_NUMBA`` is set (to anything but ``""`` or ``0``; read at each call), or
 while the work is below :data:`MIN_WORK` elements and the kernel is not loaded yet (importing
-numba and loading a kernel take about half a second once per process: a small run does not pay it).
+numba and loading the kernels take 0.5–0.8 s once per process: a small run does not pay it).
 
 * :func:`nonzero_cells` — the non-zero cells of a (windows × groups) matrix of counts,
   row by row (the cells a shared synopsis answers, :mod:`slidewise.synopses.batch`);
