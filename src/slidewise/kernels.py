@@ -25,7 +25,7 @@ import os
 
 import numpy as np
 
-__all__ = ["MIN_WORK", "kernel"]
+__all__ = ["MIN_WORK", "backend", "kernel"]
 
 #: elements of work (cells, matrix entries) from which a kernel is used
 MIN_WORK = 1 << 15
@@ -34,6 +34,14 @@ _compiled: dict[str, object] = {}
 #: functions of this module the kernels call (compiled with the first kernel)
 _HELPERS = ("_select",)
 _numba: list = []  # [the numba module or None], once imported
+
+
+def backend() -> str:
+    """What runs the kernels' loops in this process: ``numba VERSION``, or why numpy does."""
+    if _off():
+        return "numpy (SLIDEWISE_NO_NUMBA)"
+    numba = _imported()
+    return "numpy (no numba)" if numba is None else f"numba {numba.__version__}"
 
 
 def _off() -> bool:
