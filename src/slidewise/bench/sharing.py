@@ -15,7 +15,7 @@ then alternately and repeatedly (both see the same machine load), no run
 holding another's results. Throughput is input tuples × queries per second; ``speedup``
 and ``speedup_cpu`` the ratios of the best wall and CPU times; the load
 average is recorded. Every query's rows must be identical in both runs
-(checked, untimed). Results go to ``sharing.json``; its ``acceptance`` says
+(checked, untimed). Results go to ``sharing.json`` (``kernels``: numba or numpy, :mod:`slidewise.kernels`); its ``acceptance`` says
 whether 160 queries run at least 5x faster shared (both ratios).
 """
 
@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from slidewise import kernels
 from slidewise.bench.common import machine_info, write_json
 
 __all__ = ["queries", "run_sharing_bench", "stream", "summary"]
@@ -136,7 +137,7 @@ def run_sharing_bench(tuples: int = 200_000, counts=COUNTS, out_dir: str | Path 
                 "load_average": {"before": load_before, "after": _load()},
             }
         )
-    report = {"benchmark": "sharing", "tuples": tuples, "machine": machine_info(), "points": points, "acceptance": _acceptance(points)}
+    report = {"benchmark": "sharing", "tuples": tuples, "machine": machine_info(), "kernels": kernels.backend(), "points": points, "acceptance": _acceptance(points)}
     write_json(Path(out_dir) / "sharing.json", report)
     return report
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from slidewise import kernels
 from slidewise.synopses import cells as cells_of
 from slidewise.synopses import values
 from slidewise.synopses.running import memoized
@@ -99,10 +100,15 @@ class WindowBatch:
         index, their columns in order)."""
         if key not in self.nonzero:
             vals = self._dense(key)[0]
-            nz = vals != 0
-            per = np.count_nonzero(nz, axis=1)
-            row_start = np.repeat(np.arange(len(per), dtype=np.int64) * vals.shape[1], per)  # (not a division: slower)
-            self.nonzero[key] = (per, np.concatenate([[0], np.cumsum(per)]), np.flatnonzero(nz) - row_start)
+            find = kernels.kernel("nonzero_cells", vals.size)
+            if find is not None:
+                per, column = find(vals)
+            else:
+                nz = vals != 0
+                per = np.count_nonzero(nz, axis=1)
+                row_start = np.repeat(np.arange(len(per), dtype=np.int64) * vals.shape[1], per)  # (not a division: slower)
+                column = np.flatnonzero(nz) - row_start
+            self.nonzero[key] = (per, np.concatenate([[0], np.cumsum(per)]), column)
         return self.nonzero[key]
 
     def present(self, handles: list[tuple]) -> tuple[list[np.ndarray], np.ndarray]:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from slidewise import kernels
+
 __all__ = ["LONGEST", "Deferred", "Tuples", "attach", "built", "partial", "runs"]
 
 #: cells of at most this many tuples are evaluated from their tuples (rows of up to this many values), unless
@@ -116,16 +118,20 @@ def runs(acc, partial: tuple, memo: dict, run: np.ndarray, lo: np.ndarray, hi: n
     _, tuples, column = got
     width = run.shape[1]
     flat = run.reshape(-1)
-    at = lo * width  # (in place: one array of cells less to allocate per step)
-    at += col
-    before = flat.take(at)
-    np.multiply(hi, width, out=at)
-    at += col
-    n = flat.take(at)
-    n -= before
     values = tuples.values(column)
-    start = tuples.first.take(col)
-    start += before
+    bounds = kernels.kernel("run_bounds", len(lo))
+    if bounds is not None:
+        start, n = bounds(flat, width, tuples.first, lo, hi, col)
+    else:
+        at = lo * width  # (in place: one array of cells less to allocate per step)
+        at += col
+        before = flat.take(at)
+        np.multiply(hi, width, out=at)
+        at += col
+        n = flat.take(at)
+        n -= before
+        start = tuples.first.take(col)
+        start += before
     ranges = getattr(acc, "ranges", None)
     got = None if ranges is None else ranges(values, start, n, tuples.derived_of(column))
     if got is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from slidewise import kernels
 from slidewise.operators.aggregates.base import Accumulator, State, counts, flat_index, not_null
 
 #: the sparse table of :meth:`Min.ranges` has levels 0 .. LEVELS ((LEVELS + 1) values per tuple of the block)
@@ -47,8 +48,12 @@ class Min(Accumulator):
     def ranges(self, values, start, n, derived):  # type: ignore[override]
         """Two probes of a sparse table per cell (``table[k, i]``: the extreme of ``values[i : i + 2**k]``, k up
         to :data:`LEVELS`); a longer cell adds the whole blocks of ``2**LEVELS`` values it spans, two probes of
-        a sparse table of the blocks' extremes."""
+        a sparse table of the blocks' extremes; with the compiled :func:`slidewise.kernels.extreme_runs`, each
+        run's values compared in turn instead."""
         work = values.astype(self._work(), copy=False)
+        scan = kernels.kernel("extreme_runs", len(start))
+        if scan is not None:
+            return self.value((scan(work, start, n, self._ufunc is np.maximum), n))[0], np.zeros(0, np.int64)
         level = (np.frexp(n)[1] - 1).astype(np.int64)  # 2**level <= n < 2**(level + 1)
         long = np.flatnonzero(level > LEVELS)
         np.minimum(level, LEVELS, out=level)

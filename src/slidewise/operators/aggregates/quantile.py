@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from slidewise import kernels
 from slidewise.operators.aggregates.base import cumulative_counts
 from slidewise.operators.aggregates.distinct import Distinct
 
@@ -132,6 +133,17 @@ class Quantile(Distinct):
             v = np.where(np.arange(v.shape[1]) < n[:, None], v, pad)
             v.sort(axis=1)
         return interpolate(v[row, i].astype(np.float64), v[row, j].astype(np.float64), frac)
+
+    def ranges(self, values, start, n, derived):  # type: ignore[override]
+        """Each run of at most :attr:`longest_run` values sorted in place of :meth:`runs`' rows (the compiled
+        :func:`slidewise.kernels.quantile_runs`, same order statistics and interpolation); None without
+        it (then :meth:`runs`)."""
+        sort = None if self.distinct else kernels.kernel("quantile_runs", len(start))
+        if sort is None:
+            return None
+        if values.dtype.kind == "b" or values.dtype == np.float16:  # (types the compiled loop does not take)
+            values = values.astype(np.uint8 if values.dtype.kind == "b" else np.float32)
+        return sort(values, start, n, float(self.p), self.longest_run)
 
     def between(self, run: tuple, lo: np.ndarray, hi: np.ndarray):
         """:meth:`value` of the windows ``run[hi] − run[lo]`` (running merges, as :meth:`prefix` gives) without
