@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from slidewise import heap
 from slidewise.cql.parser import parse_any
 from slidewise.cql.queryfile import NAME, NamedQuery, load_queries, located
 from slidewise.errors import OptionError, SlidewiseError
@@ -225,6 +226,7 @@ def _open(name: str, sources: dict, opts: RunOptions):
 
 def _run_groups(groups, plans, sources, outs, collect, opts: RunOptions, results) -> list[dict]:
     """Every sharing group over one pass of the merged streams."""
+    heap.keep_freed()  # each block reuses the last one's buffers
     names = sorted({g.source for g in groups})
     opened = [_open(n, sources, opts) for n in names]
     chunk_rows = opts.chunk_rows

@@ -15,18 +15,19 @@ stay resident. So a process that keeps an archive
   ``slidewise`` commands call it before they import pyarrow); once pyarrow is
   imported, :func:`bound` can only switch pyarrow's default pool. A pool chosen
   with ``ARROW_DEFAULT_MEMORY_POOL`` is kept;
-* fixes glibc's mmap threshold (``mallopt``) at :data:`MMAP_THRESHOLD`, so that
-  buffers of that size or more go back to the system when freed;
+* fixes glibc's mmap threshold (:func:`slidewise.heap.return_freed`), so that
+  buffers of 128 KiB or more go back to the system when freed;
 * calls :func:`release` after each update and probe: the free pages of Arrow's
   pool and of the C heap go back to the system.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 from typing import Any
+
+from slidewise import heap
 
 #: the environment variable that picks Arrow's C++ default pool when pyarrow is imported
 POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
@@ -34,12 +35,8 @@ POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
 #: stayed resident: 0.8 MB of the peak at an 8 MB budget), freed extents unmapped rather than retained, so the
 #: address space stays near the resident memory (a ``ulimit -v`` below the archive's size holds)
 JEMALLOC_VARIABLE, JEMALLOC_CONF = "JE_ARROW_MALLOC_CONF", "narenas:1,tcache:false,retain:false"
-#: glibc's M_MMAP_THRESHOLD and M_TRIM_THRESHOLD (mallopt parameters)
-M_MMAP_THRESHOLD, M_TRIM_THRESHOLD = -3, -1
-#: allocations of this many bytes or more are mapped, so freeing them returns them to the system
-MMAP_THRESHOLD = 128 * 1024
 
-_state: dict[str, Any] = {"bound": False, "libc": None}
+_state: dict[str, Any] = {"bound": False}
 
 
 def prepare() -> None:
@@ -47,19 +44,6 @@ def prepare() -> None:
     if "pyarrow" not in sys.modules:
         os.environ.setdefault(POOL_VARIABLE, "jemalloc")
         os.environ.setdefault(JEMALLOC_VARIABLE, JEMALLOC_CONF)
-
-
-def _libc() -> Any:
-    """glibc, or None (another C library or platform)."""
-    if _state["libc"] is None:
-        _state["libc"] = False
-        try:
-            libc = ctypes.CDLL("libc.so.6")
-            if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim"):  # glibc only
-                _state["libc"] = libc
-        except OSError:
-            pass
-    return _state["libc"] or None
 
 
 def bound() -> None:
@@ -76,10 +60,7 @@ def bound() -> None:
             pa.jemalloc_set_decay_ms(0)
         except NotImplementedError:
             pass
-    libc = _libc()
-    if libc is not None:
-        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-        libc.mallopt(M_TRIM_THRESHOLD, MMAP_THRESHOLD)
+    heap.return_freed()
 
 
 def release() -> None:
@@ -87,6 +68,4 @@ def release() -> None:
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
-    libc = _libc()
-    if libc is not None:
-        libc.malloc_trim(0)
+    heap.trim()

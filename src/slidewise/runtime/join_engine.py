@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from slidewise import heap
 from slidewise.errors import OptionError, SourceError
 from slidewise.operators.project import output_columns, output_names
 from slidewise.operators.wjoin import WJOINS, MWJoin, NLWJoin, WNLJoin
@@ -94,6 +95,7 @@ def execute(
     A :class:`~slidewise.plan.wjoin.WJoinQuery` runs on the merge W-join, or on the W-join
     ``algorithm`` names (nlw-join, hw-join); ``order`` and operator options are refused.
     """
+    heap.keep_freed()  # each block reuses the last one's buffers
     opts = RunOptions.of(run_options, **settings)
     lateness, chunk_rows, collect = opts.lateness, opts.chunk_rows, opts.collecting()
     operator_options = dict(operator_options or {})

@@ -42,6 +42,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from slidewise import heap
 from slidewise.errors import OptionError, SourceError
 from slidewise.operators.incremental import Context, Incremental
 from slidewise.operators.output import Accumulate, MixedJoin, OutputOperator
@@ -93,6 +94,7 @@ def execute_plan(
     (:mod:`slidewise.runtime.pane_engine`, same rows), and one over a two-window equi-join on the join
     synopsis (:mod:`slidewise.runtime.join_panes`), unless ``panes=False``.
     """
+    heap.keep_freed()  # each block reuses the last one's buffers
     opts = RunOptions.of(run_options, **settings)
     strategy, partitions, chunk_rows = opts.strategy, opts.partitions, opts.chunk_rows
     out, collect = opts.out, opts.collecting()
