@@ -233,9 +233,11 @@ def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions
         for chunk in merge_all(opened, opts.lateness_of(opened), rejects, chunk_rows):
             for name, b in zip(names, chunk):
                 inputs[name] += len(b)
-            ts = np.unique(np.concatenate([b.ts for b in chunk]))
+            ts = np.concatenate([b.ts for b in chunk])
             if len(ts):
-                instants += len(ts) - (int(ts[0]) == last)
+                if len(ts) > 1 and not (ts[1:] >= ts[:-1]).all():  # several streams' batches
+                    ts = np.sort(ts)
+                instants += 1 + int(np.count_nonzero(ts[1:] != ts[:-1])) - (int(ts[0]) == last)
                 last = int(ts[-1])
             feed(chunk)
             bar.update(sum(inputs.values()), run.results, rejects.total)
