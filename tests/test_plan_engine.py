@@ -14,6 +14,8 @@ from collections import Counter
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slidewise.errors import OptionError, SourceError
 from slidewise.operators.incremental import NO_EXP, Context, Incremental
@@ -327,3 +329,17 @@ def test_cli_not_exists_query(tmp_path, operators, capsys):
     assert main(["run", query, "--source", l1, "--source", l2, "--out", str(out), "--quiet", "--partitions", "50"]) == 0
     got = pd.read_json(out, lines=True)
     assert Counter(map(tuple, got.values.tolist())) == rows((1, 1, 1, 1), (2, 2, 2, 1), (1, 1, 3, -1), (1, 1, 6, 1), (1, 1, 7, -1), (2, 2, 8, -1), (9, 3, 9, 1))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=40), st.integers(1, 7))
+def test_a_pane_run_counts_each_distinct_instant_once_however_chunked(gaps, chunk_rows):
+    """stats["instants"] of the pane path: the distinct timestamps, also when ties straddle chunks."""
+    import itertools
+
+    from slidewise.cql import parse_plan
+
+    ts = list(itertools.accumulate(gaps))
+    frame = pd.DataFrame({"ts": ts, "a": [t % 3 for t in ts]})
+    res = plans.execute_plan(parse_plan("SELECT RSTREAM(S.a, COUNT(*) AS n) FROM S [RANGE 5 SLIDE 2] GROUP BY S.a"), {"S": frame}, chunk_rows=chunk_rows)
+    assert res.stats["path"] != "plan" and res.stats["instants"] == len(set(ts))
