@@ -477,3 +477,18 @@ def test_auto_unit_refuses_to_guess_on_typed_columns(tmp_path):
     with pytest.raises(SourceError, match="'1' \\(a small number\\) and '1700000000000000000' \\(epoch nano"):
         open_source("S", p)
     assert open_source("S", p, ts_unit="ns").ts_unit == "ns"
+
+
+def test_an_integer_column_rejects_out_of_range_text_quietly(tmp_path):
+    """'1e400' and 'inf' in a column declared int are rejected with a reason, without numpy's cast warning."""
+    import warnings
+
+    import slidewise
+
+    p = tmp_path / "s.csv"
+    p.write_text("ts,a\n1,1\n2,1e400\n3,-inf\n4,2.0\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = slidewise.run("SELECT ISTREAM S.a FROM S [RANGE 3]", sources={"S": str(p)}, schemas={"S": {"a": "int"}}, rejects=str(tmp_path / "r.csv"))
+    assert res.results["S.a"].tolist() == [1, 2]
+    assert res.stats["rejects"] == 2

@@ -231,7 +231,7 @@ def _column(arr, kind: str, name: str) -> tuple[np.ndarray, np.ndarray | None, n
             s = pc.utf8_trim_whitespace(arr)
             ivals, fvals, is_int, is_float = _parse_numbers(s)
             whole = is_float & ~is_int & np.isfinite(fvals) & (np.floor(fvals) == fvals) & (np.abs(fvals) < 2**62)
-            vals = np.where(whole, np.nan_to_num(fvals).astype(np.int64), ivals)
+            vals = np.where(whole, np.where(whole, fvals, 0.0).astype(np.int64), ivals)  # (only whole values cast)
             fail = ~(is_int | whole) & ~missing
         elif pa.types.is_integer(t) or pa.types.is_boolean(t):
             vals, fail = arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), np.zeros(n, bool)
