@@ -9,6 +9,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slidewise.errors import OptionError
 from slidewise.runtime.sinks import csv_bytes, open_sink
@@ -173,3 +175,24 @@ def test_background_sink_writes_in_order_and_raises_the_writers_error(tmp_path):
     bad.write({"b": np.arange(2)})
     with pytest.raises(Exception, match="lacks columns"):
         bad.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans()), min_size=1, max_size=6))
+def test_collected_batches_keep_the_type_of_the_batches_with_values(batches):
+    """A batch whose aggregate is all null (None, an object column) joins the float batches as NaN, quietly;
+    batches without rows add nothing."""
+    import warnings
+
+    from slidewise.runtime.sinks import collected_frame
+
+    frames = [pd.DataFrame({"v": [1.5] * n if valued else [None] * n, "ts": list(range(n))}) for n, valued in batches]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = collected_frame(frames, ["v", "ts"])
+    want = [x for n, valued in batches for x in ([1.5] * n if valued else [None] * n)]
+    assert list(got.columns) == ["v", "ts"] and len(got) == len(want)
+    assert got["ts"].tolist() == [t for n, _ in batches for t in range(n)]
+    assert [None if pd.isna(x) else x for x in got["v"]] == want
+    if any(n and valued for n, valued in batches):
+        assert got["v"].dtype == np.float64

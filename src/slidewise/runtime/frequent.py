@@ -205,7 +205,7 @@ def execute_frequent(q: FrequentQuery, opened, names, *, out, collect, lateness,
     from slidewise.runtime.outputs import GuardedRun
     from slidewise.runtime.progress import Progress
     from slidewise.runtime.reorder import merge_all
-    from slidewise.runtime.sinks import BackgroundSink, open_sink
+    from slidewise.runtime.sinks import BackgroundSink, collected_frame, open_sink
 
     columns = [*q.columns, "ts", "sign"]
     frames: list = []
@@ -247,5 +247,5 @@ def execute_frequent(q: FrequentQuery, opened, names, *, out, collect, lateness,
     }
     frame = None
     if collect:
-        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+        frame = collected_frame(frames, columns)
     return frame, stats

@@ -34,7 +34,7 @@ from slidewise.runtime.overload import make_hooks
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
-from slidewise.runtime.sinks import open_sink
+from slidewise.runtime.sinks import collected_frame, open_sink
 from slidewise.runtime.sources import open_stream
 
 
@@ -175,7 +175,7 @@ def execute(
         stats.update(hooks.stats())
     frame = None
     if collect:
-        frame = pd.concat(collected, ignore_index=True) if collected else pd.DataFrame({n: pd.Series(dtype="object") for n in names})
+        frame = collected_frame(collected, names)
     return RunResult(frame, stats, rejects)
 
 

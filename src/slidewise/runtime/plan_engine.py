@@ -58,7 +58,7 @@ from slidewise.runtime.plan_driver import DEFAULT_SPAN, PlanRunner
 from slidewise.runtime.progress import Progress
 from slidewise.runtime.rejects import Rejects
 from slidewise.runtime.reorder import merge_all
-from slidewise.runtime.sinks import BackgroundSink, open_sink
+from slidewise.runtime.sinks import BackgroundSink, collected_frame, open_sink
 from slidewise.runtime.sources import open_source, open_stream
 
 __all__ = ["PlanNetwork", "execute_plan", "open_table", "plan_inputs"]
@@ -166,7 +166,7 @@ def execute_plan(
         stats["plan"] = rewrite_report["chosen"]
     frame = None
     if collect:
-        frame = pd.concat(runner.frames, ignore_index=True) if runner.frames else pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+        frame = collected_frame(runner.frames, columns)
     return RunResult(frame, stats, rejects)
 
 
@@ -261,7 +261,7 @@ def _execute_panes(plan, spec, opened, names, columns, rejects, opts: RunOptions
     }
     frame = None
     if collect:
-        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+        frame = collected_frame(frames, columns)
     return RunResult(frame, stats, rejects)
 
 

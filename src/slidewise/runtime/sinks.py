@@ -376,3 +376,23 @@ class BackgroundSink:
     @property
     def rows_written(self) -> int:
         return self.sink.rows_written
+
+
+def collected_frame(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """A run's collected result batches as one frame (object columns ``columns`` if there are none).
+
+    A column that is all null in a batch (an aggregate over empty windows: None in an object column)
+    takes the type of the batches that have values, as it always has: it is left out of that batch before
+    the concatenation (pandas stops ignoring such entries when it chooses the type), and every batch
+    without rows too."""
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+    parts = [f for f in frames if len(f)] or frames[:1]
+    if len(parts) == 1:
+        return parts[0].reset_index(drop=True)
+    valued = {c for f in parts for c in f.columns if not f[c].isna().all()}
+    trimmed = [f[[c for c in f.columns if c not in valued or not f[c].isna().all()]] for f in parts]
+    if all(len(t.columns) == len(f.columns) for t, f in zip(trimmed, parts)):
+        return pd.concat(parts, ignore_index=True)
+    order = list(parts[0].columns)
+    return pd.concat(trimmed, ignore_index=True).reindex(columns=order)

@@ -60,7 +60,7 @@ from slidewise.plan.logical import CHANGELOG
 from slidewise.plan.query import JoinQuery
 from slidewise.runtime.join_engine import RunResult, run_counts
 from slidewise.runtime.rejects import Rejects
-from slidewise.runtime.sinks import open_sink
+from slidewise.runtime.sinks import collected_frame, open_sink
 
 #: Spark type of each slidewise column kind
 _SPARK_TYPE = {"int": "bigint", "float": "double", "bool": "boolean", "str": "string"}
@@ -488,7 +488,7 @@ def _emit(result, names: list[str], out, collect: bool, work: Path):
         sink.close()
     frame = None
     if collect:
-        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({n: pd.Series(dtype="object") for n in names})
+        frame = collected_frame(frames, names)
     return n_pos, n_neg, frame
 
 
