@@ -60,6 +60,15 @@ def test_small_work_waits_for_a_loaded_kernel(monkeypatch):
     assert kernels.kernel("run_bounds", 1) is not None  # loaded: any size
 
 
+def test_a_kernel_that_does_not_import_waits_for_numba(monkeypatch):
+    monkeypatch.setattr(kernels, "_compiled", {})
+    monkeypatch.setattr(kernels, "_numba", [])
+    assert kernels.kernel("nonzero_cells", 1 << 30, imports=False) is None  # numba not imported: numpy
+    assert not kernels._numba
+    assert kernels.kernel("run_bounds", 1 << 30) is not None  # imports numba
+    assert kernels.kernel("nonzero_cells", 1 << 30, imports=False) is not None
+
+
 @given(st.lists(st.lists(st.integers(-2, 2), min_size=0, max_size=9), min_size=0, max_size=8).filter(lambda r: len({len(x) for x in r}) <= 1))
 def test_nonzero_cells_equal_numpy(rows):
     vals = np.array(rows, dtype=np.int32).reshape(len(rows), len(rows[0]) if rows else 0)

@@ -10,7 +10,9 @@ while the work is below :data:`MIN_WORK` elements and the kernel is not loaded y
 numba and loading the kernels take 0.5–0.8 s once per process: a small run does not pay it).
 
 * :func:`nonzero_cells` — the non-zero cells of a (windows × groups) matrix of counts,
-  row by row (the cells a shared synopsis answers, :mod:`slidewise.synopses.batch`);
+  row by row (the cells a shared synopsis answers, :mod:`slidewise.synopses.batch`); used once another
+  kernel has imported numba: its numpy path takes 0.22-0.27 s per 100M cells against the kernel's
+  0.08-0.09 s, so a run of counts alone (``bench aggregation``: 100M cells) would lose the import's time;
 * :func:`run_bounds` — each cell's run of tuples from the ``COUNT(*)`` running merges
   (:mod:`slidewise.synopses.tuples`);
 * :func:`extreme_runs` — the extreme of each cell from its run of tuples
@@ -59,15 +61,16 @@ def _imported():
     return _numba[0]
 
 
-def kernel(name: str, work: int = MIN_WORK):
+def kernel(name: str, work: int = MIN_WORK, *, imports: bool = True):
     """The compiled kernel ``name`` (a function of this module), or None: numba off or missing, or
     ``work`` below :data:`MIN_WORK` while the kernel is not yet loaded (numba then not even imported; the
-    caller's numpy path answers). Once loaded, it serves work of any size."""
+    caller's numpy path answers). Once loaded, it serves work of any size. ``imports=False``: only once
+    another kernel has imported numba (a kernel whose numpy path is close is not worth the import alone)."""
     if _off():
         return None
     got = _compiled.get(name)
     if got is None:
-        numba = None if work < MIN_WORK else _imported()
+        numba = None if work < MIN_WORK or (not imports and not _numba) else _imported()
         if numba is None:
             return None
         jit = numba.njit(cache=True, nogil=True)

@@ -100,7 +100,7 @@ class WindowBatch:
         index, their columns in order)."""
         if key not in self.nonzero:
             vals = self._dense(key)[0]
-            find = kernels.kernel("nonzero_cells", vals.size)
+            find = kernels.kernel("nonzero_cells", vals.size, imports=False)
             if find is not None:
                 per, column = find(vals)
             else:
