@@ -2,7 +2,9 @@
 Moving Objects in Sensor-Network Databases", SSDBM 2003, §3.1.1).
 
 A left-deep pipeline of binary window joins: level ``k`` joins the m-tuples over the streams
-``order[:k]`` (left; the first source at level 1) with the source ``order[k]`` (right). Every
+``order[:k]`` (left; the first source at level 1) with the source ``order[k]`` (right). Level 1's
+two sources are interchangeable; the one with fewer arrivals in the first chunk is its left input
+(the columnar level below works per left row, on the right rows in bulk). Every
 m-tuple carries its members' timestamps; its period over stream ``j`` is
 ``[max_i(ts_i - d[j][i]), min_i(ts_i + d[i][j])]`` over its members ``i`` with the closed bounds
 ``d`` (for a single window ``w`` the paper's ``[TSmax - w, TSmin + w]``). A new tuple probes the
@@ -171,21 +173,10 @@ class NLWJoin(Snapshots):
         self.whole = integer_bounds(self.d)  # ceil(ts - d) = ts - floor(d), floor(ts + d) = ts + floor(d)
         self.reach = np.array(query.reach(), dtype=np.int64)
         self.aliases = query.join.aliases
-        self.order = self._pipeline_order()
-        self.level = {s: k for k, s in enumerate(self.order)}
-        keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
-        self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
-        self.right = [_Side(keys[k][1], ("lo", "made", "out")) for k in range(self.n)]  # right[k]: source order[k] (its ts: lo)
+        self._arrange(self._pipeline_order())
+        self.arranged = False  # the first level's inputs are chosen by the first chunk's arrivals
         self.vmax = np.full(self.n, np.iinfo(np.int64).min)  # per stream, its largest ts before the chunk
         self.mw_orders = np.array(result_orders(query))
-        eqs = query.join.equalities
-        at = [[e for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
-        self.level_eqs = [[Cmp("=", e.left, e.right) for e in at[k]] for k in range(self.n)]
-        # without the equality of the level's bucket key, true of every pair when the codes are the keys'
-        self.unkeyed_eqs = [
-            [Cmp("=", e.left, e.right) for e in at[k] if {(e.left.stream, e.left.attr), (e.right.stream, e.right.attr)} != {self.left[k].key, self.right[k].key}]
-            for k in range(self.n)
-        ]
         self.filters = list(query.join.filters)
         self.comparisons = 0  # rows the scans visit; of them, deleted (IsOut) and inside the period (IsIn)
         self.purged = self.inside = 0
@@ -193,6 +184,34 @@ class NLWJoin(Snapshots):
     @classmethod
     def check(cls, query: WJoinQuery) -> None:
         """Every W-join runs on the nested-loop pipeline."""
+
+    def _arrange(self, order: list[int]) -> None:
+        """The pipeline over ``order`` (bottom-up), its buffers empty."""
+        self.order = order
+        self.level = {s: k for k, s in enumerate(order)}
+        keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
+        self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
+        self.right = [_Side(keys[k][1], ("lo", "made", "out")) for k in range(self.n)]  # right[k]: source order[k] (its ts: lo)
+        eqs = self.query.join.equalities
+        at = [[e for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
+        self.level_eqs = [[Cmp("=", e.left, e.right) for e in at[k]] for k in range(self.n)]
+        # without the equality of the level's bucket key, true of every pair when the codes are the keys'
+        self.unkeyed_eqs = [
+            [Cmp("=", e.left, e.right) for e in at[k] if {(e.left.stream, e.left.attr), (e.right.stream, e.right.attr)} != {self.left[k].key, self.right[k].key}]
+            for k in range(self.n)
+        ]
+
+    def _arrange_by(self, new: dict[int, Rows]) -> None:
+        """Before the first chunk's arrivals (``new``, per stream) are buffered: the stream of the first
+        level with fewer of them becomes its left input. The two sources of the first level are
+        interchangeable (the same pairs are compared, deleted and joined either way: a row's period
+        and its deletion test are those of its one timestamp against the other stream), but the
+        columnar level scans per left row (a probe range each) and per right row only in bulk, so
+        the slower stream costs less as the left input."""
+        self.arranged = True
+        a, b = self.order[:2]  # a W-join has two streams at least
+        if _len(new.get(b)) < _len(new.get(a)):
+            self._arrange([b, a, *self.order[2:]])
 
     def _pipeline_order(self) -> list[int]:
         """The streams bottom-up: MW-join's order from the first stream (:func:`result_orders`)."""
@@ -220,6 +239,8 @@ class NLWJoin(Snapshots):
                 start, last = min(start, int(b.pos[0])), max(last, int(b.pos[-1]))
         if not new:
             return ResultBatch.empty(self.n)
+        if not self.arranged:
+            self._arrange_by(new)
         rows = new.get(self.order[0])
         made = _NONE if rows is None else rows[self.order[0]]["pos"]
         for k in range(1, self.n):
