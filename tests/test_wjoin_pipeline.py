@@ -210,12 +210,14 @@ def test_update_routine_on_bench_data():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 6), st.sampled_from([1, 3, 2**20, 2**40, 2**62]), st.integers(0, 40), st.integers(0, 2**32))
-def test_packed_lexorder_is_lexsort(n, span, rows, seed):
-    """The results' order: ``np.lexsort`` of distinct rows of integer keys, packed while they fit."""
+@given(st.lists(st.sampled_from([1, 3, 2**20, 2**40, 2**62]), min_size=1, max_size=6), st.integers(0, 40), st.integers(0, 2**32))
+def test_packed_lexorder_is_lexsort(spans, rows, seed):
+    """The results' order: ``np.lexsort`` of distinct rows of integer keys (each in its own range),
+    packed while they fit."""
     from slidewise.operators.wjoin.nlw_join import _lexorder
 
     rng = np.random.default_rng(seed)
-    keys = np.unique(rng.integers(-5, -5 + span, (rows, n)), axis=0)
+    lo = [int(x) for x in rng.integers(-(2**40), 2**40, len(spans))]
+    keys = np.unique(np.stack([rng.integers(a, a + span, rows) for a, span in zip(lo, spans)], axis=1), axis=0)
     cols = list(keys[rng.permutation(len(keys))].T)
-    assert _lexorder(cols, -5, -6 + span).tolist() == np.lexsort(cols).tolist()
+    assert _lexorder(cols, lo, [a + span - 1 for a, span in zip(lo, spans)]).tolist() == np.lexsort(cols).tolist()

@@ -73,18 +73,19 @@ def _concat(a: Rows | None, b: Rows | None) -> Rows | None:
     return {s: {c: np.concatenate([v, b[s][c]]) for c, v in cols.items()} for s, cols in a.items()}
 
 
-def _lexorder(keys: list[np.ndarray], lo: int, hi: int) -> np.ndarray:
-    """``np.lexsort(keys)`` of integer keys in ``[lo, hi]`` whose rows are distinct: consecutive keys
-    packed into one integer while it fits, then sorted once."""
-    span = hi - lo + 1
-    per = 1
-    while per < len(keys) and span ** (per + 1) < 2**63:
-        per += 1
-    packed = []
-    for i in range(0, len(keys), per):
-        v = keys[i] - lo
-        for t, key in enumerate(keys[i + 1 : i + per], 1):
-            v = v + (key - lo) * span**t
+def _lexorder(keys: list[np.ndarray], lo: list[int], hi: list[int]) -> np.ndarray:
+    """``np.lexsort(keys)`` of integer keys (key ``i`` in ``[lo[i], hi[i]]``) whose rows are distinct:
+    consecutive keys packed into one integer while it fits, then sorted once."""
+    packed: list[np.ndarray] = []
+    v, scale = None, 1
+    for key, low, high in zip(keys, lo, hi):
+        span = high - low + 1
+        if v is not None and scale * span >= 2**63:
+            packed.append(v)
+            v, scale = None, 1
+        v = key - low if v is None else v + (key - low) * scale
+        scale *= span
+    if v is not None:
         packed.append(v)
     return np.argsort(packed[0]) if len(packed) == 1 else np.lexsort(packed)
 
@@ -389,9 +390,12 @@ class NLWJoin(Snapshots):
         completing = np.zeros(len(made), np.int64)  # the completing member's stream
         for s in range(1, self.n):
             completing[pos[s] == made] = s
-        every, by_rank = np.arange(len(made)), np.array([pos[s] for s in range(self.n)])
-        ranked = [made] + [by_rank[self.mw_orders[:, r][completing], every] for r in range(1, self.n)]  # in its stream's order
-        return _lexorder(ranked[::-1], int(by_rank.min()), int(made.max()))  # the completing member: the last
+        # per member, its position behind the completing arrival (<= 0: fewer bits than the position)
+        behind = np.stack([pos[s] - made for s in range(self.n)]).reshape(-1)
+        at = completing * len(made) + np.arange(len(made))  # in behind: the completing member's
+        ranked = [behind.take(at + (self.mw_orders[:, r] - np.arange(self.n)).take(completing) * len(made)) for r in range(self.n - 1, 0, -1)]  # in its stream's order
+        low = int(behind.min())
+        return _lexorder([*ranked, made], [low] * (self.n - 1) + [int(made.min())], [0] * (self.n - 1) + [int(made.max())])  # the completing arrival: first
 
     def _results(self, rows: Rows | None) -> ResultBatch:
         """The complete combinations (in order), through the filters."""
