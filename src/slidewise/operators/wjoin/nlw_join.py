@@ -107,9 +107,10 @@ class _Side:
 
     def add(self, rows: Rows | None, *fields: np.ndarray) -> None:
         if _len(rows):
+            empty = not len(self)
             self.rows = _concat(self.rows, rows)
             for f, v in zip(self.fields, fields):
-                setattr(self, f, np.concatenate([getattr(self, f), v]))
+                setattr(self, f, v if empty else np.concatenate([getattr(self, f), v]))
 
     def take(self, idx: np.ndarray) -> None:
         """Keep the rows ``idx``, in that order."""
@@ -133,8 +134,15 @@ class _Keys:
             self.order = o = np.argsort(code.astype(np.int16) if top < 2**15 else code, kind="stable")
         else:
             self.order = o = np.argsort(code + made * 1j if wide else code * m + made)
-        self.code, self.made = np.concatenate((code[o], _MINUS_ONE)), np.concatenate((made[o], _ZERO))
-        self.c = self.code[:-1].astype(np.complex128) if wide else self.code[:-1] * m - base
+        self.code, self.made = np.empty(len(o) + 1, code.dtype), np.empty(len(o) + 1, made.dtype)
+        code.take(o, out=self.code[:-1])
+        made.take(o, out=self.made[:-1])
+        self.code[-1], self.made[-1] = -1, 0
+        if wide:
+            self.c = self.code[:-1].astype(np.complex128)
+        else:
+            self.c = self.code[:-1] * m
+            self.c -= base
         self.key = self.of(self.c, self.made[:-1])
 
     def of(self, c: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -285,18 +293,24 @@ class NLWJoin(Snapshots):
         its ``out`` in its bucket; ``2 s + 1``: by the update routine after arrival ``s``), at most
         ``cap`` (kept; so are the rows never out). The other side's rows made before ``start``
         scanned before. Counts the rows deleted by a scan."""
-        out, made = side.out[mine.order], mine.made[:-1]
-        at = other.key.searchsorted(other.of(mine.c, np.maximum(np.minimum(np.maximum(out, made + 1), cap), start)))
-        gone = np.where(other.code[at] == mine.code[:-1], 2 * other.made[at], _LAST)  # by a scan
+        out, made = side.out.take(mine.order), mine.made[:-1]
+        scan = np.maximum(out, made + 1)  # the first scan that can delete the row: at or after it
+        np.minimum(scan, cap, out=scan)
+        np.maximum(scan, start, out=scan)
+        at = other.key.searchsorted(other.of(mine.c, scan))
+        gone = other.made.take(at)
+        gone <<= 1  # by a scan; none in the row's bucket: kept
+        gone[other.code.take(at) != mine.code[:-1]] = _LAST
         if self.sweep:  # the routine also sees rows of its own arrival
-            at_or_after = np.minimum(np.maximum(out, made), cap)
+            at_or_after = np.maximum(out, made, out=out)
+            np.minimum(at_or_after, cap, out=at_or_after)
             s = self.sweep  # 2 (the next multiple of s after at_or_after) - 1; by bits when s is a power of 2
             routine = ((at_or_after | (s - 1)) << 1) + 1 if s & (s - 1) == 0 else 2 * ((at_or_after + s) // s * s) - 1
             self.purged += int(np.count_nonzero(gone < routine))
-            gone = np.minimum(gone, routine)
+            np.minimum(gone, routine, out=gone)
         else:
             self.purged += int(np.count_nonzero(gone < _LAST))
-        return np.minimum(gone, cap)
+        return np.minimum(gone, cap, out=gone)
 
     def _level(self, k: int, start: int, last: int) -> tuple[Rows | None, np.ndarray]:
         """Level ``k``: its m-tuples joined with its tuples, every pair but those of two rows made
