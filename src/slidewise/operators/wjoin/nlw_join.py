@@ -75,7 +75,8 @@ def _concat(a: Rows | None, b: Rows | None) -> Rows | None:
 
 def _lexorder(keys: list[np.ndarray], lo: list[int], hi: list[int]) -> np.ndarray:
     """``np.lexsort(keys)`` of integer keys (key ``i`` in ``[lo[i], hi[i]]``) whose rows are distinct:
-    consecutive keys packed into one integer while it fits, then sorted once."""
+    consecutive keys packed into one integer while it fits, then sorted once (a stable sort: the
+    pipelines' results come in runs of their order, which it merges)."""
     packed: list[np.ndarray] = []
     v, scale = None, 1
     for key, low, high in zip(keys, lo, hi):
@@ -87,7 +88,7 @@ def _lexorder(keys: list[np.ndarray], lo: list[int], hi: list[int]) -> np.ndarra
         scale *= span
     if v is not None:
         packed.append(v)
-    return np.argsort(packed[0]) if len(packed) == 1 else np.lexsort(packed)
+    return np.argsort(packed[0], kind="stable") if len(packed) == 1 else np.lexsort(packed)
 
 
 class _Side:
