@@ -2,7 +2,9 @@
 Moving Objects in Sensor-Network Databases", SSDBM 2003, §3.1.1).
 
 A left-deep pipeline of binary window joins: level ``k`` joins the m-tuples over the streams
-``order[:k]`` (left; the first source at level 1) with the source ``order[k]`` (right). Every
+``order[:k]`` (left; the first source at level 1) with the source ``order[k]`` (right). Level 1's
+two sources are interchangeable; the one with fewer arrivals in the first chunk is its left input
+(the columnar level below works per left row, on the right rows in bulk). Every
 m-tuple carries its members' timestamps; its period over stream ``j`` is
 ``[max_i(ts_i - d[j][i]), min_i(ts_i + d[i][j])]`` over its members ``i`` with the closed bounds
 ``d`` (for a single window ``w`` the paper's ``[TSmax - w, TSmin + w]``). A new tuple probes the
@@ -71,20 +73,22 @@ def _concat(a: Rows | None, b: Rows | None) -> Rows | None:
     return {s: {c: np.concatenate([v, b[s][c]]) for c, v in cols.items()} for s, cols in a.items()}
 
 
-def _lexorder(keys: list[np.ndarray], lo: int, hi: int) -> np.ndarray:
-    """``np.lexsort(keys)`` of integer keys in ``[lo, hi]`` whose rows are distinct: consecutive keys
-    packed into one integer while it fits, then sorted once."""
-    span = hi - lo + 1
-    per = 1
-    while per < len(keys) and span ** (per + 1) < 2**63:
-        per += 1
-    packed = []
-    for i in range(0, len(keys), per):
-        v = keys[i] - lo
-        for t, key in enumerate(keys[i + 1 : i + per], 1):
-            v = v + (key - lo) * span**t
+def _lexorder(keys: list[np.ndarray], lo: list[int], hi: list[int]) -> np.ndarray:
+    """``np.lexsort(keys)`` of integer keys (key ``i`` in ``[lo[i], hi[i]]``) whose rows are distinct:
+    consecutive keys packed into one integer while it fits, then sorted once (a stable sort: the
+    pipelines' results come in runs of their order, which it merges)."""
+    packed: list[np.ndarray] = []
+    v, scale = None, 1
+    for key, low, high in zip(keys, lo, hi):
+        span = high - low + 1
+        if v is not None and scale * span >= 2**63:
+            packed.append(v)
+            v, scale = None, 1
+        v = key - low if v is None else v + (key - low) * scale
+        scale *= span
+    if v is not None:
         packed.append(v)
-    return np.argsort(packed[0]) if len(packed) == 1 else np.lexsort(packed)
+    return np.argsort(packed[0], kind="stable") if len(packed) == 1 else np.lexsort(packed)
 
 
 class _Side:
@@ -104,9 +108,10 @@ class _Side:
 
     def add(self, rows: Rows | None, *fields: np.ndarray) -> None:
         if _len(rows):
+            empty = not len(self)
             self.rows = _concat(self.rows, rows)
             for f, v in zip(self.fields, fields):
-                setattr(self, f, np.concatenate([getattr(self, f), v]))
+                setattr(self, f, v if empty else np.concatenate([getattr(self, f), v]))
 
     def take(self, idx: np.ndarray) -> None:
         """Keep the rows ``idx``, in that order."""
@@ -130,8 +135,15 @@ class _Keys:
             self.order = o = np.argsort(code.astype(np.int16) if top < 2**15 else code, kind="stable")
         else:
             self.order = o = np.argsort(code + made * 1j if wide else code * m + made)
-        self.code, self.made = np.concatenate((code[o], _MINUS_ONE)), np.concatenate((made[o], _ZERO))
-        self.c = self.code[:-1].astype(np.complex128) if wide else self.code[:-1] * m - base
+        self.code, self.made = np.empty(len(o) + 1, code.dtype), np.empty(len(o) + 1, made.dtype)
+        code.take(o, out=self.code[:-1])
+        made.take(o, out=self.made[:-1])
+        self.code[-1], self.made[-1] = -1, 0
+        if wide:
+            self.c = self.code[:-1].astype(np.complex128)
+        else:
+            self.c = self.code[:-1] * m
+            self.c -= base
         self.key = self.of(self.c, self.made[:-1])
 
     def of(self, c: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -171,21 +183,10 @@ class NLWJoin(Snapshots):
         self.whole = integer_bounds(self.d)  # ceil(ts - d) = ts - floor(d), floor(ts + d) = ts + floor(d)
         self.reach = np.array(query.reach(), dtype=np.int64)
         self.aliases = query.join.aliases
-        self.order = self._pipeline_order()
-        self.level = {s: k for k, s in enumerate(self.order)}
-        keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
-        self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
-        self.right = [_Side(keys[k][1], ("lo", "made", "out")) for k in range(self.n)]  # right[k]: source order[k] (its ts: lo)
+        self._arrange(self._pipeline_order())
+        self.arranged = False  # the first level's inputs are chosen by the first chunk's arrivals
         self.vmax = np.full(self.n, np.iinfo(np.int64).min)  # per stream, its largest ts before the chunk
         self.mw_orders = np.array(result_orders(query))
-        eqs = query.join.equalities
-        at = [[e for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
-        self.level_eqs = [[Cmp("=", e.left, e.right) for e in at[k]] for k in range(self.n)]
-        # without the equality of the level's bucket key, true of every pair when the codes are the keys'
-        self.unkeyed_eqs = [
-            [Cmp("=", e.left, e.right) for e in at[k] if {(e.left.stream, e.left.attr), (e.right.stream, e.right.attr)} != {self.left[k].key, self.right[k].key}]
-            for k in range(self.n)
-        ]
         self.filters = list(query.join.filters)
         self.comparisons = 0  # rows the scans visit; of them, deleted (IsOut) and inside the period (IsIn)
         self.purged = self.inside = 0
@@ -193,6 +194,34 @@ class NLWJoin(Snapshots):
     @classmethod
     def check(cls, query: WJoinQuery) -> None:
         """Every W-join runs on the nested-loop pipeline."""
+
+    def _arrange(self, order: list[int]) -> None:
+        """The pipeline over ``order`` (bottom-up), its buffers empty."""
+        self.order = order
+        self.level = {s: k for k, s in enumerate(order)}
+        keys = [self._keys(k) for k in range(self.n)]  # (left key, right key) of level k >= 1
+        self.left = [_Side(keys[k][0]) for k in range(self.n)]  # left[k]: m-tuples over order[:k]
+        self.right = [_Side(keys[k][1], ("lo", "made", "out")) for k in range(self.n)]  # right[k]: source order[k] (its ts: lo)
+        eqs = self.query.join.equalities
+        at = [[e for e in eqs if max(self.level[e.left.stream], self.level[e.right.stream]) == k] for k in range(self.n)]
+        self.level_eqs = [[Cmp("=", e.left, e.right) for e in at[k]] for k in range(self.n)]
+        # without the equality of the level's bucket key, true of every pair when the codes are the keys'
+        self.unkeyed_eqs = [
+            [Cmp("=", e.left, e.right) for e in at[k] if {(e.left.stream, e.left.attr), (e.right.stream, e.right.attr)} != {self.left[k].key, self.right[k].key}]
+            for k in range(self.n)
+        ]
+
+    def _arrange_by(self, new: dict[int, Rows]) -> None:
+        """Before the first chunk's arrivals (``new``, per stream) are buffered: the stream of the first
+        level with fewer of them becomes its left input. The two sources of the first level are
+        interchangeable (the same pairs are compared, deleted and joined either way: a row's period
+        and its deletion test are those of its one timestamp against the other stream), but the
+        columnar level scans per left row (a probe range each) and per right row only in bulk, so
+        the slower stream costs less as the left input."""
+        self.arranged = True
+        a, b = self.order[:2]  # a W-join has two streams at least
+        if _len(new.get(b)) < _len(new.get(a)):
+            self._arrange([b, a, *self.order[2:]])
 
     def _pipeline_order(self) -> list[int]:
         """The streams bottom-up: MW-join's order from the first stream (:func:`result_orders`)."""
@@ -220,6 +249,8 @@ class NLWJoin(Snapshots):
                 start, last = min(start, int(b.pos[0])), max(last, int(b.pos[-1]))
         if not new:
             return ResultBatch.empty(self.n)
+        if not self.arranged:
+            self._arrange_by(new)
         rows = new.get(self.order[0])
         made = _NONE if rows is None else rows[self.order[0]]["pos"]
         for k in range(1, self.n):
@@ -263,18 +294,24 @@ class NLWJoin(Snapshots):
         its ``out`` in its bucket; ``2 s + 1``: by the update routine after arrival ``s``), at most
         ``cap`` (kept; so are the rows never out). The other side's rows made before ``start``
         scanned before. Counts the rows deleted by a scan."""
-        out, made = side.out[mine.order], mine.made[:-1]
-        at = other.key.searchsorted(other.of(mine.c, np.maximum(np.minimum(np.maximum(out, made + 1), cap), start)))
-        gone = np.where(other.code[at] == mine.code[:-1], 2 * other.made[at], _LAST)  # by a scan
+        out, made = side.out.take(mine.order), mine.made[:-1]
+        scan = np.maximum(out, made + 1)  # the first scan that can delete the row: at or after it
+        np.minimum(scan, cap, out=scan)
+        np.maximum(scan, start, out=scan)
+        at = other.key.searchsorted(other.of(mine.c, scan))
+        gone = other.made.take(at)
+        gone <<= 1  # by a scan; none in the row's bucket: kept
+        gone[other.code.take(at) != mine.code[:-1]] = _LAST
         if self.sweep:  # the routine also sees rows of its own arrival
-            at_or_after = np.minimum(np.maximum(out, made), cap)
+            at_or_after = np.maximum(out, made, out=out)
+            np.minimum(at_or_after, cap, out=at_or_after)
             s = self.sweep  # 2 (the next multiple of s after at_or_after) - 1; by bits when s is a power of 2
             routine = ((at_or_after | (s - 1)) << 1) + 1 if s & (s - 1) == 0 else 2 * ((at_or_after + s) // s * s) - 1
             self.purged += int(np.count_nonzero(gone < routine))
-            gone = np.minimum(gone, routine)
+            np.minimum(gone, routine, out=gone)
         else:
             self.purged += int(np.count_nonzero(gone < _LAST))
-        return np.minimum(gone, cap)
+        return np.minimum(gone, cap, out=gone)
 
     def _level(self, k: int, start: int, last: int) -> tuple[Rows | None, np.ndarray]:
         """Level ``k``: its m-tuples joined with its tuples, every pair but those of two rows made
@@ -368,9 +405,12 @@ class NLWJoin(Snapshots):
         completing = np.zeros(len(made), np.int64)  # the completing member's stream
         for s in range(1, self.n):
             completing[pos[s] == made] = s
-        every, by_rank = np.arange(len(made)), np.array([pos[s] for s in range(self.n)])
-        ranked = [made] + [by_rank[self.mw_orders[:, r][completing], every] for r in range(1, self.n)]  # in its stream's order
-        return _lexorder(ranked[::-1], int(by_rank.min()), int(made.max()))  # the completing member: the last
+        # per member, its position behind the completing arrival (<= 0: fewer bits than the position)
+        behind = np.stack([pos[s] - made for s in range(self.n)]).reshape(-1)
+        at = completing * len(made) + np.arange(len(made))  # in behind: the completing member's
+        ranked = [behind.take(at + (self.mw_orders[:, r] - np.arange(self.n)).take(completing) * len(made)) for r in range(self.n - 1, 0, -1)]  # in its stream's order
+        low = int(behind.min())
+        return _lexorder([*ranked, made], [low] * (self.n - 1) + [int(made.min())], [0] * (self.n - 1) + [int(made.max())])  # the completing arrival: first
 
     def _results(self, rows: Rows | None) -> ResultBatch:
         """The complete combinations (in order), through the filters."""
