@@ -48,7 +48,7 @@ class XJoin(RippleJoin):
     def _table(self, j: int, attr: str) -> tuple[np.ndarray, np.ndarray]:
         """Stream ``j``'s hash table on ``attr``: its buffer indices by value, and the sorted values."""
         b = self.buffers[j]
-        version = (b.start, len(b.pos))
+        version = (b.start, len(b.pos), int(b.pos[-1]) if len(b.pos) else -1)  # an append that replaces purged rows keeps (start, len)
         cached = self.tables.get((j, attr))
         if cached is None or cached[0] != version:
             values = (b.ts if attr == "ts" else b.cols.get(attr, b.ts))[b.start :]  # no column: nothing buffered
