@@ -121,17 +121,22 @@ def _feed(op: NLWJoin, tuples, chunk: int) -> None:
         op.process(batches)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.data())
-def test_columnar_pipelines_are_the_per_arrival_algorithm(data):
-    """Comparisons and buffers of NLW-join and HW-join (its update routine every 1 to 9 arrivals)
-    are those of the per-arrival pipeline, whatever the chunks and the form of the bucket keys."""
+def _pipeline_case(data):
+    """A drawn case for NLW-join or HW-join (hashed): (hashed, text, query, operator class, tuples, chunk)."""
     hashed = data.draw(st.booleans())
     text, rows, chunk = data.draw(cases(equi=hashed))
     query = parse_wjoin(text)
     cls = WJOINS["hw-join" if hashed else "nlw-join"]
     cls.check(query)
-    tuples = _tuples(rows)
+    return hashed, text, query, cls, _tuples(rows), chunk
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_columnar_pipelines_are_the_per_arrival_algorithm(data):
+    """Comparisons and buffers of NLW-join and HW-join (its update routine every 1 to 9 arrivals)
+    are those of the per-arrival pipeline, whatever the chunks and the form of the bucket keys."""
+    hashed, text, query, cls, tuples, chunk = _pipeline_case(data)
     op = cls(query)
     if hashed:
         op.sweep = data.draw(st.integers(1, 9))
@@ -148,12 +153,7 @@ def test_the_first_levels_inputs_are_interchangeable(data):
     """The operators put the stream of the first level with fewer arrivals in the first chunk as its
     left input: either way round, the same results (members, ts, exp, columns, order), comparisons,
     deletions and buffers, for any chunking."""
-    hashed = data.draw(st.booleans())
-    text, rows, chunk = data.draw(cases(equi=hashed))
-    query = parse_wjoin(text)
-    cls = WJOINS["hw-join" if hashed else "nlw-join"]
-    cls.check(query)
-    tuples = _tuples(rows)
+    hashed, text, query, cls, tuples, chunk = _pipeline_case(data)
     sweep = data.draw(st.integers(1, 9))
     runs = []
     for swap in (False, True):

@@ -390,9 +390,9 @@ def collected_frame(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFr
     parts = [f for f in frames if len(f)] or frames[:1]
     if len(parts) == 1:
         return parts[0].reset_index(drop=True)
-    valued = {c for f in parts for c in f.columns if not f[c].isna().all()}
-    trimmed = [f[[c for c in f.columns if c not in valued or not f[c].isna().all()]] for f in parts]
-    if all(len(t.columns) == len(f.columns) for t, f in zip(trimmed, parts)):
+    empty = [{c for c in f.columns if f[c].isna().all()} for f in parts]  # each batch's all-null columns
+    valued = {c for f, nulls in zip(parts, empty) for c in f.columns if c not in nulls}
+    if not any(nulls & valued for nulls in empty):
         return pd.concat(parts, ignore_index=True)
-    order = list(parts[0].columns)
-    return pd.concat(trimmed, ignore_index=True).reindex(columns=order)
+    trimmed = [f.drop(columns=list(nulls & valued)) for f, nulls in zip(parts, empty)]
+    return pd.concat(trimmed, ignore_index=True).reindex(columns=list(parts[0].columns))
